@@ -1,0 +1,98 @@
+//! Byte layout of archive format v1 (docs/FORMAT.md is the prose version of this file).
+//!
+//! All integers little-endian. Sections start at 16-byte aligned offsets; blobs inside the
+//! blob-data section start at 16-byte aligned offsets too, so a mapped SPIR-V blob can be read
+//! as `u32` words in place.
+
+/// File magic.
+pub const MAGIC: [u8; 8] = *b"GRANARY\0";
+/// Format version this build writes and reads.
+pub const VERSION: u32 = 1;
+/// Bytes of the fixed header before the section table.
+pub const FIXED_HEADER: usize = 64;
+/// Bytes per section-table row.
+pub const SECTION_ROW: usize = 32;
+/// Number of sections in v1.
+pub const SECTION_COUNT: usize = 7;
+/// Total header size: fixed part, section table, header checksum.
+pub const HEADER_LEN: usize = FIXED_HEADER + SECTION_ROW * SECTION_COUNT + 8;
+/// Section alignment.
+pub const ALIGN: usize = 16;
+/// "No blob" marker in a stage record.
+pub const NO_BLOB: u32 = u32::MAX;
+/// Largest label or entry-point name accepted (bytes).
+pub const MAX_NAME: usize = 64 * 1024;
+/// Largest number of stages one pipeline may have.
+pub const MAX_STAGES_PER_PIPELINE: u32 = 8;
+
+/// Section kinds, in file order. Each appears exactly once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Section {
+    /// Generator string and device identity.
+    Meta = 1,
+    /// Concatenated UTF-8 strings (labels, entry points).
+    Strings = 2,
+    /// Blob index: sorted by content hash.
+    BlobIndex = 3,
+    /// Blob bytes.
+    BlobData = 4,
+    /// Pipeline table: sorted by key.
+    Pipelines = 5,
+    /// Stage records.
+    Stages = 6,
+    /// Label index: sorted by label bytes.
+    Labels = 7,
+}
+
+impl Section {
+    /// All sections in file order.
+    pub const ALL: [Section; SECTION_COUNT] = [
+        Section::Meta,
+        Section::Strings,
+        Section::BlobIndex,
+        Section::BlobData,
+        Section::Pipelines,
+        Section::Stages,
+        Section::Labels,
+    ];
+    /// Fixed record size, or `None` for byte sections.
+    pub fn record_size(self) -> Option<usize> {
+        match self {
+            Section::BlobIndex => Some(BLOB_RECORD),
+            Section::Pipelines => Some(PIPELINE_RECORD),
+            Section::Stages => Some(STAGE_RECORD),
+            Section::Labels => Some(LABEL_RECORD),
+            _ => None,
+        }
+    }
+    /// Name for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Section::Meta => "meta",
+            Section::Strings => "strings",
+            Section::BlobIndex => "blob index",
+            Section::BlobData => "blob data",
+            Section::Pipelines => "pipeline table",
+            Section::Stages => "stage table",
+            Section::Labels => "label index",
+        }
+    }
+}
+
+/// Blob index record: hash u128, offset u64, len u64, checksum u64 (of the blob bytes).
+pub const BLOB_RECORD: usize = 40;
+/// Pipeline record: key u128, kind u32, first_stage u32, stage_count u32, first_label u32,
+/// label_count u32, reserved u32, checksum u64 (of the preceding 40 bytes).
+pub const PIPELINE_RECORD: usize = 48;
+/// Stage record: key u128, stage u32, entry_off u32, entry_len u32, blob[4] u32, reserved u32,
+/// checksum u64 (of the preceding 48 bytes followed by the entry-point bytes).
+pub const STAGE_RECORD: usize = 56;
+/// Label record: str_off u32, str_len u32, pipeline u32, checksum u32 (low half of the
+/// checksum of the preceding 12 bytes followed by the label bytes). Sorted by (label, pipeline).
+pub const LABEL_RECORD: usize = 16;
+
+/// Rounds `n` up to [`ALIGN`].
+pub fn align_up(n: usize) -> usize {
+    n.div_ceil(ALIGN) * ALIGN
+}

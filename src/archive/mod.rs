@@ -1,0 +1,55 @@
+//! Layer 7 — the archive file format: deterministic writer, bounds-checked reader, verify,
+//! merge. Specified byte by byte in docs/FORMAT.md.
+//!
+//! Invariants:
+//! - [`encode`] is a pure function of the set of `(entry, labels)` it is given.
+//! - Files are only ever replaced whole ([`write_atomic`]); an archive on disk is complete.
+//! - The reader never panics, never reads out of bounds and never allocates from a length it
+//!   read from the file; a damaged file yields [`ArchiveError::Corrupt`] with the offset.
+
+mod durable;
+mod error;
+pub mod format;
+mod reader;
+mod writer;
+
+pub use durable::write_atomic;
+pub use error::ArchiveError;
+pub use reader::{Archive, PipelineRef, StageRef, VerifyReport};
+pub use writer::{encode, ArchiveMeta, WriteEntry};
+
+use std::path::Path;
+
+/// Encodes `entries` and writes them to `path` atomically. Returns the file size.
+pub fn write_entries(path: &Path, entries: &[WriteEntry], meta: &ArchiveMeta) -> Result<usize, ArchiveError> {
+    let bytes = encode(entries, meta);
+    write_atomic(path, &bytes)?;
+    Ok(bytes.len())
+}
+
+/// Merges archives into one: the union of their pipelines, each stored once, labels combined.
+/// The result does not depend on the order of `inputs`. All inputs must share one
+/// writer-options fingerprint (keys from different fingerprints are not comparable).
+pub fn merge(inputs: &[Archive]) -> Result<(Vec<WriteEntry>, ArchiveMeta), ArchiveError> {
+    let mut meta: Option<ArchiveMeta> = None;
+    let mut all = Vec::new();
+    for a in inputs {
+        let m = ArchiveMeta {
+            target_options: a.key_context().target_options,
+            target_options_text: a.target_options_text().to_string(),
+            device: a.device().to_string(),
+        };
+        if let Some(first) = &meta {
+            if first.target_options != m.target_options || first.device != m.device {
+                return Err(ArchiveError::Incompatible(format!(
+                    "{} was built with different writer options or for a different device than the first input",
+                    a.path().map(|p| p.display().to_string()).unwrap_or_else(|| "an input".into())
+                )));
+            }
+        } else {
+            meta = Some(m);
+        }
+        all.extend(a.entries()?);
+    }
+    Ok((all, meta.unwrap_or_else(ArchiveMeta::portable)))
+}

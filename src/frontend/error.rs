@@ -1,0 +1,60 @@
+//! Errors from parsing, specializing and writing shaders.
+
+use crate::descriptor::Target;
+use serde::Serialize;
+
+/// What went wrong in the front end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ShaderErrorKind {
+    /// The source did not parse.
+    Parse,
+    /// The module parsed but failed naga's validation.
+    Validation,
+    /// The entry point does not exist, or exists for another stage.
+    EntryPoint,
+    /// A specialization constant is unknown, of the wrong type, or out of range.
+    Constant,
+    /// A target writer failed.
+    Write,
+}
+
+/// A shader error with the library file and, where known, its line and column.
+#[derive(Debug, Clone, thiserror::Error, Serialize)]
+#[error("{file}{}: {kind:?} error: {message}", position(line, column))]
+pub struct ShaderError {
+    /// The library's file path, or its name when it has no file.
+    pub file: String,
+    /// 1-based line.
+    pub line: Option<u32>,
+    /// 1-based column.
+    pub column: Option<u32>,
+    /// Category.
+    pub kind: ShaderErrorKind,
+    /// naga's message, plus context.
+    pub message: String,
+    /// The target whose writer failed, for `Write` errors.
+    pub target: Option<Target>,
+}
+
+fn position(line: &Option<u32>, column: &Option<u32>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!(":{l}:{c}"),
+        (Some(l), None) => format!(":{l}"),
+        _ => String::new(),
+    }
+}
+
+impl ShaderError {
+    pub(crate) fn new(file: &str, kind: ShaderErrorKind, message: impl Into<String>) -> Self {
+        ShaderError { file: file.to_string(), line: None, column: None, kind, message: message.into(), target: None }
+    }
+
+    pub(crate) fn at(mut self, loc: Option<naga::SourceLocation>) -> Self {
+        if let Some(l) = loc {
+            self.line = Some(l.line_number);
+            self.column = Some(l.line_position);
+        }
+        self
+    }
+}

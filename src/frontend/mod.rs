@@ -1,0 +1,174 @@
+//! Layer 3 — the naga front end: libraries parsed and validated once, stage functions
+//! specialized once and written once per target.
+//!
+//! Invariants:
+//! - For one [`Frontend`], each library (by content) is parsed at most once and each stage
+//!   function (by [`StageKey`]) is specialized and written at most once, however many threads
+//!   ask at the same time; concurrent askers wait for the one computation ([`ComputeOnce`]).
+//! - Results are immutable `Arc`s; a cached result is never freed while reachable.
+//! - Output bytes depend only on the inputs and [`targets::TARGET_OPTIONS`], never on the
+//!   build profile or thread timing.
+
+mod error;
+mod interface;
+mod parse;
+mod specialize;
+pub mod targets;
+
+pub use error::{ShaderError, ShaderErrorKind};
+pub use interface::{Interface, IoType};
+pub use parse::{parse_library, ParsedLibrary};
+
+use crate::descriptor::{
+    stage_key, Blob, FunctionDescriptor, KeyContext, Library, ShaderStage, StageKey, TargetOutputs,
+    TargetSet,
+};
+use crate::sync::{ComputeOnce, ShardedMap, TaskLimiter};
+use crate::util::thread_cpu_time;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// One compiled stage function: outputs for each requested target and its interface.
+#[derive(Debug)]
+pub struct StageFunction {
+    /// Its key.
+    pub key: StageKey,
+    /// Its stage.
+    pub stage: ShaderStage,
+    /// Entry point name.
+    pub entry_point: String,
+    /// Output per target.
+    pub outputs: TargetOutputs,
+    /// User-defined inputs and outputs.
+    pub interface: Interface,
+}
+
+type LibraryCell = Arc<ComputeOnce<Result<Arc<ParsedLibrary>, ShaderError>>>;
+type FunctionCell = Arc<ComputeOnce<Result<Arc<StageFunction>, ShaderError>>>;
+
+/// Counters of front-end work, for reports and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FrontendStats {
+    /// Libraries actually parsed and validated.
+    pub libraries_parsed: u64,
+    /// Stage functions actually specialized and written.
+    pub functions_compiled: u64,
+    /// Stage function requests (cache hits + compiles).
+    pub function_requests: u64,
+    /// Thread CPU time spent parsing, in nanoseconds.
+    pub parse_cpu_ns: u64,
+    /// Thread CPU time spent specializing and writing, in nanoseconds.
+    pub specialize_cpu_ns: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    libraries_parsed: AtomicU64,
+    functions_compiled: AtomicU64,
+    function_requests: AtomicU64,
+    parse_cpu_ns: AtomicU64,
+    specialize_cpu_ns: AtomicU64,
+}
+
+/// The front end with its two caches.
+///
+/// Thread safety: `Send + Sync`; every method may be called from any number of threads.
+pub struct Frontend {
+    targets: TargetSet,
+    ctx: KeyContext,
+    cache: bool,
+    limiter: Arc<TaskLimiter>,
+    libraries: ShardedMap<LibraryCell>,
+    functions: ShardedMap<FunctionCell>,
+    counters: Counters,
+}
+
+impl Frontend {
+    /// A front end writing `targets`, running at most `limiter.max()` tasks at once. With
+    /// `cache` false every request parses and specializes afresh (the naive baseline that
+    /// benchmarks compare against).
+    pub fn new(targets: TargetSet, limiter: Arc<TaskLimiter>, cache: bool) -> Self {
+        Frontend {
+            targets,
+            ctx: KeyContext { target_options: targets::target_options_fingerprint() },
+            cache,
+            limiter,
+            libraries: ShardedMap::new(),
+            functions: ShardedMap::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// The key context stage keys are computed under.
+    pub fn key_context(&self) -> KeyContext {
+        self.ctx
+    }
+
+    /// The targets written.
+    pub fn targets(&self) -> TargetSet {
+        self.targets
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> FrontendStats {
+        let c = &self.counters;
+        FrontendStats {
+            libraries_parsed: c.libraries_parsed.load(Relaxed),
+            functions_compiled: c.functions_compiled.load(Relaxed),
+            function_requests: c.function_requests.load(Relaxed),
+            parse_cpu_ns: c.parse_cpu_ns.load(Relaxed),
+            specialize_cpu_ns: c.specialize_cpu_ns.load(Relaxed),
+        }
+    }
+
+    /// The parsed library, parsing it if no thread has yet.
+    pub fn library(&self, lib: &Arc<Library>) -> Result<Arc<ParsedLibrary>, ShaderError> {
+        let compute = || {
+            let _permit = self.limiter.acquire();
+            let t0 = thread_cpu_time();
+            let r = parse_library(lib).map(Arc::new);
+            self.counters.parse_cpu_ns.fetch_add((thread_cpu_time() - t0).as_nanos() as u64, Relaxed);
+            self.counters.libraries_parsed.fetch_add(1, Relaxed);
+            r
+        };
+        if !self.cache {
+            return compute();
+        }
+        let cell = self.libraries.get_or_insert_with(lib.hash().0, Default::default);
+        cell.get_or_compute(compute).0
+    }
+
+    /// The compiled stage function, compiling it if no thread has yet.
+    pub fn function(&self, f: &FunctionDescriptor, stage: ShaderStage) -> Result<Arc<StageFunction>, ShaderError> {
+        self.counters.function_requests.fetch_add(1, Relaxed);
+        let key = stage_key(f, stage, &self.ctx);
+        let compute = || self.compile_function(key, f, stage);
+        if !self.cache {
+            return compute();
+        }
+        let cell = self.functions.get_or_insert_with(key.0, Default::default);
+        cell.get_or_compute(compute).0
+    }
+
+    fn compile_function(&self, key: StageKey, f: &FunctionDescriptor, stage: ShaderStage) -> Result<Arc<StageFunction>, ShaderError> {
+        let (lib, entry) = f.base();
+        let parsed = self.library(lib)?;
+        let _permit = self.limiter.acquire();
+        let t0 = thread_cpu_time();
+        let file = lib.display_path();
+        let result = (|| {
+            let spec = specialize::specialize(&parsed, &file, entry, stage, &f.resolved_constants())?;
+            let naga_stage = parse::naga_stage(stage);
+            let mut outputs = TargetOutputs::default();
+            for target in self.targets.iter() {
+                let bytes = targets::write(target, &spec.module, &spec.info, naga_stage, entry, &file)?;
+                outputs.0[target as usize] = Some(Blob::new(bytes));
+            }
+            let interface = interface::reflect(&spec.module, entry, naga_stage);
+            Ok(Arc::new(StageFunction { key, stage, entry_point: entry.to_string(), outputs, interface }))
+        })();
+        self.counters.specialize_cpu_ns.fetch_add((thread_cpu_time() - t0).as_nanos() as u64, Relaxed);
+        self.counters.functions_compiled.fetch_add(1, Relaxed);
+        result
+    }
+}

@@ -1,0 +1,85 @@
+//! Parsing and validating one library with naga.
+
+use super::error::{ShaderError, ShaderErrorKind};
+use crate::descriptor::{Library, ShaderStage, SourceKind};
+use naga::valid::{Capabilities, ValidationFlags, Validator};
+
+/// A parsed, validated library.
+#[derive(Debug)]
+pub struct ParsedLibrary {
+    /// naga's IR.
+    pub module: naga::Module,
+    /// Validation results.
+    pub info: naga::valid::ModuleInfo,
+}
+
+pub(crate) fn naga_stage(s: ShaderStage) -> naga::ShaderStage {
+    match s {
+        ShaderStage::Vertex => naga::ShaderStage::Vertex,
+        ShaderStage::Fragment => naga::ShaderStage::Fragment,
+        ShaderStage::Compute => naga::ShaderStage::Compute,
+    }
+}
+
+pub(crate) fn granary_stage(s: naga::ShaderStage) -> Option<ShaderStage> {
+    match s {
+        naga::ShaderStage::Vertex => Some(ShaderStage::Vertex),
+        naga::ShaderStage::Fragment => Some(ShaderStage::Fragment),
+        naga::ShaderStage::Compute => Some(ShaderStage::Compute),
+        _ => None,
+    }
+}
+
+fn text<'a>(lib: &'a Library, file: &str) -> Result<&'a str, ShaderError> {
+    std::str::from_utf8(lib.source())
+        .map_err(|e| ShaderError::new(file, ShaderErrorKind::Parse, format!("source is not UTF-8: {e}")))
+}
+
+/// Parses and validates `lib`.
+pub fn parse_library(lib: &Library) -> Result<ParsedLibrary, ShaderError> {
+    let file = lib.display_path();
+    let module = match lib.kind() {
+        SourceKind::Wgsl => {
+            let src = text(lib, &file)?;
+            naga::front::wgsl::parse_str(src).map_err(|e| {
+                ShaderError::new(&file, ShaderErrorKind::Parse, e.message().to_string()).at(e.location(src))
+            })?
+        }
+        SourceKind::Glsl => {
+            let src = text(lib, &file)?;
+            let stage = lib.glsl_stage().ok_or_else(|| {
+                ShaderError::new(&file, ShaderErrorKind::Parse, "GLSL library has no stage")
+            })?;
+            let options = naga::front::glsl::Options::from(naga_stage(stage));
+            naga::front::glsl::Frontend::default().parse(&options, src).map_err(|errs| {
+                let first = errs.errors.first();
+                let message = errs.errors.iter().map(|e| e.kind.to_string()).collect::<Vec<_>>().join("; ");
+                ShaderError::new(&file, ShaderErrorKind::Parse, message).at(first.and_then(|e| e.location(src)))
+            })?
+        }
+        SourceKind::Spirv => {
+            let options = naga::front::spv::Options {
+                adjust_coordinate_space: true,
+                strict_capabilities: false,
+                block_ctx_dump_prefix: None,
+            };
+            naga::front::spv::parse_u8_slice(lib.source(), &options)
+                .map_err(|e| ShaderError::new(&file, ShaderErrorKind::Parse, e.to_string()))?
+        }
+    };
+    let info = Validator::new(ValidationFlags::all(), Capabilities::all()).validate(&module).map_err(|e| {
+        let loc = match lib.kind() {
+            SourceKind::Spirv => None,
+            _ => std::str::from_utf8(lib.source()).ok().and_then(|s| e.location(s)),
+        };
+        let mut message = e.as_inner().to_string();
+        let mut source = std::error::Error::source(e.as_inner());
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
+        }
+        ShaderError::new(&file, ShaderErrorKind::Validation, message).at(loc)
+    })?;
+    Ok(ParsedLibrary { module, info })
+}

@@ -1,0 +1,253 @@
+//! Reading a pipelines script into descriptors.
+
+use super::error::{join_path, ScriptError};
+use super::raw::*;
+use crate::descriptor::{
+    ComputePipelineDescriptor, Constant, ConstantId, ConstantValue, FunctionDescriptor, Library,
+    PipelineDescriptor, RenderPipelineDescriptor, SourceKind,
+};
+use base64::Engine as _;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A parsed pipelines script. Each library and each pipeline carries its own result, so one
+/// bad entry fails only the pipelines it affects.
+#[derive(Debug)]
+pub struct Script {
+    /// The script file.
+    pub path: PathBuf,
+    /// Libraries in declaration order: name and the loaded library or why it could not be.
+    pub libraries: Vec<(String, Result<Arc<Library>, ScriptError>)>,
+    /// Pipelines in script order.
+    pub pipelines: Vec<ScriptPipeline>,
+}
+
+/// One pipeline of a script.
+#[derive(Debug)]
+pub struct ScriptPipeline {
+    /// Position in the script's `pipelines` array.
+    pub index: usize,
+    /// The label, if the entry had a readable one.
+    pub label: Option<String>,
+    /// The descriptor, or what is wrong with this entry.
+    pub descriptor: Result<PipelineDescriptor, ScriptError>,
+}
+
+impl ScriptPipeline {
+    /// A name for messages: the label, or `pipelines[i]`.
+    pub fn display_name(&self) -> String {
+        match &self.label {
+            Some(l) => l.clone(),
+            None => format!("pipelines[{}]", self.index),
+        }
+    }
+}
+
+impl Script {
+    /// Reads and parses the script at `path`; library paths resolve relative to its folder.
+    ///
+    /// Fails as a whole only when the file cannot be read or is not a JSON object of the right
+    /// shape; problems inside one library or pipeline are kept with that entry.
+    pub fn load(path: &Path) -> Result<Script, ScriptError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScriptError::at(path, "", format!("cannot read script: {e}")))?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::parse(&text, path, &base)
+    }
+
+    /// Parses script text. `path` names it in messages; `base_dir` resolves library paths.
+    pub fn parse(text: &str, path: &Path, base_dir: &Path) -> Result<Script, ScriptError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let top: RawScriptTop =
+            serde_path_to_error::deserialize(de).map_err(|e| ScriptError::from_serde(path, "", e))?;
+        if top.granary_script != SCRIPT_VERSION {
+            return Err(ScriptError::at(
+                path,
+                "granary_script",
+                format!("unsupported script version {} (this granary reads {SCRIPT_VERSION})", top.granary_script),
+            ));
+        }
+
+        let mut libraries: Vec<(String, Result<Arc<Library>, ScriptError>)> = Vec::new();
+        let mut by_name: HashMap<String, usize> = HashMap::new();
+        for (i, value) in top.libraries.into_iter().enumerate() {
+            let jp = format!("libraries[{i}]");
+            let raw: RawLibrary = match from_value(value, path, &jp) {
+                Ok(r) => r,
+                Err(e) => {
+                    libraries.push((format!("<{jp}>"), Err(e)));
+                    continue;
+                }
+            };
+            let name = raw.name.clone();
+            let loaded = if let Some(first) = by_name.get(&name) {
+                Err(ScriptError::at(path, format!("{jp}.name"), format!("duplicate library name '{name}' (first defined at libraries[{first}])")))
+            } else {
+                by_name.insert(name.clone(), i);
+                load_library(&raw, path, base_dir, &jp)
+            };
+            libraries.push((name, loaded));
+        }
+
+        let mut pipelines = Vec::with_capacity(top.pipelines.len());
+        let mut labels: HashMap<String, usize> = HashMap::new();
+        for (i, value) in top.pipelines.into_iter().enumerate() {
+            let jp = format!("pipelines[{i}]");
+            let label = value.get("label").and_then(|l| l.as_str()).map(str::to_owned);
+            let descriptor = from_value::<RawPipeline>(value, path, &jp).and_then(|raw| {
+                if let Some(l) = &raw.label {
+                    if let Some(first) = labels.get(l) {
+                        return Err(ScriptError::at(path, format!("{jp}.label"), format!("duplicate label '{l}' (first used by pipelines[{first}])")));
+                    }
+                    labels.insert(l.clone(), i);
+                }
+                convert_pipeline(raw, &Ctx { path, libraries: &libraries, by_name: &by_name }, &jp)
+            });
+            pipelines.push(ScriptPipeline { index: i, label, descriptor });
+        }
+        Ok(Script { path: path.to_path_buf(), libraries, pipelines })
+    }
+}
+
+fn from_value<T: serde::de::DeserializeOwned>(value: serde_json::Value, path: &Path, jp: &str) -> Result<T, ScriptError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let inner_path = e.path().to_string();
+        let inner = e.into_inner();
+        ScriptError::at(path, join_path(jp, if inner_path == "." { "" } else { &inner_path }), inner.to_string())
+    })
+}
+
+fn load_library(raw: &RawLibrary, path: &Path, base_dir: &Path, jp: &str) -> Result<Arc<Library>, ScriptError> {
+    let err = |field: &str, msg: String| ScriptError::at(path, join_path(jp, field), msg);
+    let sources = [raw.path.is_some(), raw.source.is_some(), raw.spirv_base64.is_some()];
+    if sources.iter().filter(|b| **b).count() != 1 {
+        return Err(err("", "a library needs exactly one of \"path\", \"source\" or \"spirv_base64\"".into()));
+    }
+    let (kind, stage_from_ext, bytes, origin) = if let Some(p) = &raw.path {
+        let file = base_dir.join(p);
+        let guessed = SourceKind::from_extension(&file);
+        let kind = raw.kind.or(guessed.map(|g| g.0)).ok_or_else(|| {
+            err("kind", format!("cannot tell the language of '{p}' from its extension; set \"kind\" to wgsl, glsl or spirv"))
+        })?;
+        let bytes = std::fs::read(&file)
+            .map_err(|e| err("path", format!("cannot read library file '{}': {e}", file.display())))?;
+        (kind, guessed.and_then(|g| g.1), bytes, Some(file))
+    } else if let Some(s) = &raw.source {
+        let kind = raw.kind.ok_or_else(|| err("kind", "an inline \"source\" needs \"kind\": wgsl or glsl".into()))?;
+        if kind == SourceKind::Spirv {
+            return Err(err("source", "SPIR-V is binary: give it as \"spirv_base64\" or \"path\"".into()));
+        }
+        (kind, None, s.clone().into_bytes(), None)
+    } else {
+        let b64 = raw.spirv_base64.as_deref().unwrap_or_default();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| err("spirv_base64", format!("not valid base64: {e}")))?;
+        (SourceKind::Spirv, None, bytes, None)
+    };
+    let stage = raw.stage.or(stage_from_ext);
+    if kind == SourceKind::Glsl && stage.is_none() {
+        return Err(err("stage", "a GLSL library needs \"stage\" (vertex, fragment or compute) or a .vert/.frag/.comp file name".into()));
+    }
+    Ok(Library::new(raw.name.clone(), kind, stage, bytes, origin))
+}
+
+struct Ctx<'a> {
+    path: &'a Path,
+    libraries: &'a [(String, Result<Arc<Library>, ScriptError>)],
+    by_name: &'a HashMap<String, usize>,
+}
+
+fn convert_pipeline(raw: RawPipeline, cx: &Ctx<'_>, jp: &str) -> Result<PipelineDescriptor, ScriptError> {
+    match (raw.render, raw.compute) {
+        (Some(r), None) => {
+            let vertex = convert_function(&r.vertex, cx, &format!("{jp}.render.vertex"))?;
+            let fragment = match &r.fragment {
+                Some(f) => Some(convert_function(f, cx, &format!("{jp}.render.fragment"))?),
+                None => None,
+            };
+            if r.sample_count == 0 || !r.sample_count.is_power_of_two() || r.sample_count > 64 {
+                return Err(ScriptError::at(cx.path, format!("{jp}.render.sample_count"), format!("sample count {} is not a power of two from 1 to 64", r.sample_count)));
+            }
+            if let Some(ds) = &r.depth_stencil {
+                if !ds.format.is_depth_stencil() {
+                    return Err(ScriptError::at(cx.path, format!("{jp}.render.depth_stencil.format"), format!("{:?} is not a depth or stencil format", ds.format)));
+                }
+            }
+            for (i, c) in r.color_attachments.iter().enumerate() {
+                if let crate::descriptor::Spec::Is(f) = c.format {
+                    if f.is_depth_stencil() {
+                        return Err(ScriptError::at(cx.path, format!("{jp}.render.color_attachments[{i}].format"), format!("{f:?} is a depth/stencil format, not a colour format")));
+                    }
+                }
+            }
+            Ok(PipelineDescriptor::Render(RenderPipelineDescriptor {
+                label: raw.label,
+                vertex,
+                fragment,
+                vertex_buffers: r.vertex_buffers,
+                primitive: r.primitive,
+                color_attachments: r.color_attachments,
+                depth_stencil: r.depth_stencil,
+                sample_count: r.sample_count,
+                alpha_to_coverage: r.alpha_to_coverage,
+            }))
+        }
+        (None, Some(c)) => Ok(PipelineDescriptor::Compute(ComputePipelineDescriptor {
+            label: raw.label,
+            compute: convert_function(&c.function, cx, &format!("{jp}.compute.function"))?,
+        })),
+        _ => Err(ScriptError::at(cx.path, jp, "a pipeline needs exactly one of \"render\" or \"compute\"")),
+    }
+}
+
+fn convert_function(raw: &RawFunction, cx: &Ctx<'_>, jp: &str) -> Result<FunctionDescriptor, ScriptError> {
+    let err = |field: &str, msg: String| ScriptError::at(cx.path, join_path(jp, field), msg);
+    match (&raw.library, &raw.function, &raw.specialize) {
+        (Some(lib), Some(func), None) => {
+            if raw.constants.is_some() || raw.name.is_some() {
+                return Err(err("", "\"constants\" and \"name\" belong in a {\"specialize\": …} function".into()));
+            }
+            let idx = cx.by_name.get(lib).ok_or_else(|| err("library", format!("unknown library '{lib}'")))?;
+            let library = match &cx.libraries[*idx].1 {
+                Ok(l) => l.clone(),
+                Err(e) => return Err(err("library", format!("library '{lib}' is unavailable: {}", e.message))),
+            };
+            Ok(FunctionDescriptor::library(library, func.clone()))
+        }
+        (None, None, Some(inner)) => {
+            let function = convert_function(inner, cx, &join_path(jp, "specialize"))?;
+            let mut constants: Vec<Constant> = Vec::new();
+            for (i, c) in raw.constants.iter().flatten().enumerate() {
+                let cjp = format!("constants[{i}]");
+                let constant = convert_constant(c).map_err(|m| err(&cjp, m))?;
+                if constants.iter().any(|o| o.id == constant.id) {
+                    return Err(err(&cjp, format!("constant {} is set twice", constant.id)));
+                }
+                constants.push(constant);
+            }
+            Ok(FunctionDescriptor::Specialized { function: Box::new(function), constants, specialized_name: raw.name.clone() })
+        }
+        _ => Err(err("", "a function is either {\"library\", \"function\"} or {\"specialize\", \"constants\"}".into())),
+    }
+}
+
+fn convert_constant(c: &RawConstant) -> Result<Constant, String> {
+    let id = match (&c.name, c.id) {
+        (Some(n), None) => ConstantId::Name(n.clone()),
+        (None, Some(i)) => ConstantId::Id(i),
+        _ => return Err("a constant needs exactly one of \"name\" or \"id\"".into()),
+    };
+    let values = [
+        c.bool.map(ConstantValue::Bool),
+        c.i32.map(ConstantValue::I32),
+        c.u32.map(ConstantValue::U32),
+        c.f32.map(ConstantValue::F32),
+    ];
+    let mut set = values.into_iter().flatten();
+    match (set.next(), set.next()) {
+        (Some(value), None) => Ok(Constant { id, value }),
+        _ => Err(format!("constant {id} needs exactly one typed value: \"bool\", \"i32\", \"u32\" or \"f32\"")),
+    }
+}

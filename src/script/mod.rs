@@ -1,0 +1,16 @@
+//! Layer 2 — the pipelines script (JSON) to and from descriptors.
+//!
+//! The format is specified in docs/FORMAT.md. Invariants:
+//! - Unknown fields are errors; every error names the file and the JSON path.
+//! - A problem in one library or pipeline is kept with that entry; the rest still load.
+//! - Library paths resolve relative to the script's folder.
+
+mod error;
+mod export;
+mod load;
+mod raw;
+
+pub use error::ScriptError;
+pub use export::script_json;
+pub use load::{Script, ScriptPipeline};
+pub use raw::SCRIPT_VERSION;

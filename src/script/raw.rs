@@ -1,0 +1,124 @@
+//! The JSON shapes of the pipelines script, as serde types (docs/FORMAT.md, "Pipelines script").
+
+use crate::descriptor::{
+    ColorAttachment, DepthStencilState, PrimitiveState, ShaderStage, SourceKind, VertexBufferLayout,
+};
+use serde::{Deserialize, Serialize};
+
+/// Current script format version.
+pub const SCRIPT_VERSION: u32 = 1;
+
+/// Top level: parsed loosely first so that each library and pipeline can be checked on its own.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScriptTop {
+    pub granary_script: u32,
+    #[serde(default)]
+    pub libraries: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub pipelines: Vec<serde_json::Value>,
+}
+
+/// One library.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLibrary {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<SourceKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<ShaderStage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spirv_base64: Option<String>,
+}
+
+/// A stage function: `{library, function}` or `{specialize, constants, name?}`.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFunction {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub specialize: Option<Box<RawFunction>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constants: Option<Vec<RawConstant>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// One constant: `{"name": "X" | "id": 3, "bool" | "i32" | "u32" | "f32": value}`.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConstant {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bool: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub i32: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub u32: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub f32: Option<f32>,
+}
+
+/// One pipeline: a label and exactly one of `render` / `compute`.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPipeline {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render: Option<RawRender>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<RawCompute>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+fn is_default_primitive(p: &PrimitiveState) -> bool {
+    *p == PrimitiveState::default()
+}
+
+/// A render pipeline's body.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRender {
+    pub vertex: RawFunction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragment: Option<RawFunction>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vertex_buffers: Vec<VertexBufferLayout>,
+    #[serde(default, skip_serializing_if = "is_default_primitive")]
+    pub primitive: PrimitiveState,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub color_attachments: Vec<ColorAttachment>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth_stencil: Option<DepthStencilState>,
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub sample_count: u32,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub alpha_to_coverage: bool,
+}
+
+/// A compute pipeline's body.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCompute {
+    pub function: RawFunction,
+}
