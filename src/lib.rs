@@ -9,3 +9,4 @@ pub mod frontend;
 pub mod script;
 pub mod sync;
 pub mod util;
+pub mod harvest;

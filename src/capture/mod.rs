@@ -135,6 +135,21 @@ impl Capture {
         }
     }
 
+    /// Adds `label` to the entry with `key`, if present. Returns whether the entry exists.
+    pub fn add_label(&self, key: crate::descriptor::PipelineKey, label: &str) -> bool {
+        self.map.with_entry(key.0, |m| match m.get_mut(&key.0) {
+            None => false,
+            Some(e) => {
+                if !e.labels.iter().any(|l| l == label) {
+                    let mut v = e.labels.to_vec();
+                    v.push(label.to_string());
+                    e.labels = v.into();
+                }
+                true
+            }
+        })
+    }
+
     /// Distinct pipelines captured so far.
     pub fn len(&self) -> usize {
         self.map.len()

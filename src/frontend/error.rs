@@ -19,9 +19,21 @@ pub enum ShaderErrorKind {
     Write,
 }
 
+impl std::fmt::Display for ShaderErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ShaderErrorKind::Parse => "parse",
+            ShaderErrorKind::Validation => "validation",
+            ShaderErrorKind::EntryPoint => "entry point",
+            ShaderErrorKind::Constant => "constant",
+            ShaderErrorKind::Write => "write",
+        })
+    }
+}
+
 /// A shader error with the library file and, where known, its line and column.
 #[derive(Debug, Clone, thiserror::Error, Serialize)]
-#[error("{file}{}: {kind:?} error: {message}", position(line, column))]
+#[error("{file}{}: {kind} error: {message}", position(line, column))]
 pub struct ShaderError {
     /// The library's file path, or its name when it has no file.
     pub file: String,

@@ -1,0 +1,88 @@
+//! `granary harvest`.
+
+use anyhow::Context as _;
+use granary::descriptor::TargetSet;
+use granary::harvest::{harvest, HarvestOptions, Progress};
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct HarvestArgs {
+    /// The pipelines script (JSON; see docs/FORMAT.md).
+    script: PathBuf,
+    /// The archive to write (replaced atomically).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Worker threads [default: available cores].
+    #[arg(short = 'j', long)]
+    threads: Option<usize>,
+    /// Output targets, comma-separated: spirv, msl, hlsl, glsl.
+    #[arg(long, default_value = "spirv", value_parser = parse_targets)]
+    targets: TargetSet,
+    /// Also write the archive every N compiled pipelines while compiling continues.
+    #[arg(long, value_name = "N")]
+    flush_every: Option<usize>,
+    /// Keep the pipelines of an existing (verified) output archive; compile only the rest.
+    #[arg(long)]
+    resume: bool,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Write every failure as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+fn parse_targets(s: &str) -> Result<TargetSet, String> {
+    TargetSet::parse(s)
+}
+
+pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    anyhow::ensure!(threads >= 1, "-j must be at least 1");
+    let opts = HarvestOptions {
+        script: a.script.clone(),
+        output: a.output.clone(),
+        threads,
+        targets: a.targets,
+        flush_every: a.flush_every,
+        resume: a.resume,
+    };
+    let bar = if !a.quiet && std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(0);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} tasks ({per_sec}, eta {eta}) {msg}",
+        ) {
+            bar.set_style(style);
+        }
+        Some(bar)
+    } else {
+        None
+    };
+    let on_progress = |p: Progress| {
+        if let Some(bar) = &bar {
+            match p {
+                Progress::Planned { tasks } => bar.set_length(tasks as u64),
+                Progress::TaskDone => bar.inc(1),
+                Progress::Flushed => bar.set_message("archive written"),
+            }
+        }
+    };
+    let summary = harvest(&opts, &on_progress).with_context(|| format!("harvest of {} failed", a.script.display()))?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if let Some(path) = &a.report {
+        let text = serde_json::to_string_pretty(&summary.failures)?;
+        std::fs::write(path, text + "\n").with_context(|| format!("cannot write report {}", path.display()))?;
+    }
+    if a.json {
+        super::print_json(&summary)?;
+    } else {
+        eprint!("{}", summary.to_text());
+    }
+    Ok(if summary.failed > 0 { 1 } else { 0 })
+}

@@ -1,0 +1,65 @@
+//! Layer 9 — argument parsing and output formatting only; all work is done by the library.
+//!
+//! Exit status: 0 success; 1 the command ran but found problems (a pipeline failed to
+//! compile, an archive failed verification); 2 the command could not run (bad arguments,
+//! unreadable script, unwritable output).
+
+mod harvest;
+mod inspect;
+
+use clap::{Parser, Subcommand};
+
+/// Compile every GPU pipeline from all cores at once and capture the results into one archive.
+#[derive(Parser)]
+#[command(name = "granary", version, about, long_about = None, after_help = "\
+Examples:
+  granary harvest examples/renderer/pipelines.json -o renderer.granary
+  granary harvest pipelines.json -o out.granary -j 16 --targets spirv,msl --flush-every 1000
+  granary ls renderer.granary
+  granary extract renderer.granary opaque/static/pbr/0 --target spirv -o out/
+  granary merge a.granary b.granary -o all.granary
+
+Exit status: 0 success, 1 finished with failures (see the summary), 2 could not run.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compile every pipeline of a pipelines script into an archive.
+    Harvest(harvest::HarvestArgs),
+    /// List the pipelines in an archive.
+    Ls(inspect::LsArgs),
+    /// Check every byte of one or more archives.
+    Verify(inspect::VerifyArgs),
+    /// Write one pipeline's stage outputs to files.
+    Extract(inspect::ExtractArgs),
+    /// Combine archives into one (deterministic; duplicates stored once).
+    Merge(inspect::MergeArgs),
+}
+
+/// Runs the CLI and returns the process exit status.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Harvest(a) => harvest::run(a),
+        Command::Ls(a) => inspect::ls(a),
+        Command::Verify(a) => inspect::verify(a),
+        Command::Extract(a) => inspect::extract(a),
+        Command::Merge(a) => inspect::merge(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            2
+        }
+    }
+}
+
+/// Prints `value` as pretty JSON on stdout.
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! The harvest summary and failure records.
+
+use crate::frontend::ShaderErrorKind;
+use serde::Serialize;
+
+/// Why one pipeline is missing from the archive.
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    /// Index in the script's `pipelines` array.
+    pub index: usize,
+    /// Label, or `pipelines[i]`.
+    pub pipeline: String,
+    /// `script`, `shader` or `link`.
+    pub phase: &'static str,
+    /// Shader error category, for `shader` failures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ShaderErrorKind>,
+    /// File the error is in, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// 1-based line, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// 1-based column, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<u64>,
+    /// JSON path in the script, for `script` failures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub json_path: Option<String>,
+    /// The full message.
+    pub message: String,
+}
+
+/// What a harvest did.
+#[derive(Debug, Clone, Serialize)]
+pub struct HarvestSummary {
+    /// The archive written.
+    pub output: String,
+    /// Pipelines in the script.
+    pub pipelines: usize,
+    /// Pipelines in the final archive that came from this script (compiled now or resumed).
+    pub succeeded: usize,
+    /// Pipelines that failed.
+    pub failed: usize,
+    /// Pipelines kept from an existing archive by `--resume` and not recompiled.
+    pub resumed: usize,
+    /// Distinct pipeline keys in the archive.
+    pub archive_pipelines: usize,
+    /// Libraries parsed.
+    pub libraries_parsed: u64,
+    /// Unique stage functions compiled.
+    pub unique_stage_functions: u64,
+    /// Stage-function references across compiled pipelines.
+    pub stage_references: usize,
+    /// `stage_references / unique_stage_functions`.
+    pub reuse_ratio: f64,
+    /// Threads used.
+    pub threads: usize,
+    /// Targets written.
+    pub targets: String,
+    /// Wall time in seconds.
+    pub wall_seconds: f64,
+    /// CPU time of the worker threads in seconds.
+    pub task_cpu_seconds: f64,
+    /// CPU time of the whole process in seconds.
+    pub process_cpu_seconds: f64,
+    /// `task_cpu / (wall × threads)`.
+    pub parallel_efficiency: f64,
+    /// Archive writes during the harvest (not counting the final one).
+    pub flushes: usize,
+    /// Intermediate writes that failed (the final write succeeded, or the harvest errs).
+    pub flush_errors: Vec<String>,
+    /// Size of the final archive in bytes.
+    pub archive_bytes: usize,
+    /// Every failure.
+    pub failures: Vec<Failure>,
+}
+
+impl HarvestSummary {
+    /// A human-readable multi-line summary.
+    pub fn to_text(&self) -> String {
+        let mut s = format!(
+            "harvested {} of {} pipelines into {} ({} bytes, {} pipelines, targets {})\n",
+            self.succeeded, self.pipelines, self.output, self.archive_bytes, self.archive_pipelines, self.targets
+        );
+        if self.resumed > 0 {
+            s += &format!("  resumed:               {} pipelines kept from the existing archive\n", self.resumed);
+        }
+        s += &format!(
+            "  libraries parsed:      {}\n  stage functions:       {} unique, {} references, reuse ratio {:.2}\n",
+            self.libraries_parsed, self.unique_stage_functions, self.stage_references, self.reuse_ratio
+        );
+        s += &format!(
+            "  time:                  {:.3} s wall, {:.3} s task CPU, {:.3} s process CPU, {} threads (efficiency {:.2})\n",
+            self.wall_seconds, self.task_cpu_seconds, self.process_cpu_seconds, self.threads, self.parallel_efficiency
+        );
+        if self.flushes > 0 {
+            s += &format!("  intermediate writes:   {}\n", self.flushes);
+        }
+        for e in &self.flush_errors {
+            s += &format!("  intermediate write failed: {e}\n");
+        }
+        s += &format!("  failed:                {}\n", self.failed);
+        for f in &self.failures {
+            s += &format!("    {}\n", f.message.replace('\n', "\n      "));
+        }
+        s
+    }
+}
