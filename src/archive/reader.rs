@@ -392,6 +392,18 @@ impl Archive {
                 return Err(ArchiveError::corrupt(off, format!("{} section checksum mismatch", s.name())));
             }
         }
+        // Padding between and after sections must be zero, so that every byte is checked.
+        let mut pad_start = HEADER_LEN;
+        for s in Section::ALL.iter() {
+            let (off, len) = self.section(*s);
+            if let Some(p) = b[pad_start..off].iter().position(|x| *x != 0) {
+                return Err(ArchiveError::corrupt(pad_start + p, "non-zero padding byte"));
+            }
+            pad_start = off + len;
+        }
+        if let Some(p) = b[pad_start..].iter().position(|x| *x != 0) {
+            return Err(ArchiveError::corrupt(pad_start + p, "non-zero padding byte"));
+        }
         let mut prev: Option<u128> = None;
         for i in 0..self.blob_count {
             let (hash, _) = self.blob(i)?;

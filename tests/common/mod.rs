@@ -1,0 +1,98 @@
+//! Shared fixtures: a small renderer-like library pair and pipelines built from it.
+#![allow(dead_code)]
+
+use granary::descriptor::*;
+use std::sync::Arc;
+
+pub const VS: &str = r#"
+override VARIANT: u32 = 0u;
+override SCALE: f32 = 1.0;
+struct Out { @builtin(position) pos: vec4<f32>, @location(0) uv: vec2<f32>, @location(1) n: vec3<f32> };
+@vertex fn vs(@location(0) p: vec3<f32>, @location(1) n: vec3<f32>, @location(2) uv: vec2<f32>) -> Out {
+    var o: Out;
+    var q = p * SCALE;
+    for (var i = 0u; i < VARIANT; i++) { q = q * 0.5 + vec3<f32>(f32(i)); }
+    o.pos = vec4<f32>(q, 1.0);
+    o.uv = uv;
+    o.n = n;
+    return o;
+}
+@vertex fn vs_depth(@location(0) p: vec3<f32>) -> @builtin(position) vec4<f32> { return vec4<f32>(p, 1.0); }
+"#;
+
+pub const FS: &str = r#"
+override MAT: u32 = 0u;
+@id(7) override TINT: f32 = 1.0;
+@group(0) @binding(0) var tex: texture_2d<f32>;
+@group(0) @binding(1) var samp: sampler;
+@fragment fn fs(@location(0) uv: vec2<f32>, @location(1) n: vec3<f32>) -> @location(0) vec4<f32> {
+    var c = textureSample(tex, samp, uv);
+    for (var i = 0u; i < MAT; i++) { c = c * 0.9 + vec4<f32>(n, 1.0) * 0.1; }
+    return c * TINT;
+}
+@compute @workgroup_size(8, 8, 1) fn cs(@builtin(global_invocation_id) id: vec3<u32>) {}
+"#;
+
+pub struct Fixture {
+    pub vs: Arc<Library>,
+    pub fs: Arc<Library>,
+}
+
+pub fn fixture() -> Fixture {
+    Fixture { vs: Library::wgsl("vs_lib", VS), fs: Library::wgsl("fs_lib", FS) }
+}
+
+pub fn layout() -> Vec<VertexBufferLayout> {
+    vec![VertexBufferLayout {
+        stride: 32,
+        step: StepMode::Vertex,
+        attributes: vec![
+            VertexAttribute { location: 0, format: VertexFormat::Float32x3, offset: 0 },
+            VertexAttribute { location: 1, format: VertexFormat::Float32x3, offset: 12 },
+            VertexAttribute { location: 2, format: VertexFormat::Float32x2, offset: 24 },
+        ],
+    }]
+}
+
+impl Fixture {
+    pub fn vertex(&self, variant: u32) -> FunctionDescriptor {
+        FunctionDescriptor::library(self.vs.clone(), "vs")
+            .specialized(vec![Constant { id: ConstantId::Name("VARIANT".into()), value: ConstantValue::U32(variant) }])
+    }
+    pub fn fragment(&self, mat: u32) -> FunctionDescriptor {
+        FunctionDescriptor::library(self.fs.clone(), "fs")
+            .specialized(vec![Constant { id: ConstantId::Name("MAT".into()), value: ConstantValue::U32(mat) }])
+    }
+    /// Pipeline `i` of a run sharing vertex function `variant`; `i` selects one of
+    /// `materials` fragment variants and a depth bias, so every (variant, i) is distinct.
+    pub fn pipeline(&self, variant: u32, i: u32, materials: u32) -> PipelineDescriptor {
+        PipelineDescriptor::Render(RenderPipelineDescriptor {
+            label: Some(format!("v{variant}/p{i}")),
+            vertex: self.vertex(variant),
+            fragment: Some(self.fragment(i % materials)),
+            vertex_buffers: layout(),
+            primitive: PrimitiveState::default(),
+            color_attachments: vec![ColorAttachment::unspecialized()],
+            depth_stencil: Some(DepthStencilState {
+                format: TextureFormat::Depth32float,
+                depth_write: true,
+                depth_compare: CompareFunction::Less,
+                stencil: None,
+                depth_bias: (i / materials) as i32,
+                depth_bias_slope_scale: 0.0,
+                depth_bias_clamp: 0.0,
+            }),
+            sample_count: 1,
+            alpha_to_coverage: false,
+        })
+    }
+    /// `runs` runs of `per_run` consecutive pipelines, each run sharing one vertex function.
+    pub fn runs(&self, runs: u32, per_run: u32, materials: u32) -> Vec<PipelineDescriptor> {
+        (0..runs).flat_map(|v| (0..per_run).map(move |i| (v, i))).map(|(v, i)| self.pipeline(v, i, materials)).collect()
+    }
+}
+
+/// A temporary directory that lives for the test.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}

@@ -1,0 +1,134 @@
+//! The thread-safety and snapshot contracts, under the report's workload patterns.
+
+mod common;
+
+use granary::archive::Archive;
+use granary::capture::{Capture, CaptureMode};
+use granary::compiler::{Compiler, CompilerOptions};
+use granary::descriptor::{PipelineKey, TargetSet};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The report's crash: many threads compiling, with capture attached, long runs of pipelines
+/// that share one vertex function. Every compile succeeds and each stage function is
+/// specialized exactly once.
+#[test]
+fn sixteen_threads_runs_of_a_thousand_sharing_one_vertex_function() {
+    let fx = common::fixture();
+    const RUNS: u32 = 3;
+    const PER_RUN: u32 = 1000;
+    const MATERIALS: u32 = 20;
+    let pipelines = Arc::new(fx.runs(RUNS, PER_RUN, MATERIALS));
+    let capture = Arc::new(Capture::new(CaptureMode::Outputs));
+    let compiler = Arc::new(Compiler::new(CompilerOptions {
+        targets: TargetSet::of(&[granary::descriptor::Target::Spirv, granary::descriptor::Target::Msl]),
+        max_concurrent_tasks: Some(16),
+        capture: Some(capture.clone()),
+        cache: true,
+    }));
+    let next = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..16)
+        .map(|_| {
+            let (pipelines, compiler, next) = (pipelines.clone(), compiler.clone(), next.clone());
+            std::thread::spawn(move || {
+                let mut n = 0;
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(p) = pipelines.get(i) else { break n };
+                    compiler.compile(p).expect("compile");
+                    n += 1;
+                }
+            })
+        })
+        .collect();
+    let per_thread: Vec<usize> = threads.into_iter().map(|t| t.join().expect("no panic")).collect();
+    assert_eq!(per_thread.iter().sum::<usize>(), (RUNS * PER_RUN) as usize);
+    let stats = compiler.stats();
+    assert_eq!(stats.libraries_parsed, 2, "each library parsed once");
+    assert_eq!(stats.functions_compiled, u64::from(RUNS + MATERIALS), "each stage function compiled once");
+    assert_eq!(stats.function_requests, u64::from(2 * RUNS * PER_RUN));
+    assert_eq!(capture.len(), (RUNS * PER_RUN) as usize);
+}
+
+/// `write_archive` in a loop while 8 threads compile into the same capture: every written
+/// archive verifies and holds every pipeline whose compile returned before the write began.
+#[test]
+fn write_archive_while_eight_threads_compile() {
+    let fx = common::fixture();
+    let pipelines = Arc::new(fx.runs(4, 300, 10));
+    let capture = Arc::new(Capture::new(CaptureMode::Outputs));
+    let compiler = Arc::new(Compiler::new(CompilerOptions {
+        max_concurrent_tasks: Some(8),
+        capture: Some(capture.clone()),
+        ..Default::default()
+    }));
+    let returned: Arc<Mutex<Vec<PipelineKey>>> = Arc::new(Mutex::new(Vec::new()));
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let dir = common::tempdir();
+    let path = dir.path().join("live.granary");
+
+    let writer = {
+        let (capture, returned, done, path) = (capture.clone(), returned.clone(), done.clone(), path.clone());
+        std::thread::spawn(move || {
+            let mut writes = 0;
+            let mut checked_nonempty = 0;
+            loop {
+                let finished = done.load(Ordering::SeqCst);
+                let before: Vec<PipelineKey> = returned.lock().unwrap().clone();
+                let report = capture.write_archive(&path).expect("write");
+                let archive = Archive::open(&path).expect("open");
+                archive.verify().expect("every written archive verifies");
+                assert!(report.pipelines >= before.len());
+                for k in &before {
+                    assert!(archive.get(*k).unwrap().is_some(), "pipeline {k} returned before the write began but is missing");
+                }
+                writes += 1;
+                if !before.is_empty() {
+                    checked_nonempty += 1;
+                }
+                if finished {
+                    break (writes, checked_nonempty);
+                }
+            }
+        })
+    };
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let (pipelines, compiler, next, returned) = (pipelines.clone(), compiler.clone(), next.clone(), returned.clone());
+            std::thread::spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(p) = pipelines.get(i) else { break };
+                let entry = compiler.compile(p).expect("compile");
+                returned.lock().unwrap().push(entry.key);
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
+    done.store(true, Ordering::SeqCst);
+    let (writes, nonempty) = writer.join().expect("writer");
+    assert!(writes >= 2, "the writer ran during compilation ({writes} writes)");
+    assert!(nonempty >= 1);
+    let archive = Archive::open(&path).unwrap();
+    assert_eq!(archive.len(), pipelines.len());
+    let all: HashSet<_> = returned.lock().unwrap().iter().copied().collect();
+    assert_eq!(all.len(), pipelines.len());
+}
+
+/// The contract in the type system.
+#[test]
+fn public_types_are_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Compiler>();
+    assert_send_sync::<Capture>();
+    assert_send_sync::<Archive>();
+    assert_send_sync::<granary::descriptor::PipelineDescriptor>();
+    assert_send_sync::<granary::descriptor::Library>();
+    assert_send_sync::<granary::descriptor::PipelineEntry>();
+    assert_send_sync::<granary::frontend::Frontend>();
+    assert_send_sync::<granary::sync::ComputeOnce<Arc<u8>>>();
+    assert_send_sync::<granary::sync::ShardedMap<Arc<u8>>>();
+}
