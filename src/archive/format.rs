@@ -96,3 +96,12 @@ pub const LABEL_RECORD: usize = 16;
 pub fn align_up(n: usize) -> usize {
     n.div_ceil(ALIGN) * ALIGN
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn header_length_matches_docs_format_md() {
+        assert_eq!(super::HEADER_LEN, 296);
+        assert_eq!(super::align_up(super::HEADER_LEN), 304);
+    }
+}
