@@ -5,6 +5,7 @@ pub mod backend;
 pub mod capture;
 pub mod compiler;
 pub mod descriptor;
+pub mod fault;
 pub mod frontend;
 pub mod script;
 pub mod sync;

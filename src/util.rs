@@ -20,6 +20,11 @@ pub fn process_cpu_time() -> Duration {
     rusage().map(|r| tv(r.ru_utime) + tv(r.ru_stime)).unwrap_or_default()
 }
 
+/// CPU time (user + system) of all child processes that have been waited for.
+pub fn children_cpu_time() -> Duration {
+    rusage_of(libc::RUSAGE_CHILDREN).map(|r| tv(r.ru_utime) + tv(r.ru_stime)).unwrap_or_default()
+}
+
 /// Peak resident set size of the process in bytes.
 pub fn peak_rss_bytes() -> u64 {
     // Linux reports ru_maxrss in KiB, macOS in bytes.
@@ -27,16 +32,31 @@ pub fn peak_rss_bytes() -> u64 {
     rusage().map(|r| (r.ru_maxrss.max(0) as u64) * scale).unwrap_or(0)
 }
 
+/// Current resident set size of the process in bytes (Linux: from /proc; elsewhere the peak).
+pub fn current_rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    // SAFETY: `sysconf` takes no pointers and only reads configuration.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    match statm.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()) {
+        Some(pages) => pages * page,
+        None => peak_rss_bytes(),
+    }
+}
+
 fn tv(t: libc::timeval) -> Duration {
     Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.clamp(0, 999_999) as u32) * 1000)
 }
 
 fn rusage() -> Option<libc::rusage> {
+    rusage_of(libc::RUSAGE_SELF)
+}
+
+fn rusage_of(who: libc::c_int) -> Option<libc::rusage> {
     // SAFETY: an all-zero `rusage` is a valid value of that plain C struct; `getrusage` only
     // writes into the struct through the valid pointer we pass.
     let mut r: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: see above; RUSAGE_SELF is always a valid `who`.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
+    // SAFETY: see above; callers pass RUSAGE_SELF or RUSAGE_CHILDREN, both valid `who`s.
+    let rc = unsafe { libc::getrusage(who, &mut r) };
     (rc == 0).then_some(r)
 }
 
@@ -56,5 +76,6 @@ mod tests {
         assert!(thread_cpu_time() > t0);
         assert!(process_cpu_time() > p0);
         assert!(peak_rss_bytes() > 1 << 20);
+        assert!(current_rss_bytes() > 1 << 20);
     }
 }

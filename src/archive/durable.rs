@@ -19,7 +19,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ArchiveError> {
         .suffix(".tmp")
         .tempfile_in(dir)
         .map_err(io)?;
-    tmp.write_all(bytes).map_err(io)?;
+    match crate::fault::slow_write() {
+        None => tmp.write_all(bytes).map_err(io)?,
+        Some(delay) => {
+            let (a, b) = bytes.split_at(bytes.len() / 2);
+            tmp.write_all(a).map_err(io)?;
+            tmp.flush().map_err(io)?;
+            std::thread::sleep(delay);
+            tmp.write_all(b).map_err(io)?;
+        }
+    }
     tmp.as_file().sync_all().map_err(io)?;
     tmp.persist(path).map_err(|e| io(e.error))?;
     sync_dir(dir).map_err(io)?;

@@ -11,11 +11,13 @@ mod durable;
 mod error;
 pub mod format;
 mod reader;
+mod salvage;
 mod writer;
 
 pub use durable::write_atomic;
 pub use error::ArchiveError;
 pub use reader::{Archive, PipelineRef, StageRef, VerifyReport};
+pub use salvage::{salvage, SalvageReport};
 pub use writer::{encode, ArchiveMeta, WriteEntry};
 
 use std::path::Path;

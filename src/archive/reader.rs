@@ -50,19 +50,19 @@ pub struct Archive {
     label_count: usize,
 }
 
-fn u32_at(b: &[u8], off: usize) -> Result<u32> {
+pub(super) fn u32_at(b: &[u8], off: usize) -> Result<u32> {
     b.get(off..off + 4)
         .and_then(|s| s.try_into().ok())
         .map(u32::from_le_bytes)
         .ok_or_else(|| ArchiveError::corrupt(off, "read past the end of the file"))
 }
-fn u64_at(b: &[u8], off: usize) -> Result<u64> {
+pub(super) fn u64_at(b: &[u8], off: usize) -> Result<u64> {
     b.get(off..off + 8)
         .and_then(|s| s.try_into().ok())
         .map(u64::from_le_bytes)
         .ok_or_else(|| ArchiveError::corrupt(off, "read past the end of the file"))
 }
-fn u128_at(b: &[u8], off: usize) -> Result<u128> {
+pub(super) fn u128_at(b: &[u8], off: usize) -> Result<u128> {
     b.get(off..off + 16)
         .and_then(|s| s.try_into().ok())
         .map(u128::from_le_bytes)

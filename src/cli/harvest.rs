@@ -2,7 +2,7 @@
 
 use anyhow::Context as _;
 use granary::descriptor::TargetSet;
-use granary::harvest::{harvest, HarvestOptions, Progress};
+use granary::harvest::{harvest, HarvestOptions, IsolateOptions, Progress};
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 
@@ -34,6 +34,33 @@ pub struct HarvestArgs {
     /// No progress bar.
     #[arg(short, long)]
     quiet: bool,
+    /// Compile in worker processes: a worker that crashes or hangs costs one pipeline, not
+    /// the harvest.
+    #[arg(long)]
+    isolate: bool,
+    /// With --isolate: kill and replace a worker that spends longer than SECONDS on one
+    /// pipeline.
+    #[arg(long, value_name = "SECONDS", requires = "isolate", default_value_t = 300.0)]
+    timeout: f64,
+    /// With --isolate: replace each worker after N pipelines (drivers leak).
+    #[arg(long, value_name = "N", requires = "isolate", default_value_t = 2000)]
+    recycle_after: usize,
+    /// With --isolate: replace a worker whose resident memory exceeds MIB mebibytes.
+    #[arg(long, value_name = "MIB", requires = "isolate")]
+    worker_memory_limit: Option<u64>,
+}
+
+#[derive(clap::Args)]
+pub struct WorkerArgs {
+    /// The pipelines script.
+    script: PathBuf,
+    /// Output targets.
+    #[arg(long, default_value = "spirv", value_parser = parse_targets)]
+    targets: TargetSet,
+}
+
+pub fn worker(a: WorkerArgs) -> anyhow::Result<i32> {
+    Ok(granary::harvest::worker_main(&a.script, a.targets))
 }
 
 fn parse_targets(s: &str) -> Result<TargetSet, String> {
@@ -50,6 +77,17 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         targets: a.targets,
         flush_every: a.flush_every,
         resume: a.resume,
+        isolate: if a.isolate {
+            anyhow::ensure!(a.timeout > 0.0 && a.timeout.is_finite(), "--timeout must be a positive number of seconds");
+            Some(IsolateOptions {
+                worker_exe: std::env::current_exe().context("cannot find the granary executable to start workers")?,
+                timeout: Some(std::time::Duration::from_secs_f64(a.timeout)),
+                recycle_after: a.recycle_after,
+                memory_limit: a.worker_memory_limit.map(|m| m << 20),
+            })
+        } else {
+            None
+        },
     };
     let bar = if !a.quiet && std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(0);

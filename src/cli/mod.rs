@@ -6,6 +6,7 @@
 
 mod harvest;
 mod inspect;
+mod salvage;
 
 use clap::{Parser, Subcommand};
 
@@ -37,6 +38,11 @@ enum Command {
     Extract(inspect::ExtractArgs),
     /// Combine archives into one (deterministic; duplicates stored once).
     Merge(inspect::MergeArgs),
+    /// Copy every intact pipeline of a damaged archive into a new one and report what was lost.
+    Salvage(salvage::SalvageArgs),
+    /// Internal: compile pipelines for `harvest --isolate` (reads indices on stdin).
+    #[command(hide = true)]
+    Worker(harvest::WorkerArgs),
 }
 
 /// Runs the CLI and returns the process exit status.
@@ -48,6 +54,8 @@ pub fn main() -> i32 {
         Command::Verify(a) => inspect::verify(a),
         Command::Extract(a) => inspect::extract(a),
         Command::Merge(a) => inspect::merge(a),
+        Command::Salvage(a) => salvage::run(a),
+        Command::Worker(a) => harvest::worker(a),
     };
     match result {
         Ok(code) => code,

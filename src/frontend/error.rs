@@ -4,7 +4,7 @@ use crate::descriptor::Target;
 use serde::Serialize;
 
 /// What went wrong in the front end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ShaderErrorKind {
     /// The source did not parse.

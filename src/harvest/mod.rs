@@ -9,22 +9,28 @@
 //!   compiling and each file on disk is complete.
 //! - A failing pipeline is reported and the rest still land in the archive.
 
+mod inprocess;
+mod isolate;
 mod plan;
 mod report;
+mod sink;
+mod worker;
 
+pub use isolate::IsolateOptions;
 pub use plan::{plan, Plan, Task};
 pub use report::{Failure, HarvestSummary};
+pub use worker::worker_main;
 
 use crate::archive::{Archive, ArchiveError};
 use crate::capture::{Capture, CaptureMode};
-use crate::compiler::{CompileError, Compiler, CompilerOptions};
+use crate::compiler::{Compiler, CompilerOptions};
 use crate::descriptor::{PipelineDescriptor, TargetSet};
 use crate::script::{Script, ScriptError};
-use crate::util::{process_cpu_time, thread_cpu_time};
+use crate::util::process_cpu_time;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Options for [`harvest`].
 #[derive(Clone, Debug)]
@@ -41,6 +47,8 @@ pub struct HarvestOptions {
     pub flush_every: Option<usize>,
     /// Keep the entries of an existing, valid output archive and compile only what is missing.
     pub resume: bool,
+    /// Compile in worker processes instead of threads (`--isolate`).
+    pub isolate: Option<IsolateOptions>,
 }
 
 /// Progress events, for a progress bar.
@@ -76,42 +84,6 @@ pub enum HarvestError {
     },
 }
 
-fn script_failure(index: usize, name: String, e: &ScriptError) -> Failure {
-    Failure {
-        index,
-        pipeline: name,
-        phase: "script",
-        kind: None,
-        file: Some(e.file.display().to_string()),
-        line: e.line.map(|v| v as u64),
-        column: e.column.map(|v| v as u64),
-        json_path: Some(e.json_path.clone()),
-        message: e.to_string(),
-    }
-}
-
-fn compile_failure(index: usize, name: String, e: &CompileError) -> Failure {
-    let mut f = Failure {
-        index,
-        pipeline: name,
-        phase: "link",
-        kind: None,
-        file: None,
-        line: None,
-        column: None,
-        json_path: None,
-        message: e.to_string(),
-    };
-    if let CompileError::Shader { error, .. } = e {
-        f.phase = "shader";
-        f.kind = Some(error.kind);
-        f.file = Some(error.file.clone());
-        f.line = error.line.map(u64::from);
-        f.column = error.column.map(u64::from);
-    }
-    f
-}
-
 /// Runs a harvest. `on_progress` is called from worker threads.
 pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -> Result<HarvestSummary, HarvestError> {
     let start = Instant::now();
@@ -133,7 +105,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     for p in &script.pipelines {
         match &p.descriptor {
             Ok(d) => valid.push((p.index, d)),
-            Err(e) => failures.push(script_failure(p.index, p.display_name(), e)),
+            Err(e) => failures.push(sink::script_failure(p.index, p.display_name(), e)),
         }
     }
 
@@ -170,87 +142,66 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     }
 
     let plan = plan::plan(&valid, &ctx);
-    on_progress(Progress::Planned { tasks: plan.tasks.len() });
     let by_index: std::collections::HashMap<usize, &PipelineDescriptor> = valid.iter().copied().collect();
-
-    let next = AtomicUsize::new(0);
-    let compiled = AtomicUsize::new(0);
-    let compile_failures: Mutex<Vec<Failure>> = Mutex::new(Vec::new());
-    let task_cpu: Mutex<Duration> = Mutex::new(Duration::ZERO);
+    let (flush_tx, flush_rx) = mpsc::channel::<()>();
+    let sink = sink::Sink {
+        capture: &capture,
+        compiled: AtomicUsize::new(0),
+        failures: Mutex::new(Vec::new()),
+        flush_every: opts.flush_every,
+        flush_tx: Mutex::new(Some(flush_tx)),
+        on_progress,
+        libraries_parsed: Default::default(),
+        functions_compiled: Default::default(),
+    };
     let flushes = AtomicUsize::new(0);
     let flush_errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let (flush_tx, flush_rx) = mpsc::channel::<()>();
 
-    std::thread::scope(|s| {
+    let task_cpu = std::thread::scope(|s| {
         // The flush writer: writes the archive whenever asked, while workers keep compiling.
-        let (capture_ref, flushes_ref, flush_errors_ref) = (&capture, &flushes, &flush_errors);
-        let writer = s.spawn(move || {
+        let (capture, flushes, flush_errors) = (&capture, &flushes, &flush_errors);
+        s.spawn(move || {
             while flush_rx.recv().is_ok() {
                 while flush_rx.try_recv().is_ok() {} // coalesce queued requests
-                match capture_ref.write_archive(&opts.output) {
+                match capture.write_archive(&opts.output) {
                     Ok(_) => {
-                        flushes_ref.fetch_add(1, Ordering::Relaxed);
+                        flushes.fetch_add(1, Ordering::Relaxed);
                         on_progress(Progress::Flushed);
                     }
-                    Err(e) => crate::sync::lock_std(flush_errors_ref).push(e.to_string()),
+                    Err(e) => crate::sync::lock_std(flush_errors).push(e.to_string()),
                 }
             }
         });
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                let flush_tx = flush_tx.clone();
-                let (plan, next, compiled, compiler, by_index) = (&plan, &next, &compiled, &compiler, &by_index);
-                let (compile_failures, task_cpu, script) = (&compile_failures, &task_cpu, &script);
-                s.spawn(move || {
-                    let cpu0 = thread_cpu_time();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(task) = plan.tasks.get(i) else { break };
-                        match task {
-                            // Errors of libraries and functions surface through the pipelines
-                            // that use them, with the pipeline named.
-                            Task::Library(l) => {
-                                let _ = compiler.frontend().library(l);
-                            }
-                            Task::Function(f, stage) => {
-                                let _ = compiler.frontend().function(f, *stage);
-                            }
-                            Task::Pipeline(p) => {
-                                let Some(desc) = by_index.get(p) else { continue };
-                                match compiler.compile(desc) {
-                                    Ok(_) => {
-                                        let n = compiled.fetch_add(1, Ordering::Relaxed) + 1;
-                                        if opts.flush_every.is_some_and(|k| k > 0 && n % k == 0) {
-                                            let _ = flush_tx.send(());
-                                        }
-                                    }
-                                    Err(e) => {
-                                        let name = script.pipelines[*p].display_name();
-                                        crate::sync::lock_std(compile_failures).push(compile_failure(*p, name, &e));
-                                    }
-                                }
-                            }
-                        }
-                        on_progress(Progress::TaskDone);
-                    }
-                    *crate::sync::lock_std(task_cpu) += thread_cpu_time() - cpu0;
-                })
-            })
-            .collect();
-        for w in workers {
-            let _ = w.join();
-        }
-        drop(flush_tx);
-        let _ = writer.join();
+        let cpu = match &opts.isolate {
+            None => {
+                on_progress(Progress::Planned { tasks: plan.tasks.len() });
+                inprocess::run(&plan, &script, &by_index, &compiler, threads, &sink)
+            }
+            Some(iso) => {
+                let indices: Vec<usize> = valid.iter().map(|(i, _)| *i).collect();
+                on_progress(Progress::Planned { tasks: indices.len() });
+                let children0 = crate::util::children_cpu_time();
+                isolate::run(&script, &indices, opts.targets, threads, iso, &sink);
+                crate::util::children_cpu_time() - children0
+            }
+        };
+        sink.close(); // ends the flush thread
+        cpu
     });
-
     let report = capture.write_archive(&opts.output)?;
-    failures.extend(compile_failures.into_inner().unwrap_or_else(|p| p.into_inner()));
+    let compiled = sink.compiled.load(Ordering::Relaxed);
+    let (iso_libs, iso_funcs) = (sink.libraries_parsed.load(Ordering::Relaxed), sink.functions_compiled.load(Ordering::Relaxed));
+    failures.extend(sink.failures.into_inner().unwrap_or_else(|p| p.into_inner()));
     failures.sort_by_key(|f| f.index);
-    let stats = compiler.stats();
+    let mut stats = compiler.stats();
+    if opts.isolate.is_some() {
+        // The workers' own front ends did the work; each worker has its own caches.
+        stats.libraries_parsed = iso_libs;
+        stats.functions_compiled = iso_funcs;
+    }
     let wall = start.elapsed().as_secs_f64();
-    let task_cpu = task_cpu.into_inner().unwrap_or_else(|p| p.into_inner()).as_secs_f64();
-    let succeeded = compiled.load(Ordering::Relaxed) + resumed;
+    let task_cpu = task_cpu.as_secs_f64();
+    let succeeded = compiled + resumed;
     let stage_references: usize = valid.iter().map(|(_, d)| d.stages().len()).sum();
     Ok(HarvestSummary {
         output: opts.output.display().to_string(),

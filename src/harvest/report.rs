@@ -4,14 +4,14 @@ use crate::frontend::ShaderErrorKind;
 use serde::Serialize;
 
 /// Why one pipeline is missing from the archive.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Failure {
     /// Index in the script's `pipelines` array.
     pub index: usize,
     /// Label, or `pipelines[i]`.
     pub pipeline: String,
-    /// `script`, `shader` or `link`.
-    pub phase: &'static str,
+    /// `script`, `shader`, `link`, or with `--isolate` `crash` / `timeout`.
+    pub phase: String,
     /// Shader error category, for `shader` failures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<ShaderErrorKind>,

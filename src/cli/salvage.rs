@@ -1,0 +1,40 @@
+//! `granary salvage`.
+
+use anyhow::Context as _;
+use granary::archive::{self, Archive};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct SalvageArgs {
+    /// The damaged archive.
+    damaged: PathBuf,
+    /// Where to write the recovered archive.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: SalvageArgs) -> anyhow::Result<i32> {
+    let bytes = std::fs::read(&a.damaged).with_context(|| format!("cannot read {}", a.damaged.display()))?;
+    let (entries, meta, report) = archive::salvage(&bytes).map_err(|e| e.with_path(&a.damaged))?;
+    let size = archive::write_entries(&a.output, &entries, &meta)?;
+    Archive::read(&a.output)?.verify()?;
+    if a.json {
+        super::print_json(&report)?;
+    } else {
+        println!(
+            "recovered {} of {} pipeline records ({} labels) into {} ({size} bytes){}",
+            report.recovered,
+            report.pipeline_records,
+            report.labels,
+            a.output.display(),
+            if report.header_intact { "" } else { "; the header checksum had failed" }
+        );
+        for l in &report.lost {
+            println!("  lost: {l}");
+        }
+    }
+    Ok(if report.lost.is_empty() && report.header_intact { 0 } else { 1 })
+}

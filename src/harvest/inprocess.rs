@@ -1,0 +1,58 @@
+//! The in-process runner: N threads over the planned task list.
+
+use super::plan::{Plan, Task};
+use super::sink::{compile_failure, Sink};
+use crate::compiler::Compiler;
+use crate::descriptor::PipelineDescriptor;
+use crate::script::Script;
+use crate::util::thread_cpu_time;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Runs every task of `plan` on `threads` threads; returns the threads' total CPU time.
+pub(crate) fn run(
+    plan: &Plan,
+    script: &Script,
+    by_index: &HashMap<usize, &PipelineDescriptor>,
+    compiler: &Compiler,
+    threads: usize,
+    sink: &Sink<'_>,
+) -> Duration {
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let cpu0 = thread_cpu_time();
+                    while let Some(task) = plan.tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        match task {
+                            // Library and function errors surface through the pipelines that
+                            // use them, with the pipeline named.
+                            Task::Library(l) => {
+                                let _ = compiler.frontend().library(l);
+                            }
+                            Task::Function(f, stage) => {
+                                let _ = compiler.frontend().function(f, *stage);
+                            }
+                            Task::Pipeline(p) => {
+                                if let Some(desc) = by_index.get(p) {
+                                    if let Some(a) = crate::fault::action_for(desc.label()) {
+                                        crate::fault::trigger(a);
+                                    }
+                                    match compiler.compile(desc) {
+                                        Ok(_) => sink.compiled(),
+                                        Err(e) => sink.failed(compile_failure(*p, script.pipelines[*p].display_name(), &e)),
+                                    }
+                                }
+                            }
+                        }
+                        sink.progress();
+                    }
+                    thread_cpu_time() - cpu0
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or_default()).sum()
+    })
+}
