@@ -145,12 +145,18 @@ impl Archive {
         if file_len != b.len() as u64 {
             return Err(ArchiveError::corrupt(48, format!("header says the file is {file_len} bytes but it is {} (truncated or padded)", b.len())));
         }
+        if u64_at(b, 56)? != 0 {
+            return Err(ArchiveError::corrupt(56, "reserved header field is not zero"));
+        }
         let mut sections = [(0usize, 0usize); SECTION_COUNT];
         let mut prev_end = HEADER_LEN;
         for (i, section) in Section::ALL.iter().enumerate() {
             let row = FIXED_HEADER + i * SECTION_ROW;
             if u32_at(b, row)? != *section as u32 {
                 return Err(ArchiveError::corrupt(row, format!("section {i} should be the {}", section.name())));
+            }
+            if u32_at(b, row + 4)? != 0 {
+                return Err(ArchiveError::corrupt(row + 4, "reserved section-table field is not zero"));
             }
             let off = usize_of(u64_at(b, row + 8)?, row + 8)?;
             let len = usize_of(u64_at(b, row + 16)?, row + 16)?;
@@ -193,6 +199,9 @@ impl Archive {
         }
         let device = strings.pop().unwrap_or_default();
         let target_options_text = strings.pop().unwrap_or_default();
+        if content_hash(target_options_text.as_bytes()).0 != target_options {
+            return Err(ArchiveError::corrupt(24, "writer-options fingerprint does not match the writer options in the meta section"));
+        }
         Ok(Archive {
             data,
             path,
@@ -414,6 +423,7 @@ impl Archive {
         }
         let mut prev: Option<u128> = None;
         let mut next_stage = 0usize;
+        let mut present_targets = 0u32;
         for i in 0..self.pipeline_count {
             let p = self.pipeline(i)?;
             let at = self.section(Section::Pipelines).0 + i * PIPELINE_RECORD;
@@ -427,12 +437,18 @@ impl Archive {
             next_stage += p.stage_count;
             for s in p.stages()? {
                 for t in Target::ALL {
+                    if s.blob_index(t).is_some() {
+                        present_targets |= 1 << t as u32;
+                    }
                     if s.blob_index(t).is_some() && !self.targets.contains(t) {
                         return Err(ArchiveError::corrupt(at, format!("a stage has a {t} output but the header does not list {t}")));
                     }
                     s.output(t)?;
                 }
             }
+        }
+        if present_targets != self.targets.0 {
+            return Err(ArchiveError::corrupt(16, format!("header lists targets {:#x} but the stages have outputs for {present_targets:#x}", self.targets.0)));
         }
         if next_stage != self.stage_count {
             return Err(ArchiveError::corrupt(self.section(Section::Stages).0, "stage table has records no pipeline uses"));

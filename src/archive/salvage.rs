@@ -40,7 +40,7 @@ fn section_range(b: &[u8], i: usize) -> Option<(usize, usize)> {
     let off = usize::try_from(u64_at(b, row + 8).ok()?).ok()?;
     let len = usize::try_from(u64_at(b, row + 16).ok()?).ok()?;
     if off > b.len() {
-        return Some((off, 0));
+        return Some((b.len(), 0));
     }
     Some((off, len.min(b.len() - off)))
 }
