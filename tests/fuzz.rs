@@ -57,7 +57,7 @@ fn read_everything(bytes: Vec<u8>, keys: &[granary::descriptor::PipelineKey]) ->
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1500, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn archive_reader_survives_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
@@ -121,6 +121,11 @@ proptest! {
         let s = Script::parse(&top.to_string(), Path::new("fuzz.json"), Path::new("."));
         prop_assert!(s.is_ok());
     }
+}
+
+/// 1,500 cases per property in CI; `PROPTEST_CASES` sets more for long runs.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1500)
 }
 
 const EXAMPLE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/renderer");
