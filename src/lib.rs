@@ -11,3 +11,4 @@ pub mod script;
 pub mod sync;
 pub mod util;
 pub mod harvest;
+pub mod gen;

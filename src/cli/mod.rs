@@ -4,6 +4,7 @@
 //! compile, an archive failed verification); 2 the command could not run (bad arguments,
 //! unreadable script, unwritable output).
 
+mod gen;
 mod harvest;
 mod inspect;
 mod salvage;
@@ -38,6 +39,8 @@ enum Command {
     Extract(inspect::ExtractArgs),
     /// Combine archives into one (deterministic; duplicates stored once).
     Merge(inspect::MergeArgs),
+    /// Write a synthetic workload (a pipelines script and its shaders) for benchmarks.
+    Gen(gen::GenArgs),
     /// Copy every intact pipeline of a damaged archive into a new one and report what was lost.
     Salvage(salvage::SalvageArgs),
     /// Internal: compile pipelines for `harvest --isolate` (reads indices on stdin).
@@ -54,6 +57,7 @@ pub fn main() -> i32 {
         Command::Verify(a) => inspect::verify(a),
         Command::Extract(a) => inspect::extract(a),
         Command::Merge(a) => inspect::merge(a),
+        Command::Gen(a) => gen::run(a),
         Command::Salvage(a) => salvage::run(a),
         Command::Worker(a) => harvest::worker(a),
     };
