@@ -12,3 +12,4 @@ pub mod sync;
 pub mod util;
 pub mod harvest;
 pub mod gen;
+pub mod stress;

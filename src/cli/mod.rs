@@ -8,6 +8,7 @@ mod gen;
 mod harvest;
 mod inspect;
 mod salvage;
+mod stress;
 
 use clap::{Parser, Subcommand};
 
@@ -43,6 +44,9 @@ enum Command {
     Gen(gen::GenArgs),
     /// Copy every intact pipeline of a damaged archive into a new one and report what was lost.
     Salvage(salvage::SalvageArgs),
+    /// Run the bug report's race scenarios against the real compiler and capture, checking
+    /// every invariant.
+    Stress(stress::StressArgs),
     /// Internal: compile pipelines for `harvest --isolate` (reads indices on stdin).
     #[command(hide = true)]
     Worker(harvest::WorkerArgs),
@@ -60,6 +64,7 @@ pub fn main() -> i32 {
         Command::Gen(a) => gen::run(a),
         Command::Salvage(a) => salvage::run(a),
         Command::Worker(a) => harvest::worker(a),
+        Command::Stress(a) => stress::run_cli(a),
     };
     match result {
         Ok(code) => code,
