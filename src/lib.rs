@@ -13,3 +13,4 @@ pub mod util;
 pub mod harvest;
 pub mod gen;
 pub mod stress;
+pub mod bench;

@@ -25,7 +25,7 @@ fn sixteen_threads_runs_of_a_thousand_sharing_one_vertex_function() {
         targets: TargetSet::of(&[granary::descriptor::Target::Spirv, granary::descriptor::Target::Msl]),
         max_concurrent_tasks: Some(16),
         capture: Some(capture.clone()),
-        cache: true,
+        cache_functions: true,
     }));
     let next = Arc::new(AtomicUsize::new(0));
     let threads: Vec<_> = (0..16)

@@ -5,6 +5,7 @@
 //! unreadable script, unwritable output).
 
 mod gen;
+mod bench;
 mod harvest;
 mod inspect;
 mod salvage;
@@ -47,6 +48,8 @@ enum Command {
     /// Run the bug report's race scenarios against the real compiler and capture, checking
     /// every invariant.
     Stress(stress::StressArgs),
+    /// Measure scaling, baselines, write latency and lookups on a generated workload.
+    Bench(bench::BenchArgs),
     /// Internal: compile pipelines for `harvest --isolate` (reads indices on stdin).
     #[command(hide = true)]
     Worker(harvest::WorkerArgs),
@@ -65,6 +68,7 @@ pub fn main() -> i32 {
         Command::Salvage(a) => salvage::run(a),
         Command::Worker(a) => harvest::worker(a),
         Command::Stress(a) => stress::run_cli(a),
+        Command::Bench(a) => bench::run_cli(a),
     };
     match result {
         Ok(code) => code,

@@ -47,13 +47,14 @@ pub struct CompilerOptions {
     pub max_concurrent_tasks: Option<usize>,
     /// Capture to record into.
     pub capture: Option<Arc<Capture>>,
-    /// Cache parsed libraries and stage functions (default: true). Off only for baselines.
-    pub cache: bool,
+    /// Cache compiled stage functions (default: true; libraries are always cached). Off only
+    /// for baselines.
+    pub cache_functions: bool,
 }
 
 impl Default for CompilerOptions {
     fn default() -> Self {
-        CompilerOptions { targets: TargetSet::SPIRV, max_concurrent_tasks: None, capture: None, cache: true }
+        CompilerOptions { targets: TargetSet::SPIRV, max_concurrent_tasks: None, capture: None, cache_functions: true }
     }
 }
 
@@ -81,7 +82,7 @@ impl Compiler {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let limiter = Arc::new(TaskLimiter::new(max));
         Compiler {
-            frontend: Frontend::new(options.targets, limiter.clone(), options.cache),
+            frontend: Frontend::new(options.targets, limiter.clone(), options.cache_functions),
             backend,
             capture: options.capture,
             limiter,

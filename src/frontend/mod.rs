@@ -76,7 +76,7 @@ struct Counters {
 pub struct Frontend {
     targets: TargetSet,
     ctx: KeyContext,
-    cache: bool,
+    cache_functions: bool,
     limiter: Arc<TaskLimiter>,
     libraries: ShardedMap<LibraryCell>,
     functions: ShardedMap<FunctionCell>,
@@ -84,14 +84,15 @@ pub struct Frontend {
 }
 
 impl Frontend {
-    /// A front end writing `targets`, running at most `limiter.max()` tasks at once. With
-    /// `cache` false every request parses and specializes afresh (the naive baseline that
-    /// benchmarks compare against).
-    pub fn new(targets: TargetSet, limiter: Arc<TaskLimiter>, cache: bool) -> Self {
+    /// A front end writing `targets`, running at most `limiter.max()` tasks at once. Libraries
+    /// are always cached; with `cache_functions` false every stage-function request is
+    /// specialized and written afresh (the naive baseline that benchmarks compare against: a
+    /// runtime that compiles pipelines one by one).
+    pub fn new(targets: TargetSet, limiter: Arc<TaskLimiter>, cache_functions: bool) -> Self {
         Frontend {
             targets,
             ctx: KeyContext { target_options: targets::target_options_fingerprint() },
-            cache,
+            cache_functions,
             limiter,
             libraries: ShardedMap::new(),
             functions: ShardedMap::new(),
@@ -131,9 +132,6 @@ impl Frontend {
             self.counters.libraries_parsed.fetch_add(1, Relaxed);
             r
         };
-        if !self.cache {
-            return compute();
-        }
         let cell = self.libraries.get_or_insert_with(lib.hash().0, Default::default);
         cell.get_or_compute(compute).0
     }
@@ -143,7 +141,7 @@ impl Frontend {
         self.counters.function_requests.fetch_add(1, Relaxed);
         let key = stage_key(f, stage, &self.ctx);
         let compute = || self.compile_function(key, f, stage);
-        if !self.cache {
+        if !self.cache_functions {
             return compute();
         }
         let cell = self.functions.get_or_insert_with(key.0, Default::default);

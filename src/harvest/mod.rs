@@ -96,7 +96,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         targets: opts.targets,
         max_concurrent_tasks: Some(threads),
         capture: Some(capture.clone()),
-        cache: true,
+        cache_functions: true,
     });
     let ctx = compiler.key_context();
 

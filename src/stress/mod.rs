@@ -123,7 +123,7 @@ pub(crate) struct Workload {
 }
 
 pub(crate) fn compiler(capture: Option<std::sync::Arc<Capture>>, threads: usize) -> Compiler {
-    Compiler::new(CompilerOptions { targets: TargetSet::SPIRV, max_concurrent_tasks: Some(threads), capture, cache: true })
+    Compiler::new(CompilerOptions { targets: TargetSet::SPIRV, max_concurrent_tasks: Some(threads), capture, cache_functions: true })
 }
 
 fn load(opts: &StressOptions, dir: &Path) -> Result<Workload, StressError> {
