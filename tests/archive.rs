@@ -166,3 +166,51 @@ fn hostile_headers_give_precise_errors() {
     assert!(e.contains("runs past the end of the file"), "{e}");
     assert!(e.contains("offset 0x"), "{e}");
 }
+
+/// The archive format, pinned: synthetic entries (no naga output involved) must encode to
+/// these exact bytes. A change here breaks every archive in the field: bump the format
+/// version in docs/FORMAT.md and `archive::format::VERSION` together with this value.
+#[test]
+fn pinned_archive_bytes() {
+    use granary::descriptor::*;
+    let blob = |b: u8| Blob::new(vec![b; 21]);
+    let entry = |k: u128, b: u8| {
+        let mut outputs = TargetOutputs::default();
+        outputs.0[0] = Some(blob(b));
+        outputs.0[2] = Some(blob(b + 1));
+        Arc::new(PipelineEntry {
+            key: PipelineKey(k),
+            kind: PipelineKind::Render,
+            stages: vec![StageEntry { key: StageKey(k * 3), stage: ShaderStage::Vertex, entry_point: "vs".into(), outputs }],
+        })
+    };
+    let entries = vec![
+        WriteEntry { entry: entry(5, 1), labels: vec!["b".to_string(), "a".to_string()].into() },
+        WriteEntry { entry: entry(2, 1), labels: vec!["c".to_string()].into() },
+    ];
+    let meta = ArchiveMeta { target_options: granary::descriptor::key::content_hash(b"opts").0, target_options_text: "opts".into(), device: String::new() };
+    let bytes = archive::encode(&entries, &meta);
+    Archive::from_bytes(bytes.clone()).unwrap().verify().unwrap();
+    assert_eq!(bytes.len(), PIN_LEN);
+    assert_eq!(format!("{:016x}", granary::descriptor::key::checksum64(&bytes)), PIN_SUM);
+}
+const PIN_LEN: usize = 752;
+const PIN_SUM: &str = "7f6131fac6afc84e";
+
+/// naga's output, pinned: if this fails, the front end writes different bytes for the same
+/// input (a naga update or an option change), so `frontend::targets::TARGET_OPTIONS` must
+/// change too, which gives every stage key a new value. Update both together.
+#[test]
+fn pinned_front_end_output() {
+    let fx = common::fixture();
+    let c = Compiler::new(CompilerOptions { targets: TargetSet::of(&Target::ALL), ..Default::default() });
+    let e = c.compile(&fx.pipeline(2, 3, 4)).unwrap();
+    let mut h = Vec::new();
+    for s in &e.stages {
+        for t in Target::ALL {
+            h.extend_from_slice(s.outputs.get(t).unwrap().bytes());
+        }
+    }
+    assert_eq!(format!("{:016x}", granary::descriptor::key::checksum64(&h)), PIN_NAGA);
+}
+const PIN_NAGA: &str = "b18dba58f2efba99";

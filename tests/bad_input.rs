@@ -50,6 +50,10 @@ fn unknown_fields_are_errors_with_json_paths() {
     assert!(errs[4].contains("duplicate label 'ok'"), "{}", errs[4]);
     assert!(errs[5].contains("constants[0]") && errs[5].contains("exactly one typed value"), "{}", errs[5]);
     assert!(errs[6].contains("exactly one of \"render\" or \"compute\""), "{}", errs[6]);
+    // Errors inside one entry still carry the line and column in the whole file.
+    let e = s.pipelines[1].descriptor.as_ref().unwrap_err();
+    assert_eq!(e.line, Some(4), "{e}");
+    assert!(errs[1].contains("s.json:4:"), "{}", errs[1]);
 }
 
 #[test]

@@ -14,19 +14,38 @@ mod reader;
 mod salvage;
 mod writer;
 
-pub use durable::write_atomic;
+pub use durable::{write_atomic, write_atomic_with};
 pub use error::ArchiveError;
 pub use reader::{Archive, PipelineRef, StageRef, VerifyReport};
 pub use salvage::{salvage, SalvageReport};
-pub use writer::{encode, ArchiveMeta, WriteEntry};
+pub use writer::{encode, prepare, ArchiveMeta, Layout, WriteEntry};
 
 use std::path::Path;
 
-/// Encodes `entries` and writes them to `path` atomically. Returns the file size.
+/// Encodes `entries` and streams them to `path` atomically. Returns the file size.
 pub fn write_entries(path: &Path, entries: &[WriteEntry], meta: &ArchiveMeta) -> Result<usize, ArchiveError> {
-    let bytes = encode(entries, meta);
-    write_atomic(path, &bytes)?;
-    Ok(bytes.len())
+    let layout = prepare(entries, meta);
+    let mut written = 0;
+    write_atomic_with(path, layout.len(), |w| {
+        written = layout.write_to(&mut WriteAdapter(w))?;
+        Ok(())
+    })?;
+    Ok(written)
+}
+
+/// Lets the generic encoder write into a `dyn Write`.
+struct WriteAdapter<'a>(&'a mut dyn std::io::Write);
+
+impl std::io::Write for WriteAdapter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.0.write_all(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// Merges archives into one: the union of their pipelines, each stored once, labels combined.

@@ -7,7 +7,9 @@ use super::format::*;
 use crate::descriptor::key::checksum64;
 use crate::descriptor::{Blob, PipelineEntry, TargetSet};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Write;
 use std::sync::Arc;
+use xxhash_rust::xxh3::Xxh3;
 
 /// One pipeline to write, with its labels.
 #[derive(Clone, Debug)]
@@ -60,8 +62,42 @@ impl Strings {
     }
 }
 
-/// Encodes entries as archive bytes.
-pub fn encode(entries: &[WriteEntry], meta: &ArchiveMeta) -> Vec<u8> {
+/// An archive ready to be written: every section except the blob bytes, which are streamed
+/// from the entries. Made by [`prepare`].
+pub struct Layout<'a> {
+    meta: ArchiveMeta,
+    sections: [Vec<u8>; SECTION_COUNT],
+    blobs: Vec<&'a Blob>,
+    blob_data_len: usize,
+    blob_data_checksum: u64,
+    targets: u32,
+    pipelines: usize,
+}
+
+impl Layout<'_> {
+    /// Byte length of each section body.
+    fn lengths(&self) -> [usize; SECTION_COUNT] {
+        let mut l = [0; SECTION_COUNT];
+        for (i, s) in self.sections.iter().enumerate() {
+            l[i] = s.len();
+        }
+        l[Section::BlobData as usize - 1] = self.blob_data_len;
+        l
+    }
+    /// Section offsets and the total file length.
+    fn offsets(&self) -> ([usize; SECTION_COUNT], usize) {
+        let mut off = [0; SECTION_COUNT];
+        let mut at = align_up(HEADER_LEN);
+        for (i, len) in self.lengths().iter().enumerate() {
+            off[i] = at;
+            at = align_up(at + len);
+        }
+        (off, at)
+    }
+}
+
+/// Sorts, deduplicates and lays out `entries` for writing.
+pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> Layout<'a> {
     // Canonical entry set: one per key, labels merged and sorted.
     let mut by_key: BTreeMap<u128, (&Arc<PipelineEntry>, BTreeSet<&str>)> = BTreeMap::new();
     for w in entries {
@@ -87,66 +123,66 @@ pub fn encode(entries: &[WriteEntry], meta: &ArchiveMeta) -> Vec<u8> {
     let mut strings = Strings { bytes: Vec::new(), map: HashMap::new() };
     let mut pipelines = Vec::with_capacity(by_key.len() * PIPELINE_RECORD);
     let mut stages = Vec::new();
-    let mut labels: Vec<(String, u32, (u32, u32))> = Vec::new();
+    let mut labels: Vec<(&str, u32, (u32, u32))> = Vec::new();
     let mut stage_count = 0u32;
     for (i, (key, (entry, lbls))) in by_key.iter().enumerate() {
-        let mut rec = Vec::with_capacity(PIPELINE_RECORD);
-        rec.extend_from_slice(&key.to_le_bytes());
-        rec.extend_from_slice(&(entry.kind as u32).to_le_bytes());
-        rec.extend_from_slice(&stage_count.to_le_bytes());
-        rec.extend_from_slice(&(entry.stages.len() as u32).to_le_bytes());
-        rec.extend_from_slice(&[0u8; 12]);
-        let c = checksum64(&rec);
-        rec.extend_from_slice(&c.to_le_bytes());
-        pipelines.extend_from_slice(&rec);
+        let rec_start = pipelines.len();
+        pipelines.extend_from_slice(&key.to_le_bytes());
+        pipelines.extend_from_slice(&(entry.kind as u32).to_le_bytes());
+        pipelines.extend_from_slice(&stage_count.to_le_bytes());
+        pipelines.extend_from_slice(&(entry.stages.len() as u32).to_le_bytes());
+        pipelines.extend_from_slice(&[0u8; 12]);
+        let c = checksum64(&pipelines[rec_start..]);
+        pipelines.extend_from_slice(&c.to_le_bytes());
         for l in lbls {
-            labels.push((l.to_string(), i as u32, strings.intern(l)));
+            labels.push((l, i as u32, strings.intern(l)));
         }
         for s in &entry.stages {
             let name = strings.intern(&s.entry_point);
-            let mut rec = Vec::with_capacity(STAGE_RECORD);
-            rec.extend_from_slice(&s.key.0.to_le_bytes());
-            rec.extend_from_slice(&(s.stage as u32).to_le_bytes());
-            rec.extend_from_slice(&name.0.to_le_bytes());
-            rec.extend_from_slice(&name.1.to_le_bytes());
+            let rec_start = stages.len();
+            stages.extend_from_slice(&s.key.0.to_le_bytes());
+            stages.extend_from_slice(&(s.stage as u32).to_le_bytes());
+            stages.extend_from_slice(&name.0.to_le_bytes());
+            stages.extend_from_slice(&name.1.to_le_bytes());
             for b in &s.outputs.0 {
-                let idx = b.as_ref().map_or(NO_BLOB, |b| blob_index[&b.hash().0]);
-                rec.extend_from_slice(&idx.to_le_bytes());
+                let idx = b.as_ref().and_then(|b| blob_index.get(&b.hash().0).copied()).unwrap_or(NO_BLOB);
+                stages.extend_from_slice(&idx.to_le_bytes());
             }
-            rec.extend_from_slice(&0u32.to_le_bytes());
-            let mut sum_input = rec.clone();
-            sum_input.extend_from_slice(strings.get(name));
-            rec.extend_from_slice(&checksum64(&sum_input).to_le_bytes());
-            stages.extend_from_slice(&rec);
+            stages.extend_from_slice(&0u32.to_le_bytes());
+            let mut h = Xxh3::new();
+            h.update(&stages[rec_start..]);
+            h.update(strings.get(name));
+            stages.extend_from_slice(&h.digest().to_le_bytes());
             stage_count += 1;
         }
     }
     labels.sort_by(|a, b| (a.0.as_bytes(), a.1).cmp(&(b.0.as_bytes(), b.1)));
     let mut label_bytes = Vec::with_capacity(labels.len() * LABEL_RECORD);
     for (label, pipeline, r) in &labels {
-        let mut rec = Vec::with_capacity(LABEL_RECORD);
-        rec.extend_from_slice(&r.0.to_le_bytes());
-        rec.extend_from_slice(&r.1.to_le_bytes());
-        rec.extend_from_slice(&pipeline.to_le_bytes());
-        let mut sum_input = rec.clone();
-        sum_input.extend_from_slice(label.as_bytes());
-        rec.extend_from_slice(&(checksum64(&sum_input) as u32).to_le_bytes());
-        label_bytes.extend_from_slice(&rec);
+        let rec_start = label_bytes.len();
+        label_bytes.extend_from_slice(&r.0.to_le_bytes());
+        label_bytes.extend_from_slice(&r.1.to_le_bytes());
+        label_bytes.extend_from_slice(&pipeline.to_le_bytes());
+        let mut h = Xxh3::new();
+        h.update(&label_bytes[rec_start..]);
+        h.update(label.as_bytes());
+        label_bytes.extend_from_slice(&(h.digest() as u32).to_le_bytes());
     }
 
-    let mut blob_data = Vec::new();
     let mut blob_records = Vec::with_capacity(blobs.len() * BLOB_RECORD);
+    let mut data_hash = Xxh3::new();
+    let mut off = 0usize;
     for (hash, blob) in &blobs {
-        let off = blob_data.len();
-        blob_data.extend_from_slice(blob.bytes());
-        blob_data.resize(align_up(blob_data.len()), 0);
-        let mut rec = Vec::with_capacity(BLOB_RECORD);
-        rec.extend_from_slice(&hash.to_le_bytes());
-        rec.extend_from_slice(&(off as u64).to_le_bytes());
-        rec.extend_from_slice(&(blob.bytes().len() as u64).to_le_bytes());
-        let c = checksum64(&rec);
-        rec.extend_from_slice(&c.to_le_bytes());
-        blob_records.extend_from_slice(&rec);
+        let rec_start = blob_records.len();
+        blob_records.extend_from_slice(&hash.to_le_bytes());
+        blob_records.extend_from_slice(&(off as u64).to_le_bytes());
+        blob_records.extend_from_slice(&(blob.bytes().len() as u64).to_le_bytes());
+        let c = checksum64(&blob_records[rec_start..]);
+        blob_records.extend_from_slice(&c.to_le_bytes());
+        data_hash.update(blob.bytes());
+        let end = off + blob.bytes().len();
+        data_hash.update(&ZEROS[..align_up(end) - end]);
+        off = align_up(end);
     }
 
     let mut meta_bytes = Vec::new();
@@ -154,40 +190,96 @@ pub fn encode(entries: &[WriteEntry], meta: &ArchiveMeta) -> Vec<u8> {
         meta_bytes.extend_from_slice(&(s.len() as u32).to_le_bytes());
         meta_bytes.extend_from_slice(s.as_bytes());
     }
-
-    let bodies: [&[u8]; SECTION_COUNT] =
-        [&meta_bytes, &strings.bytes, &blob_records, &blob_data, &pipelines, &stages, &label_bytes];
-    let mut out = vec![0u8; align_up(HEADER_LEN)];
-    let mut rows = Vec::with_capacity(SECTION_COUNT);
-    for (section, body) in Section::ALL.iter().zip(bodies) {
-        let off = out.len();
-        out.extend_from_slice(body);
-        out.resize(align_up(out.len()), 0);
-        rows.push((*section as u32, off as u64, body.len() as u64, checksum64(body)));
+    Layout {
+        meta: meta.clone(),
+        sections: [meta_bytes, strings.bytes, blob_records, Vec::new(), pipelines, stages, label_bytes],
+        blobs: blobs.into_values().collect(),
+        blob_data_len: off,
+        blob_data_checksum: data_hash.digest(),
+        targets,
+        pipelines: by_key.len(),
     }
-    let file_len = out.len() as u64;
+}
 
+const ZEROS: [u8; ALIGN] = [0; ALIGN];
+
+fn header(l: &Layout<'_>) -> (Vec<u8>, usize) {
+    let meta = &l.meta;
+    let (offsets, file_len) = l.offsets();
+    let lengths = l.lengths();
     let mut h = Vec::with_capacity(HEADER_LEN);
     h.extend_from_slice(&MAGIC);
     h.extend_from_slice(&VERSION.to_le_bytes());
     h.extend_from_slice(&(HEADER_LEN as u32).to_le_bytes());
-    h.extend_from_slice(&TargetSet(targets).0.to_le_bytes());
+    h.extend_from_slice(&TargetSet(l.targets).0.to_le_bytes());
     h.extend_from_slice(&(SECTION_COUNT as u32).to_le_bytes());
     h.extend_from_slice(&meta.target_options.to_le_bytes());
-    h.extend_from_slice(&(by_key.len() as u32).to_le_bytes());
-    h.extend_from_slice(&(blobs.len() as u32).to_le_bytes());
-    h.extend_from_slice(&file_len.to_le_bytes());
+    h.extend_from_slice(&(l.pipelines as u32).to_le_bytes());
+    h.extend_from_slice(&(l.blobs.len() as u32).to_le_bytes());
+    h.extend_from_slice(&(file_len as u64).to_le_bytes());
     h.extend_from_slice(&0u64.to_le_bytes());
-    for (kind, off, len, sum) in rows {
-        h.extend_from_slice(&kind.to_le_bytes());
+    for (i, section) in Section::ALL.iter().enumerate() {
+        let sum = if *section == Section::BlobData { l.blob_data_checksum } else { checksum64(&l.sections[i]) };
+        h.extend_from_slice(&(*section as u32).to_le_bytes());
         h.extend_from_slice(&0u32.to_le_bytes());
-        h.extend_from_slice(&off.to_le_bytes());
-        h.extend_from_slice(&len.to_le_bytes());
+        h.extend_from_slice(&(offsets[i] as u64).to_le_bytes());
+        h.extend_from_slice(&(lengths[i] as u64).to_le_bytes());
         h.extend_from_slice(&sum.to_le_bytes());
     }
     let c = checksum64(&h);
     h.extend_from_slice(&c.to_le_bytes());
-    debug_assert_eq!(h.len(), HEADER_LEN);
-    out[..HEADER_LEN].copy_from_slice(&h);
+    (h, file_len)
+}
+
+fn pad(w: &mut impl Write, written: usize) -> std::io::Result<usize> {
+    let n = align_up(written) - written;
+    w.write_all(&ZEROS[..n])?;
+    Ok(written + n)
+}
+
+impl Layout<'_> {
+    /// The file size that [`Layout::write_to`] writes.
+    pub fn len(&self) -> usize {
+        self.offsets().1
+    }
+    /// Whether there is nothing to write (never: the header is always there).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+    /// Number of distinct pipelines.
+    pub fn pipeline_count(&self) -> usize {
+        self.pipelines
+    }
+    /// Streams the archive into `w` (blob bytes are copied straight from the entries; no
+    /// whole-file buffer is built). Returns the number of bytes written.
+    pub fn write_to(&self, w: &mut impl Write) -> std::io::Result<usize> {
+        let (h, file_len) = header(self);
+        w.write_all(&h)?;
+        let mut at = pad(w, h.len())?;
+        for (i, section) in Section::ALL.iter().enumerate() {
+            if *section == Section::BlobData {
+                let start = at;
+                for b in &self.blobs {
+                    w.write_all(b.bytes())?;
+                    at = start + pad(w, at - start + b.bytes().len())?;
+                }
+                at = start + self.blob_data_len;
+            } else {
+                w.write_all(&self.sections[i])?;
+                at += self.sections[i].len();
+            }
+            at = pad(w, at)?;
+        }
+        debug_assert_eq!(at, file_len);
+        Ok(at)
+    }
+}
+
+/// Encodes entries as archive bytes in memory.
+pub fn encode(entries: &[WriteEntry], meta: &ArchiveMeta) -> Vec<u8> {
+    let layout = prepare(entries, meta);
+    let mut out = Vec::with_capacity(layout.len());
+    // Writing into a Vec cannot fail.
+    let _ = layout.write_to(&mut out);
     out
 }

@@ -223,6 +223,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         flushes: flushes.load(Ordering::Relaxed),
         flush_errors: flush_errors.into_inner().unwrap_or_else(|p| p.into_inner()),
         archive_bytes: report.bytes,
+        peak_rss_bytes: crate::util::peak_rss_bytes(),
         failures,
     })
 }

@@ -72,6 +72,8 @@ pub struct HarvestSummary {
     pub flush_errors: Vec<String>,
     /// Size of the final archive in bytes.
     pub archive_bytes: usize,
+    /// Peak resident memory of the harvesting process in bytes.
+    pub peak_rss_bytes: u64,
     /// Every failure.
     pub failures: Vec<Failure>,
 }
@@ -94,6 +96,7 @@ impl HarvestSummary {
             "  time:                  {:.3} s wall, {:.3} s task CPU, {:.3} s process CPU, {} threads (efficiency {:.2})\n",
             self.wall_seconds, self.task_cpu_seconds, self.process_cpu_seconds, self.threads, self.parallel_efficiency
         );
+        s += &format!("  peak memory:           {:.1} MiB\n", self.peak_rss_bytes as f64 / (1u64 << 20) as f64);
         if self.flushes > 0 {
             s += &format!("  intermediate writes:   {}\n", self.flushes);
         }

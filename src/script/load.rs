@@ -59,7 +59,7 @@ impl Script {
     /// Parses script text. `path` names it in messages; `base_dir` resolves library paths.
     pub fn parse(text: &str, path: &Path, base_dir: &Path) -> Result<Script, ScriptError> {
         let de = &mut serde_json::Deserializer::from_str(text);
-        let top: RawScriptTop =
+        let top: RawScriptTop<'_> =
             serde_path_to_error::deserialize(de).map_err(|e| ScriptError::from_serde(path, "", e))?;
         if top.granary_script != SCRIPT_VERSION {
             return Err(ScriptError::at(
@@ -71,9 +71,9 @@ impl Script {
 
         let mut libraries: Vec<(String, Result<Arc<Library>, ScriptError>)> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
-        for (i, value) in top.libraries.into_iter().enumerate() {
+        for (i, raw) in top.libraries.iter().enumerate() {
             let jp = format!("libraries[{i}]");
-            let raw: RawLibrary = match from_value(value, path, &jp) {
+            let raw: RawLibrary = match from_raw(raw, text, path, &jp) {
                 Ok(r) => r,
                 Err(e) => {
                     libraries.push((format!("<{jp}>"), Err(e)));
@@ -90,32 +90,90 @@ impl Script {
             libraries.push((name, loaded));
         }
 
-        let mut pipelines = Vec::with_capacity(top.pipelines.len());
-        let mut labels: HashMap<String, usize> = HashMap::new();
-        for (i, value) in top.pipelines.into_iter().enumerate() {
+        // Pipelines convert independently: split them over the available cores.
+        let cx = Ctx { path, libraries: &libraries, by_name: &by_name };
+        let convert = |i: usize, raw: &serde_json::value::RawValue| {
             let jp = format!("pipelines[{i}]");
-            let label = value.get("label").and_then(|l| l.as_str()).map(str::to_owned);
-            let descriptor = from_value::<RawPipeline>(value, path, &jp).and_then(|raw| {
-                if let Some(l) = &raw.label {
-                    if let Some(first) = labels.get(l) {
-                        return Err(ScriptError::at(path, format!("{jp}.label"), format!("duplicate label '{l}' (first used by pipelines[{first}])")));
-                    }
-                    labels.insert(l.clone(), i);
+            match from_raw::<RawPipeline>(raw, text, path, &jp) {
+                Ok(p) => (p.label.clone(), convert_pipeline(p, &cx, &jp)),
+                Err(e) => {
+                    let label = serde_json::from_str::<LabelOnly>(raw.get()).ok().and_then(|l| l.label);
+                    (label, Err(e))
                 }
-                convert_pipeline(raw, &Ctx { path, libraries: &libraries, by_name: &by_name }, &jp)
-            });
+            }
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(top.pipelines.len() / 256 + 1);
+        let chunk = top.pipelines.len().div_ceil(threads).max(1);
+        let converted: Vec<(Option<String>, Result<PipelineDescriptor, ScriptError>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = top
+                .pipelines
+                .chunks(chunk)
+                .enumerate()
+                .map(|(c, part)| {
+                    let convert = &convert;
+                    s.spawn(move || part.iter().enumerate().map(|(j, raw)| convert(c * chunk + j, raw)).collect::<Vec<_>>())
+                })
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        });
+        if converted.len() != top.pipelines.len() {
+            return Err(ScriptError::at(path, "pipelines", "internal error: a conversion thread failed"));
+        }
+
+        let mut pipelines = Vec::with_capacity(converted.len());
+        let mut labels: HashMap<String, usize> = HashMap::new();
+        for (i, (label, descriptor)) in converted.into_iter().enumerate() {
+            let descriptor = match (&label, descriptor) {
+                (Some(l), Ok(d)) => match labels.get(l) {
+                    Some(first) => Err(ScriptError::at(path, format!("pipelines[{i}].label"), format!("duplicate label '{l}' (first used by pipelines[{first}])"))),
+                    None => {
+                        labels.insert(l.clone(), i);
+                        Ok(d)
+                    }
+                },
+                (_, d) => d,
+            };
             pipelines.push(ScriptPipeline { index: i, label, descriptor });
         }
         Ok(Script { path: path.to_path_buf(), libraries, pipelines })
     }
 }
 
-fn from_value<T: serde::de::DeserializeOwned>(value: serde_json::Value, path: &Path, jp: &str) -> Result<T, ScriptError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
+/// Deserializes one entry from its raw text, reporting errors with the entry's JSON path and
+/// the position in the whole file.
+fn from_raw<T: serde::de::DeserializeOwned>(raw: &serde_json::value::RawValue, text: &str, path: &Path, jp: &str) -> Result<T, ScriptError> {
+    let de = &mut serde_json::Deserializer::from_str(raw.get());
+    serde_path_to_error::deserialize(de).map_err(|e| {
         let inner_path = e.path().to_string();
         let inner = e.into_inner();
-        ScriptError::at(path, join_path(jp, if inner_path == "." { "" } else { &inner_path }), inner.to_string())
+        let mut message = inner.to_string();
+        if let Some(i) = message.rfind(" at line ") {
+            message.truncate(i);
+        }
+        let (line, column) = position_in_file(text, raw.get(), inner.line(), inner.column());
+        ScriptError {
+            file: path.to_path_buf(),
+            json_path: join_path(jp, if inner_path == "." { "" } else { &inner_path }),
+            line,
+            column,
+            message,
+        }
     })
+}
+
+/// Converts a (line, column) inside `part`, a slice of `text`, to one in `text`.
+fn position_in_file(text: &str, part: &str, line: usize, column: usize) -> (Option<usize>, Option<usize>) {
+    let base = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize).filter(|b| *b <= text.len());
+    match (base, line) {
+        (Some(base), 1..) => {
+            let before = &text[..base];
+            let base_line = before.matches('\n').count() + 1;
+            let base_col = base - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            let col = if line == 1 { base_col + column.saturating_sub(1) } else { column };
+            (Some(base_line + line - 1), Some(col))
+        }
+        _ => (None, None),
+    }
 }
 
 fn load_library(raw: &RawLibrary, path: &Path, base_dir: &Path, jp: &str) -> Result<Arc<Library>, ScriptError> {

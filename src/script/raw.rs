@@ -8,15 +8,23 @@ use serde::{Deserialize, Serialize};
 /// Current script format version.
 pub const SCRIPT_VERSION: u32 = 1;
 
-/// Top level: parsed loosely first so that each library and pipeline can be checked on its own.
+/// Top level: each library and pipeline is kept as raw JSON text (borrowed from the file, no
+/// copy) so that each can be checked on its own, in parallel, with its position in the file.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawScriptTop {
+pub(crate) struct RawScriptTop<'a> {
     pub granary_script: u32,
+    #[serde(default, borrow)]
+    pub libraries: Vec<&'a serde_json::value::RawValue>,
+    #[serde(default, borrow)]
+    pub pipelines: Vec<&'a serde_json::value::RawValue>,
+}
+
+/// Just the label of a pipeline entry, read leniently to name an entry that fails to parse.
+#[derive(Deserialize)]
+pub(crate) struct LabelOnly {
     #[serde(default)]
-    pub libraries: Vec<serde_json::Value>,
-    #[serde(default)]
-    pub pipelines: Vec<serde_json::Value>,
+    pub label: Option<String>,
 }
 
 /// One library.
