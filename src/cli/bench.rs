@@ -1,7 +1,6 @@
 //! `granary bench seed-scale`.
 
 use granary::bench::{run, BenchOptions, Micros};
-use granary::gen::SeedScaleOptions;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
@@ -17,18 +16,8 @@ enum Workload {
 
 #[derive(clap::Args)]
 struct SeedScaleBench {
-    /// Pipelines.
-    #[arg(long, default_value_t = 33_000)]
-    pipelines: usize,
-    /// Distinct vertex functions.
-    #[arg(long, default_value_t = 16_000)]
-    vertex_functions: usize,
-    /// Longest run sharing one vertex function.
-    #[arg(long, default_value_t = 1_000)]
-    max_run: usize,
-    /// Generator seed.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    #[command(flatten)]
+    size: super::workload::SeedScaleSize,
     /// Thread counts, comma-separated [default: 1, 2, 4, … up to the available cores].
     #[arg(long, value_delimiter = ',')]
     threads: Vec<usize>,
@@ -59,9 +48,9 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
     };
     anyhow::ensure!(threads.iter().all(|t| *t >= 1), "thread counts must be at least 1");
     let opts = BenchOptions {
-        workload: SeedScaleOptions { pipelines: a.pipelines, vertex_functions: a.vertex_functions, max_run: a.max_run, seed: a.seed },
+        workload: a.size.options(),
         threads,
-        naive_sample: a.naive_sample.unwrap_or(a.pipelines),
+        naive_sample: a.naive_sample.unwrap_or(usize::MAX),
         lookups: a.lookups.max(1),
     };
     let r = run(&opts, &|l| eprintln!("bench: {l}"))?;

@@ -1,7 +1,7 @@
 //! `granary gen`: write synthetic workloads.
 
 use anyhow::Context as _;
-use granary::gen::{seed_scale, SeedScaleOptions};
+use granary::gen::seed_scale;
 use std::path::PathBuf;
 
 /// `granary gen WORKLOAD`.
@@ -25,18 +25,8 @@ struct SeedScaleArgs {
     /// Folder to write (pipelines.json and shaders/); created if missing.
     #[arg(short, long)]
     output: PathBuf,
-    /// Render pipelines.
-    #[arg(long, default_value_t = 33_000)]
-    pipelines: usize,
-    /// Distinct vertex functions.
-    #[arg(long, default_value_t = 16_000)]
-    vertex_functions: usize,
-    /// Longest run of consecutive pipelines sharing a vertex function.
-    #[arg(long, default_value_t = 1_000)]
-    max_run: usize,
-    /// Random seed (the same seed and sizes write identical files).
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    #[command(flatten)]
+    size: super::workload::SeedScaleSize,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -46,12 +36,7 @@ struct SeedScaleArgs {
 pub fn run(a: GenArgs) -> anyhow::Result<i32> {
     match a.workload {
         Workload::SeedScale(s) => {
-            let opts = SeedScaleOptions {
-                pipelines: s.pipelines,
-                vertex_functions: s.vertex_functions,
-                max_run: s.max_run,
-                seed: s.seed,
-            };
+            let opts = s.size.options();
             let start = std::time::Instant::now();
             let summary = seed_scale(&opts, &s.output)
                 .with_context(|| format!("cannot generate the seed-scale workload in {}", s.output.display()))?;

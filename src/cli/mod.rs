@@ -10,6 +10,7 @@ mod harvest;
 mod inspect;
 mod salvage;
 mod stress;
+mod workload;
 
 use clap::{Parser, Subcommand};
 
