@@ -1,5 +1,36 @@
+#![warn(missing_docs)]
 //! Granary compiles every GPU pipeline an application will use, from all cores at once, and
 //! captures the results into one offline archive that the application reads at run time.
+//!
+//! The pieces: [`compiler::Compiler`] compiles [`descriptor::PipelineDescriptor`]s through the
+//! naga front end ([`frontend`]); an attached [`capture::Capture`] records every result;
+//! [`capture::Capture::write_archive`] writes an [`archive`] that [`archive::Archive`] reads
+//! back at run time. [`harvest`] drives all of it from a pipelines [`script`].
+//!
+//! # Contracts
+//!
+//! **Thread safety.** Every operation on `Compiler`, `Capture` and `Archive` may be called
+//! from any number of threads at once, including `write_archive` while compiles run. Nothing
+//! is externally synchronized. Pipelines that share a stage function compile it once; the
+//! other callers wait for that result, and no result is freed while anyone can still reach it
+//! (results are `Arc`s). The public types are `Send + Sync`.
+//!
+//! **Snapshot semantics.** An archive written by `write_archive` holds every pipeline whose
+//! compile call returned before `write_archive` began, may hold ones still in flight, and
+//! never holds a partial entry. Writing never blocks compile calls for longer than the copy
+//! of one shard of the capture's index.
+//!
+//! **Determinism.** The bytes of an archive are a pure function of the set of entries (with
+//! their labels) it holds and the format version: thread count, scheduling, flush history and
+//! merge order do not change them.
+//!
+//! **Durability.** Archives are written to a temporary file in the same folder, flushed,
+//! renamed over the target, and the folder is flushed: a process killed at any instant leaves
+//! the previous archive intact.
+//!
+//! **Untrusted input.** [`archive::Archive`] checks every offset and length before use, caps
+//! every count, never panics and never allocates from an unchecked length; a damaged archive
+//! gives an error that says what is wrong and at which byte offset.
 pub mod archive;
 pub mod backend;
 pub mod capture;

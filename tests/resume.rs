@@ -15,10 +15,26 @@ fn granary() -> Command {
 }
 
 fn reference(dir: &Path) -> Vec<u8> {
+    reference_timed(dir).0
+}
+
+/// The uninterrupted harvest's bytes, and how long a harvest with slowed writes takes.
+fn reference_timed(dir: &Path) -> (Vec<u8>, Duration) {
     let out = dir.join("reference.granary");
     let st = granary().args(["harvest", EXAMPLE, "-q", "-o", out.to_str().unwrap()]).stderr(Stdio::null()).status().unwrap();
     assert!(st.success());
-    std::fs::read(out).unwrap()
+    let timed = dir.join("timed.granary");
+    let t0 = Instant::now();
+    let st = granary()
+        .args(["harvest", EXAMPLE, "-q", "-o", timed.to_str().unwrap(), "--flush-every", "15", "-j", "2"])
+        .env("GRANARY_FAULT", "slow-write:10")
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let took = t0.elapsed();
+    std::fs::remove_file(timed).unwrap();
+    (std::fs::read(out).unwrap(), took)
 }
 
 #[test]
@@ -55,8 +71,10 @@ fn resume_from_a_partial_archive_gives_the_uninterrupted_bytes() {
 fn sigkill_at_random_moments_then_resume() {
     let trials: usize = std::env::var("GRANARY_KILL_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
     let dir = common::tempdir();
-    let full = reference(dir.path());
+    let (full, took) = reference_timed(dir.path());
     let n = Script::load(Path::new(EXAMPLE)).unwrap().pipelines.len();
+    // Kill anywhere in the first 90% of a whole run's duration.
+    let window = (took.as_millis() as u64 * 9 / 10).max(5);
     let out = dir.path().join("killed.granary");
     let mut rng = 0x2545_f491_4f6c_dd1du64;
     let mut kills = 0;
@@ -76,7 +94,7 @@ fn sigkill_at_random_moments_then_resume() {
             rng ^= rng << 13;
             rng ^= rng >> 7;
             rng ^= rng << 17;
-            let delay = Duration::from_millis(20 + rng % 400);
+            let delay = Duration::from_millis(1 + rng % window);
             let t0 = Instant::now();
             loop {
                 if let Some(st) = child.try_wait().unwrap() {
@@ -110,6 +128,12 @@ fn sigkill_at_random_moments_then_resume() {
         }
     }
     assert_eq!(std::fs::read(&out).unwrap(), full, "final archive equals the uninterrupted run");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "the last --resume removed the temporary files of killed writes: {leftovers:?}");
     eprintln!("kill test: {kills} kills over {runs} runs, {seen_partial} partial archives verified");
 }
 

@@ -24,7 +24,7 @@ pub fn write_atomic_with(
         _ => Path::new("."),
     };
     let io = |e| ArchiveError::io(path, e);
-    let tmp = tempfile::Builder::new().prefix(".granary-").suffix(".tmp").tempfile_in(dir).map_err(io)?;
+    let tmp = tempfile::Builder::new().prefix(&temp_prefix(path)).suffix(".tmp").tempfile_in(dir).map_err(io)?;
     {
         let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file());
         match crate::fault::slow_write() {
@@ -40,6 +40,32 @@ pub fn write_atomic_with(
     tmp.persist(path).map_err(|e| io(e.error))?;
     sync_dir(dir).map_err(io)?;
     Ok(())
+}
+
+/// Temporary files for `path` are named `.NAME.granary-XXXXXX.tmp` beside it.
+fn temp_prefix(path: &Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    format!(".{name}.granary-")
+}
+
+/// Removes temporary files that a killed write to `path` left behind. Only call this when no
+/// other process is writing `path`. Returns how many were removed.
+pub fn remove_stale_temporaries(path: &Path) -> usize {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let prefix = temp_prefix(path);
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.starts_with(&prefix) && n.ends_with(".tmp")
+        })
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
 }
 
 /// The `slow-write` test fault: pauses once, after half the expected bytes are written.

@@ -14,7 +14,7 @@ mod reader;
 mod salvage;
 mod writer;
 
-pub use durable::{write_atomic, write_atomic_with};
+pub use durable::{remove_stale_temporaries, write_atomic, write_atomic_with};
 pub use error::ArchiveError;
 pub use reader::{Archive, PipelineRef, StageRef, VerifyReport};
 pub use salvage::{salvage, SalvageReport};

@@ -111,6 +111,10 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
 
     // Resume: keep what the existing archive has.
     let mut resumed = 0;
+    if opts.resume {
+        // A harvest that was killed mid-write left its temporary file; nothing reads it.
+        crate::archive::remove_stale_temporaries(&opts.output);
+    }
     if opts.resume && opts.output.exists() {
         let resume_err = |why: String| HarvestError::Resume { path: opts.output.display().to_string(), why };
         let archive = Archive::read(&opts.output)?;
