@@ -21,7 +21,7 @@ Examples:
   granary harvest examples/renderer/pipelines.json -o renderer.granary
   granary harvest pipelines.json -o out.granary -j 16 --targets spirv,msl --flush-every 1000
   granary ls renderer.granary
-  granary extract renderer.granary opaque/static/pbr/0 --target spirv -o out/
+  granary extract renderer.granary prepass/low/static/opaque --target spirv -o out/
   granary merge a.granary b.granary -o all.granary
 
 Exit status: 0 success, 1 finished with failures (see the summary), 2 could not run.")]
