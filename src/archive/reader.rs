@@ -18,6 +18,9 @@ use std::sync::Arc;
 
 type Result<T> = std::result::Result<T, ArchiveError>;
 
+mod verify;
+pub use verify::VerifyReport;
+
 enum Data {
     Mapped(memmap2::Mmap),
     Owned(Vec<u8>),
@@ -72,20 +75,6 @@ fn usize_of(v: u64, off: usize) -> Result<usize> {
     usize::try_from(v).map_err(|_| ArchiveError::corrupt(off, format!("value {v} does not fit in memory")))
 }
 
-/// Summary returned by [`Archive::verify`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct VerifyReport {
-    /// Pipelines.
-    pub pipelines: usize,
-    /// Stage records.
-    pub stages: usize,
-    /// Distinct blobs.
-    pub blobs: usize,
-    /// Label records.
-    pub labels: usize,
-    /// File size.
-    pub bytes: usize,
-}
 
 impl Archive {
     /// Opens and memory-maps `path`, checking the header and section table.
@@ -390,122 +379,6 @@ impl Archive {
         Ok((hash, bytes))
     }
 
-    /// Checks every byte: section checksums, every record, sort orders, every reference and
-    /// every blob's content hash.
-    pub fn verify(&self) -> Result<VerifyReport> {
-        let b = self.bytes();
-        for (i, s) in Section::ALL.iter().enumerate() {
-            let (off, len) = self.section(*s);
-            let row = FIXED_HEADER + i * SECTION_ROW;
-            if checksum64(&b[off..off + len]) != u64_at(b, row + 24)? {
-                return Err(ArchiveError::corrupt(off, format!("{} section checksum mismatch", s.name())));
-            }
-        }
-        // Padding between and after sections must be zero, so that every byte is checked.
-        let mut pad_start = HEADER_LEN;
-        for s in Section::ALL.iter() {
-            let (off, len) = self.section(*s);
-            if let Some(p) = b[pad_start..off].iter().position(|x| *x != 0) {
-                return Err(ArchiveError::corrupt(pad_start + p, "non-zero padding byte"));
-            }
-            pad_start = off + len;
-        }
-        if let Some(p) = b[pad_start..].iter().position(|x| *x != 0) {
-            return Err(ArchiveError::corrupt(pad_start + p, "non-zero padding byte"));
-        }
-        let mut prev: Option<u128> = None;
-        for i in 0..self.blob_count {
-            let (hash, _) = self.blob(i)?;
-            if prev.is_some_and(|p| p >= hash) {
-                return Err(ArchiveError::corrupt(self.section(Section::BlobIndex).0 + i * BLOB_RECORD, "blob index is not strictly sorted"));
-            }
-            prev = Some(hash);
-        }
-        let mut prev: Option<u128> = None;
-        let mut next_stage = 0usize;
-        let mut present_targets = 0u32;
-        for i in 0..self.pipeline_count {
-            let p = self.pipeline(i)?;
-            let at = self.section(Section::Pipelines).0 + i * PIPELINE_RECORD;
-            if prev.is_some_and(|k| k >= p.key.0) {
-                return Err(ArchiveError::corrupt(at, "pipeline table is not strictly sorted by key"));
-            }
-            prev = Some(p.key.0);
-            if p.first_stage != next_stage {
-                return Err(ArchiveError::corrupt(at + 20, "stage ranges are not contiguous"));
-            }
-            next_stage += p.stage_count;
-            for s in p.stages()? {
-                for t in Target::ALL {
-                    if s.blob_index(t).is_some() {
-                        present_targets |= 1 << t as u32;
-                    }
-                    if s.blob_index(t).is_some() && !self.targets.contains(t) {
-                        return Err(ArchiveError::corrupt(at, format!("a stage has a {t} output but the header does not list {t}")));
-                    }
-                    s.output(t)?;
-                }
-            }
-        }
-        if present_targets != self.targets.0 {
-            return Err(ArchiveError::corrupt(16, format!("header lists targets {:#x} but the stages have outputs for {present_targets:#x}", self.targets.0)));
-        }
-        if next_stage != self.stage_count {
-            return Err(ArchiveError::corrupt(self.section(Section::Stages).0, "stage table has records no pipeline uses"));
-        }
-        let mut prev: Option<(&str, usize)> = None;
-        for i in 0..self.label_count {
-            let cur = self.label_at(i)?;
-            if prev.is_some_and(|p| (p.0.as_bytes(), p.1) >= (cur.0.as_bytes(), cur.1)) {
-                return Err(ArchiveError::corrupt(self.section(Section::Labels).0 + i * LABEL_RECORD, "label index is not strictly sorted"));
-            }
-            prev = Some(cur);
-        }
-        Ok(VerifyReport {
-            pipelines: self.pipeline_count,
-            stages: self.stage_count,
-            blobs: self.blob_count,
-            labels: self.label_count,
-            bytes: b.len(),
-        })
-    }
-
-    /// Reads every pipeline back as owned entries (for merge and resume).
-    pub fn entries(&self) -> Result<Vec<WriteEntry>> {
-        let mut labels: Vec<Vec<String>> = vec![Vec::new(); self.pipeline_count];
-        for (l, p) in self.labels()? {
-            labels[p].push(l.to_string());
-        }
-        let mut blobs: std::collections::HashMap<u32, Arc<Blob>> = std::collections::HashMap::new();
-        let mut out = Vec::with_capacity(self.pipeline_count);
-        for (p, labels) in self.iter().zip(labels) {
-            let p = p?;
-            let mut stages = Vec::with_capacity(p.stage_count);
-            for s in p.stages()? {
-                let mut outputs = TargetOutputs::default();
-                for t in Target::ALL {
-                    if let Some(i) = s.blob_index(t) {
-                        let blob = match blobs.get(&i) {
-                            Some(b) => b.clone(),
-                            None => {
-                                let (_, bytes) = self.blob(i as usize)?;
-                                let b = Blob::new(bytes.to_vec());
-                                blobs.insert(i, b.clone());
-                                b
-                            }
-                        };
-                        outputs.0[t as usize] = Some(blob);
-                    }
-                }
-                stages.push(StageEntry { key: s.key, stage: s.stage, entry_point: s.entry_point.to_string(), outputs });
-            }
-            out.push(WriteEntry {
-                entry: Arc::new(PipelineEntry { key: p.key, kind: p.kind, stages }),
-                labels: labels.into(),
-            });
-        }
-        Ok(out)
-    }
 }
 
 /// A pipeline inside an [`Archive`].
