@@ -72,6 +72,7 @@ pub fn trigger(action: Action) {
             // first (the Rust runtime installs a SIGSEGV handler for stack-overflow reports)
             // makes the raised SIGSEGV terminate the process, exactly like a crashing driver.
             // Exercised by tests/isolate.rs.
+            #[cfg(unix)]
             unsafe {
                 libc::signal(libc::SIGSEGV, libc::SIG_DFL);
                 libc::raise(libc::SIGSEGV);

@@ -135,6 +135,8 @@ fn failures_are_reported_and_the_rest_lands() {
     assert_eq!(f.len(), 2);
     assert_eq!(f[0]["pipeline"], "bad-entry");
     assert_eq!(f[0]["kind"], "entry-point");
+    assert!(f[0]["script_position"].as_str().unwrap().ends_with("s.json:5:9"), "{}", f[0]);
+    assert!(text.contains("s.json:5:9: pipeline 'bad-entry'"), "{text}");
     assert_eq!(f[1]["phase"], "script");
     assert_eq!(Archive::open(&out).unwrap().len(), 2);
 

@@ -197,6 +197,18 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     let (iso_libs, iso_funcs) = (sink.libraries_parsed.load(Ordering::Relaxed), sink.functions_compiled.load(Ordering::Relaxed));
     failures.extend(sink.failures.into_inner().unwrap_or_else(|p| p.into_inner()));
     failures.sort_by_key(|f| f.index);
+    if !failures.is_empty() {
+        // Point each failure at its pipeline's entry in the script.
+        if let Ok(text) = std::fs::read_to_string(&opts.script) {
+            let lines = crate::script::LineIndex::new(&text);
+            for f in &mut failures {
+                if let Some(p) = script.pipelines.get(f.index) {
+                    let (l, c) = lines.line_col(p.offset);
+                    f.script_position = Some(format!("{}:{l}:{c}", opts.script.display()));
+                }
+            }
+        }
+    }
     let mut stats = compiler.stats();
     if opts.isolate.is_some() {
         // The workers' own front ends did the work; each worker has its own caches.

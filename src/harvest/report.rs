@@ -27,6 +27,9 @@ pub struct Failure {
     /// JSON path in the script, for `script` failures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub json_path: Option<String>,
+    /// Where the pipeline's entry starts in the script, `file:line:column`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script_position: Option<String>,
     /// The full message.
     pub message: String,
 }
@@ -105,7 +108,11 @@ impl HarvestSummary {
         }
         s += &format!("  failed:                {}\n", self.failed);
         for f in &self.failures {
-            s += &format!("    {}\n", f.message.replace('\n', "\n      "));
+            let at = match (&f.script_position, f.phase.as_str()) {
+                (Some(p), phase) if phase != "script" => format!("{p}: "),
+                _ => String::new(),
+            };
+            s += &format!("    {at}{}\n", f.message.replace('\n', "\n      "));
         }
         s
     }

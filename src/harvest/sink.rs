@@ -56,6 +56,7 @@ pub(crate) fn script_failure(index: usize, name: String, e: &ScriptError) -> Fai
         line: e.line.map(|v| v as u64),
         column: e.column.map(|v| v as u64),
         json_path: Some(e.json_path.clone()),
+        script_position: None,
         message: e.to_string(),
     }
 }
@@ -70,6 +71,7 @@ pub(crate) fn compile_failure(index: usize, name: String, e: &CompileError) -> F
         line: None,
         column: None,
         json_path: None,
+        script_position: None,
         message: e.to_string(),
     };
     if let CompileError::Shader { error, .. } = e {
@@ -83,5 +85,5 @@ pub(crate) fn compile_failure(index: usize, name: String, e: &CompileError) -> F
 }
 
 pub(crate) fn process_failure(index: usize, name: String, phase: &str, message: String) -> Failure {
-    Failure { index, pipeline: name, phase: phase.into(), kind: None, file: None, line: None, column: None, json_path: None, message }
+    Failure { index, pipeline: name, phase: phase.into(), kind: None, file: None, line: None, column: None, json_path: None, script_position: None, message }
 }

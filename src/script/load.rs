@@ -30,6 +30,8 @@ pub struct ScriptPipeline {
     pub index: usize,
     /// The label, if the entry had a readable one.
     pub label: Option<String>,
+    /// Byte offset of the entry in the script file (see [`LineIndex`] for line and column).
+    pub offset: usize,
     /// The descriptor, or what is wrong with this entry.
     pub descriptor: Result<PipelineDescriptor, ScriptError>,
 }
@@ -133,7 +135,8 @@ impl Script {
                 },
                 (_, d) => d,
             };
-            pipelines.push(ScriptPipeline { index: i, label, descriptor });
+            let offset = offset_in(text, top.pipelines[i].get()).unwrap_or(0);
+            pipelines.push(ScriptPipeline { index: i, label, descriptor, offset });
         }
         Ok(Script { path: path.to_path_buf(), libraries, pipelines })
     }
@@ -161,9 +164,33 @@ fn from_raw<T: serde::de::DeserializeOwned>(raw: &serde_json::value::RawValue, t
     })
 }
 
+/// Byte offset of `part`, a slice of `text`, within `text`.
+fn offset_in(text: &str, part: &str) -> Option<usize> {
+    (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize).filter(|b| *b <= text.len())
+}
+
+/// Maps byte offsets of a text to 1-based line and column numbers.
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    /// Indexes the line starts of `text`.
+    pub fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+    /// The 1-based (line, column) of byte `offset`.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let line = self.starts.partition_point(|s| *s <= offset).max(1);
+        (line, offset - self.starts[line - 1] + 1)
+    }
+}
+
 /// Converts a (line, column) inside `part`, a slice of `text`, to one in `text`.
 fn position_in_file(text: &str, part: &str, line: usize, column: usize) -> (Option<usize>, Option<usize>) {
-    let base = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize).filter(|b| *b <= text.len());
+    let base = offset_in(text, part);
     match (base, line) {
         (Some(base), 1..) => {
             let before = &text[..base];

@@ -12,5 +12,5 @@ mod raw;
 
 pub use error::ScriptError;
 pub use export::script_json;
-pub use load::{Script, ScriptPipeline};
+pub use load::{LineIndex, Script, ScriptPipeline};
 pub use raw::SCRIPT_VERSION;
