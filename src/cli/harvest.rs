@@ -92,7 +92,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
     let bar = if !a.quiet && std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(0);
         if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} tasks ({per_sec}, eta {eta}) {msg}",
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} tasks, eta {eta} {msg}",
         ) {
             bar.set_style(style);
         }
