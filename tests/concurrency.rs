@@ -66,16 +66,18 @@ fn write_archive_while_eight_threads_compile() {
     let returned: Arc<Mutex<Vec<PipelineKey>>> = Arc::new(Mutex::new(Vec::new()));
     let next = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicBool::new(false));
+    let writing = Arc::new(AtomicBool::new(false));
     let dir = common::tempdir();
     let path = dir.path().join("live.granary");
 
     let writer = {
-        let (capture, returned, done, path) = (capture.clone(), returned.clone(), done.clone(), path.clone());
+        let (capture, returned, done, path, writing) = (capture.clone(), returned.clone(), done.clone(), path.clone(), writing.clone());
         std::thread::spawn(move || {
             let mut writes = 0;
             let mut checked_nonempty = 0;
             loop {
                 let finished = done.load(Ordering::SeqCst);
+                writing.store(true, Ordering::SeqCst);
                 let before: Vec<PipelineKey> = returned.lock().unwrap().clone();
                 let report = capture.write_archive(&path).expect("write");
                 let archive = Archive::open(&path).expect("open");
@@ -94,6 +96,10 @@ fn write_archive_while_eight_threads_compile() {
             }
         })
     };
+    // Compiles start once the writer is writing, so the two always overlap.
+    while !writing.load(Ordering::SeqCst) {
+        std::thread::yield_now();
+    }
     let workers: Vec<_> = (0..8)
         .map(|_| {
             let (pipelines, compiler, next, returned) = (pipelines.clone(), compiler.clone(), next.clone(), returned.clone());

@@ -118,16 +118,22 @@ fn flush_during_compile(run: &Run<'_>, threads: usize) -> Vec<u8> {
     let capture = Arc::new(Capture::new(CaptureMode::Outputs));
     let c = compiler(Some(capture.clone()), threads);
     let done = AtomicBool::new(false);
+    let writing = AtomicBool::new(false);
     let returned = Mutex::new(Vec::new());
     let compilers = threads.saturating_sub(1).max(1);
     std::thread::scope(|s| {
         let writer = s.spawn(|| {
             let mut i = 0;
             while !done.load(Ordering::SeqCst) {
+                writing.store(true, Ordering::SeqCst);
                 run.write_and_check(&capture, &format!("flush-{}.granary", i % 2), &returned);
                 i += 1;
             }
         });
+        // Compiles start once the writer is writing, so the two always overlap.
+        while !writing.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
         let hs = (0..compilers).map(|_| s.spawn(|| while run.step(&c, &returned) {})).collect();
         join_all(run, hs);
         done.store(true, Ordering::SeqCst);
@@ -137,7 +143,8 @@ fn flush_during_compile(run: &Run<'_>, threads: usize) -> Vec<u8> {
     encode_capture(&capture)
 }
 
-/// One compiler generation: a compiler, its capture, and how many compiles use it now.
+/// One compiler generation: a compiler, its capture, and the keys of compiles into it that
+/// have returned.
 struct Generation {
     compiler: Compiler,
     capture: Arc<Capture>,
