@@ -18,7 +18,7 @@ mod worker;
 
 pub use isolate::IsolateOptions;
 pub use plan::{plan, Plan, Task};
-pub use report::{Failure, HarvestSummary};
+pub use report::{Failure, HarvestSummary, Phases};
 pub use worker::worker_main;
 
 use crate::archive::{Archive, ArchiveError};
@@ -84,6 +84,50 @@ pub enum HarvestError {
     },
 }
 
+/// `--resume`: verifies the existing output archive, puts its entries into `capture`, and
+/// removes the pipelines it already holds from `valid`. Returns how many were removed.
+fn resume(
+    opts: &HarvestOptions,
+    ctx: &crate::descriptor::KeyContext,
+    capture: &Capture,
+    valid: &mut Vec<(usize, &PipelineDescriptor)>,
+) -> Result<usize, HarvestError> {
+    // A harvest that was killed mid-write left its temporary file; nothing reads it.
+    crate::archive::remove_stale_temporaries(&opts.output);
+    if !opts.output.exists() {
+        return Ok(0);
+    }
+    let resume_err = |why: String| HarvestError::Resume { path: opts.output.display().to_string(), why };
+    let archive = Archive::read(&opts.output)?;
+    archive.verify().map_err(|e| {
+        resume_err(format!("{e}; recover its intact part with `granary salvage`, or delete it, or run without --resume"))
+    })?;
+    if archive.key_context() != *ctx {
+        return Err(resume_err("it was built with different writer options (another granary version)".into()));
+    }
+    if !archive.is_empty() && archive.targets() != opts.targets {
+        return Err(resume_err(format!(
+            "it holds targets {} but this harvest asks for {}",
+            archive.targets().names(),
+            opts.targets.names()
+        )));
+    }
+    let have: std::collections::HashSet<u128> = archive.iter().filter_map(|p| p.ok()).map(|p| p.key().0).collect();
+    capture.insert_archived(archive.entries()?);
+    let before = valid.len();
+    valid.retain(|(_, d)| {
+        let key = d.key(ctx);
+        if !have.contains(&key.0) {
+            return true;
+        }
+        if let Some(l) = d.label() {
+            capture.add_label(key, l);
+        }
+        false
+    });
+    Ok(before - valid.len())
+}
+
 /// Runs a harvest. `on_progress` is called from worker threads.
 pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -> Result<HarvestSummary, HarvestError> {
     let start = Instant::now();
@@ -109,43 +153,11 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         }
     }
 
-    // Resume: keep what the existing archive has.
-    let mut resumed = 0;
-    if opts.resume {
-        // A harvest that was killed mid-write left its temporary file; nothing reads it.
-        crate::archive::remove_stale_temporaries(&opts.output);
-    }
-    if opts.resume && opts.output.exists() {
-        let resume_err = |why: String| HarvestError::Resume { path: opts.output.display().to_string(), why };
-        let archive = Archive::read(&opts.output)?;
-        archive.verify().map_err(|e| resume_err(format!("{e}; delete it or run without --resume")))?;
-        if archive.key_context() != ctx {
-            return Err(resume_err("it was built with different writer options (another granary version)".into()));
-        }
-        if !archive.is_empty() && archive.targets() != opts.targets {
-            return Err(resume_err(format!(
-                "it holds targets {} but this harvest asks for {}",
-                archive.targets().names(),
-                opts.targets.names()
-            )));
-        }
-        let have: std::collections::HashSet<u128> = archive.iter().filter_map(|p| p.ok()).map(|p| p.key().0).collect();
-        capture.insert_archived(archive.entries()?);
-        valid.retain(|(_, d)| {
-            let key = d.key(&ctx);
-            if have.contains(&key.0) {
-                resumed += 1;
-                if let Some(l) = d.label() {
-                    capture.add_label(key, l);
-                }
-                false
-            } else {
-                true
-            }
-        });
-    }
+    let resumed = if opts.resume { resume(opts, &ctx, &capture, &mut valid)? } else { 0 };
 
+    let loaded = start.elapsed();
     let plan = plan::plan(&valid, &ctx);
+    let planned = start.elapsed();
     let by_index: std::collections::HashMap<usize, &PipelineDescriptor> = valid.iter().copied().collect();
     let (flush_tx, flush_rx) = mpsc::channel::<()>();
     let sink = sink::Sink {
@@ -192,7 +204,9 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         sink.close(); // ends the flush thread
         cpu
     });
+    let compiled_at = start.elapsed();
     let report = capture.write_archive(&opts.output)?;
+    let written_at = start.elapsed();
     let compiled = sink.compiled.load(Ordering::Relaxed);
     let (iso_libs, iso_funcs) = (sink.libraries_parsed.load(Ordering::Relaxed), sink.functions_compiled.load(Ordering::Relaxed));
     failures.extend(sink.failures.into_inner().unwrap_or_else(|p| p.into_inner()));
@@ -233,6 +247,12 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         threads,
         targets: opts.targets.names(),
         wall_seconds: wall,
+        phases: Phases {
+            load_seconds: loaded.as_secs_f64(),
+            plan_seconds: (planned - loaded).as_secs_f64(),
+            compile_seconds: (compiled_at - planned).as_secs_f64(),
+            write_seconds: (written_at - compiled_at).as_secs_f64(),
+        },
         task_cpu_seconds: task_cpu,
         process_cpu_seconds: (process_cpu_time() - cpu0).as_secs_f64(),
         parallel_efficiency: if wall > 0.0 { task_cpu / (wall * threads as f64) } else { 0.0 },

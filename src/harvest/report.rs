@@ -34,6 +34,19 @@ pub struct Failure {
     pub message: String,
 }
 
+/// Where the wall time went.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Phases {
+    /// Reading the script and its libraries, resuming (serial apart from per-pipeline parsing).
+    pub load_seconds: f64,
+    /// Computing keys and ordering tasks.
+    pub plan_seconds: f64,
+    /// Compiling on the worker threads (or processes).
+    pub compile_seconds: f64,
+    /// The final durable archive write.
+    pub write_seconds: f64,
+}
+
 /// What a harvest did.
 #[derive(Debug, Clone, Serialize)]
 pub struct HarvestSummary {
@@ -63,6 +76,8 @@ pub struct HarvestSummary {
     pub targets: String,
     /// Wall time in seconds.
     pub wall_seconds: f64,
+    /// The wall time by phase.
+    pub phases: Phases,
     /// CPU time of the worker threads in seconds.
     pub task_cpu_seconds: f64,
     /// CPU time of the whole process in seconds.
@@ -100,6 +115,10 @@ impl HarvestSummary {
             self.wall_seconds, self.task_cpu_seconds, self.process_cpu_seconds, self.threads, self.parallel_efficiency
         );
         s += &format!("  peak memory:           {:.1} MiB\n", self.peak_rss_bytes as f64 / (1u64 << 20) as f64);
+        s += &format!(
+            "  phases:                load {:.3} s, plan {:.3} s, compile {:.3} s, final write {:.3} s\n",
+            self.phases.load_seconds, self.phases.plan_seconds, self.phases.compile_seconds, self.phases.write_seconds
+        );
         if self.flushes > 0 {
             s += &format!("  intermediate writes:   {}\n", self.flushes);
         }
