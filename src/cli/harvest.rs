@@ -42,8 +42,9 @@ pub struct HarvestArgs {
     /// pipeline.
     #[arg(long, value_name = "SECONDS", requires = "isolate", default_value_t = 300.0)]
     timeout: f64,
-    /// With --isolate: replace each worker after N pipelines (drivers leak).
-    #[arg(long, value_name = "N", requires = "isolate", default_value_t = 2000)]
+    /// With --isolate: replace each worker after N pipelines (drivers leak; each new worker
+    /// re-parses the libraries and stage functions it needs).
+    #[arg(long, value_name = "N", requires = "isolate", default_value_t = 10000)]
     recycle_after: usize,
     /// With --isolate: replace a worker whose resident memory exceeds MIB mebibytes.
     #[arg(long, value_name = "MIB", requires = "isolate")]

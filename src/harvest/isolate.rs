@@ -7,7 +7,9 @@
 use super::sink::{process_failure, Sink};
 use super::worker::{FRAME_HEADER, MAX_PAYLOAD};
 use super::Failure;
-use crate::archive::Archive;
+use crate::archive::{Archive, WriteEntry};
+use crate::descriptor::Blob;
+use std::collections::HashMap;
 use crate::descriptor::TargetSet;
 use crate::script::Script;
 use crate::sync::lock_std;
@@ -137,13 +139,14 @@ pub(crate) fn run(script: &Script, pipelines: &[usize], targets: TargetSet, slot
     let chunk = (pipelines.len() / (slots * 8)).clamp(1, 64);
     let chunks: Vec<&[usize]> = pipelines.chunks(chunk).collect();
     let next = AtomicUsize::new(0);
+    let blobs = BlobTable::default();
     std::thread::scope(|s| {
         for _ in 0..slots {
             s.spawn(|| {
                 let mut worker: Option<Worker> = None;
                 while let Some(chunk) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
                     for &index in *chunk {
-                        compile_one(script, index, targets, opts, sink, &mut worker);
+                        compile_one(script, index, targets, opts, sink, &blobs, &mut worker);
                         sink.progress();
                     }
                 }
@@ -162,7 +165,39 @@ fn retire(mut w: Worker, sink: &Sink<'_>) {
     sink.functions_compiled.fetch_add(w.last_counts.1, Ordering::Relaxed);
 }
 
-fn compile_one(script: &Script, index: usize, targets: TargetSet, opts: &IsolateOptions, sink: &Sink<'_>, slot: &mut Option<Worker>) {
+/// Stage outputs received so far, by content: answers for pipelines that share a stage
+/// function carry the same bytes, which the parent keeps once.
+#[derive(Default)]
+struct BlobTable(Mutex<HashMap<u128, Arc<Blob>>>);
+
+impl BlobTable {
+    fn intern(&self, entries: Vec<WriteEntry>) -> Vec<WriteEntry> {
+        let mut table = lock_std(&self.0);
+        entries
+            .into_iter()
+            .map(|w| {
+                let mut e = (*w.entry).clone();
+                for s in &mut e.stages {
+                    for b in s.outputs.0.iter_mut().flatten() {
+                        *b = table.entry(b.hash().0).or_insert_with(|| b.clone()).clone();
+                    }
+                }
+                WriteEntry { entry: Arc::new(e), labels: w.labels }
+            })
+            .collect()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compile_one(
+    script: &Script,
+    index: usize,
+    targets: TargetSet,
+    opts: &IsolateOptions,
+    sink: &Sink<'_>,
+    blobs: &BlobTable,
+    slot: &mut Option<Worker>,
+) {
     let name = script.pipelines[index].display_name();
     let fail = |phase: &str, msg: String| sink.failed(process_failure(index, name.clone(), phase, msg));
     if slot.is_none() {
@@ -207,7 +242,7 @@ fn compile_one(script: &Script, index: usize, targets: TargetSet, opts: &Isolate
     if frame.ok {
         match Archive::from_bytes(frame.payload).and_then(|a| a.verify().and_then(|_| a.entries())) {
             Ok(entries) if entries.len() == 1 => {
-                sink.capture.insert_archived(entries);
+                sink.capture.insert_archived(blobs.intern(entries));
                 sink.compiled();
             }
             Ok(_) => fail("crash", format!("pipeline '{name}': worker answered with a malformed entry")),

@@ -14,7 +14,7 @@ use super::Failure;
 use crate::archive::{encode, ArchiveMeta, WriteEntry};
 use crate::compiler::{Compiler, CompilerOptions};
 use crate::descriptor::TargetSet;
-use crate::script::Script;
+use crate::script::LazyScript;
 use std::io::{BufRead, Write};
 use std::path::Path;
 
@@ -25,7 +25,8 @@ pub(crate) const MAX_PAYLOAD: u64 = 1 << 30;
 
 /// Runs the worker loop on stdin/stdout. Returns the process exit status.
 pub fn worker_main(script: &Path, targets: TargetSet) -> i32 {
-    let script = match Script::load(script) {
+    // Lazily: a worker compiles a slice of a possibly huge script, and is restarted often.
+    let script = match LazyScript::load(script) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("granary worker: {e}");
@@ -42,12 +43,13 @@ pub fn worker_main(script: &Path, targets: TargetSet) -> i32 {
             eprintln!("granary worker: bad request {line:?}");
             return 2;
         };
-        let Some(p) = script.pipelines.get(index) else {
+        let Some((label, descriptor)) = script.pipeline(index) else {
             eprintln!("granary worker: no pipeline {index}");
             return 2;
         };
-        let (tag, payload) = match &p.descriptor {
-            Err(e) => (1u8, failure_json(&script_failure(index, p.display_name(), e))),
+        let name = label.unwrap_or_else(|| format!("pipelines[{index}]"));
+        let (tag, payload) = match &descriptor {
+            Err(e) => (1u8, failure_json(&script_failure(index, name, e))),
             Ok(desc) => {
                 if let Some(a) = crate::fault::action_for(desc.label()) {
                     crate::fault::trigger(a);
@@ -57,7 +59,7 @@ pub fn worker_main(script: &Path, targets: TargetSet) -> i32 {
                         let labels: Vec<String> = desc.label().map(str::to_owned).into_iter().collect();
                         (0u8, encode(&[WriteEntry { entry, labels: labels.into() }], &meta))
                     }
-                    Err(e) => (1u8, failure_json(&compile_failure(index, p.display_name(), &e))),
+                    Err(e) => (1u8, failure_json(&compile_failure(index, name, &e))),
                 }
             }
         };

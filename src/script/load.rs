@@ -93,7 +93,8 @@ impl Script {
         }
 
         // Pipelines convert independently: split them over the available cores.
-        let cx = Ctx { path, libraries: &libraries, by_name: &by_name };
+        let resolve = |name: &str| by_name.get(name).map(|i| libraries[*i].1.clone());
+        let cx = Ctx { path, library: &resolve };
         let convert = |i: usize, raw: &serde_json::value::RawValue| {
             let jp = format!("pipelines[{i}]");
             match from_raw::<RawPipeline>(raw, text, path, &jp) {
@@ -144,7 +145,7 @@ impl Script {
 
 /// Deserializes one entry from its raw text, reporting errors with the entry's JSON path and
 /// the position in the whole file.
-fn from_raw<T: serde::de::DeserializeOwned>(raw: &serde_json::value::RawValue, text: &str, path: &Path, jp: &str) -> Result<T, ScriptError> {
+pub(super) fn from_raw<T: serde::de::DeserializeOwned>(raw: &serde_json::value::RawValue, text: &str, path: &Path, jp: &str) -> Result<T, ScriptError> {
     let de = &mut serde_json::Deserializer::from_str(raw.get());
     serde_path_to_error::deserialize(de).map_err(|e| {
         let inner_path = e.path().to_string();
@@ -165,7 +166,7 @@ fn from_raw<T: serde::de::DeserializeOwned>(raw: &serde_json::value::RawValue, t
 }
 
 /// Byte offset of `part`, a slice of `text`, within `text`.
-fn offset_in(text: &str, part: &str) -> Option<usize> {
+pub(super) fn offset_in(text: &str, part: &str) -> Option<usize> {
     (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize).filter(|b| *b <= text.len())
 }
 
@@ -203,7 +204,7 @@ fn position_in_file(text: &str, part: &str, line: usize, column: usize) -> (Opti
     }
 }
 
-fn load_library(raw: &RawLibrary, path: &Path, base_dir: &Path, jp: &str) -> Result<Arc<Library>, ScriptError> {
+pub(super) fn load_library(raw: &RawLibrary, path: &Path, base_dir: &Path, jp: &str) -> Result<Arc<Library>, ScriptError> {
     let err = |field: &str, msg: String| ScriptError::at(path, join_path(jp, field), msg);
     let sources = [raw.path.is_some(), raw.source.is_some(), raw.spirv_base64.is_some()];
     if sources.iter().filter(|b| **b).count() != 1 {
@@ -238,13 +239,14 @@ fn load_library(raw: &RawLibrary, path: &Path, base_dir: &Path, jp: &str) -> Res
     Ok(Library::new(raw.name.clone(), kind, stage, bytes, origin))
 }
 
-struct Ctx<'a> {
-    path: &'a Path,
-    libraries: &'a [(String, Result<Arc<Library>, ScriptError>)],
-    by_name: &'a HashMap<String, usize>,
+/// What converting a pipeline needs: the script's path (for messages) and a way to resolve a
+/// library name (`None`: no such library).
+pub(super) struct Ctx<'a> {
+    pub path: &'a Path,
+    pub library: &'a (dyn Fn(&str) -> Option<Result<Arc<Library>, ScriptError>> + Sync),
 }
 
-fn convert_pipeline(raw: RawPipeline, cx: &Ctx<'_>, jp: &str) -> Result<PipelineDescriptor, ScriptError> {
+pub(super) fn convert_pipeline(raw: RawPipeline, cx: &Ctx<'_>, jp: &str) -> Result<PipelineDescriptor, ScriptError> {
     match (raw.render, raw.compute) {
         (Some(r), None) => {
             let vertex = convert_function(&r.vertex, cx, &format!("{jp}.render.vertex"))?;
@@ -294,9 +296,9 @@ fn convert_function(raw: &RawFunction, cx: &Ctx<'_>, jp: &str) -> Result<Functio
             if raw.constants.is_some() || raw.name.is_some() {
                 return Err(err("", "\"constants\" and \"name\" belong in a {\"specialize\": …} function".into()));
             }
-            let idx = cx.by_name.get(lib).ok_or_else(|| err("library", format!("unknown library '{lib}'")))?;
-            let library = match &cx.libraries[*idx].1 {
-                Ok(l) => l.clone(),
+            let found = (cx.library)(lib).ok_or_else(|| err("library", format!("unknown library '{lib}'")))?;
+            let library = match found {
+                Ok(l) => l,
                 Err(e) => return Err(err("library", format!("library '{lib}' is unavailable: {}", e.message))),
             };
             Ok(FunctionDescriptor::library(library, func.clone()))

@@ -7,10 +7,12 @@
 
 mod error;
 mod export;
+mod lazy;
 mod load;
 mod raw;
 
 pub use error::ScriptError;
 pub use export::script_json;
+pub use lazy::LazyScript;
 pub use load::{LineIndex, Script, ScriptPipeline};
 pub use raw::SCRIPT_VERSION;

@@ -1,0 +1,101 @@
+//! A script read on demand: one pipeline at a time, each library loaded the first time a
+//! pipeline needs it. For `granary worker`, which compiles a few pipelines of a large script.
+
+use super::error::ScriptError;
+use super::load::{convert_pipeline, from_raw, load_library, offset_in, Ctx};
+use super::raw::{RawLibrary, RawPipeline, RawScriptTop, SCRIPT_VERSION};
+use crate::descriptor::{Library, PipelineDescriptor};
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+type Loaded = Result<Arc<Library>, ScriptError>;
+
+/// A pipelines script whose entries are converted only when asked for.
+///
+/// Loading scans the file once to find each entry; [`LazyScript::pipeline`] converts one
+/// pipeline and loads (once) the libraries it uses. Unlike [`super::Script`] it does not
+/// check labels for duplicates across the script. Thread safety: `Send + Sync`.
+pub struct LazyScript {
+    path: PathBuf,
+    base_dir: PathBuf,
+    text: String,
+    pipelines: Vec<Range<usize>>,
+    libraries: HashMap<String, (usize, Range<usize>)>,
+    loaded: Mutex<HashMap<String, Arc<OnceLock<Loaded>>>>,
+}
+
+impl LazyScript {
+    /// Reads `path` and finds its entries.
+    pub fn load(path: &Path) -> Result<LazyScript, ScriptError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScriptError::at(path, "", format!("cannot read script: {e}")))?;
+        let (pipelines, libraries) = {
+            let de = &mut serde_json::Deserializer::from_str(&text);
+            let top: RawScriptTop<'_> =
+                serde_path_to_error::deserialize(de).map_err(|e| ScriptError::from_serde(path, "", e))?;
+            if top.granary_script != SCRIPT_VERSION {
+                return Err(ScriptError::at(path, "granary_script", format!("unsupported script version {}", top.granary_script)));
+            }
+            let range = |raw: &serde_json::value::RawValue| {
+                let start = offset_in(&text, raw.get()).unwrap_or(0);
+                start..start + raw.get().len()
+            };
+            let mut libraries = HashMap::new();
+            for (i, raw) in top.libraries.iter().enumerate() {
+                if let Ok(l) = from_raw::<RawLibrary>(raw, &text, path, &format!("libraries[{i}]")) {
+                    libraries.entry(l.name).or_insert((i, range(raw)));
+                }
+            }
+            (top.pipelines.iter().map(|r| range(r)).collect::<Vec<_>>(), libraries)
+        };
+        Ok(LazyScript {
+            path: path.to_path_buf(),
+            base_dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            text,
+            pipelines,
+            libraries,
+            loaded: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Number of pipelines.
+    pub fn len(&self) -> usize {
+        self.pipelines.len()
+    }
+
+    /// Whether the script has no pipelines.
+    pub fn is_empty(&self) -> bool {
+        self.pipelines.is_empty()
+    }
+
+    fn library(&self, name: &str) -> Option<Loaded> {
+        let (i, range) = self.libraries.get(name)?;
+        let cell = crate::sync::lock_std(&self.loaded).entry(name.to_string()).or_default().clone();
+        let loaded = cell.get_or_init(|| {
+            let jp = format!("libraries[{i}]");
+            let raw: &serde_json::value::RawValue = serde_json::from_str(&self.text[range.clone()])
+                .map_err(|e| ScriptError::at(&self.path, jp.clone(), e.to_string()))?;
+            let lib: RawLibrary = from_raw(raw, &self.text, &self.path, &jp)?;
+            load_library(&lib, &self.path, &self.base_dir, &jp)
+        });
+        Some(loaded.clone())
+    }
+
+    /// Pipeline `index` (its label and descriptor), converted now.
+    pub fn pipeline(&self, index: usize) -> Option<(Option<String>, Result<PipelineDescriptor, ScriptError>)> {
+        let range = self.pipelines.get(index)?.clone();
+        let jp = format!("pipelines[{index}]");
+        let raw: &serde_json::value::RawValue = match serde_json::from_str(&self.text[range]) {
+            Ok(r) => r,
+            Err(e) => return Some((None, Err(ScriptError::at(&self.path, jp, e.to_string())))),
+        };
+        let resolve = |name: &str| self.library(name);
+        let cx = Ctx { path: &self.path, library: &resolve };
+        Some(match from_raw::<RawPipeline>(raw, &self.text, &self.path, &jp) {
+            Ok(p) => (p.label.clone(), convert_pipeline(p, &cx, &jp)),
+            Err(e) => (None, Err(e)),
+        })
+    }
+}
