@@ -7,6 +7,43 @@
 //! [`capture::Capture::write_archive`] writes an [`archive`] that [`archive::Archive`] reads
 //! back at run time. [`harvest`] drives all of it from a pipelines [`script`].
 //!
+//! # Example
+//!
+//! ```
+//! use granary::archive::Archive;
+//! use granary::capture::{Capture, CaptureMode};
+//! use granary::compiler::{Compiler, CompilerOptions};
+//! use granary::descriptor::*;
+//! use std::sync::Arc;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let lib = Library::wgsl("post", "@compute @workgroup_size(8) fn main() {}");
+//! let desc = PipelineDescriptor::Compute(ComputePipelineDescriptor {
+//!     label: Some("post/main".into()),
+//!     compute: FunctionDescriptor::library(lib, "main"),
+//! });
+//!
+//! let capture = Arc::new(Capture::new(CaptureMode::Outputs));
+//! let compiler = Arc::new(Compiler::new(CompilerOptions { capture: Some(capture.clone()), ..Default::default() }));
+//! // Any number of threads may compile, and write the capture, at the same time.
+//! let worker = { let (c, d) = (compiler.clone(), desc.clone()); std::thread::spawn(move || c.compile(&d).map(|_| ())) };
+//! worker.join().expect("no panic")?;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("game.granary");
+//! capture.write_archive(&path)?;
+//!
+//! // At run time:
+//! let archive = Archive::open(&path)?;
+//! let by_label = archive.lookup_label("post/main")?.expect("archived");
+//! let by_desc = archive.lookup(&desc)?.expect("archived");
+//! assert_eq!(by_label.key(), by_desc.key());
+//! let spirv = by_desc.stages()?[0].output(Target::Spirv)?.expect("SPIR-V output");
+//! assert_eq!(&spirv[..4], &0x0723_0203u32.to_le_bytes());
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Contracts
 //!
 //! **Thread safety.** Every operation on `Compiler`, `Capture` and `Archive` may be called
