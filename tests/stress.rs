@@ -12,6 +12,7 @@ fn every_race_mode_holds_its_invariants() {
             pipelines: 300,
             seconds: None,
             seed: 7,
+            rotate_every: Some(40),
             work_dir: None,
         })
         .expect("stress run");

@@ -23,6 +23,10 @@ pub struct StressArgs {
     /// Generator seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// rotate and seed-mix: start a fresh compiler and capture every K pipelines [default: a
+    /// fifth of the workload].
+    #[arg(long, value_name = "K")]
+    rotate_every: Option<usize>,
     /// Print the reports as JSON.
     #[arg(long)]
     json: bool,
@@ -53,6 +57,7 @@ pub fn run_cli(a: StressArgs) -> anyhow::Result<i32> {
             pipelines: a.pipelines,
             seconds: a.seconds,
             seed: a.seed,
+            rotate_every: a.rotate_every,
             work_dir: None,
         })?;
         failed |= !r.violations.is_empty();
@@ -69,6 +74,9 @@ pub fn run_cli(a: StressArgs) -> anyhow::Result<i32> {
                 r.wall_seconds,
                 if r.violations.is_empty() { "all invariants held".to_string() } else { format!("{} VIOLATIONS", r.violations.len()) }
             );
+            for c in &r.checks {
+                println!("  checked: {c}");
+            }
             for v in &r.violations {
                 println!("  violation: {v}");
             }

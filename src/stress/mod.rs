@@ -70,6 +70,9 @@ pub struct StressOptions {
     pub seconds: Option<f64>,
     /// Generator seed.
     pub seed: u64,
+    /// `rotate` and `seed-mix`: pipelines per compiler generation (`None`: a fifth of the
+    /// workload).
+    pub rotate_every: Option<usize>,
     /// Folder for intermediate archives; a temporary one when `None`.
     pub work_dir: Option<PathBuf>,
 }
@@ -93,6 +96,8 @@ pub struct StressReport {
     pub writes_checked: usize,
     /// Wall time in seconds.
     pub wall_seconds: f64,
+    /// The invariants this mode checked.
+    pub checks: Vec<&'static str>,
     /// Every invariant violation; empty when all held.
     pub violations: Vec<String>,
 }
@@ -163,18 +168,41 @@ pub fn run(opts: &StressOptions) -> Result<StressReport, StressError> {
     std::fs::create_dir_all(&dir)?;
     let w = load(opts, &dir)?;
     let threads = opts.threads.max(1);
-    let mut report = StressReport { mode: opts.mode.name().into(), threads, pipelines: w.pipelines.len(), ..Default::default() };
+    let mut report = StressReport {
+        mode: opts.mode.name().into(),
+        threads,
+        pipelines: w.pipelines.len(),
+        checks: checks(opts.mode),
+        ..Default::default()
+    };
+    let rotate_every = opts.rotate_every.unwrap_or(w.pipelines.len() / 5);
     let start = Instant::now();
     let deadline = opts.seconds.map(|s| start + Duration::from_secs_f64(s.max(0.0)));
     loop {
         report.iterations += 1;
-        modes::run(opts.mode, &w, threads, &mut report);
+        modes::run(opts.mode, &w, threads, rotate_every, &mut report);
         if deadline.is_none_or(|d| Instant::now() >= d) || report.violations.len() > 100 {
             break;
         }
     }
     report.wall_seconds = start.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The invariants `mode` checks, in words.
+fn checks(mode: Mode) -> Vec<&'static str> {
+    let mut c = vec![
+        "no thread panics",
+        "every pipeline compiles",
+        "the final archive holds every pipeline once and is byte-identical to a single-thread reference",
+    ];
+    match mode {
+        Mode::SharedVertex => c.push("each stage function is compiled exactly once"),
+        Mode::FlushDuringCompile => c.push("every archive written during compilation verifies and holds every pipeline whose compile returned before the write began"),
+        Mode::Rotate | Mode::PerThread => c.push("every piece verifies and holds every pipeline compiled into its capture; merging the pieces gives the reference"),
+        Mode::SeedMix => c.push("every flush and piece verifies and honours the snapshot contract; merging the pieces gives the reference"),
+    }
+    c
 }
 
 /// Checks an archive written during compilation: it verifies and holds every key in `before`.
@@ -208,4 +236,31 @@ pub(crate) fn check_final(w: &Workload, bytes: &[u8], what: &str, violations: &m
         Err(e) => format!("unreadable: {e}"),
     };
     violations.push(format!("{what}: final archive differs from the single-thread reference ({detail})"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The checks can fail: a missing pipeline, an unreadable file and a differing final
+    /// archive are each reported.
+    #[test]
+    fn checks_report_violations() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = encode(&[], &ArchiveMeta::portable());
+        let path = dir.path().join("a.granary");
+        std::fs::write(&path, &empty).unwrap();
+        let mut v = Vec::new();
+        assert!(check_write(&path, &[], &mut v) && v.is_empty());
+        assert!(!check_write(&path, &[PipelineKey(7)], &mut v));
+        assert!(v[0].contains("1 pipelines whose compile returned before the write began are missing"), "{v:?}");
+        std::fs::write(&path, b"junk").unwrap();
+        assert!(!check_write(&path, &[], &mut v));
+        assert!(v[1].contains("does not verify"));
+        let w = Workload { pipelines: Vec::new(), reference: empty.clone(), unique_functions: 0, dir: dir.path().into() };
+        check_final(&w, &empty, "m", &mut v);
+        assert_eq!(v.len(), 2);
+        check_final(&w, b"other", "m", &mut v);
+        assert!(v[2].contains("differs from the single-thread reference"));
+    }
 }

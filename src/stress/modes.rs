@@ -83,14 +83,14 @@ fn join_all<T>(run: &Run<'_>, handles: Vec<std::thread::ScopedJoinHandle<'_, T>>
 }
 
 /// Runs one iteration of `mode`.
-pub(super) fn run(mode: Mode, w: &Workload, threads: usize, report: &mut StressReport) {
+pub(super) fn run(mode: Mode, w: &Workload, threads: usize, rotate_every: usize, report: &mut StressReport) {
     let run = Run::new(w);
     let bytes = match mode {
         Mode::SharedVertex => shared_vertex(&run, threads),
         Mode::FlushDuringCompile => flush_during_compile(&run, threads),
-        Mode::Rotate => rotate(&run, threads, false),
+        Mode::Rotate => rotate(&run, threads, rotate_every, false),
         Mode::PerThread => per_thread(&run, threads),
-        Mode::SeedMix => rotate(&run, threads, true),
+        Mode::SeedMix => rotate(&run, threads, rotate_every, true),
     };
     run.finish(bytes, mode, report);
 }
@@ -161,8 +161,8 @@ fn generation(threads: usize) -> Arc<Generation> {
 /// returned (they hold an `Arc` to it), so nothing is lost between pieces. With `mix`, a flush
 /// thread also writes the current generation continuously and half the threads compile into
 /// per-thread compilers, all at once.
-fn rotate(run: &Run<'_>, threads: usize, mix: bool) -> Vec<u8> {
-    let k = (run.w.pipelines.len() / 5).max(1);
+fn rotate(run: &Run<'_>, threads: usize, k: usize, mix: bool) -> Vec<u8> {
+    let k = k.max(1);
     let current = RwLock::new(generation(threads));
     let pieces: Mutex<Vec<Vec<WriteEntry>>> = Mutex::new(Vec::new());
     let rotated = AtomicUsize::new(0);
