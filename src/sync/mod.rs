@@ -32,7 +32,8 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     }
 }
 
-/// [`lock`] for `std` mutexes used outside the loom-modelled core (harvest bookkeeping).
+/// Locks a `std` mutex used outside the loom-modelled core (harvest bookkeeping), recovering
+/// the data if a previous holder panicked.
 pub fn lock_std<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     match m.lock() {
         Ok(g) => g,
