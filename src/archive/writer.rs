@@ -246,10 +246,6 @@ impl Layout<'_> {
     pub fn is_empty(&self) -> bool {
         false
     }
-    /// Number of distinct pipelines.
-    pub fn pipeline_count(&self) -> usize {
-        self.pipelines
-    }
     /// Streams the archive into `w` (blob bytes are copied straight from the entries; no
     /// whole-file buffer is built). Returns the number of bytes written.
     pub fn write_to(&self, w: &mut impl Write) -> std::io::Result<usize> {

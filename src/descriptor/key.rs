@@ -138,10 +138,6 @@ impl Encoder {
     pub fn finish(&self) -> u128 {
         xxhash_rust::xxh3::xxh3_128(&self.buf)
     }
-    /// The encoded bytes (for tests and debugging).
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.buf
-    }
 }
 
 /// Types with a canonical encoding.

@@ -1,6 +1,6 @@
 //! Shader libraries: one source unit, identified by its content.
 
-use super::key::{content_hash, ContentHash, Encoder};
+use super::key::{ContentHash, Encoder};
 use super::ShaderStage;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -112,9 +112,5 @@ impl Library {
             Some(p) => p.display().to_string(),
             None => self.name.clone(),
         }
-    }
-    /// Hash of just the bytes (used where a plain content address is wanted).
-    pub fn bytes_hash(&self) -> ContentHash {
-        content_hash(&self.source)
     }
 }

@@ -112,8 +112,9 @@ fn resume(
             opts.targets.names()
         )));
     }
-    let have: std::collections::HashSet<u128> = archive.iter().filter_map(|p| p.ok()).map(|p| p.key().0).collect();
-    capture.insert_archived(archive.entries()?);
+    let entries = archive.entries()?;
+    let have: std::collections::HashSet<u128> = entries.iter().map(|w| w.entry.key.0).collect();
+    capture.insert_archived(entries);
     let before = valid.len();
     valid.retain(|(_, d)| {
         let key = d.key(ctx);

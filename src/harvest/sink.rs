@@ -26,7 +26,7 @@ impl Sink<'_> {
     /// One pipeline landed in the capture.
     pub fn compiled(&self) {
         let n = self.compiled.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.flush_every.is_some_and(|k| k > 0 && n % k == 0) {
+        if self.flush_every.is_some_and(|k| k > 0 && n.is_multiple_of(k)) {
             if let Some(tx) = lock_std(&self.flush_tx).as_ref() {
                 let _ = tx.send(());
             }

@@ -2,15 +2,13 @@
 //! pipeline needs it. For `granary worker`, which compiles a few pipelines of a large script.
 
 use super::error::ScriptError;
-use super::load::{convert_pipeline, from_raw, load_library, offset_in, Ctx};
+use super::load::{convert_pipeline, from_raw, load_library, offset_in, Ctx, LoadedLibrary as Loaded};
 use super::raw::{RawLibrary, RawPipeline, RawScriptTop, SCRIPT_VERSION};
-use crate::descriptor::{Library, PipelineDescriptor};
+use crate::descriptor::PipelineDescriptor;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
-
-type Loaded = Result<Arc<Library>, ScriptError>;
 
 /// A pipelines script whose entries are converted only when asked for.
 ///

@@ -239,11 +239,14 @@ pub(super) fn load_library(raw: &RawLibrary, path: &Path, base_dir: &Path, jp: &
     Ok(Library::new(raw.name.clone(), kind, stage, bytes, origin))
 }
 
+/// A library as loaded from a script entry, or why it could not be.
+pub(super) type LoadedLibrary = Result<Arc<Library>, ScriptError>;
+
 /// What converting a pipeline needs: the script's path (for messages) and a way to resolve a
 /// library name (`None`: no such library).
 pub(super) struct Ctx<'a> {
     pub path: &'a Path,
-    pub library: &'a (dyn Fn(&str) -> Option<Result<Arc<Library>, ScriptError>> + Sync),
+    pub library: &'a (dyn Fn(&str) -> Option<LoadedLibrary> + Sync),
 }
 
 pub(super) fn convert_pipeline(raw: RawPipeline, cx: &Ctx<'_>, jp: &str) -> Result<PipelineDescriptor, ScriptError> {

@@ -53,14 +53,6 @@ impl<V> ShardedMap<V> {
         self.with_entry(key, |m| m.entry(key).or_insert_with(make).clone())
     }
 
-    /// A clone of the value for `key`.
-    pub fn get(&self, key: u128) -> Option<V>
-    where
-        V: Clone,
-    {
-        lock(self.shard(key)).get(&key).cloned()
-    }
-
     /// Number of entries (a moment's view; may be stale by the time it returns).
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| lock(s).len()).sum()
