@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+pub mod panic;
+
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
