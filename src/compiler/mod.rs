@@ -5,6 +5,9 @@
 //! - `compile` never holds a lock while compiling; stage functions shared by many pipelines
 //!   are compiled once (the front end's `ComputeOnce` cells) and shared as `Arc`s.
 //! - A pipeline is recorded in the capture only after it compiled and linked, whole.
+//! - A panic in code granary does not control (naga, a backend) costs the pipelines that
+//!   depend on the failing piece and nothing else: front-end panics become that stage
+//!   function's cached error, backend panics this pipeline's [`CompileError::Panic`].
 
 use crate::backend::{Backend, NoneBackend};
 use crate::capture::Capture;
@@ -35,6 +38,15 @@ pub enum CompileError {
         pipeline: String,
         /// What does not fit.
         message: String,
+    },
+    /// Code granary does not control (a backend, a driver) panicked while compiling this
+    /// pipeline; the panic was contained and costs this pipeline only.
+    #[error("pipeline '{pipeline}': {report}")]
+    Panic {
+        /// Pipeline label.
+        pipeline: String,
+        /// The panic's message and location.
+        report: crate::util::panic::PanicReport,
     },
 }
 
@@ -130,8 +142,8 @@ impl Compiler {
         }
         {
             let _permit = self.limiter.acquire();
-            self.backend
-                .link(desc, &functions)
+            crate::util::panic::catch(|| self.backend.link(desc, &functions))
+                .map_err(|report| CompileError::Panic { pipeline: name(), report })?
                 .map_err(|message| CompileError::Link { pipeline: name(), message })?;
         }
         let stage_keys: Vec<_> = functions.iter().map(|f| f.key).collect();

@@ -17,6 +17,9 @@ pub enum ShaderErrorKind {
     Constant,
     /// A target writer failed.
     Write,
+    /// naga panicked on this input (a bug in naga, contained at the task boundary); the
+    /// message carries naga's panic message and location.
+    Panic,
 }
 
 impl std::fmt::Display for ShaderErrorKind {
@@ -27,6 +30,7 @@ impl std::fmt::Display for ShaderErrorKind {
             ShaderErrorKind::EntryPoint => "entry point",
             ShaderErrorKind::Constant => "constant",
             ShaderErrorKind::Write => "write",
+            ShaderErrorKind::Panic => "internal (naga panicked)",
         })
     }
 }
@@ -60,6 +64,11 @@ fn position(line: &Option<u32>, column: &Option<u32>) -> String {
 impl ShaderError {
     pub(crate) fn new(file: &str, kind: ShaderErrorKind, message: impl Into<String>) -> Self {
         ShaderError { file: file.to_string(), line: None, column: None, kind, message: message.into(), target: None }
+    }
+
+    /// A contained panic of naga while working on `file`.
+    pub(crate) fn panicked(file: &str, what: &str, report: &crate::util::panic::PanicReport) -> Self {
+        Self::new(file, ShaderErrorKind::Panic, format!("naga {report} (while {what}); this is a naga bug"))
     }
 
     pub(crate) fn at(mut self, loc: Option<naga::SourceLocation>) -> Self {

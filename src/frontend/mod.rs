@@ -6,6 +6,8 @@
 //!   function (by [`StageKey`]) is specialized and written at most once, however many threads
 //!   ask at the same time; concurrent askers wait for the one computation ([`ComputeOnce`]).
 //! - Results are immutable `Arc`s; a cached result is never freed while reachable.
+//! - A panic inside naga is caught where it happens and stored as that library's or stage
+//!   function's error ([`ShaderErrorKind::Panic`]), so it is computed once like any result.
 //! - Output bytes depend only on the inputs and [`targets::TARGET_OPTIONS`], never on the
 //!   build profile or thread timing.
 
@@ -127,7 +129,11 @@ impl Frontend {
         let compute = || {
             let _permit = self.limiter.acquire();
             let t0 = thread_cpu_time();
-            let r = parse_library(lib).map(Arc::new);
+            // naga may panic on input it accepted; the panic costs this library (and the
+            // pipelines that use it), recorded once in its cell, never the thread.
+            let r = crate::util::panic::catch(|| parse_library(lib))
+                .unwrap_or_else(|p| Err(ShaderError::panicked(&lib.display_path(), "parsing and validating", &p)))
+                .map(Arc::new);
             self.counters.parse_cpu_ns.fetch_add((thread_cpu_time() - t0).as_nanos() as u64, Relaxed);
             self.counters.libraries_parsed.fetch_add(1, Relaxed);
             r
@@ -154,7 +160,8 @@ impl Frontend {
         let _permit = self.limiter.acquire();
         let t0 = thread_cpu_time();
         let file = lib.display_path();
-        let result = (|| {
+        let result = crate::util::panic::catch(|| {
+            crate::fault::at_stage_function(entry);
             let spec = specialize::specialize(&parsed, &file, entry, stage, &f.resolved_constants())?;
             let naga_stage = parse::naga_stage(stage);
             let mut outputs = TargetOutputs::default();
@@ -164,7 +171,10 @@ impl Frontend {
             }
             let interface = interface::reflect(&spec.module, entry, naga_stage);
             Ok(Arc::new(StageFunction { key, stage, entry_point: entry.to_string(), outputs, interface }))
-        })();
+        })
+        // A panic inside naga is recorded as this stage function's result: every pipeline
+        // sharing it fails with the same reason, and it is not compiled again.
+        .unwrap_or_else(|p| Err(ShaderError::panicked(&file, &format!("compiling {stage} function '{entry}'"), &p)));
         self.counters.specialize_cpu_ns.fetch_add((thread_cpu_time() - t0).as_nanos() as u64, Relaxed);
         self.counters.functions_compiled.fetch_add(1, Relaxed);
         result

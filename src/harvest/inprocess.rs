@@ -2,7 +2,7 @@
 
 use super::plan::{Plan, Task};
 use super::sink::{compile_failure, Sink};
-use crate::compiler::Compiler;
+use crate::compiler::{CompileError, Compiler};
 use crate::descriptor::PipelineDescriptor;
 use crate::script::Script;
 use crate::util::thread_cpu_time;
@@ -29,6 +29,8 @@ pub(crate) fn run(
                         match task {
                             // Library and function errors surface through the pipelines that
                             // use them, with the pipeline named.
+                            // (Panics in naga are caught inside the front end and cached as the
+                            // library's or function's error.)
                             Task::Library(l) => {
                                 let _ = compiler.frontend().library(l);
                             }
@@ -37,12 +39,23 @@ pub(crate) fn run(
                             }
                             Task::Pipeline(p) => {
                                 if let Some(desc) = by_index.get(p) {
-                                    if let Some(a) = crate::fault::action_for(desc.label()) {
-                                        crate::fault::trigger(a);
-                                    }
-                                    match compiler.compile(desc) {
-                                        Ok(_) => sink.compiled(),
-                                        Err(e) => sink.failed(compile_failure(*p, script.pipelines[*p].display_name(), &e)),
+                                    // The task boundary: whatever panics in here (code granary
+                                    // does not control) costs this pipeline, never the thread.
+                                    let outcome = crate::util::panic::catch(|| {
+                                        if let Some(a) = crate::fault::action_for(desc.label()) {
+                                            crate::fault::trigger(a);
+                                        }
+                                        compiler.compile(desc)
+                                    });
+                                    let name = || script.pipelines[*p].display_name();
+                                    match outcome {
+                                        Ok(Ok(_)) => sink.compiled(),
+                                        Ok(Err(e)) => sink.failed(compile_failure(*p, name(), &e)),
+                                        Err(report) => sink.failed(compile_failure(
+                                            *p,
+                                            name(),
+                                            &CompileError::Panic { pipeline: name(), report },
+                                        )),
                                     }
                                 }
                             }

@@ -10,7 +10,8 @@ pub struct Failure {
     pub index: usize,
     /// Label, or `pipelines[i]`.
     pub pipeline: String,
-    /// `script`, `shader`, `link`, or with `--isolate` `crash` / `timeout`.
+    /// `script`, `shader`, `link`, `panic` (naga or a backend panicked; contained), or with
+    /// `--isolate` `crash` / `timeout`.
     pub phase: String,
     /// Shader error category, for `shader` failures.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -74,8 +74,11 @@ pub(crate) fn compile_failure(index: usize, name: String, e: &CompileError) -> F
         script_position: None,
         message: e.to_string(),
     };
+    if let CompileError::Panic { .. } = e {
+        f.phase = "panic".into();
+    }
     if let CompileError::Shader { error, .. } = e {
-        f.phase = "shader".into();
+        f.phase = if error.kind == crate::frontend::ShaderErrorKind::Panic { "panic" } else { "shader" }.into();
         f.kind = Some(error.kind);
         f.file = Some(error.file.clone());
         f.line = error.line.map(u64::from);
