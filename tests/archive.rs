@@ -96,6 +96,81 @@ fn merge_is_order_independent_and_stores_duplicates_once() {
     assert_eq!(whole.len(), all.len());
 }
 
+/// Synthetic one-stage entry with SPIR-V output `byte` repeated.
+fn synthetic(key: u128, byte: u8, labels: &[&str]) -> WriteEntry {
+    use granary::descriptor::*;
+    let mut outputs = TargetOutputs::default();
+    outputs.0[0] = Some(Blob::new(vec![byte; 16]));
+    let entry = Arc::new(PipelineEntry {
+        key: PipelineKey(key),
+        kind: PipelineKind::Render,
+        stages: vec![StageEntry { key: StageKey(key), stage: ShaderStage::Vertex, entry_point: "main".into(), outputs }],
+    });
+    WriteEntry { entry, labels: labels.iter().map(|l| l.to_string()).collect::<Vec<_>>().into() }
+}
+
+fn open_synthetic(entries: &[WriteEntry]) -> Archive {
+    Archive::from_bytes(archive::encode(entries, &ArchiveMeta::portable())).unwrap()
+}
+
+#[test]
+fn merge_refuses_a_key_with_different_bytes_in_either_order() {
+    let a = || open_synthetic(&[synthetic(1, 7, &["x"]), synthetic(2, 8, &["y"])]);
+    let b = || open_synthetic(&[synthetic(2, 9, &["y"])]);
+    for inputs in [[a(), b()], [b(), a()]] {
+        match archive::merge(&inputs) {
+            Err(ArchiveError::Conflict(m)) => {
+                assert!(m.contains(&format!("{:032x}", 2u128)) && m.contains("different contents"), "{m}")
+            }
+            other => panic!("expected a conflict, got {:?}", other.map(|(e, _)| e.len())),
+        }
+    }
+}
+
+#[test]
+fn merge_refuses_a_label_naming_two_pipelines_and_verify_rejects_it() {
+    let a = open_synthetic(&[synthetic(1, 7, &["shared"])]);
+    let b = open_synthetic(&[synthetic(2, 8, &["shared"])]);
+    match archive::merge(&[a, b]) {
+        Err(ArchiveError::Conflict(m)) => assert!(m.contains("label 'shared' names two different pipelines"), "{m}"),
+        other => panic!("expected a conflict, got {:?}", other.map(|(e, _)| e.len())),
+    }
+    // The writer refuses it too, and an archive that has it anyway (encoded in memory,
+    // bypassing that check) fails verification.
+    let both = [synthetic(1, 7, &["shared"]), synthetic(2, 8, &["shared"])];
+    let dir = common::tempdir();
+    assert!(matches!(
+        archive::write_entries(&dir.path().join("x.granary"), &both, &ArchiveMeta::portable()),
+        Err(ArchiveError::Conflict(_))
+    ));
+    match open_synthetic(&both).verify() {
+        Err(ArchiveError::Corrupt { what, .. }) => assert!(what.contains("names two pipelines"), "{what}"),
+        other => panic!("verify accepted a label naming two pipelines: {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn merge_refuses_different_targets_in_either_order() {
+    let fx = common::fixture();
+    let ps = fx.runs(1, 4, 2);
+    let enc = |targets| {
+        let (c, _) = compile_all(&ps, targets);
+        Archive::from_bytes(archive::encode(&c.snapshot().entries, &ArchiveMeta::portable())).unwrap()
+    };
+    let spirv = || enc(TargetSet::SPIRV);
+    let both = || enc(TargetSet::of(&[Target::Spirv, Target::Msl]));
+    for inputs in [[spirv(), both()], [both(), spirv()]] {
+        match archive::merge(&inputs) {
+            Err(ArchiveError::Incompatible(m)) => assert!(m.contains("targets"), "{m}"),
+            other => panic!("expected a refusal, got {:?}", other.map(|(e, _)| e.len())),
+        }
+    }
+    // An empty archive has no targets and merges with anything.
+    let empty = Archive::from_bytes(archive::encode(&[], &ArchiveMeta::portable())).unwrap();
+    let (e, _) = archive::merge(&[empty, spirv()]).unwrap();
+    assert_eq!(e.len(), 4);
+}
+
 #[test]
 fn every_truncation_is_an_error_not_a_panic() {
     let (bytes, _) = small_archive();

@@ -114,3 +114,19 @@ fn float_spelling_in_scripts_does_not_matter() {
         .collect();
     assert!(keys.windows(2).all(|w| w[0] == w[1]));
 }
+
+/// The writer-options text hashed into every stage key names the exact naga release that
+/// writes the outputs (30.0.2, not 30): a patch release may change output bytes, so archives
+/// from another one must not be mistaken for comparable ones by merge or resume.
+#[test]
+fn writer_options_name_the_exact_naga_version() {
+    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock")).expect("Cargo.lock");
+    let version = lock
+        .split("[[package]]")
+        .find(|p| p.contains("\nname = \"naga\"\n"))
+        .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = \"")))
+        .map(|v| v.trim_end_matches('"').to_string())
+        .expect("naga in Cargo.lock");
+    let text = granary::frontend::targets::TARGET_OPTIONS;
+    assert!(text.starts_with(&format!("naga={version};")), "TARGET_OPTIONS says {text:?}, Cargo.lock has naga {version}");
+}

@@ -27,6 +27,10 @@ pub enum ArchiveError {
     /// Archives that cannot be combined (e.g. built with different writer options).
     #[error("{0}")]
     Incompatible(String),
+    /// Two sources disagree about one pipeline (same key, different bytes) or one label (it
+    /// names two different pipelines). Granary never keeps "the first"; the caller decides.
+    #[error("conflict: {0}")]
+    Conflict(String),
 }
 
 impl ArchiveError {
@@ -35,6 +39,13 @@ impl ArchiveError {
     }
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
         ArchiveError::Io { path: path.to_path_buf(), source }
+    }
+    /// Attaches a file path, when there is one, to a `Corrupt` error.
+    pub fn with_path_opt(self, p: Option<&std::path::Path>) -> Self {
+        match p {
+            Some(p) => self.with_path(p),
+            None => self,
+        }
     }
     /// Attaches a file path to a `Corrupt` error.
     pub fn with_path(self, p: &std::path::Path) -> Self {

@@ -10,7 +10,7 @@ use crate::descriptor::Target;
 
 /// Human-readable description of every writer option that affects output. Change it whenever
 /// an option below changes, so keys change with the output.
-pub const TARGET_OPTIONS: &str = "naga=30;\
+pub const TARGET_OPTIONS: &str = "naga=30.0.2;\
 spirv=1.0,adjust-coordinate-space,label-varyings,clamp-frag-depth,no-debug;\
 msl=2.4,fake-missing-bindings;\
 hlsl=sm6.0,fake-missing-bindings;\

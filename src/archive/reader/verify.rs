@@ -84,8 +84,15 @@ impl Archive {
         let mut prev: Option<(&str, usize)> = None;
         for i in 0..self.label_count {
             let cur = self.label_at(i)?;
+            let at = self.section(Section::Labels).0 + i * LABEL_RECORD;
             if prev.is_some_and(|p| (p.0.as_bytes(), p.1) >= (cur.0.as_bytes(), cur.1)) {
-                return Err(ArchiveError::corrupt(self.section(Section::Labels).0 + i * LABEL_RECORD, "label index is not strictly sorted"));
+                return Err(ArchiveError::corrupt(at, "label index is not strictly sorted"));
+            }
+            if let Some(p) = prev.filter(|p| p.0 == cur.0) {
+                return Err(ArchiveError::corrupt(
+                    at,
+                    format!("label '{}' names two pipelines ({} and {}); a label names exactly one", cur.0, p.1, cur.1),
+                ));
             }
             prev = Some(cur);
         }
