@@ -177,9 +177,46 @@ fn interface_mismatches_are_link_errors() {
     let mut e = r.clone();
     e.vertex = FunctionDescriptor::library(fx.vs.clone(), "vs_depth");
     e.vertex_buffers[0].attributes.truncate(1);
-    assert!(link(e).contains("does not write it"));
+    let m = link(e);
+    assert!(m.contains("does not write it"), "{m}");
+    // Every GLSL and SPIR-V entry point is `main`: messages name the library of each side.
+    assert!(m.contains("'fs' of library 'fs_lib'") && m.contains("'vs_depth' of library 'vs_lib'"), "{m}");
     // Unspecialized and float formats both link.
     let mut ok = r.clone();
     ok.color_attachments[0].format = Spec::Is(TextureFormat::Rgba16float);
     compiler.compile(&PipelineDescriptor::Render(ok)).unwrap();
+}
+
+/// Two libraries with one name: every pipeline naming it fails (ambiguous, never "the first
+/// one wins"), in both script readers; the other pipelines load.
+#[test]
+fn a_library_name_defined_twice_fails_the_pipelines_that_use_it() {
+    let dir = common::tempdir();
+    std::fs::write(dir.path().join("v.wgsl"), common::VS).unwrap();
+    std::fs::write(dir.path().join("f.wgsl"), common::FS).unwrap();
+    let json = r#"{"granary_script": 1, "libraries": [
+          {"name": "v", "path": "v.wgsl"}, {"name": "f", "path": "f.wgsl"}, {"name": "v", "path": "f.wgsl"}],
+        "pipelines": [
+          {"label": "uses-v", "render": {"vertex": {"library": "v", "function": "vs_depth"}}},
+          {"label": "uses-f", "compute": {"function": {"library": "f", "function": "cs"}}}]}"#;
+    let check = |label: Option<String>, d: Result<PipelineDescriptor, granary::script::ScriptError>| match label.as_deref() {
+        Some("uses-v") => {
+            let e = d.expect_err("ambiguous library");
+            assert!(e.message.contains("library name 'v' is defined twice (libraries[0] and libraries[2])"), "{e}");
+        }
+        Some("uses-f") => {
+            d.expect("unaffected pipeline loads");
+        }
+        other => panic!("unexpected pipeline {other:?}"),
+    };
+    for p in parse(json, dir.path()).unwrap().pipelines {
+        check(p.label, p.descriptor);
+    }
+    let path = dir.path().join("s.json");
+    std::fs::write(&path, json).unwrap();
+    let lazy = granary::script::LazyScript::load(&path).unwrap();
+    for i in 0..lazy.len() {
+        let (label, d) = lazy.pipeline(i).unwrap();
+        check(label, d);
+    }
 }

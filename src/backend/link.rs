@@ -21,6 +21,10 @@ pub fn check(desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result
     let Some(vs) = vs else {
         return Err("render pipeline has no vertex stage".into());
     };
+    // Entry points alone identify nothing (every GLSL and SPIR-V entry point is `main`):
+    // messages name each function's library and file.
+    let vname = name_of(r.vertex.base(), &vs.entry_point);
+    let fname = r.fragment.as_ref().map(|f| name_of(f.base(), f.base().1)).unwrap_or_default();
 
     let mut attrs = std::collections::HashMap::new();
     for (b, buf) in r.vertex_buffers.iter().enumerate() {
@@ -37,16 +41,14 @@ pub fn check(desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result
         match attrs.get(loc) {
             None => {
                 return Err(format!(
-                    "vertex function '{}' reads @location({loc}) ({ty}) but no vertex buffer attribute has location {loc}",
-                    vs.entry_point
+                    "vertex function {vname} reads @location({loc}) ({ty}) but no vertex buffer attribute has location {loc}"
                 ))
             }
             Some((b, f)) => {
                 let (kind, _) = f.shader_type();
                 if kind != ty.kind {
                     return Err(format!(
-                        "vertex attribute {loc} in buffer {b} is {f:?} ({kind:?} data) but vertex function '{}' reads it as {ty}",
-                        vs.entry_point
+                        "vertex attribute {loc} in buffer {b} is {f:?} ({kind:?} data) but vertex function {vname} reads it as {ty}"
                     ));
                 }
             }
@@ -60,14 +62,12 @@ pub fn check(desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result
         match vs.interface.outputs.iter().find(|(l, _)| l == loc) {
             None => {
                 return Err(format!(
-                    "fragment function '{}' reads @location({loc}) ({ty}) but vertex function '{}' does not write it",
-                    fs.entry_point, vs.entry_point
+                    "fragment function {fname} reads @location({loc}) ({ty}) but vertex function {vname} does not write it"
                 ))
             }
             Some((_, vty)) if vty != ty => {
                 return Err(format!(
-                    "@location({loc}) is {vty} out of vertex function '{}' but {ty} into fragment function '{}'",
-                    vs.entry_point, fs.entry_point
+                    "@location({loc}) is {vty} out of vertex function {vname} but {ty} into fragment function {fname}"
                 ))
             }
             _ => {}
@@ -76,8 +76,7 @@ pub fn check(desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result
     for (loc, ty) in &fs.interface.outputs {
         let Some(att) = r.color_attachments.get(*loc as usize) else {
             return Err(format!(
-                "fragment function '{}' writes @location({loc}) but the pipeline has {} colour attachment(s)",
-                fs.entry_point,
+                "fragment function {fname} writes @location({loc}) but the pipeline has {} colour attachment(s)",
                 r.color_attachments.len()
             ));
         };
@@ -85,11 +84,19 @@ pub fn check(desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result
             let want = format.color_scalar_kind().unwrap_or(ScalarKind::Float);
             if want != ty.kind {
                 return Err(format!(
-                    "colour attachment {loc} is {format:?} ({want:?}) but fragment function '{}' writes {ty}",
-                    fs.entry_point
+                    "colour attachment {loc} is {format:?} ({want:?}) but fragment function {fname} writes {ty}"
                 ));
             }
         }
     }
     Ok(())
+}
+
+/// `'main' of library 'mesh' (shaders/mesh.vert)`; the file is left out when the library has
+/// none (inline source).
+fn name_of((lib, _): (&Arc<crate::descriptor::Library>, &str), entry: &str) -> String {
+    match lib.origin() {
+        Some(path) => format!("'{entry}' of library '{}' ({})", lib.name(), path.display()),
+        None => format!("'{entry}' of library '{}'", lib.name()),
+    }
 }

@@ -21,6 +21,7 @@ pub struct LazyScript {
     text: String,
     pipelines: Vec<Range<usize>>,
     libraries: HashMap<String, (usize, Range<usize>)>,
+    ambiguous: HashMap<String, ScriptError>,
     loaded: Mutex<HashMap<String, Arc<OnceLock<Loaded>>>>,
 }
 
@@ -29,7 +30,7 @@ impl LazyScript {
     pub fn load(path: &Path) -> Result<LazyScript, ScriptError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ScriptError::at(path, "", format!("cannot read script: {e}")))?;
-        let (pipelines, libraries) = {
+        let (pipelines, libraries, ambiguous) = {
             let de = &mut serde_json::Deserializer::from_str(&text);
             let top: RawScriptTop<'_> =
                 serde_path_to_error::deserialize(de).map_err(|e| ScriptError::from_serde(path, "", e))?;
@@ -41,12 +42,26 @@ impl LazyScript {
                 start..start + raw.get().len()
             };
             let mut libraries = HashMap::new();
+            let mut ambiguous = HashMap::new();
             for (i, raw) in top.libraries.iter().enumerate() {
                 if let Ok(l) = from_raw::<RawLibrary>(raw, &text, path, &format!("libraries[{i}]")) {
-                    libraries.entry(l.name).or_insert((i, range(raw)));
+                    match libraries.get(&l.name) {
+                        // Defined twice: ambiguous, never "the first one wins".
+                        Some((first, _)) => {
+                            let e = ScriptError::at(
+                                path,
+                                format!("libraries[{i}].name"),
+                                format!("library name '{}' is defined twice (libraries[{first}] and libraries[{i}])", l.name),
+                            );
+                            ambiguous.entry(l.name).or_insert(e);
+                        }
+                        None => {
+                            libraries.insert(l.name, (i, range(raw)));
+                        }
+                    }
                 }
             }
-            (top.pipelines.iter().map(|r| range(r)).collect::<Vec<_>>(), libraries)
+            (top.pipelines.iter().map(|r| range(r)).collect::<Vec<_>>(), libraries, ambiguous)
         };
         Ok(LazyScript {
             path: path.to_path_buf(),
@@ -54,6 +69,7 @@ impl LazyScript {
             text,
             pipelines,
             libraries,
+            ambiguous,
             loaded: Mutex::new(HashMap::new()),
         })
     }
@@ -69,6 +85,9 @@ impl LazyScript {
     }
 
     fn library(&self, name: &str) -> Option<Loaded> {
+        if let Some(e) = self.ambiguous.get(name) {
+            return Some(Err(e.clone()));
+        }
         let (i, range) = self.libraries.get(name)?;
         let cell = crate::sync::lock_std(&self.loaded).entry(name.to_string()).or_default().clone();
         let loaded = cell.get_or_init(|| {

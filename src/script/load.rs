@@ -92,8 +92,25 @@ impl Script {
             libraries.push((name, loaded));
         }
 
+        // A name defined twice is ambiguous: every pipeline naming it fails (never "the first
+        // one wins"), while the script's other pipelines still load.
+        let mut ambiguous: HashMap<String, ScriptError> = HashMap::new();
+        for (i, (name, _)) in libraries.iter().enumerate() {
+            if let Some(first) = by_name.get(name).filter(|first| **first != i) {
+                ambiguous.entry(name.clone()).or_insert_with(|| {
+                    ScriptError::at(
+                        path,
+                        format!("libraries[{i}].name"),
+                        format!("library name '{name}' is defined twice (libraries[{first}] and libraries[{i}])"),
+                    )
+                });
+            }
+        }
         // Pipelines convert independently: split them over the available cores.
-        let resolve = |name: &str| by_name.get(name).map(|i| libraries[*i].1.clone());
+        let resolve = |name: &str| match ambiguous.get(name) {
+            Some(e) => Some(Err(e.clone())),
+            None => by_name.get(name).map(|i| libraries[*i].1.clone()),
+        };
         let cx = Ctx { path, library: &resolve };
         let convert = |i: usize, raw: &serde_json::value::RawValue| {
             let jp = format!("pipelines[{i}]");
