@@ -138,3 +138,34 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<granary::sync::ComputeOnce<Arc<u8>>>();
     assert_send_sync::<granary::sync::ShardedMap<Arc<u8>>>();
 }
+
+/// Eight threads each compile a pipeline and then write the capture to one path: writes land
+/// in snapshot order, so the file left at the end holds every pipeline (an older snapshot
+/// landing last would lose the newest pipelines).
+#[test]
+fn concurrent_writes_to_one_path_land_in_snapshot_order() {
+    let fx = common::fixture();
+    let pipelines = Arc::new(fx.runs(4, 20, 4));
+    let dir = common::tempdir();
+    let path = Arc::new(dir.path().join("same.granary"));
+    for round in 0..10 {
+        let capture = Arc::new(Capture::new(CaptureMode::Outputs));
+        let compiler = Arc::new(Compiler::new(CompilerOptions { capture: Some(capture.clone()), ..Default::default() }));
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let (c, cap, ps, path) = (compiler.clone(), capture.clone(), pipelines.clone(), path.clone());
+                std::thread::spawn(move || {
+                    for p in ps.iter().skip(t).step_by(8).skip(round % 2).step_by(2) {
+                        c.compile(p).unwrap();
+                        cap.write_archive(&path).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let a = Archive::open(&path).unwrap();
+        assert_eq!(a.len(), capture.len(), "round {round}: the last write to land is not the newest snapshot");
+    }
+}

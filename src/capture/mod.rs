@@ -53,6 +53,8 @@ pub struct Capture {
     map: ShardedMap<Captured>,
     records: AtomicU64,
     meta: ArchiveMeta,
+    /// One lock per output path, so writes to a path land in snapshot order.
+    writes: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, Arc<std::sync::Mutex<()>>>>,
 }
 
 /// What one `write_archive` wrote.
@@ -67,7 +69,7 @@ pub struct WriteReport {
 impl Capture {
     /// An empty capture.
     pub fn new(mode: CaptureMode) -> Self {
-        Capture { mode, map: ShardedMap::new(), records: AtomicU64::new(0), meta: ArchiveMeta::portable() }
+        Capture { mode, map: ShardedMap::new(), records: AtomicU64::new(0), meta: ArchiveMeta::portable(), writes: Default::default() }
     }
 
     /// What this capture keeps.
@@ -103,10 +105,19 @@ impl Capture {
                 m.insert(key, fresh);
             }
             Some(existing) => {
+                // Descriptors with one key may differ in names and labels. Which one a script
+                // export shows must not depend on which thread recorded first: keep the one
+                // that ranks first (see `ranks_before`), whatever the order.
+                if let (Some(new), Some(old)) = (&fresh.descriptor, &existing.descriptor) {
+                    if ranks_before(new, old) {
+                        existing.descriptor = Some(new.clone());
+                    }
+                }
                 if let Some(l) = label {
                     if !existing.labels.contains(&l) {
                         let mut v: Vec<String> = existing.labels.to_vec();
                         v.push(l);
+                        v.sort();
                         existing.labels = v.into();
                     }
                 }
@@ -171,7 +182,7 @@ impl Capture {
         items.sort_unstable_by_key(|(k, _)| *k);
         let descriptors = items
             .iter()
-            .filter_map(|(_, c)| c.descriptor.clone().map(|d| (c.labels.first().cloned(), d)))
+            .filter_map(|(_, c)| c.descriptor.clone().map(|d| (d.label().map(str::to_owned), d)))
             .collect();
         let entries = items.into_iter().map(|(_, c)| WriteEntry { entry: c.entry, labels: c.labels }).collect();
         Snapshot { entries, descriptors }
@@ -179,13 +190,26 @@ impl Capture {
 
     /// Writes a snapshot as an archive, atomically replacing `path` (Metal's
     /// `serializeAsArchiveAndFlushToURL:`). Safe to call while other threads compile.
+    ///
+    /// Calls for one path from several threads land in the order their snapshots were taken:
+    /// the per-path write lock is held from the snapshot to the rename, so an older snapshot
+    /// can never replace a newer one. (Compile calls never take that lock.)
     pub fn write_archive(&self, path: &Path) -> Result<WriteReport, ArchiveError> {
+        let lock = {
+            let mut paths = crate::sync::lock_std(&self.writes);
+            paths.entry(path.to_path_buf()).or_default().clone()
+        };
+        let _in_order = crate::sync::lock_std(&lock);
         let snap = self.snapshot();
         let bytes = archive::write_entries(path, &snap.entries, &self.meta)?;
         Ok(WriteReport { pipelines: snap.entries.len(), bytes })
     }
 
-    /// Writes the captured descriptors as a self-contained pipelines script, atomically.
+    /// Writes the captured descriptors as a self-contained pipelines script, atomically. One
+    /// pipeline per key; where several descriptors share a key (they differ only in labels or
+    /// names), the one that ranks first is written — labelled before unlabelled, then the
+    /// smallest label, then the smallest script text — so the file does not depend on which
+    /// thread recorded first.
     /// Needs [`CaptureMode::Descriptors`] or [`CaptureMode::Both`]; otherwise the script has
     /// no pipelines.
     pub fn write_script(&self, path: &Path) -> Result<usize, ArchiveError> {
@@ -195,5 +219,20 @@ impl Capture {
         let text = crate::script::script_json(&list);
         archive::write_atomic(path, text.as_bytes())?;
         Ok(list.len())
+    }
+}
+
+/// Whether descriptor `a` is the one a script export should show rather than `b` (both with
+/// one key): labelled before unlabelled, then the smaller label, then the smaller script text.
+fn ranks_before(a: &PipelineDescriptor, b: &PipelineDescriptor) -> bool {
+    use std::cmp::Ordering;
+    let rank = |d: &PipelineDescriptor| (d.label().is_none(), d.label().map(str::to_owned));
+    match rank(a).cmp(&rank(b)) {
+        Ordering::Less => true,
+        Ordering::Greater => false,
+        Ordering::Equal => {
+            let text = |d: &PipelineDescriptor| crate::script::script_json(&[(d.label().map(str::to_owned), d)]);
+            text(a) < text(b)
+        }
     }
 }
