@@ -290,3 +290,23 @@ fn pinned_front_end_output() {
     assert_eq!(format!("{:016x}", granary::descriptor::key::checksum64(&h)), PIN_NAGA);
 }
 const PIN_NAGA: &str = "b18dba58f2efba99";
+
+/// Reserved bytes of a pipeline record must be zero even when the record's own checksum
+/// matches (a writer from the future, or a crafted file): lookups refuse it.
+#[test]
+fn reserved_record_bytes_are_checked_on_lookup() {
+    let mut bytes = archive::encode(&[synthetic(9, 1, &["r"])], &ArchiveMeta::portable());
+    let row = 64 + 4 * 32; // section-table row of the pipeline table
+    let off = u64::from_le_bytes(bytes[row + 8..row + 16].try_into().unwrap()) as usize;
+    bytes[off + 30] = 1;
+    let sum = granary::descriptor::key::checksum64(&bytes[off..off + 40]);
+    bytes[off + 40..off + 48].copy_from_slice(&sum.to_le_bytes());
+    let a = Archive::from_bytes(bytes).unwrap();
+    match a.get(granary::descriptor::PipelineKey(9)) {
+        Err(ArchiveError::Corrupt { what, offset, .. }) => {
+            assert!(what.contains("reserved"), "{what}");
+            assert_eq!(offset as usize, off + 28);
+        }
+        other => panic!("reserved bytes accepted: {:?}", other.map(|p| p.is_some())),
+    }
+}

@@ -144,3 +144,24 @@ fn failures_are_reported_and_the_rest_lands() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read script"));
 }
+
+/// `granary ls --json | head` (a reader that closes the pipe early) stops quietly, without a
+/// panic message, with the SIGPIPE-style status 141.
+#[test]
+fn closed_stdout_pipe_stops_quietly() {
+    let dir = common::tempdir();
+    let out = dir.path().join("r.granary");
+    let ok = Command::new(env!("CARGO_BIN_EXE_granary")).args(["harvest", EXAMPLE, "-o", out.to_str().unwrap()]).output().unwrap();
+    assert!(ok.status.success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_granary"))
+        .args(["ls", "--json", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away at once
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(141), "{err}");
+}

@@ -80,13 +80,15 @@ impl Section {
     }
 }
 
-/// Blob index record: hash u128, offset u64, len u64, checksum u64 (of the blob bytes).
+/// Blob index record: hash u128 (content hash of the blob bytes), offset u64 (relative to the
+/// blob-data section), len u64, checksum u64 (of the record's preceding 32 bytes). The blob
+/// bytes themselves are covered by `hash` and by the blob-data section checksum.
 pub const BLOB_RECORD: usize = 40;
-/// Pipeline record: key u128, kind u32, first_stage u32, stage_count u32, first_label u32,
-/// label_count u32, reserved u32, checksum u64 (of the preceding 40 bytes).
+/// Pipeline record: key u128, kind u32, first_stage u32, stage_count u32, 12 reserved bytes
+/// (zero), checksum u64 (of the preceding 40 bytes).
 pub const PIPELINE_RECORD: usize = 48;
-/// Stage record: key u128, stage u32, entry_off u32, entry_len u32, `blob[4]` u32, reserved u32,
-/// checksum u64 (of the preceding 48 bytes followed by the entry-point bytes).
+/// Stage record: key u128, stage u32, entry_off u32, entry_len u32, `blob[4]` u32, reserved u32
+/// (zero), checksum u64 (of the preceding 48 bytes followed by the entry-point bytes).
 pub const STAGE_RECORD: usize = 56;
 /// Label record: str_off u32, str_len u32, pipeline u32, checksum u32 (low half of the
 /// checksum of the preceding 12 bytes followed by the label bytes). Sorted by (label, pipeline).

@@ -37,6 +37,11 @@ impl Data {
 
 /// An open, immutable archive.
 ///
+/// Three ways to get one: [`Archive::open`] (memory-mapped: no copy, pages read on demand;
+/// read its note on files changed underneath), [`Archive::read`] and [`Archive::from_bytes`]
+/// (owned bytes: immune to anything done to the file later). All three check the header and
+/// section table; the reader never panics on any bytes and reports the offset of any damage.
+///
 /// Thread safety: `Send + Sync`; all methods take `&self` and may be called from any number
 /// of threads at once. Lookups are O(log n) binary searches over the memory-mapped tables.
 pub struct Archive {
@@ -54,19 +59,22 @@ pub struct Archive {
 }
 
 pub(super) fn u32_at(b: &[u8], off: usize) -> Result<u32> {
-    b.get(off..off + 4)
+    off.checked_add(4)
+        .and_then(|end| b.get(off..end))
         .and_then(|s| s.try_into().ok())
         .map(u32::from_le_bytes)
         .ok_or_else(|| ArchiveError::corrupt(off, "read past the end of the file"))
 }
 pub(super) fn u64_at(b: &[u8], off: usize) -> Result<u64> {
-    b.get(off..off + 8)
+    off.checked_add(8)
+        .and_then(|end| b.get(off..end))
         .and_then(|s| s.try_into().ok())
         .map(u64::from_le_bytes)
         .ok_or_else(|| ArchiveError::corrupt(off, "read past the end of the file"))
 }
 pub(super) fn u128_at(b: &[u8], off: usize) -> Result<u128> {
-    b.get(off..off + 16)
+    off.checked_add(16)
+        .and_then(|end| b.get(off..end))
         .and_then(|s| s.try_into().ok())
         .map(u128::from_le_bytes)
         .ok_or_else(|| ArchiveError::corrupt(off, "read past the end of the file"))
@@ -78,6 +86,16 @@ fn usize_of(v: u64, off: usize) -> Result<usize> {
 
 impl Archive {
     /// Opens and memory-maps `path`, checking the header and section table.
+    ///
+    /// **What the mapped reader assumes.** The file is not truncated or rewritten *in place*
+    /// while this `Archive` is alive. Granary itself never does that: every write goes to a
+    /// temporary file that is renamed over the target, so a reader holding the old file keeps
+    /// reading the old, complete bytes. But if another program truncates the file under the
+    /// mapping, the operating system raises `SIGBUS` (Unix) or an access violation (Windows)
+    /// on the next read, which no bounds check can catch, and a rewrite in place changes bytes
+    /// that were already checked. Where the file may be changed underneath (a launcher that
+    /// patches it, a shared network folder), use [`Archive::read`], which copies the file into
+    /// memory and is then immune; its cost is one read of the file.
     pub fn open(path: &Path) -> Result<Archive> {
         let file = std::fs::File::open(path).map_err(|e| ArchiveError::io(path, e))?;
         // SAFETY: the mapping is read-only and granary never modifies an archive in place:
@@ -91,12 +109,14 @@ impl Archive {
     }
 
     /// Reads `path` fully into memory (no mapping), checking the header and section table.
+    /// Nothing another process does to the file afterwards can affect this `Archive`.
     pub fn read(path: &Path) -> Result<Archive> {
         let bytes = std::fs::read(path).map_err(|e| ArchiveError::io(path, e))?;
         Self::from_data(Data::Owned(bytes), Some(path.to_path_buf())).map_err(|e| e.with_path(path))
     }
 
-    /// An archive over bytes already in memory.
+    /// An archive over bytes already in memory (e.g. embedded with `include_bytes!`, or read
+    /// by the application's own file system layer), checking the header and section table.
     pub fn from_bytes(bytes: Vec<u8>) -> Result<Archive> {
         Self::from_data(Data::Owned(bytes), None)
     }
@@ -179,12 +199,13 @@ impl Archive {
         let mut strings = Vec::with_capacity(3);
         for _ in 0..3 {
             let len = u32_at(meta, pos).map_err(|_| ArchiveError::corrupt(moff + pos, "meta section truncated"))? as usize;
-            let s = meta
-                .get(pos + 4..pos + 4 + len)
+            let end = pos.checked_add(4).and_then(|p| p.checked_add(len));
+            let s = end
+                .and_then(|end| meta.get(pos + 4..end))
                 .ok_or_else(|| ArchiveError::corrupt(moff + pos, "meta string runs past its section"))?;
             let s = std::str::from_utf8(s).map_err(|_| ArchiveError::corrupt(moff + pos + 4, "meta string is not UTF-8"))?;
             strings.push(s.to_string());
-            pos += 4 + len;
+            pos = end.unwrap_or(usize::MAX);
         }
         let device = strings.pop().unwrap_or_default();
         let target_options_text = strings.pop().unwrap_or_default();
@@ -218,7 +239,10 @@ impl Archive {
         let start = i.checked_mul(size).and_then(|x| x.checked_add(off));
         match start {
             Some(start) if i * size < len => {
-                let rec = self.bytes().get(start..start + size).ok_or_else(|| ArchiveError::corrupt(start, "record past end"))?;
+                let rec = start
+                    .checked_add(size)
+                    .and_then(|end| self.bytes().get(start..end))
+                    .ok_or_else(|| ArchiveError::corrupt(start, "record past end"))?;
                 Ok((start, rec))
             }
             _ => Err(ArchiveError::corrupt(off, format!("{} index {i} out of range", s.name()))),
@@ -282,8 +306,12 @@ impl Archive {
             .ok_or_else(|| ArchiveError::corrupt(at + 16, "unknown pipeline kind"))?;
         let first_stage = u32_at(rec, 20)? as usize;
         let stage_count = u32_at(rec, 24)?;
-        if stage_count == 0 || stage_count > MAX_STAGES_PER_PIPELINE || first_stage + stage_count as usize > self.stage_count {
+        let end = first_stage.checked_add(stage_count as usize);
+        if stage_count == 0 || stage_count > MAX_STAGES_PER_PIPELINE || end.is_none_or(|e| e > self.stage_count) {
             return Err(ArchiveError::corrupt(at + 20, format!("pipeline record {i} has an invalid stage range")));
+        }
+        if rec[28..40].iter().any(|b| *b != 0) {
+            return Err(ArchiveError::corrupt(at + 28, format!("pipeline record {i}: reserved bytes are not zero")));
         }
         Ok(PipelineRef { archive: self, index: i, key, kind, first_stage, stage_count: stage_count as usize })
     }
@@ -451,6 +479,9 @@ impl Archive {
             return Err(ArchiveError::corrupt(at, format!("stage record {i} checksum mismatch")));
         }
         let stage = ShaderStage::from_u32(u32_at(rec, 16)?).ok_or_else(|| ArchiveError::corrupt(at + 16, "unknown stage"))?;
+        if u32_at(rec, 44)? != 0 {
+            return Err(ArchiveError::corrupt(at + 44, format!("stage record {i}: reserved field is not zero")));
+        }
         let mut blobs = [NO_BLOB; TARGET_COUNT];
         for (t, b) in blobs.iter_mut().enumerate() {
             *b = u32_at(rec, 28 + 4 * t)?;

@@ -95,12 +95,12 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
         }))?;
         return Ok(0);
     }
-    println!("{:<32}  {:<7}  {:<40}  stages", "key", "kind", "label");
+    outln!("{:<32}  {:<7}  {:<40}  stages", "key", "kind", "label");
     for r in &rows {
         let stages: Vec<String> = r.stages.iter().map(|s| format!("{}:{}", s.stage, s.entry_point)).collect();
-        println!("{}  {:<7}  {:<40}  {}", r.key, r.kind, r.labels.join(","), stages.join(" "));
+        outln!("{}  {:<7}  {:<40}  {}", r.key, r.kind, r.labels.join(","), stages.join(" "));
     }
-    println!(
+    outln!(
         "{} pipelines, {} distinct stage outputs, {} bytes, targets {}",
         ar.len(),
         ar.blob_count(),
@@ -118,7 +118,7 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<i32> {
         match &r {
             Ok(rep) => {
                 if !a.json {
-                    println!(
+                    outln!(
                         "{}: ok ({} pipelines, {} stages, {} blobs, {} labels, {} bytes)",
                         path.display(),
                         rep.pipelines,
@@ -132,7 +132,7 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<i32> {
             Err(e) => {
                 bad += 1;
                 if !a.json {
-                    println!("{}: FAILED: {e}", path.display());
+                    outln!("{}: FAILED: {e}", path.display());
                 }
             }
         }
@@ -171,7 +171,7 @@ pub fn extract(a: ExtractArgs) -> anyhow::Result<i32> {
             .with_context(|| format!("the archive holds no {target} output for this pipeline (targets: {})", ar.targets().names()))?;
         let path = a.output.join(format!("{base}.{}.{}", s.stage.name(), target.extension()));
         std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
-        println!("{}", path.display());
+        outln!("{}", path.display());
     }
     Ok(0)
 }
@@ -185,6 +185,6 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<i32> {
     let (entries, meta) = archive::merge(&inputs)?;
     let bytes = archive::write_entries(&a.output, &entries, &meta)?;
     let out = Archive::read(&a.output)?;
-    println!("merged {} archives into {}: {} pipelines, {} bytes", inputs.len(), a.output.display(), out.len(), bytes);
+    outln!("merged {} archives into {}: {} pipelines, {} bytes", inputs.len(), a.output.display(), out.len(), bytes);
     Ok(0)
 }

@@ -24,7 +24,7 @@ pub fn run(a: SalvageArgs) -> anyhow::Result<i32> {
     if a.json {
         super::print_json(&report)?;
     } else {
-        println!(
+        outln!(
             "recovered {} of {} pipeline records ({} labels) into {} ({size} bytes){}",
             report.recovered,
             report.pipeline_records,
@@ -33,7 +33,7 @@ pub fn run(a: SalvageArgs) -> anyhow::Result<i32> {
             if report.header_intact { "" } else { "; the header checksum had failed" }
         );
         for l in &report.lost {
-            println!("  lost: {l}");
+            outln!("  lost: {l}");
         }
     }
     Ok(if report.lost.is_empty() && report.header_intact { 0 } else { 1 })

@@ -62,7 +62,7 @@ pub fn run_cli(a: StressArgs) -> anyhow::Result<i32> {
         })?;
         failed |= !r.violations.is_empty();
         if !a.json {
-            println!(
+            outln!(
                 "{:<21} {} threads, {} pipelines x {} iterations, {} compiles, {} archive writes ({} checked), {:.2} s: {}",
                 r.mode,
                 r.threads,
@@ -75,10 +75,10 @@ pub fn run_cli(a: StressArgs) -> anyhow::Result<i32> {
                 if r.violations.is_empty() { "all invariants held".to_string() } else { format!("{} VIOLATIONS", r.violations.len()) }
             );
             for c in &r.checks {
-                println!("  checked: {c}");
+                outln!("  checked: {c}");
             }
             for v in &r.violations {
-                println!("  violation: {v}");
+                outln!("  violation: {v}");
             }
         }
         reports.push(r);
