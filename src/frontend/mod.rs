@@ -155,6 +155,7 @@ impl Frontend {
         let t0 = thread_cpu_time();
         let file = lib.display_path();
         let result = (|| {
+            crate::fault::at_stage_function(entry);
             let spec = specialize::specialize(&parsed, &file, entry, stage, &f.resolved_constants())?;
             let naga_stage = parse::naga_stage(stage);
             let mut outputs = TargetOutputs::default();

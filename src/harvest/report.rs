@@ -92,6 +92,9 @@ pub struct HarvestSummary {
     pub archive_bytes: usize,
     /// Peak resident memory of the harvesting process in bytes.
     pub peak_rss_bytes: u64,
+    /// Worker processes started under `--isolate` (first starts, replacements after a crash,
+    /// timeout or protocol violation, and recycles); 0 in-process.
+    pub workers_started: usize,
     /// Every failure.
     pub failures: Vec<Failure>,
 }
@@ -119,6 +122,9 @@ impl HarvestSummary {
             "  phases:                load {:.3} s, plan {:.3} s, compile {:.3} s, final write {:.3} s\n",
             self.phases.load_seconds, self.phases.plan_seconds, self.phases.compile_seconds, self.phases.write_seconds
         );
+        if self.workers_started > 0 {
+            s += &format!("  worker processes:      {} started\n", self.workers_started);
+        }
         if self.flushes > 0 {
             s += &format!("  intermediate writes:   {}\n", self.flushes);
         }
