@@ -277,3 +277,53 @@ fn killing_the_parent_leaves_no_worker_running() {
     }
     assert_eq!(workers_of(&script), Vec::<u32>::new(), "workers outlived their parent");
 }
+
+/// A parent → worker message (the layout documented in `harvest/worker.rs`).
+fn message(tag: u8, payload: &[u8]) -> Vec<u8> {
+    let mut m = b"GP".to_vec();
+    m.extend_from_slice(&[tag, 0, 0, 0, 0, 0]);
+    m.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    m.extend_from_slice(payload);
+    m
+}
+
+#[test]
+fn a_worker_compiles_the_bytes_it_is_sent_and_reads_no_file() {
+    use std::io::{Read, Write};
+    // The script names a library file that does not exist, in a folder that does not exist:
+    // the worker must use the bytes it is sent and never look for the file.
+    let text = r#"{"granary_script": 1,
+        "libraries": [{"name": "l", "path": "missing.wgsl"}],
+        "pipelines": [{"label": "p", "compute": {"function": {"library": "l", "function": "main"}}}]}"#;
+    let source = b"@compute @workgroup_size(1) fn main() {}";
+    let mut library = vec![0u8, 255];
+    library.extend_from_slice(&1u32.to_le_bytes());
+    library.extend_from_slice(b"l");
+    library.extend_from_slice(&0u32.to_le_bytes());
+    library.extend_from_slice(source);
+    let mut input = message(0, text.as_bytes());
+    input.extend(message(1, &library));
+    input.extend(message(2, &0u64.to_le_bytes()));
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_granary"))
+        .args(["worker", "/does/not/exist/s.json", "--targets", "spirv"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = worker.stdin.take().unwrap();
+    stdin.write_all(&input).unwrap();
+    drop(stdin);
+    let mut out = Vec::new();
+    worker.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    assert!(worker.wait().unwrap().success());
+    assert!(out.len() > 32, "no answer");
+    assert_eq!(&out[..3], b"GW\0", "a compiled answer");
+    let word = |i: usize| u64::from_le_bytes(out[8 + 8 * i..16 + 8 * i].try_into().unwrap());
+    assert_eq!(word(0), 0, "the index answered");
+    assert_eq!(word(2) as usize, out.len() - 32, "exactly one frame");
+    let ar = Archive::from_bytes(out[32..].to_vec()).unwrap();
+    ar.verify().unwrap();
+    assert_eq!(ar.len(), 1);
+    assert!(ar.lookup_label("p").unwrap().is_some());
+}
