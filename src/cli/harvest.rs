@@ -58,10 +58,14 @@ pub struct WorkerArgs {
     /// Output targets.
     #[arg(long, default_value = "spirv", value_parser = parse_targets)]
     targets: TargetSet,
+    /// The harvesting parent's process id: the worker exits if it is gone (and, on Linux, is
+    /// killed when it dies).
+    #[arg(long, value_name = "PID")]
+    parent_pid: Option<u32>,
 }
 
 pub fn worker(a: WorkerArgs) -> anyhow::Result<i32> {
-    Ok(granary::harvest::worker_main(&a.script, a.targets))
+    Ok(granary::harvest::worker_main(&a.script, a.targets, a.parent_pid))
 }
 
 fn parse_targets(s: &str) -> Result<TargetSet, String> {

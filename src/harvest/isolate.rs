@@ -1,24 +1,39 @@
 //! The parent side of `harvest --isolate`: compiles run in `granary worker` processes. A worker
 //! that crashes or exceeds the timeout on a pipeline is killed and replaced, and that pipeline
 //! alone is recorded as failed; workers are also recycled after a number of pipelines or above
-//! a memory limit. The parent alone owns the capture, and reads every worker answer through
-//! the bounds-checked archive reader.
+//! a memory limit. The parent alone owns the capture.
+//!
+//! The parent trusts nothing a worker says (the protocol is in `worker.rs`):
+//! - Workers compile from the bytes the parent read: the script text at start, each library's
+//!   bytes before the first request that needs it.
+//! - One request is in flight per worker. Before sending it the parent sets the largest answer
+//!   that request can produce ([`answer_cap`]); the frame reader refuses a longer announced
+//!   length before reading any of it, and never allocates from an announced length.
+//! - An answer must be for the pipeline asked: same index, a one-entry archive that passes the
+//!   archive reader's checks, with the expected key context, targets, pipeline key, kind,
+//!   stage keys, an output for every target of every stage, and exactly the pipeline's label;
+//!   a failure answer must name the same index and pipeline. Anything else fails that pipeline
+//!   with phase `protocol` and the worker is killed.
+//! - Retiring a worker closes its input and waits at most [`RETIRE_GRACE`], then kills it.
+//! - Workers die with the parent (`worker.rs`, Linux `PR_SET_PDEATHSIG`). Linux delivers that
+//!   signal when the *thread* that spawned the worker exits, so a worker is only ever spawned
+//!   by a slot thread of [`run`], and each slot thread retires (or kills) its worker before it
+//!   returns: the spawning thread outlives its worker.
 
 use super::sink::{process_failure, Sink};
-use super::worker::{FRAME_HEADER, MAX_PAYLOAD};
+use super::worker::{encode_library, message_header, FRAME_HEADER, MSG_COMPILE, MSG_LIBRARY, MSG_SCRIPT};
 use super::Failure;
 use crate::archive::{Archive, WriteEntry};
-use crate::descriptor::Blob;
-use std::collections::HashMap;
-use crate::descriptor::TargetSet;
+use crate::descriptor::{stage_key, Blob, KeyContext, PipelineDescriptor, TargetSet};
 use crate::script::Script;
 use crate::sync::lock_std;
+use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Options for isolated compilation.
 #[derive(Clone, Debug)]
@@ -33,60 +48,143 @@ pub struct IsolateOptions {
     pub memory_limit: Option<u64>,
 }
 
+/// What the isolated runner did, for the summary.
+pub(crate) struct IsolateStats {
+    /// Worker processes started (first starts, replacements and recycles).
+    pub workers_started: usize,
+}
+
+/// How long a retiring worker may take to exit after its input closed before it is killed.
+pub const RETIRE_GRACE: Duration = Duration::from_secs(5);
+
+/// The largest failure answer (JSON) accepted.
+pub const FAILURE_CAP: u64 = 1 << 20;
+/// Fixed allowance of an answer archive: header, sections, label, entry-point names.
+pub const ANSWER_OVERHEAD: u64 = 1 << 20;
+/// Allowance per stage and target besides the source-proportional part (helper functions a
+/// writer adds whatever the source size).
+pub const STAGE_TARGET_OVERHEAD: u64 = 256 << 10;
+/// Output bytes allowed per source byte of a stage's library, per target. Writers emit one
+/// entry point of the library, so its output is bounded by a small multiple of the source; 64
+/// is far above anything measured (at most 1.6 output bytes per source byte for any stage and
+/// target of the bundled example; tests/isolate.rs harvests it for every target under the
+/// cap).
+pub const OUTPUT_FACTOR: u64 = 64;
+
+/// The largest compiled answer pipeline `desc` can produce for `targets`:
+/// [`ANSWER_OVERHEAD`] + Σ over its stages of (library source bytes × [`OUTPUT_FACTOR`] +
+/// [`STAGE_TARGET_OVERHEAD`]) × number of targets.
+pub fn answer_cap(desc: &PipelineDescriptor, targets: TargetSet) -> u64 {
+    let n = targets.iter().count() as u64;
+    desc.stages().iter().fold(ANSWER_OVERHEAD, |cap, (_, f)| {
+        let source = f.base().0.source().len() as u64;
+        cap.saturating_add(source.saturating_mul(OUTPUT_FACTOR).saturating_add(STAGE_TARGET_OVERHEAD).saturating_mul(n))
+    })
+}
+
 struct Frame {
     ok: bool,
+    index: u64,
     rss: u64,
-    libraries: u64,
-    functions: u64,
     payload: Vec<u8>,
+}
+
+/// Bytes for the writer thread.
+enum Out {
+    Owned(Vec<u8>),
+    Shared(Arc<[u8]>),
 }
 
 struct Worker {
     child: Child,
-    stdin: ChildStdin,
+    /// To the thread writing the worker's input; dropping it closes the input.
+    input: Option<mpsc::Sender<Out>>,
     frames: mpsc::Receiver<Result<Frame, String>>,
+    /// The largest payload the request in flight may answer with; 0 when none is in flight.
+    cap: Arc<AtomicU64>,
     stderr: Arc<Mutex<String>>,
+    /// Libraries (by name) this worker was sent.
+    libraries: HashSet<String>,
     done: usize,
-    last_counts: (u64, u64),
 }
 
-fn read_frames(mut out: impl Read, tx: mpsc::Sender<Result<Frame, String>>) {
+impl Worker {
+    fn send(&self, header: Vec<u8>, body: Out) {
+        if let Some(tx) = &self.input {
+            // A worker that died is noticed through its answer stream.
+            let _ = tx.send(Out::Owned(header));
+            let _ = tx.send(body);
+        }
+    }
+}
+
+fn read_frames(mut out: impl Read, cap: Arc<AtomicU64>, tx: mpsc::Sender<Result<Frame, String>>) {
     loop {
         let mut h = [0u8; FRAME_HEADER];
         if out.read_exact(&mut h).is_err() {
             return; // EOF: the worker exited or died
         }
-        let word = |i: usize| u64::from_le_bytes(h[4 + 8 * i..12 + 8 * i].try_into().unwrap_or([0; 8]));
-        if &h[..2] != b"GW" || h[2] > 1 || word(3) > MAX_PAYLOAD {
-            let _ = tx.send(Err("worker sent a malformed frame".into()));
+        let word = |i: usize| u64::from_le_bytes(h[8 + 8 * i..16 + 8 * i].try_into().unwrap_or([0; 8]));
+        if &h[..2] != b"GW" || h[2] > 1 {
+            let _ = tx.send(Err("worker sent a malformed frame header".into()));
             return;
         }
-        let mut payload = vec![0u8; word(3) as usize];
-        if out.read_exact(&mut payload).is_err() {
+        let (ok, len) = (h[2] == 0, word(2));
+        let in_flight = cap.load(Ordering::SeqCst);
+        let limit = if in_flight == 0 { 0 } else if ok { in_flight } else { FAILURE_CAP };
+        if len > limit {
+            let what = if in_flight == 0 { "no request was in flight".to_string() } else { format!("this request can produce at most {limit} bytes") };
+            let _ = tx.send(Err(format!("worker announced a {len}-byte answer, but {what}")));
             return;
         }
-        let f = Frame { ok: h[2] == 0, rss: word(0), libraries: word(1), functions: word(2), payload };
+        // No allocation from the announced length: the payload grows as bytes arrive.
+        let mut payload = Vec::new();
+        if (&mut out).take(len).read_to_end(&mut payload).is_err() || payload.len() as u64 != len {
+            return;
+        }
+        let f = Frame { ok, index: word(0), rss: word(1), payload };
         if tx.send(Ok(f)).is_err() {
             return;
         }
     }
 }
 
-fn spawn(exe: &Path, script: &Path, targets: TargetSet) -> std::io::Result<Worker> {
+fn spawn(exe: &Path, script: &Path, text: &Arc<[u8]>, targets: TargetSet) -> std::io::Result<Worker> {
     let mut child = Command::new(exe)
         .arg("worker")
         .arg(script)
         .arg("--targets")
         .arg(targets.names())
+        .arg("--parent-pid")
+        .arg(std::process::id().to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("no stdin"))?;
-    let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout"))?;
-    let stderr_pipe = child.stderr.take().ok_or_else(|| std::io::Error::other("no stderr"))?;
+    let (Some(stdin), Some(stdout), Some(stderr_pipe)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(std::io::Error::other("worker pipes missing"));
+    };
+    // Writes go through a thread, so a worker that stops reading cannot block the parent past
+    // the timeout: killing the worker ends the write with an error.
+    let (in_tx, in_rx) = mpsc::channel::<Out>();
+    std::thread::spawn(move || {
+        let mut stdin = stdin;
+        for out in in_rx {
+            let bytes: &[u8] = match &out {
+                Out::Owned(v) => v,
+                Out::Shared(a) => a,
+            };
+            if stdin.write_all(bytes).is_err() {
+                return;
+            }
+        }
+    });
+    let cap = Arc::new(AtomicU64::new(0));
     let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || read_frames(stdout, tx));
+    let reader_cap = cap.clone();
+    std::thread::spawn(move || read_frames(stdout, reader_cap, tx));
     let stderr = Arc::new(Mutex::new(String::new()));
     let tail = stderr.clone();
     std::thread::spawn(move || {
@@ -105,7 +203,9 @@ fn spawn(exe: &Path, script: &Path, targets: TargetSet) -> std::io::Result<Worke
             }
         }
     });
-    Ok(Worker { child, stdin, frames: rx, stderr, done: 0, last_counts: (0, 0) })
+    let w = Worker { child, input: Some(in_tx), frames: rx, cap, stderr, libraries: HashSet::new(), done: 0 };
+    w.send(message_header(MSG_SCRIPT, text.len()), Out::Shared(text.clone()));
+    Ok(w)
 }
 
 fn describe_exit(child: &mut Child) -> String {
@@ -135,34 +235,60 @@ fn describe_exit(child: &mut Child) -> String {
 
 /// Compiles `pipelines` (script indices, in script order) in worker processes, `slots` at a
 /// time. Contiguous chunks go to one worker so runs sharing a vertex function stay warm.
-pub(crate) fn run(script: &Script, pipelines: &[usize], targets: TargetSet, slots: usize, opts: &IsolateOptions, sink: &Sink<'_>) {
+/// `text` is the script text `script` was parsed from; `ctx` the key context of a compiler
+/// for `targets`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run(
+    script: &Script,
+    text: &str,
+    ctx: &KeyContext,
+    pipelines: &[usize],
+    targets: TargetSet,
+    slots: usize,
+    opts: &IsolateOptions,
+    sink: &Sink<'_>,
+) -> IsolateStats {
     let chunk = (pipelines.len() / (slots * 8)).clamp(1, 64);
     let chunks: Vec<&[usize]> = pipelines.chunks(chunk).collect();
     let next = AtomicUsize::new(0);
+    let started = AtomicUsize::new(0);
     let blobs = BlobTable::default();
+    let text: Arc<[u8]> = Arc::from(text.as_bytes());
+    let job = Job { script, text: &text, ctx, targets, opts, sink, blobs: &blobs, started: &started };
     std::thread::scope(|s| {
         for _ in 0..slots {
+            // A slot thread spawns its workers and retires them before it returns (see the
+            // module doc: PR_SET_PDEATHSIG follows the spawning thread).
             s.spawn(|| {
                 let mut worker: Option<Worker> = None;
                 while let Some(chunk) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
                     for &index in *chunk {
-                        compile_one(script, index, targets, opts, sink, &blobs, &mut worker);
+                        job.compile_one(index, &mut worker);
                         sink.progress();
                     }
                 }
                 if let Some(w) = worker.take() {
-                    retire(w, sink);
+                    retire(w);
                 }
             });
         }
     });
+    IsolateStats { workers_started: started.into_inner() }
 }
 
-fn retire(mut w: Worker, sink: &Sink<'_>) {
-    drop(w.stdin);
+/// Closes the worker's input and waits for it to exit, at most [`RETIRE_GRACE`]; then kills it.
+fn retire(mut w: Worker) {
+    w.input.take();
+    let deadline = Instant::now() + RETIRE_GRACE;
+    while Instant::now() < deadline {
+        match w.child.try_wait() {
+            Ok(Some(_)) => return,
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(_) => break,
+        }
+    }
+    let _ = w.child.kill();
     let _ = w.child.wait();
-    sink.libraries_parsed.fetch_add(w.last_counts.0, Ordering::Relaxed);
-    sink.functions_compiled.fetch_add(w.last_counts.1, Ordering::Relaxed);
 }
 
 /// Stage outputs received so far, by content: answers for pipelines that share a stage
@@ -188,99 +314,203 @@ impl BlobTable {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn compile_one(
-    script: &Script,
-    index: usize,
+struct Job<'a> {
+    script: &'a Script,
+    text: &'a Arc<[u8]>,
+    ctx: &'a KeyContext,
     targets: TargetSet,
-    opts: &IsolateOptions,
-    sink: &Sink<'_>,
-    blobs: &BlobTable,
-    slot: &mut Option<Worker>,
-) {
-    let name = script.pipelines[index].display_name();
-    let fail = |phase: &str, msg: String| sink.failed(process_failure(index, name.clone(), phase, msg));
-    if slot.is_none() {
-        match spawn(&opts.worker_exe, &script.path, targets) {
-            Ok(w) => *slot = Some(w),
-            Err(e) => return fail("crash", format!("pipeline '{name}': cannot start worker {}: {e}", opts.worker_exe.display())),
-        }
-    }
-    let Some(w) = slot.as_mut() else { return };
-    let outcome = match writeln!(w.stdin, "{index}").and_then(|_| w.stdin.flush()) {
-        Err(e) => Outcome::Died(Some(format!("request could not be sent: {e}"))),
-        Ok(()) => {
-            let r = match opts.timeout {
-                Some(t) => w.frames.recv_timeout(t),
-                None => w.frames.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-            };
-            match r {
-                Ok(Ok(f)) => Outcome::Frame(f),
-                Ok(Err(m)) => Outcome::Died(Some(m)),
-                Err(mpsc::RecvTimeoutError::Timeout) => Outcome::Timeout,
-                Err(mpsc::RecvTimeoutError::Disconnected) => Outcome::Died(None),
-            }
-        }
-    };
-    let frame = match outcome {
-        Outcome::Frame(f) => f,
-        Outcome::Timeout => {
-            if let Some(w) = slot.take() {
-                kill(w, sink);
-            }
-            let secs = opts.timeout.map_or(0.0, |t| t.as_secs_f64());
-            return fail("timeout", format!("pipeline '{name}': compile did not finish within {secs} s; worker killed and replaced"));
-        }
-        Outcome::Died(msg) => {
-            let how = slot.take().map(|w| kill(w, sink)).unwrap_or_default();
-            let detail = msg.map(|m| format!("; {m}")).unwrap_or_default();
-            return fail("crash", format!("pipeline '{name}': worker crashed while compiling it ({how}){detail}"));
-        }
-    };
-    w.done += 1;
-    w.last_counts = (frame.libraries, frame.functions);
-    if frame.ok {
-        match Archive::from_bytes(frame.payload).and_then(|a| a.verify().and_then(|_| a.entries())) {
-            Ok(entries) if entries.len() == 1 => {
-                sink.capture.insert_archived(blobs.intern(entries));
-                sink.compiled();
-            }
-            Ok(_) => fail("crash", format!("pipeline '{name}': worker answered with a malformed entry")),
-            Err(e) => fail("crash", format!("pipeline '{name}': worker answer is damaged: {e}")),
-        }
-    } else {
-        match serde_json::from_slice::<Failure>(&frame.payload) {
-            Ok(f) => sink.failed(f),
-            Err(e) => fail("crash", format!("pipeline '{name}': unreadable failure from worker: {e}")),
-        }
-    }
-    let over_count = opts.recycle_after > 0 && w.done >= opts.recycle_after;
-    let over_memory = opts.memory_limit.is_some_and(|m| frame.rss > m);
-    if over_count || over_memory {
-        if let Some(w) = slot.take() {
-            retire(w, sink);
-        }
-    }
+    opts: &'a IsolateOptions,
+    sink: &'a Sink<'a>,
+    blobs: &'a BlobTable,
+    started: &'a AtomicUsize,
 }
 
 enum Outcome {
     Frame(Frame),
     Timeout,
     Died(Option<String>),
+    Protocol(String),
+}
+
+impl Job<'_> {
+    fn spawn(&self) -> std::io::Result<Worker> {
+        let w = spawn(&self.opts.worker_exe, &self.script.path, self.text, self.targets)?;
+        self.started.fetch_add(1, Ordering::Relaxed);
+        Ok(w)
+    }
+
+    fn compile_one(&self, index: usize, slot: &mut Option<Worker>) {
+        let (sink, opts) = (self.sink, self.opts);
+        let name = self.script.pipelines[index].display_name();
+        let fail = |phase: &str, msg: String| sink.failed(process_failure(index, name.clone(), phase, msg));
+        let Ok(desc) = &self.script.pipelines[index].descriptor else {
+            return fail("script", format!("pipeline '{name}': not a valid pipeline"));
+        };
+        // A worker that died or spoke out of turn since its last answer is replaced first.
+        if let Some(w) = slot.as_ref() {
+            if !matches!(w.frames.try_recv(), Err(mpsc::TryRecvError::Empty)) {
+                if let Some(w) = slot.take() {
+                    kill(w);
+                }
+            }
+        }
+        if slot.is_none() {
+            match self.spawn() {
+                Ok(w) => *slot = Some(w),
+                Err(e) => return fail("crash", format!("pipeline '{name}': cannot start worker {}: {e}", opts.worker_exe.display())),
+            }
+        }
+        let Some(w) = slot.as_mut() else { return };
+        for (_, f) in desc.stages() {
+            let lib = f.base().0;
+            if w.libraries.insert(lib.name().to_string()) {
+                let payload = encode_library(lib);
+                w.send(message_header(MSG_LIBRARY, payload.len()), Out::Owned(payload));
+            }
+        }
+        let cap = answer_cap(desc, self.targets);
+        w.cap.store(cap, Ordering::SeqCst);
+        w.send(message_header(MSG_COMPILE, 8), Out::Owned((index as u64).to_le_bytes().to_vec()));
+        let r = match opts.timeout {
+            Some(t) => w.frames.recv_timeout(t),
+            None => w.frames.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+        };
+        w.cap.store(0, Ordering::SeqCst);
+        let outcome = match r {
+            Ok(Ok(f)) => Outcome::Frame(f),
+            Ok(Err(m)) => Outcome::Protocol(m),
+            Err(mpsc::RecvTimeoutError::Timeout) => Outcome::Timeout,
+            Err(mpsc::RecvTimeoutError::Disconnected) => Outcome::Died(None),
+        };
+        let frame = match outcome {
+            Outcome::Frame(f) => f,
+            Outcome::Timeout => {
+                if let Some(w) = slot.take() {
+                    kill(w);
+                }
+                let secs = opts.timeout.map_or(0.0, |t| t.as_secs_f64());
+                return fail("timeout", format!("pipeline '{name}': compile did not finish within {secs} s; worker killed and replaced"));
+            }
+            Outcome::Protocol(m) => {
+                if let Some(w) = slot.take() {
+                    kill(w);
+                }
+                return fail("protocol", format!("pipeline '{name}': {m}; worker killed and replaced"));
+            }
+            Outcome::Died(msg) => {
+                let how = slot.take().map(kill).unwrap_or_default();
+                let detail = msg.map(|m| format!("; {m}")).unwrap_or_default();
+                return fail("crash", format!("pipeline '{name}': worker crashed while compiling it ({how}){detail}"));
+            }
+        };
+        w.done += 1;
+        // The parent measures the worker itself where it can, rather than believe it.
+        let rss = crate::util::process_rss_bytes(w.child.id()).unwrap_or(frame.rss);
+        let over_count = opts.recycle_after > 0 && w.done >= opts.recycle_after;
+        let over_memory = opts.memory_limit.is_some_and(|m| rss > m);
+        match self.accept(index, &name, desc, frame) {
+            Ok(()) => {}
+            Err(m) => {
+                // A worker that answers for something else cannot be trusted with more.
+                if let Some(w) = slot.take() {
+                    kill(w);
+                }
+                return fail("protocol", format!("pipeline '{name}': {m}; worker killed and replaced"));
+            }
+        }
+        if over_count || over_memory {
+            if let Some(w) = slot.take() {
+                retire(w);
+            }
+        }
+    }
+
+    /// Checks an answer against what was asked and records it; `Err` says how it is wrong.
+    fn accept(&self, index: usize, name: &str, desc: &PipelineDescriptor, frame: Frame) -> Result<(), String> {
+        if frame.index != index as u64 {
+            return Err(format!("worker answered the request for pipeline {index} with an answer for pipeline {}", frame.index));
+        }
+        if !frame.ok {
+            let f: Failure = serde_json::from_slice(&frame.payload).map_err(|e| format!("unreadable failure from worker: {e}"))?;
+            if f.index != index || f.pipeline != name {
+                return Err(format!("worker answered with a failure of pipeline {} '{}'", f.index, f.pipeline));
+            }
+            if !["shader", "link", "panic", "script"].contains(&f.phase.as_str()) {
+                return Err(format!("worker answered with a failure of unknown phase '{}'", f.phase));
+            }
+            self.sink.failed(Failure { script_position: None, ..f });
+            return Ok(());
+        }
+        let archive = Archive::from_bytes(frame.payload).map_err(|e| format!("worker answer is damaged: {e}"))?;
+        archive.verify().map_err(|e| format!("worker answer is damaged: {e}"))?;
+        if archive.key_context() != *self.ctx {
+            return Err("worker answered under different writer options".into());
+        }
+        if archive.targets() != self.targets {
+            return Err(format!("worker answered with targets {} instead of {}", archive.targets().names(), self.targets.names()));
+        }
+        let entries = archive.entries().map_err(|e| format!("worker answer is damaged: {e}"))?;
+        let [entry] = &entries[..] else {
+            return Err(format!("worker answered with {} entries instead of one", entries.len()));
+        };
+        let expected_key = desc.key(self.ctx);
+        let expected_labels: Vec<&str> = desc.label().into_iter().collect();
+        let labels: Vec<&str> = entry.labels.iter().map(String::as_str).collect();
+        if entry.entry.key != expected_key || labels != expected_labels {
+            return Err(format!(
+                "worker answered with another pipeline's entry (key {:032x}, labels {labels:?}; expected key {:032x}, labels {expected_labels:?})",
+                entry.entry.key.0, expected_key.0
+            ));
+        }
+        let stages = desc.stages();
+        let shape_ok = entry.entry.kind == desc.kind()
+            && entry.entry.stages.len() == stages.len()
+            && entry.entry.stages.iter().zip(&stages).all(|(got, (stage, f))| {
+                got.stage == *stage
+                    && got.key == stage_key(f, *stage, self.ctx)
+                    && self.targets.iter().all(|t| got.outputs.0[t as usize].is_some())
+            });
+        if !shape_ok {
+            return Err("worker answered with an entry whose stages do not match the pipeline".into());
+        }
+        let entries = self.blobs.intern(entries);
+        self.sink.capture.insert_archived(entries);
+        self.sink.compiled();
+        Ok(())
+    }
 }
 
 /// Kills a worker (if still running) and describes how it ended, with its last stderr line.
-fn kill(mut w: Worker, sink: &Sink<'_>) -> String {
+fn kill(mut w: Worker) -> String {
+    w.input.take();
     let _ = w.child.kill();
     let how = describe_exit(&mut w.child);
     // Give the stderr reader a moment to collect the last words.
     std::thread::sleep(Duration::from_millis(20));
     let tail = lock_std(&w.stderr).trim().lines().last().unwrap_or("").to_string();
-    sink.libraries_parsed.fetch_add(w.last_counts.0, Ordering::Relaxed);
-    sink.functions_compiled.fetch_add(w.last_counts.1, Ordering::Relaxed);
     if tail.is_empty() {
         how
     } else {
         format!("{how}: {tail}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::descriptor::{ComputePipelineDescriptor, FunctionDescriptor, Library};
+
+    #[test]
+    fn the_answer_cap_grows_with_sources_and_targets() {
+        let lib = Library::wgsl("l", "x".repeat(1000));
+        let desc = PipelineDescriptor::Compute(ComputePipelineDescriptor {
+            label: None,
+            compute: FunctionDescriptor::library(lib, "main".to_string()),
+        });
+        let one = answer_cap(&desc, TargetSet::parse("spirv").unwrap());
+        let all = answer_cap(&desc, TargetSet::parse("spirv,msl,hlsl,glsl").unwrap());
+        assert_eq!(one, ANSWER_OVERHEAD + 1000 * OUTPUT_FACTOR + STAGE_TARGET_OVERHEAD);
+        assert_eq!(all, ANSWER_OVERHEAD + 4 * (1000 * OUTPUT_FACTOR + STAGE_TARGET_OVERHEAD));
+        assert!(all < 1 << 30);
     }
 }

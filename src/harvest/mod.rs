@@ -134,7 +134,10 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     let start = Instant::now();
     let cpu0 = process_cpu_time();
     let threads = opts.threads.max(1);
-    let script = Script::load(&opts.script)?;
+    // The text is kept: `--isolate` workers compile from these bytes, not from the file.
+    let text = std::fs::read_to_string(&opts.script)
+        .map_err(|e| ScriptError::at(&opts.script, "", format!("cannot read script: {e}")))?;
+    let script = Script::parse(&text, &opts.script, opts.script.parent().unwrap_or(std::path::Path::new("")))?;
 
     let capture = Arc::new(Capture::new(CaptureMode::Outputs));
     let compiler = Compiler::new(CompilerOptions {
@@ -168,12 +171,11 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         flush_every: opts.flush_every,
         flush_tx: Mutex::new(Some(flush_tx)),
         on_progress,
-        libraries_parsed: Default::default(),
-        functions_compiled: Default::default(),
     };
     let flushes = AtomicUsize::new(0);
     let flush_errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
+    let mut workers_started = 0;
     let task_cpu = std::thread::scope(|s| {
         // The flush writer: writes the archive whenever asked, while workers keep compiling.
         let (capture, flushes, flush_errors) = (&capture, &flushes, &flush_errors);
@@ -198,7 +200,8 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
                 let indices: Vec<usize> = valid.iter().map(|(i, _)| *i).collect();
                 on_progress(Progress::Planned { tasks: indices.len() });
                 let children0 = crate::util::children_cpu_time();
-                isolate::run(&script, &indices, opts.targets, threads, iso, &sink);
+                let iso_stats = isolate::run(&script, &text, &ctx, &indices, opts.targets, threads, iso, &sink);
+                workers_started = iso_stats.workers_started;
                 crate::util::children_cpu_time() - children0
             }
         };
@@ -209,7 +212,6 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     let report = capture.write_archive(&opts.output)?;
     let written_at = start.elapsed();
     let compiled = sink.compiled.load(Ordering::Relaxed);
-    let (iso_libs, iso_funcs) = (sink.libraries_parsed.load(Ordering::Relaxed), sink.functions_compiled.load(Ordering::Relaxed));
     failures.extend(sink.failures.into_inner().unwrap_or_else(|p| p.into_inner()));
     failures.sort_by_key(|f| f.index);
     if !failures.is_empty() {
@@ -226,9 +228,10 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     }
     let mut stats = compiler.stats();
     if opts.isolate.is_some() {
-        // The workers' own front ends did the work; each worker has its own caches.
-        stats.libraries_parsed = iso_libs;
-        stats.functions_compiled = iso_funcs;
+        // The same meaning as in-process: each unique library and stage function of the
+        // harvested pipelines once (from the plan), however many workers parsed it again.
+        stats.libraries_parsed = plan.libraries as u64;
+        stats.functions_compiled = plan.functions as u64;
     }
     let wall = start.elapsed().as_secs_f64();
     let task_cpu = task_cpu.as_secs_f64();
@@ -261,6 +264,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         flush_errors: flush_errors.into_inner().unwrap_or_else(|p| p.into_inner()),
         archive_bytes: report.bytes,
         peak_rss_bytes: crate::util::peak_rss_bytes(),
+        workers_started,
         failures,
     })
 }

@@ -11,7 +11,8 @@ pub struct Failure {
     /// Label, or `pipelines[i]`.
     pub pipeline: String,
     /// `script`, `shader`, `link`, `panic` (naga or a backend panicked; contained), or with
-    /// `--isolate` `crash` / `timeout`.
+    /// `--isolate` `crash` / `timeout` / `protocol` (a worker answered wrongly: not for the
+    /// pipeline it was asked about, damaged, or too long).
     pub phase: String,
     /// Shader error category, for `shader` failures.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -93,6 +94,9 @@ pub struct HarvestSummary {
     pub archive_bytes: usize,
     /// Peak resident memory of the harvesting process in bytes.
     pub peak_rss_bytes: u64,
+    /// Worker processes started under `--isolate` (first starts, replacements after a crash,
+    /// timeout or protocol violation, and recycles); 0 in-process.
+    pub workers_started: usize,
     /// Every failure.
     pub failures: Vec<Failure>,
 }
@@ -120,6 +124,9 @@ impl HarvestSummary {
             "  phases:                load {:.3} s, plan {:.3} s, compile {:.3} s, final write {:.3} s\n",
             self.phases.load_seconds, self.phases.plan_seconds, self.phases.compile_seconds, self.phases.write_seconds
         );
+        if self.workers_started > 0 {
+            s += &format!("  worker processes:      {} started\n", self.workers_started);
+        }
         if self.flushes > 0 {
             s += &format!("  intermediate writes:   {}\n", self.flushes);
         }

@@ -6,7 +6,7 @@ use crate::capture::Capture;
 use crate::compiler::CompileError;
 use crate::script::ScriptError;
 use crate::sync::lock_std;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 
 /// Shared by all workers of one harvest.
@@ -17,9 +17,6 @@ pub(crate) struct Sink<'a> {
     pub flush_every: Option<usize>,
     pub flush_tx: Mutex<Option<mpsc::Sender<()>>>,
     pub on_progress: &'a (dyn Fn(Progress) + Sync),
-    /// Front-end counters reported by isolated workers.
-    pub libraries_parsed: AtomicU64,
-    pub functions_compiled: AtomicU64,
 }
 
 impl Sink<'_> {

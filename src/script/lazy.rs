@@ -1,10 +1,12 @@
 //! A script read on demand: one pipeline at a time, each library loaded the first time a
 //! pipeline needs it. For `granary worker`, which compiles a few pipelines of a large script.
+//! A worker gets the script text and the library bytes from its parent
+//! ([`LazyScript::from_text`], [`LazyScript::supply_library`]) and reads no file itself.
 
 use super::error::ScriptError;
 use super::load::{convert_pipeline, from_raw, load_library, offset_in, Ctx, LoadedLibrary as Loaded};
 use super::raw::{RawLibrary, RawPipeline, RawScriptTop, SCRIPT_VERSION};
-use crate::descriptor::PipelineDescriptor;
+use crate::descriptor::{Library, PipelineDescriptor};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,8 @@ pub struct LazyScript {
     libraries: HashMap<String, (usize, Range<usize>)>,
     ambiguous: HashMap<String, ScriptError>,
     loaded: Mutex<HashMap<String, Arc<OnceLock<Loaded>>>>,
+    /// `Some` for [`LazyScript::from_text`]: libraries come only from here, never from files.
+    supplied: Option<Mutex<HashMap<String, Arc<Library>>>>,
 }
 
 impl LazyScript {
@@ -30,6 +34,27 @@ impl LazyScript {
     pub fn load(path: &Path) -> Result<LazyScript, ScriptError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ScriptError::at(path, "", format!("cannot read script: {e}")))?;
+        Self::scan(text, path, None)
+    }
+
+    /// Script text someone else read (the harvest parent); `path` names it in messages. No file
+    /// is ever read: a pipeline can use only the libraries handed in with
+    /// [`LazyScript::supply_library`] (one that was not is an error naming it), so the result
+    /// is a function of the bytes given, whatever happens to the files meanwhile.
+    pub fn from_text(text: String, path: &Path) -> Result<LazyScript, ScriptError> {
+        Self::scan(text, path, Some(Mutex::new(HashMap::new())))
+    }
+
+    /// Hands in a library for a script made with [`LazyScript::from_text`], under its name
+    /// (it replaces one supplied earlier under that name). Ignored for a script read with
+    /// [`LazyScript::load`], which reads its library files itself.
+    pub fn supply_library(&self, library: Arc<Library>) {
+        if let Some(supplied) = &self.supplied {
+            crate::sync::lock_std(supplied).insert(library.name().to_string(), library);
+        }
+    }
+
+    fn scan(text: String, path: &Path, supplied: Option<Mutex<HashMap<String, Arc<Library>>>>) -> Result<LazyScript, ScriptError> {
         let (pipelines, libraries, ambiguous) = {
             let de = &mut serde_json::Deserializer::from_str(&text);
             let top: RawScriptTop<'_> =
@@ -71,6 +96,7 @@ impl LazyScript {
             libraries,
             ambiguous,
             loaded: Mutex::new(HashMap::new()),
+            supplied,
         })
     }
 
@@ -89,6 +115,12 @@ impl LazyScript {
             return Some(Err(e.clone()));
         }
         let (i, range) = self.libraries.get(name)?;
+        if let Some(supplied) = &self.supplied {
+            let found = crate::sync::lock_std(supplied).get(name).cloned();
+            return Some(found.ok_or_else(|| {
+                ScriptError::at(&self.path, format!("libraries[{i}]"), format!("library '{name}' was not supplied with the script text"))
+            }));
+        }
         let cell = crate::sync::lock_std(&self.loaded).entry(name.to_string()).or_default().clone();
         let loaded = cell.get_or_init(|| {
             let jp = format!("libraries[{i}]");
@@ -114,5 +146,27 @@ impl LazyScript {
             Ok(p) => (p.label.clone(), convert_pipeline(p, &cx, &jp)),
             Err(e) => (None, Err(e)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_from_text_reads_no_file_and_uses_only_supplied_libraries() {
+        let text = r#"{"granary_script": 1,
+            "libraries": [{"name": "l", "path": "does/not/exist.wgsl"}],
+            "pipelines": [{"label": "p", "compute": {"function": {"library": "l", "function": "main"}}}]}"#;
+        let script = LazyScript::from_text(text.to_string(), Path::new("/nowhere/s.json")).unwrap();
+        let (label, missing) = script.pipeline(0).unwrap();
+        assert_eq!(label.as_deref(), Some("p"));
+        let e = missing.unwrap_err();
+        assert!(e.message.contains("library 'l' is unavailable") && e.message.contains("not supplied"), "{e}");
+        let lib = Library::wgsl("l", "@compute @workgroup_size(1) fn main() {}");
+        script.supply_library(lib.clone());
+        let (_, d) = script.pipeline(0).unwrap();
+        let d = d.unwrap();
+        assert_eq!(d.stages()[0].1.base().0.hash(), lib.hash());
     }
 }

@@ -29,6 +29,12 @@ mod platform {
     pub fn current_rss_bytes() -> u64 {
         0
     }
+    pub fn process_rss_bytes(_pid: u32) -> Option<u64> {
+        None
+    }
+    pub fn die_with_parent(_parent: u32) -> bool {
+        true
+    }
 }
 
 /// CPU time consumed by the calling thread so far.
@@ -55,6 +61,41 @@ pub fn peak_rss_bytes() -> u64 {
 /// peak).
 pub fn current_rss_bytes() -> u64 {
     platform::current_rss_bytes()
+}
+
+/// Current resident set size of another process (Linux: from /proc; elsewhere `None`).
+pub fn process_rss_bytes(pid: u32) -> Option<u64> {
+    platform::process_rss_bytes(pid)
+}
+
+/// For a worker process: have the operating system kill this process when its parent dies
+/// (Linux: `PR_SET_PDEATHSIG` with SIGKILL), then check that the parent is still the process
+/// `parent`. Returns false when it is already gone (the caller should exit). Where no such
+/// facility exists it only checks the parent (Unix) or returns true.
+///
+/// Linux sends the signal when the *thread* that spawned this process exits, so the spawning
+/// thread must outlive the worker.
+pub fn die_with_parent(parent: u32) -> bool {
+    platform::die_with_parent(parent)
+}
+
+/// The protocol input and output of a worker process whose standard input and output carry a
+/// protocol, as `(input, output)`.
+///
+/// On Unix both move to private descriptors: fd 0 then reads `/dev/null` and fd 1 writes to
+/// the standard error, so nothing else in the process (a driver's `printf`, a stray
+/// `println!`) can read the protocol input or write into the protocol output. Elsewhere they
+/// are the standard streams themselves. Call once, before anything else reads or writes them.
+pub fn private_stdio() -> std::io::Result<(Box<dyn std::io::Read + Send>, Box<dyn std::io::Write + Send>)> {
+    #[cfg(unix)]
+    {
+        let (input, output) = unix::private_stdio()?;
+        Ok((Box::new(input), Box::new(output)))
+    }
+    #[cfg(not(unix))]
+    {
+        Ok((Box::new(std::io::stdin()), Box::new(std::io::stdout())))
+    }
 }
 
 #[cfg(test)]

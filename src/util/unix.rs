@@ -55,3 +55,57 @@ fn rusage_of(who: libc::c_int) -> Option<libc::rusage> {
     (rc == 0).then_some(r)
 }
 
+
+/// Moves the standard input and output to private descriptors and returns them; afterwards
+/// fd 0 reads `/dev/null` and fd 1 writes wherever fd 2 does. Code running later in this
+/// process (a library's `printf`, a stray `println!`) can then neither read the protocol
+/// input nor write into the protocol output.
+pub fn private_stdio() -> std::io::Result<(std::fs::File, std::fs::File)> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let dup = |fd: libc::c_int| {
+        // SAFETY: `fcntl(F_DUPFD_CLOEXEC)` takes no pointers; it only creates a new descriptor
+        // (>= 3) referring to the same open file as `fd`, or fails with -1.
+        let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+        if new < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `new` was just created by fcntl above and nothing else owns it.
+        Ok(unsafe { std::fs::File::from_raw_fd(new) })
+    };
+    let input = dup(0)?;
+    let output = dup(1)?;
+    let null = std::fs::File::open("/dev/null")?;
+    // SAFETY: `dup2` takes no pointers; both descriptors are open (fd 0 is the standard input
+    // already copied above, `null` is alive for this call, fd 2 is the standard error).
+    // Replacing fd 0 and fd 1 is what this function is for; the Rust standard streams keep
+    // working, on the new files.
+    unsafe {
+        if libc::dup2(null.as_raw_fd(), 0) < 0 || libc::dup2(2, 1) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok((input, output))
+}
+
+/// Asks the kernel to SIGKILL this process when its parent dies (Linux), then checks that the
+/// parent is still `parent`. Returns false when the parent is already gone.
+pub fn die_with_parent(parent: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number as its only argument (the rest are
+    // unused); it changes nothing but this process's parent-death signal.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+    }
+    // SAFETY: `getppid` takes no arguments and cannot fail. Called after prctl, so a parent
+    // that died before the prctl shows here as a different parent (init or a subreaper).
+    let now = unsafe { libc::getppid() };
+    u32::try_from(now).is_ok_and(|p| p == parent)
+}
+
+/// Current resident set size of process `pid` in bytes (Linux: /proc; elsewhere unknown).
+pub fn process_rss_bytes(pid: u32) -> Option<u64> {
+    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    // SAFETY: `sysconf` takes no pointers and only reads configuration.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    statm.split_whitespace().nth(1)?.parse::<u64>().ok().map(|p| p * page)
+}
