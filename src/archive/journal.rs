@@ -4,9 +4,13 @@
 //!
 //! Layout: a 40-byte header written once (magic, version, header length, writer-options
 //! fingerprint, checksum), then records, each `length u64 | xxh3-64 of the payload u64 |
-//! payload`, where the payload is a complete, self-contained archive (the deterministic
-//! writer's output) holding the entries compiled since the previous record. Reading a payload
-//! back goes through the bounds-checked archive reader and its `verify`.
+//! payload`, where the payload is a complete archive (the deterministic writer's output)
+//! holding the entries compiled since the previous record. Reading a payload back goes through
+//! the bounds-checked archive reader and its `verify`. A stage function whose outputs an
+//! earlier record of the same journal already holds is written without outputs, and replay
+//! restores them from that record: a stage function's outputs (shared by many pipelines, e.g.
+//! a fragment function used across the whole workload) are written once per journal, so a
+//! record costs what is new since the previous one.
 //!
 //! Invariants:
 //! - A record is appended with one positioned write sequence and then `fsync`ed; an append
@@ -20,7 +24,8 @@
 use super::durable::{parent_dir, sync_dir, SlowHalfway};
 use super::{encode, Archive, ArchiveError, ArchiveMeta, WriteEntry};
 use crate::descriptor::key::checksum64;
-use crate::descriptor::{KeyContext, TargetSet};
+use crate::descriptor::{KeyContext, PipelineEntry, TargetOutputs, TargetSet};
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
@@ -62,6 +67,8 @@ pub struct Journal {
     len: u64,
     /// An append failed and could not be cut off again: further appends are refused.
     broken: bool,
+    /// Stage functions whose outputs a record of this journal holds.
+    stages: HashSet<u128>,
 }
 
 impl Journal {
@@ -80,14 +87,15 @@ impl Journal {
         file.write_all(&h).map_err(io)?;
         file.sync_all().map_err(io)?;
         sync_dir(parent_dir(&path)).map_err(io)?;
-        Ok(Journal { path, file, meta: meta.clone(), len: JOURNAL_HEADER_LEN as u64, broken: false })
+        Ok(Journal { path, file, meta: meta.clone(), len: JOURNAL_HEADER_LEN as u64, broken: false, stages: HashSet::new() })
     }
 
-    /// Opens the existing journal of `archive` for appending after a replay: cuts it to
-    /// `valid_len` (the end of its last intact record, [`JournalReplay::valid_len`]) so new
-    /// records follow the intact ones, not a damaged tail.
-    pub fn reopen(archive: &Path, meta: &ArchiveMeta, valid_len: u64) -> Result<Journal, ArchiveError> {
+    /// Opens the existing journal of `archive` for appending after `replay` read it: cuts it
+    /// to the end of its last intact record ([`JournalReplay::valid_len`]) so new records
+    /// follow the intact ones, not a damaged tail.
+    pub fn reopen(archive: &Path, meta: &ArchiveMeta, replay: &JournalReplay) -> Result<Journal, ArchiveError> {
         let path = journal_path(archive);
+        let valid_len = replay.valid_len;
         let io = |e| ArchiveError::io(&path, e);
         if valid_len < JOURNAL_HEADER_LEN as u64 {
             return Err(ArchiveError::corrupt(valid_len as usize, "journal header is incomplete; create a new journal"));
@@ -95,7 +103,7 @@ impl Journal {
         let file = std::fs::OpenOptions::new().write(true).open(&path).map_err(io)?;
         file.set_len(valid_len).map_err(io)?;
         file.sync_all().map_err(io)?;
-        Ok(Journal { path, file, meta: meta.clone(), len: valid_len, broken: false })
+        Ok(Journal { path, file, meta: meta.clone(), len: valid_len, broken: false, stages: replay.stages.clone() })
     }
 
     /// The journal's path.
@@ -114,13 +122,33 @@ impl Journal {
     }
 
     /// Appends one record holding `entries` and flushes it to disk. Returns the bytes
-    /// appended (frame and payload). Cost is proportional to `entries`, not to the journal.
+    /// appended (frame and payload). Cost is proportional to `entries` and their stage
+    /// functions not yet in the journal, not to the journal.
     pub fn append(&mut self, entries: &[WriteEntry]) -> Result<usize, ArchiveError> {
         let io = |e| ArchiveError::io(&self.path, e);
         if self.broken {
             return Err(io(std::io::Error::other("an earlier append failed and could not be undone")));
         }
-        let payload = encode(entries, &self.meta);
+        // Leave out the outputs of stage functions an earlier record holds.
+        let mut new_stages = HashSet::new();
+        let stripped: Vec<WriteEntry> = entries
+            .iter()
+            .map(|w| {
+                let known = |s: &crate::descriptor::StageEntry| self.stages.contains(&s.key.0) && has_outputs(&s.outputs);
+                for s in w.entry.stages.iter().filter(|s| !known(s) && has_outputs(&s.outputs)) {
+                    new_stages.insert(s.key.0);
+                }
+                if !w.entry.stages.iter().any(known) {
+                    return w.clone();
+                }
+                let mut e = PipelineEntry::clone(&w.entry);
+                for s in e.stages.iter_mut().filter(|s| known(s)) {
+                    s.outputs = TargetOutputs::default();
+                }
+                WriteEntry { entry: std::sync::Arc::new(e), labels: w.labels.clone() }
+            })
+            .collect();
+        let payload = encode(&stripped, &self.meta);
         let mut frame = [0u8; JOURNAL_FRAME_LEN];
         frame[..8].copy_from_slice(&(payload.len() as u64).to_le_bytes());
         frame[8..].copy_from_slice(&checksum64(&payload).to_le_bytes());
@@ -145,6 +173,7 @@ impl Journal {
         match result {
             Ok(()) => {
                 self.len += total as u64;
+                self.stages.extend(new_stages);
                 Ok(total)
             }
             Err(e) => {
@@ -156,6 +185,10 @@ impl Journal {
             }
         }
     }
+}
+
+fn has_outputs(o: &TargetOutputs) -> bool {
+    o.0.iter().any(Option::is_some)
 }
 
 /// The part of a journal that replay ignored.
@@ -190,6 +223,9 @@ pub struct JournalReplay {
     pub targets: TargetSet,
     /// Length of the header and the intact records: where the next append belongs.
     pub valid_len: u64,
+    /// Stage functions whose outputs the intact records hold (later records may leave them
+    /// out; see [`Journal::append`]).
+    pub stages: HashSet<u128>,
     /// What was ignored after the intact records, if anything.
     pub damaged_tail: Option<DamagedTail>,
 }
@@ -217,8 +253,11 @@ fn replay_bytes(b: &[u8], path: PathBuf) -> Result<JournalReplay, ArchiveError> 
         entries: Vec::new(),
         targets: TargetSet(0),
         valid_len: 0,
+        stages: HashSet::new(),
         damaged_tail: None,
     };
+    // Outputs of every stage function the intact records hold, to restore left-out ones.
+    let mut outputs: HashMap<u128, TargetOutputs> = HashMap::new();
     let damaged = |offset: usize, why: String| Some(DamagedTail { offset: offset as u64, bytes: len - offset as u64, why });
     // The header: written once, right after creation. A prefix of it (or zeros where a crash
     // kept the size but not the data) is a creation that did not finish.
@@ -283,7 +322,8 @@ fn replay_bytes(b: &[u8], path: PathBuf) -> Result<JournalReplay, ArchiveError> 
                 return Err(ArchiveError::Incompatible("record built with other writer options than its journal".into()));
             }
             Ok((a.targets(), a.entries()?))
-        });
+        })
+        .and_then(|(targets, entries)| Ok((targets, restore_outputs(entries, &mut outputs)?)));
         match read {
             Ok((targets, entries)) => {
                 out.targets = TargetSet(out.targets.0 | targets.0);
@@ -298,6 +338,40 @@ fn replay_bytes(b: &[u8], path: PathBuf) -> Result<JournalReplay, ArchiveError> 
             }
         }
     }
+    out.stages = outputs.into_keys().collect();
+    Ok(out)
+}
+
+/// Fills in the outputs a record left out (stage functions an earlier record holds) and
+/// remembers the outputs it holds. A stage without outputs that no earlier record holds makes
+/// the record invalid: nothing is ever restored from a guess.
+fn restore_outputs(
+    entries: Vec<WriteEntry>,
+    known: &mut HashMap<u128, TargetOutputs>,
+) -> Result<Vec<WriteEntry>, ArchiveError> {
+    let mut added = HashMap::new();
+    let mut out = Vec::with_capacity(entries.len());
+    for w in entries {
+        if w.entry.stages.iter().all(|s| has_outputs(&s.outputs)) {
+            for s in &w.entry.stages {
+                added.entry(s.key.0).or_insert_with(|| s.outputs.clone());
+            }
+            out.push(w);
+            continue;
+        }
+        let mut e = PipelineEntry::clone(&w.entry);
+        for s in &mut e.stages {
+            if has_outputs(&s.outputs) {
+                added.entry(s.key.0).or_insert_with(|| s.outputs.clone());
+            } else {
+                s.outputs = known.get(&s.key.0).cloned().ok_or_else(|| {
+                    ArchiveError::Incompatible(format!("stage {:032x} has no outputs and no earlier record holds them", s.key.0))
+                })?;
+            }
+        }
+        out.push(WriteEntry { entry: std::sync::Arc::new(e), labels: w.labels });
+    }
+    known.extend(added);
     Ok(out)
 }
 
@@ -373,12 +447,56 @@ mod tests {
         assert!(r.damaged_tail.as_ref().unwrap().why.contains("checksum"), "{:?}", r.damaged_tail);
 
         // Reopening cuts the damaged tail off, and new records follow the intact ones.
-        let mut j = Journal::reopen(&archive, &meta, r.valid_len).unwrap();
+        let mut j = Journal::reopen(&archive, &meta, &r).unwrap();
         j.append(&[entry(4)]).unwrap();
         let r = replay_journal(&archive).unwrap().unwrap();
         assert_eq!((keys(&r), r.damaged_tail), (vec![1, 2, 4], None));
         assert!(remove_journal(&archive).unwrap());
         assert!(!remove_journal(&archive).unwrap());
+    }
+
+    /// Pipeline `k` with two stages: its own, and the stage function `shared` (big outputs).
+    fn sharing(k: u128, shared: u128) -> WriteEntry {
+        let mut w = entry(k);
+        let mut outputs = TargetOutputs::default();
+        outputs.0[0] = Some(Blob::new(vec![shared as u8; 100_000]));
+        let mut e = PipelineEntry::clone(&w.entry);
+        e.kind = PipelineKind::Render;
+        e.stages.insert(0, StageEntry { key: StageKey(shared), stage: ShaderStage::Vertex, entry_point: "vs".into(), outputs });
+        w.entry = Arc::new(e);
+        w
+    }
+
+    #[test]
+    fn a_stage_function_is_written_once_per_journal_and_restored_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join("s.granary");
+        let meta = ArchiveMeta::portable();
+        let mut j = Journal::create(&archive, &meta).unwrap();
+        let first = j.append(&[sharing(1, 1000)]).unwrap();
+        let second = j.append(&[sharing(2, 1000), sharing(3, 1000)]).unwrap();
+        assert!(first > 100_000 && second < 10_000, "the shared outputs are not written again: {first} then {second}");
+        let r = replay_journal(&archive).unwrap().unwrap();
+        let want = [sharing(1, 1000), sharing(2, 1000), sharing(3, 1000)];
+        assert_eq!(r.entries.len(), 3);
+        for (got, want) in r.entries.iter().zip(&want) {
+            assert_eq!(*got.entry, *want.entry, "outputs restored byte for byte");
+        }
+        // A continued journal still refers back to the records before it.
+        let mut j = Journal::reopen(&archive, &meta, &r).unwrap();
+        assert!(j.append(&[sharing(4, 1000)]).unwrap() < 10_000);
+        let r = replay_journal(&archive).unwrap().unwrap();
+        assert_eq!(*r.entries[3].entry, *sharing(4, 1000).entry);
+
+        // A record that refers to outputs no earlier record holds is not trusted.
+        let path = journal_path(&archive);
+        let full = std::fs::read(&path).unwrap();
+        let mut cut = full[..JOURNAL_HEADER_LEN].to_vec();
+        cut.extend_from_slice(&full[JOURNAL_HEADER_LEN + first..]);
+        std::fs::write(&path, &cut).unwrap();
+        let r = replay_journal(&archive).unwrap().unwrap();
+        assert_eq!(r.records, 0);
+        assert!(r.damaged_tail.unwrap().why.contains("no earlier record"));
     }
 
     #[test]

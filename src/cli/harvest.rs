@@ -108,7 +108,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
             match p {
                 Progress::Planned { tasks } => bar.set_length(tasks as u64),
                 Progress::TaskDone => bar.inc(1),
-                Progress::Flushed => bar.set_message("archive written"),
+                Progress::Flushed => bar.set_message("journal flushed"),
             }
         }
     };

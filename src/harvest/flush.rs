@@ -5,9 +5,9 @@
 //! Finding "what is new" takes a snapshot of the capture (a copy of `Arc`s, no entry bytes)
 //! and a set of the keys already on disk (in the archive being resumed or in the journal), so
 //! the cost of a flush that matters — encoding, writing, fsync — is proportional to the new
-//! entries, not to the archive.
+//! entries (and the journal writes each stage function's outputs once), not to the archive.
 
-use crate::archive::journal::{Journal, JOURNAL_HEADER_LEN};
+use crate::archive::journal::{Journal, JournalReplay, JOURNAL_HEADER_LEN};
 use crate::archive::{ArchiveError, ArchiveMeta, WriteEntry};
 use crate::capture::Capture;
 use std::collections::HashSet;
@@ -18,9 +18,9 @@ pub(crate) struct Flusher {
     archive: PathBuf,
     meta: ArchiveMeta,
     journal: Option<Journal>,
-    /// Continue the existing journal from this length (`--resume` found it intact up to
-    /// there); `None`: start a new journal at the first flush.
-    reopen_at: Option<u64>,
+    /// Continue the existing journal `--resume` replayed (after its intact records); `None`:
+    /// start a new journal at the first flush.
+    reopen: Option<JournalReplay>,
     /// Keys already durable: resumed from the archive or the journal, or journaled since.
     on_disk: HashSet<u128>,
     /// Journal records appended.
@@ -30,8 +30,8 @@ pub(crate) struct Flusher {
 }
 
 impl Flusher {
-    pub fn new(archive: PathBuf, reopen_at: Option<u64>, on_disk: HashSet<u128>) -> Self {
-        Flusher { archive, meta: ArchiveMeta::portable(), journal: None, reopen_at, on_disk, flushes: 0, bytes_written: 0 }
+    pub fn new(archive: PathBuf, reopen: Option<JournalReplay>, on_disk: HashSet<u128>) -> Self {
+        Flusher { archive, meta: ArchiveMeta::portable(), journal: None, reopen, on_disk, flushes: 0, bytes_written: 0 }
     }
 
     /// Appends the captured entries that are not on disk yet as one journal record. Returns
@@ -45,8 +45,8 @@ impl Flusher {
         let journal = match &mut self.journal {
             Some(j) => j,
             None => {
-                let j = match self.reopen_at.take() {
-                    Some(len) => Journal::reopen(&self.archive, &self.meta, len)?,
+                let j = match self.reopen.take() {
+                    Some(r) => Journal::reopen(&self.archive, &self.meta, &r)?,
                     None => {
                         let j = Journal::create(&self.archive, &self.meta)?;
                         self.bytes_written += JOURNAL_HEADER_LEN as u64;

@@ -28,7 +28,7 @@ pub use prune::{prune, PruneReport};
 pub use report::{Failure, HarvestSummary, Phases};
 pub use worker::worker_main;
 
-use crate::archive::journal::{journal_path, remove_journal, replay_journal};
+use crate::archive::journal::{journal_path, remove_journal, replay_journal, JournalReplay};
 use crate::archive::{Archive, ArchiveError, WriteEntry};
 use crate::capture::{Capture, CaptureMode, WriteReport};
 use crate::compiler::{Compiler, CompilerOptions};
@@ -115,8 +115,9 @@ struct Resumed {
     journal_records: usize,
     /// What replay ignored at the journal's end, in words.
     journal_damage: Option<String>,
-    /// Where to continue the existing journal; `None`: start a new one at the first flush.
-    reopen_at: Option<u64>,
+    /// The existing journal's replay (its entries taken out), to continue it; `None`: start
+    /// a new journal at the first flush.
+    reopen: Option<JournalReplay>,
     /// Keys of the kept entries (already durable in the archive or the journal).
     kept: HashSet<u128>,
 }
@@ -156,7 +157,7 @@ fn resume(
     let journal = journal_path(&opts.output);
     let replay = replay_journal(&opts.output)
         .map_err(|e| resume_err(format!("its journal cannot be read: {e}; delete {} or run without --resume", journal.display())))?;
-    if let Some(r) = replay {
+    if let Some(mut r) = replay {
         if let Some(jctx) = r.key_context {
             if jctx != *ctx {
                 return Err(resume_err(format!(
@@ -164,7 +165,6 @@ fn resume(
                     journal.display()
                 )));
             }
-            out.reopen_at = Some(r.valid_len);
         }
         if !r.entries.is_empty() && r.targets != opts.targets {
             return Err(resume_err(format!(
@@ -174,7 +174,7 @@ fn resume(
                 opts.targets.names()
             )));
         }
-        for w in r.entries {
+        for w in std::mem::take(&mut r.entries) {
             match old.entry(w.entry.key.0) {
                 std::collections::hash_map::Entry::Vacant(v) => {
                     v.insert(w.entry);
@@ -191,7 +191,10 @@ fn resume(
             }
         }
         out.journal_records = r.records;
-        out.journal_damage = r.damaged_tail.map(|t| format!("{}: {t}", journal.display()));
+        out.journal_damage = r.damaged_tail.as_ref().map(|t| format!("{}: {t}", journal.display()));
+        if r.key_context.is_some() {
+            out.reopen = Some(r);
+        }
     }
     if old.is_empty() {
         return Ok(out);
@@ -252,7 +255,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         }
     }
 
-    let resumed = if opts.resume { resume(opts, &ctx, &capture, &mut valid)? } else { Resumed::default() };
+    let mut resumed = if opts.resume { resume(opts, &ctx, &capture, &mut valid)? } else { Resumed::default() };
 
     let loaded = start.elapsed();
     let plan = plan::plan(&valid, &ctx);
@@ -269,7 +272,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         libraries_parsed: Default::default(),
         functions_compiled: Default::default(),
     };
-    let flusher = Mutex::new(flush::Flusher::new(opts.output.clone(), resumed.reopen_at, resumed.kept.clone()));
+    let flusher = Mutex::new(flush::Flusher::new(opts.output.clone(), resumed.reopen.take(), std::mem::take(&mut resumed.kept)));
     let flush_errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
     let task_cpu = std::thread::scope(|s| {
