@@ -278,7 +278,7 @@ fn flushes_append_to_the_journal_and_the_final_archive_is_unchanged() {
     let out = dir.path().join("flushed.granary");
     let s = harvest_json(Path::new(EXAMPLE), &out, &["--flush-every", "15", "-j", "2"]);
     let flushes = s["flushes"].as_u64().unwrap();
-    assert!(flushes >= 2, "{s}");
+    assert!(flushes >= 1, "{s}");
     let (written, size) = (s["bytes_written"].as_u64().unwrap(), s["archive_bytes"].as_u64().unwrap());
     assert!(written > size && written < 3 * size, "bytes written {written} for a {size}-byte archive after {flushes} flushes");
     assert_eq!(std::fs::read(&out).unwrap(), full);
