@@ -9,6 +9,7 @@
 
 mod durable;
 mod error;
+pub mod journal;
 pub mod format;
 mod reader;
 mod salvage;

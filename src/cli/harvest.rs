@@ -19,10 +19,12 @@ pub struct HarvestArgs {
     /// Output targets, comma-separated: spirv, msl, hlsl, glsl.
     #[arg(long, default_value = "spirv", value_parser = parse_targets)]
     targets: TargetSet,
-    /// Also write the archive every N compiled pipelines while compiling continues.
+    /// Every N compiled pipelines, append what is new to OUTPUT.journal while compiling
+    /// continues (a kill loses at most N pipelines; --resume replays the journal).
     #[arg(long, value_name = "N")]
     flush_every: Option<usize>,
-    /// Keep the pipelines of an existing (verified) output archive; compile only the rest.
+    /// Keep the pipelines of an existing (verified) output archive and its journal that the
+    /// script still produces; compile only the rest.
     #[arg(long)]
     resume: bool,
     /// Print the summary as JSON on stdout.
@@ -110,7 +112,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
             match p {
                 Progress::Planned { tasks } => bar.set_length(tasks as u64),
                 Progress::TaskDone => bar.inc(1),
-                Progress::Flushed => bar.set_message("archive written"),
+                Progress::Flushed => bar.set_message("journal flushed"),
             }
         }
     };
@@ -127,5 +129,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
     } else {
         eprint!("{}", summary.to_text());
     }
-    Ok(if summary.failed > 0 { 1 } else { 0 })
+    // Exit 1 when any pipeline failed, including a harvest in which every pipeline failed and
+    // the existing archive was kept.
+    Ok(if summary.failed > 0 || summary.kept_existing_archive { 1 } else { 0 })
 }

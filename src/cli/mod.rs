@@ -18,6 +18,7 @@ mod gen;
 mod bench;
 mod harvest;
 mod inspect;
+mod prune;
 mod salvage;
 mod stress;
 mod workload;
@@ -56,6 +57,8 @@ enum Command {
     Gen(gen::GenArgs),
     /// Copy every intact pipeline of a damaged archive into a new one and report what was lost.
     Salvage(salvage::SalvageArgs),
+    /// Keep exactly the archived pipelines a script produces, labelled as the script labels them (no compiling).
+    Prune(prune::PruneArgs),
     /// Run the bug report's race scenarios against the real compiler and capture, checking
     /// every invariant.
     Stress(stress::StressArgs),
@@ -77,6 +80,7 @@ pub fn main() -> i32 {
         Command::Merge(a) => inspect::merge(a),
         Command::Gen(a) => gen::run(a),
         Command::Salvage(a) => salvage::run(a),
+        Command::Prune(a) => prune::run(a),
         Command::Worker(a) => harvest::worker(a),
         Command::Stress(a) => stress::run_cli(a),
         Command::Bench(a) => bench::run_cli(a),

@@ -2,31 +2,41 @@
 //! with periodic flushes, resume and a summary.
 //!
 //! Invariants:
-//! - The archive written is a function of the script's successful pipelines (and, with
-//!   `resume`, the previous archive's entries) only: thread count and scheduling do not change
-//!   a byte.
-//! - Intermediate flushes go through `Capture::write_archive`, so they run while workers keep
-//!   compiling and each file on disk is complete.
-//! - A failing pipeline is reported and the rest still land in the archive.
+//! - The archive written is a function of the script's successful pipelines only: thread
+//!   count, scheduling, flushes and `--resume` do not change a byte. A resumed harvest keeps
+//!   exactly the old entries whose keys the current script produces, labelled as the current
+//!   script labels them, so it equals a fresh harvest of the script as it is now.
+//! - Intermediate flushes append the entries captured since the previous flush to the
+//!   archive's journal (`OUT.journal`, one fsynced record each) while workers keep compiling;
+//!   the archive itself is replaced only by the final write (durably, whole), after which the
+//!   journal is deleted. `--resume` replays the archive, then the journal's intact records.
+//! - A failing pipeline is reported and the rest still land in the archive. When every
+//!   pipeline failed (none compiled, none resumed), an existing output file is left alone.
 
+mod flush;
 mod inprocess;
 mod isolate;
 mod plan;
+mod prune;
 mod report;
 mod sink;
 mod worker;
 
 pub use isolate::IsolateOptions;
 pub use plan::{plan, Plan, Task};
+pub use prune::{prune, PruneReport};
 pub use report::{Failure, HarvestSummary, Phases};
 pub use worker::worker_main;
 
-use crate::archive::{Archive, ArchiveError};
-use crate::capture::{Capture, CaptureMode};
+use crate::archive::journal::{journal_path, remove_journal, replay_journal, JournalReplay};
+use crate::archive::{Archive, ArchiveError, WriteEntry};
+use crate::capture::{Capture, CaptureMode, WriteReport};
 use crate::compiler::{Compiler, CompilerOptions};
-use crate::descriptor::{PipelineDescriptor, TargetSet};
+use crate::descriptor::{PipelineDescriptor, PipelineEntry, TargetSet};
 use crate::script::{Script, ScriptError};
+use crate::sync::lock_std;
 use crate::util::process_cpu_time;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -43,9 +53,11 @@ pub struct HarvestOptions {
     pub threads: usize,
     /// Output targets.
     pub targets: TargetSet,
-    /// Write the archive every this many compiled pipelines (besides the final write).
+    /// Every this many compiled pipelines, append what is new to the archive's journal
+    /// (`OUTPUT.journal`); the final write folds it into the archive.
     pub flush_every: Option<usize>,
-    /// Keep the entries of an existing, valid output archive and compile only what is missing.
+    /// Keep the entries of an existing, valid output archive and of its journal that the
+    /// script still produces, and compile only what is missing.
     pub resume: bool,
     /// Compile in worker processes instead of threads (`--isolate`).
     pub isolate: Option<IsolateOptions>,
@@ -61,7 +73,7 @@ pub enum Progress {
     },
     /// One more task finished.
     TaskDone,
-    /// An intermediate archive write finished.
+    /// An intermediate flush (a journal record) finished.
     Flushed,
 }
 
@@ -82,51 +94,140 @@ pub enum HarvestError {
         /// Why.
         why: String,
     },
+    /// [`prune`] refused an archive.
+    #[error("cannot prune {path}: {why}")]
+    Prune {
+        /// The archive.
+        path: String,
+        /// Why.
+        why: String,
+    },
 }
 
-/// `--resume`: verifies the existing output archive, puts its entries into `capture`, and
-/// removes the pipelines it already holds from `valid`. Returns how many were removed.
+/// What `--resume` found and kept.
+#[derive(Default)]
+struct Resumed {
+    /// Script pipelines whose entry was kept (not recompiled).
+    pipelines: usize,
+    /// Old entries (archive and journal, distinct keys) the script no longer produces.
+    dropped: usize,
+    /// Intact journal records replayed.
+    journal_records: usize,
+    /// What replay ignored at the journal's end, in words.
+    journal_damage: Option<String>,
+    /// The existing journal's replay (its entries taken out), to continue it; `None`: start
+    /// a new journal at the first flush.
+    reopen: Option<JournalReplay>,
+    /// Keys of the kept entries (already durable in the archive or the journal).
+    kept: HashSet<u128>,
+}
+
+/// `--resume`: verifies the existing output archive, replays its journal, keeps exactly the
+/// entries whose keys the current script produces — labelled as the current script labels
+/// them — puts them into `capture`, and removes the pipelines they cover from `valid`.
 fn resume(
     opts: &HarvestOptions,
     ctx: &crate::descriptor::KeyContext,
     capture: &Capture,
     valid: &mut Vec<(usize, &PipelineDescriptor)>,
-) -> Result<usize, HarvestError> {
+) -> Result<Resumed, HarvestError> {
     // A harvest that was killed mid-write left its temporary file; nothing reads it.
     crate::archive::remove_stale_temporaries(&opts.output);
-    if !opts.output.exists() {
-        return Ok(0);
-    }
     let resume_err = |why: String| HarvestError::Resume { path: opts.output.display().to_string(), why };
-    let archive = Archive::read(&opts.output)?;
-    archive.verify().map_err(|e| {
-        resume_err(format!("{e}; recover its intact part with `granary salvage`, or delete it, or run without --resume"))
-    })?;
-    if archive.key_context() != *ctx {
-        return Err(resume_err("it was built with different writer options (another granary version)".into()));
-    }
-    if !archive.is_empty() && archive.targets() != opts.targets {
-        return Err(resume_err(format!(
-            "it holds targets {} but this harvest asks for {}",
-            archive.targets().names(),
-            opts.targets.names()
-        )));
-    }
-    let entries = archive.entries()?;
-    let have: std::collections::HashSet<u128> = entries.iter().map(|w| w.entry.key.0).collect();
-    capture.insert_archived(entries);
-    let before = valid.len();
-    valid.retain(|(_, d)| {
-        let key = d.key(ctx);
-        if !have.contains(&key.0) {
-            return true;
+    let mut out = Resumed::default();
+    // Every old entry, archive first, then the journal's records in order.
+    let mut old: HashMap<u128, Arc<PipelineEntry>> = HashMap::new();
+    if opts.output.exists() {
+        let archive = Archive::read(&opts.output)?;
+        archive.verify().map_err(|e| {
+            resume_err(format!("{e}; recover its intact part with `granary salvage`, or delete it, or run without --resume"))
+        })?;
+        if archive.key_context() != *ctx {
+            return Err(resume_err("it was built with different writer options (another granary version)".into()));
         }
+        if !archive.is_empty() && archive.targets() != opts.targets {
+            return Err(resume_err(format!(
+                "it holds targets {} but this harvest asks for {}",
+                archive.targets().names(),
+                opts.targets.names()
+            )));
+        }
+        old.extend(archive.entries()?.into_iter().map(|w| (w.entry.key.0, w.entry)));
+    }
+    let journal = journal_path(&opts.output);
+    let replay = replay_journal(&opts.output)
+        .map_err(|e| resume_err(format!("its journal cannot be read: {e}; delete {} or run without --resume", journal.display())))?;
+    if let Some(mut r) = replay {
+        if let Some(jctx) = r.key_context {
+            if jctx != *ctx {
+                return Err(resume_err(format!(
+                    "its journal {} was written with different writer options (another granary version); delete the journal or run without --resume",
+                    journal.display()
+                )));
+            }
+        }
+        if !r.entries.is_empty() && r.targets != opts.targets {
+            return Err(resume_err(format!(
+                "its journal {} holds targets {} but this harvest asks for {}",
+                journal.display(),
+                r.targets.names(),
+                opts.targets.names()
+            )));
+        }
+        for w in std::mem::take(&mut r.entries) {
+            match old.entry(w.entry.key.0) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(w.entry);
+                }
+                std::collections::hash_map::Entry::Occupied(o) => {
+                    if **o.get() != *w.entry {
+                        return Err(resume_err(format!(
+                            "the archive and its journal {} hold different bytes for pipeline {:032x}; delete the journal or run without --resume",
+                            journal.display(),
+                            w.entry.key.0
+                        )));
+                    }
+                }
+            }
+        }
+        out.journal_records = r.records;
+        out.journal_damage = r.damaged_tail.as_ref().map(|t| format!("{}: {t}", journal.display()));
+        if r.key_context.is_some() {
+            out.reopen = Some(r);
+        }
+    }
+    if old.is_empty() {
+        return Ok(out);
+    }
+    // The keys the script produces now, each with every label the script gives it.
+    let keys: Vec<u128> = valid.iter().map(|(_, d)| d.key(ctx).0).collect();
+    let mut labels: HashMap<u128, Vec<String>> = HashMap::with_capacity(keys.len());
+    for ((_, d), k) in valid.iter().zip(&keys) {
+        let v = labels.entry(*k).or_default();
         if let Some(l) = d.label() {
-            capture.add_label(key, l);
+            if !v.iter().any(|x| x == l) {
+                v.push(l.to_string());
+            }
         }
-        false
+    }
+    let mut kept = Vec::new();
+    for (k, entry) in old {
+        match labels.get(&k) {
+            Some(l) => kept.push(WriteEntry { entry, labels: l.clone().into() }),
+            None => out.dropped += 1,
+        }
+    }
+    out.kept = kept.iter().map(|w| w.entry.key.0).collect();
+    capture.insert_archived(kept);
+    let before = valid.len();
+    let mut i = 0;
+    valid.retain(|_| {
+        let keep = !out.kept.contains(&keys[i]);
+        i += 1;
+        keep
     });
-    Ok(before - valid.len())
+    out.pipelines = before - valid.len();
+    Ok(out)
 }
 
 /// Runs a harvest. `on_progress` is called from worker threads.
@@ -157,7 +258,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         }
     }
 
-    let resumed = if opts.resume { resume(opts, &ctx, &capture, &mut valid)? } else { 0 };
+    let mut resumed = if opts.resume { resume(opts, &ctx, &capture, &mut valid)? } else { Resumed::default() };
 
     let loaded = start.elapsed();
     let plan = plan::plan(&valid, &ctx);
@@ -172,22 +273,21 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         flush_tx: Mutex::new(Some(flush_tx)),
         on_progress,
     };
-    let flushes = AtomicUsize::new(0);
+    let flusher = Mutex::new(flush::Flusher::new(opts.output.clone(), resumed.reopen.take(), std::mem::take(&mut resumed.kept)));
     let flush_errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
     let mut workers_started = 0;
     let task_cpu = std::thread::scope(|s| {
-        // The flush writer: writes the archive whenever asked, while workers keep compiling.
-        let (capture, flushes, flush_errors) = (&capture, &flushes, &flush_errors);
+        // The flush writer: appends what is new to the journal whenever asked, while workers
+        // keep compiling.
+        let (capture, flusher, flush_errors) = (&capture, &flusher, &flush_errors);
         s.spawn(move || {
             while flush_rx.recv().is_ok() {
                 while flush_rx.try_recv().is_ok() {} // coalesce queued requests
-                match capture.write_archive(&opts.output) {
-                    Ok(_) => {
-                        flushes.fetch_add(1, Ordering::Relaxed);
-                        on_progress(Progress::Flushed);
-                    }
-                    Err(e) => crate::sync::lock_std(flush_errors).push(e.to_string()),
+                match lock_std(flusher).flush(capture) {
+                    Ok(0) => {}
+                    Ok(_) => on_progress(Progress::Flushed),
+                    Err(e) => lock_std(flush_errors).push(e.to_string()),
                 }
             }
         });
@@ -209,11 +309,29 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         cpu
     });
     let compiled_at = start.elapsed();
-    let report = capture.write_archive(&opts.output)?;
-    let written_at = start.elapsed();
     let compiled = sink.compiled.load(Ordering::Relaxed);
     failures.extend(sink.failures.into_inner().unwrap_or_else(|p| p.into_inner()));
     failures.sort_by_key(|f| f.index);
+    let flusher = flusher.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut flush_errors = flush_errors.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut bytes_written = flusher.bytes_written;
+    // A harvest in which every pipeline failed has nothing to put in place of an existing
+    // archive: replacing it with an empty one would only destroy a good file.
+    let kept_existing_archive =
+        compiled == 0 && resumed.pipelines == 0 && !failures.is_empty() && std::fs::symlink_metadata(&opts.output).is_ok();
+    let report = if kept_existing_archive {
+        Archive::open(&opts.output).map(|a| WriteReport { pipelines: a.len(), bytes: a.size() }).unwrap_or(WriteReport { pipelines: 0, bytes: 0 })
+    } else {
+        let report = capture.write_archive(&opts.output)?;
+        bytes_written += report.bytes as u64;
+        // Every journaled entry the script produces is in the archive now (the others were
+        // dropped on purpose): the journal has nothing left to add.
+        if let Err(e) = remove_journal(&opts.output) {
+            flush_errors.push(format!("the archive was written but its journal could not be deleted: {e}"));
+        }
+        report
+    };
+    let written_at = start.elapsed();
     if !failures.is_empty() {
         // Point each failure at its pipeline's entry in the script.
         if let Ok(text) = std::fs::read_to_string(&opts.script) {
@@ -235,14 +353,18 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     }
     let wall = start.elapsed().as_secs_f64();
     let task_cpu = task_cpu.as_secs_f64();
-    let succeeded = compiled + resumed;
+    let succeeded = compiled + resumed.pipelines;
     let stage_references: usize = valid.iter().map(|(_, d)| d.stages().len()).sum();
     Ok(HarvestSummary {
         output: opts.output.display().to_string(),
         pipelines: script.pipelines.len(),
         succeeded,
         failed: failures.len(),
-        resumed,
+        resumed: resumed.pipelines,
+        dropped: resumed.dropped,
+        journal_records: resumed.journal_records,
+        journal_damage: resumed.journal_damage,
+        kept_existing_archive,
         archive_pipelines: report.pipelines,
         libraries_parsed: stats.libraries_parsed,
         unique_stage_functions: stats.functions_compiled,
@@ -260,9 +382,10 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         task_cpu_seconds: task_cpu,
         process_cpu_seconds: (process_cpu_time() - cpu0).as_secs_f64(),
         parallel_efficiency: if wall > 0.0 { task_cpu / (wall * threads as f64) } else { 0.0 },
-        flushes: flushes.load(Ordering::Relaxed),
-        flush_errors: flush_errors.into_inner().unwrap_or_else(|p| p.into_inner()),
+        flushes: flusher.flushes,
+        flush_errors,
         archive_bytes: report.bytes,
+        bytes_written,
         peak_rss_bytes: crate::util::peak_rss_bytes(),
         workers_started,
         failures,

@@ -60,8 +60,20 @@ pub struct HarvestSummary {
     pub succeeded: usize,
     /// Pipelines that failed.
     pub failed: usize,
-    /// Pipelines kept from an existing archive by `--resume` and not recompiled.
+    /// Script pipelines whose entry `--resume` kept from the existing archive or its journal
+    /// (not recompiled).
     pub resumed: usize,
+    /// Entries of the existing archive and journal that `--resume` dropped because the
+    /// script no longer produces them (an edited shader, a removed pipeline).
+    pub dropped: usize,
+    /// Intact journal records `--resume` replayed.
+    pub journal_records: usize,
+    /// What `--resume` ignored at the end of the journal (a write cut short by a kill, or
+    /// damage), in words; `None` when the journal was intact or absent.
+    pub journal_damage: Option<String>,
+    /// Every pipeline failed (none compiled, none resumed), so the existing output file was
+    /// left as it was instead of being replaced by an empty archive.
+    pub kept_existing_archive: bool,
     /// Distinct pipeline keys in the archive.
     pub archive_pipelines: usize,
     /// Libraries parsed.
@@ -86,12 +98,17 @@ pub struct HarvestSummary {
     pub process_cpu_seconds: f64,
     /// `task_cpu / (wall × threads)`.
     pub parallel_efficiency: f64,
-    /// Archive writes during the harvest (not counting the final one).
+    /// Intermediate flushes during the harvest: journal records appended (not counting the
+    /// final archive write).
     pub flushes: usize,
     /// Intermediate writes that failed (the final write succeeded, or the harvest errs).
     pub flush_errors: Vec<String>,
-    /// Size of the final archive in bytes.
+    /// Size of the final archive in bytes (of the file left in place, with
+    /// `kept_existing_archive`).
     pub archive_bytes: usize,
+    /// Bytes this harvest wrote to disk: every journal header and record plus the final
+    /// archive.
+    pub bytes_written: u64,
     /// Peak resident memory of the harvesting process in bytes.
     pub peak_rss_bytes: u64,
     /// Worker processes started under `--isolate` (first starts, replacements after a crash,
@@ -104,12 +121,28 @@ pub struct HarvestSummary {
 impl HarvestSummary {
     /// A human-readable multi-line summary.
     pub fn to_text(&self) -> String {
-        let mut s = format!(
-            "harvested {} of {} pipelines into {} ({} bytes, {} pipelines, targets {})\n",
-            self.succeeded, self.pipelines, self.output, self.archive_bytes, self.archive_pipelines, self.targets
-        );
-        if self.resumed > 0 {
-            s += &format!("  resumed:               {} pipelines kept from the existing archive\n", self.resumed);
+        let mut s = if self.kept_existing_archive {
+            format!(
+                "harvested 0 of {} pipelines: every pipeline failed, so {} was left as it was ({} bytes, {} pipelines), not replaced\n",
+                self.pipelines, self.output, self.archive_bytes, self.archive_pipelines
+            )
+        } else {
+            format!(
+                "harvested {} of {} pipelines into {} ({} bytes, {} pipelines, targets {})\n",
+                self.succeeded, self.pipelines, self.output, self.archive_bytes, self.archive_pipelines, self.targets
+            )
+        };
+        if self.resumed > 0 || self.dropped > 0 {
+            s += &format!(
+                "  resumed:               {} pipelines kept from the existing archive, {} stale entries dropped (the script no longer produces them)\n",
+                self.resumed, self.dropped
+            );
+        }
+        if self.journal_records > 0 {
+            s += &format!("  journal replayed:      {} records\n", self.journal_records);
+        }
+        if let Some(d) = &self.journal_damage {
+            s += &format!("  journal tail ignored:  {d}\n");
         }
         s += &format!(
             "  libraries parsed:      {}\n  stage functions:       {} unique, {} references, reuse ratio {:.2}\n",
@@ -128,8 +161,9 @@ impl HarvestSummary {
             s += &format!("  worker processes:      {} started\n", self.workers_started);
         }
         if self.flushes > 0 {
-            s += &format!("  intermediate writes:   {}\n", self.flushes);
+            s += &format!("  intermediate flushes:  {} journal records\n", self.flushes);
         }
+        s += &format!("  bytes written:         {}\n", self.bytes_written);
         for e in &self.flush_errors {
             s += &format!("  intermediate write failed: {e}\n");
         }
