@@ -19,7 +19,8 @@
 //!   announces an absurd payload length.
 //! - `hang-on-exit:ANY` — an isolated worker never exits after its input closes.
 //! - `slow-write:MS` — every atomic file write sleeps `MS` milliseconds after writing half of
-//!   the temporary file, so that kill tests can land in the middle of an archive write.
+//!   the temporary file (and every journal append pauses likewise), so that kill tests can land
+//!   in the middle of an archive write or a journal append.
 //!
 //! The variable is read once per process.
 

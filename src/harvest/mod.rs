@@ -143,7 +143,12 @@ fn resume(
             resume_err(format!("{e}; recover its intact part with `granary salvage`, or delete it, or run without --resume"))
         })?;
         if archive.key_context() != *ctx {
-            return Err(resume_err("it was built with different writer options (another granary version)".into()));
+            return Err(resume_err(format!(
+                "it was built with writer options '{}' but this granary writes '{}' (another granary or naga \
+                 version): harvest afresh without --resume",
+                archive.target_options_text(),
+                crate::frontend::targets::TARGET_OPTIONS
+            )));
         }
         if !archive.is_empty() && archive.targets() != opts.targets {
             return Err(resume_err(format!(
@@ -381,7 +386,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         },
         task_cpu_seconds: task_cpu,
         process_cpu_seconds: (process_cpu_time() - cpu0).as_secs_f64(),
-        parallel_efficiency: if wall > 0.0 { task_cpu / (wall * threads as f64) } else { 0.0 },
+        cpu_utilization: if wall > 0.0 { task_cpu / (wall * threads as f64) } else { 0.0 },
         flushes: flusher.flushes,
         flush_errors,
         archive_bytes: report.bytes,

@@ -96,8 +96,10 @@ pub struct HarvestSummary {
     pub task_cpu_seconds: f64,
     /// CPU time of the whole process in seconds.
     pub process_cpu_seconds: f64,
-    /// `task_cpu / (wall × threads)`.
-    pub parallel_efficiency: f64,
+    /// CPU utilisation of the worker threads: `task_cpu / (wall × threads)`. This is not
+    /// parallel efficiency (speed-up / threads), which needs a one-thread run to compare with:
+    /// `granary bench` measures that.
+    pub cpu_utilization: f64,
     /// Intermediate flushes during the harvest: journal records appended (not counting the
     /// final archive write).
     pub flushes: usize,
@@ -149,8 +151,8 @@ impl HarvestSummary {
             self.libraries_parsed, self.unique_stage_functions, self.stage_references, self.reuse_ratio
         );
         s += &format!(
-            "  time:                  {:.3} s wall, {:.3} s task CPU, {:.3} s process CPU, {} threads (efficiency {:.2})\n",
-            self.wall_seconds, self.task_cpu_seconds, self.process_cpu_seconds, self.threads, self.parallel_efficiency
+            "  time:                  {:.3} s wall, {:.3} s task CPU, {:.3} s process CPU, {} threads (CPU utilisation {:.2})\n",
+            self.wall_seconds, self.task_cpu_seconds, self.process_cpu_seconds, self.threads, self.cpu_utilization
         );
         s += &format!("  peak memory:           {:.1} MiB\n", self.peak_rss_bytes as f64 / (1u64 << 20) as f64);
         s += &format!(
