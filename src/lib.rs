@@ -65,9 +65,23 @@
 //! renamed over the target, and the folder is flushed: a process killed at any instant leaves
 //! the previous archive intact.
 //!
+//! **Exactness.** Merging, resuming and accepting a worker's answer are exact or refused:
+//! one key with different bytes, or one label naming two pipelines, is a conflict to report
+//! ([`archive::ArchiveError::Conflict`]), never "first one wins"; a resumed archive equals a
+//! fresh harvest of the script as it is now.
+//!
+//! **Containment.** A panic inside naga is caught where it happens and stored as that
+//! library's or stage function's error (computed once, like any result); a panic elsewhere in
+//! a compile is [`compiler::CompileError::Panic`]. It costs the pipelines that depend on the
+//! failing piece and nothing else. Crashes and hangs need worker processes
+//! (`harvest --isolate`).
+//!
 //! **Untrusted input.** [`archive::Archive`] checks every offset and length before use, caps
 //! every count, never panics and never allocates from an unchecked length; a damaged archive
-//! gives an error that says what is wrong and at which byte offset.
+//! gives an error that says what is wrong and at which byte offset. A *memory-mapped* archive
+//! ([`archive::Archive::open`]) additionally assumes nobody truncates or rewrites the file in
+//! place while it is mapped (granary replaces files only by rename); otherwise read it into
+//! memory with [`archive::Archive::read`].
 pub mod archive;
 pub mod backend;
 pub mod capture;
