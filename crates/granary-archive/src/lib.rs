@@ -1,0 +1,114 @@
+#![warn(missing_docs)]
+//! The run-time side of [granary](https://crates.io/crates/granary): open a pipeline archive,
+//! look pipelines up by label or by key, read their stage outputs, verify the file. This is the
+//! crate a game or engine ships. It depends on no shader compiler, no CLI stack and no
+//! serialization framework: `xxhash-rust` (the checksums), `memmap2` (zero-copy reads) and
+//! `thiserror`.
+//!
+//! The offline tool (`granary harvest`) compiles every pipeline an application uses and writes
+//! one archive; at run time the application finds each pipeline by the label its script gave
+//! it, or by the 128-bit pipeline key the tool exported (`granary ls --keys` writes a JSON
+//! table, a Rust module or a C header of label → key).
+//!
+//! # Example
+//!
+//! ```
+//! use granary_archive::{Archive, PipelineKey, Target};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let bytes = granary_archive::__doc_example_archive();
+//! // `bytes` is an archive (here made in memory; usually `Archive::open(path)` maps a file).
+//! let archive = Archive::from_bytes(bytes)?;
+//! archive.verify()?; // optional: checks every byte (lookups check what they touch anyway)
+//!
+//! // By the label the pipelines script gave it…
+//! let pipeline = archive.lookup_label("post/tonemap")?.expect("archived");
+//! // …or by the key the offline tool exported.
+//! let key = PipelineKey::from_hex("000000000000000000000000000000a1").expect("32 hex digits");
+//! assert_eq!(archive.get(key)?.map(|p| p.key()), Some(pipeline.key()));
+//!
+//! for stage in pipeline.stages()? {
+//!     // The SPIR-V words, checked against their content hash before they are returned.
+//!     let spirv: &[u8] = stage.output(Target::Spirv)?.expect("SPIR-V was harvested");
+//!     println!("{} '{}': {} bytes of SPIR-V", stage.stage, stage.entry_point, spirv.len());
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Contracts
+//!
+//! **Thread safety.** [`Archive`] is `Send + Sync`; every method takes `&self` and may be
+//! called from any number of threads at once.
+//!
+//! **Untrusted input.** An archive may come from anywhere (it ships with a game). The reader
+//! checks every offset and length before use (overflow-checked, so 32-bit targets are safe),
+//! caps every count, never panics and never allocates from a length it read; a damaged
+//! archive gives [`ArchiveError::Corrupt`] saying what is wrong and at which byte offset. A
+//! *memory-mapped* archive ([`Archive::open`]) also assumes nobody truncates or rewrites the
+//! file in place while it is mapped (granary replaces files only by rename); where that can
+//! happen, use [`Archive::read`] or [`Archive::from_bytes`].
+//!
+//! # Features
+//!
+//! - `write` — the deterministic writer, durable replacement, merge, salvage and the harvest
+//!   journal: what the offline tool needs, and what an application that writes its own
+//!   archives at run time needs. Off by default, so a game builds only the reader.
+//! - `serde` — `Serialize`/`Deserialize` for [`ShaderStage`], [`Target`] and [`PipelineKind`].
+//! - `fault` — granary's test-only fault injection (`GRANARY_FAULT=slow-write:MS`). Never enable
+//!   it in a shipped build.
+//!
+//! The format is specified byte by byte in the repository's `docs/FORMAT.md`.
+
+mod entry;
+mod error;
+mod fault;
+pub mod format;
+pub mod key;
+mod reader;
+mod types;
+
+#[cfg(feature = "write")]
+mod durable;
+#[cfg(feature = "write")]
+pub mod journal;
+#[cfg(feature = "write")]
+mod merge;
+#[cfg(feature = "write")]
+mod salvage;
+#[cfg(feature = "write")]
+mod writer;
+
+pub use entry::{Blob, PipelineEntry, StageEntry, TargetOutputs, WriteEntry};
+pub use error::ArchiveError;
+pub use key::{checksum64, content_hash, ContentHash, KeyContext, PipelineKey, StageKey};
+pub use reader::{Archive, PipelineRef, StageRef, VerifyReport};
+pub use types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
+
+#[cfg(feature = "write")]
+pub use durable::{remove_stale_temporaries, write_atomic, write_atomic_with};
+#[cfg(feature = "write")]
+pub use merge::{check_unique_labels, merge, write_entries};
+#[cfg(feature = "write")]
+pub use salvage::{salvage, SalvageReport};
+#[cfg(feature = "write")]
+pub use writer::{encode, prepare, ArchiveMeta, Layout};
+
+/// A small archive for the crate-level example (two compute pipelines, SPIR-V only). Not API.
+#[doc(hidden)]
+#[cfg(feature = "write")]
+pub fn __doc_example_archive() -> Vec<u8> {
+    use std::sync::Arc;
+    // A minimal valid SPIR-V header (magic, version 1.0, generator, bound, schema).
+    let words: [u32; 5] = [0x0723_0203, 0x0001_0000, 0, 1, 0];
+    let spirv: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let entry = |key: u128, label: &str| {
+        let mut outputs = TargetOutputs::default();
+        outputs.0[Target::Spirv as usize] = Some(Blob::new(spirv.clone()));
+        let stage = StageEntry { key: StageKey(key), stage: ShaderStage::Compute, entry_point: "main".into(), outputs };
+        WriteEntry {
+            entry: Arc::new(PipelineEntry { key: PipelineKey(key), kind: PipelineKind::Compute, stages: vec![stage] }),
+            labels: vec![label.to_string()].into(),
+        }
+    };
+    encode(&[entry(0xa1, "post/tonemap"), entry(0xb2, "post/bloom")], &ArchiveMeta::new("example", ""))
+}

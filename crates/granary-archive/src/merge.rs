@@ -1,0 +1,136 @@
+//! Writing whole archives to disk, and merging archives: exact or refused.
+
+use crate::durable::write_atomic_with;
+use crate::writer::{prepare, ArchiveMeta};
+use crate::WriteEntry;
+use crate::{Archive, ArchiveError};
+use std::path::Path;
+
+/// Encodes `entries` and streams them to `path` atomically. Returns the file size.
+///
+/// Refuses ([`ArchiveError::Conflict`]) entries in which one label names two pipelines.
+pub fn write_entries(path: &Path, entries: &[WriteEntry], meta: &ArchiveMeta) -> Result<usize, ArchiveError> {
+    check_unique_labels(entries)?;
+    let layout = prepare(entries, meta);
+    let mut written = 0;
+    write_atomic_with(path, layout.len(), |w| {
+        written = layout.write_to(&mut WriteAdapter(w))?;
+        Ok(())
+    })?;
+    Ok(written)
+}
+
+/// Lets the generic encoder write into a `dyn Write`.
+struct WriteAdapter<'a>(&'a mut dyn std::io::Write);
+
+impl std::io::Write for WriteAdapter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.0.write_all(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Checks that every label names exactly one pipeline among `entries` (a pipeline may have
+/// several labels). Every archive granary writes passes this check; `verify` enforces it.
+pub fn check_unique_labels(entries: &[WriteEntry]) -> Result<(), ArchiveError> {
+    let mut owner: std::collections::HashMap<&str, u128> = std::collections::HashMap::new();
+    for w in entries {
+        for l in w.labels.iter() {
+            match owner.insert(l.as_str(), w.entry.key.0) {
+                Some(other) if other != w.entry.key.0 => {
+                    let (a, b) = (other.min(w.entry.key.0), other.max(w.entry.key.0));
+                    return Err(ArchiveError::Conflict(format!(
+                        "label '{l}' names two different pipelines ({a:032x} and {b:032x})"
+                    )));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What differs between two archives' writer settings, in words, or `None` when entries from
+/// both are comparable.
+fn incompatibility(a: &Archive, b: &Archive) -> Option<String> {
+    if a.key_context() != b.key_context() {
+        return Some(format!("writer options '{}' vs '{}'", a.target_options_text(), b.target_options_text()));
+    }
+    if a.device() != b.device() {
+        return Some(format!("device '{}' vs '{}'", a.device(), b.device()));
+    }
+    // An empty archive has no targets to disagree about.
+    if !a.is_empty() && !b.is_empty() && a.targets() != b.targets() {
+        return Some(format!("targets {} vs {}", a.targets().names(), b.targets().names()));
+    }
+    None
+}
+
+fn name_of(a: &Archive, i: usize) -> String {
+    a.path().map(|p| p.display().to_string()).unwrap_or_else(|| format!("input {}", i + 1))
+}
+
+/// Merges archives into one: the union of their pipelines, each stored once, labels combined.
+///
+/// Exact or refused: the result is a pure function of the *set* of inputs (any order gives
+/// the same entries, hence the same bytes), and
+/// - inputs must agree on writer options, device and targets ([`ArchiveError::Incompatible`]
+///   names the two inputs and what differs);
+/// - one key with different contents in two inputs, or one label naming different pipelines,
+///   is an [`ArchiveError::Conflict`] naming the key or label and both inputs — never "the
+///   first one wins".
+pub fn merge(inputs: &[Archive]) -> Result<(Vec<WriteEntry>, ArchiveMeta), ArchiveError> {
+    // The reference for compatibility: the first non-empty input (empty ones have no targets).
+    let reference = inputs.iter().position(|a| !a.is_empty()).unwrap_or(0);
+    for (i, a) in inputs.iter().enumerate() {
+        if let Some(why) = inputs.get(reference).and_then(|r| incompatibility(r, a)) {
+            return Err(ArchiveError::Incompatible(format!(
+                "cannot merge {} with {}: they differ in {why}; merge archives harvested with the same granary \
+                 version and the same --targets",
+                name_of(&inputs[reference], reference),
+                name_of(a, i)
+            )));
+        }
+    }
+    let mut by_key: std::collections::BTreeMap<u128, (WriteEntry, usize)> = std::collections::BTreeMap::new();
+    for (i, a) in inputs.iter().enumerate() {
+        for w in a.entries().map_err(|e| e.with_path_opt(a.path()))? {
+            match by_key.entry(w.entry.key.0) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert((w, i));
+                }
+                std::collections::btree_map::Entry::Occupied(mut o) => {
+                    let (have, from) = o.get_mut();
+                    if have.entry != w.entry {
+                        return Err(ArchiveError::Conflict(format!(
+                            "pipeline {:032x} has different contents in {} and {}",
+                            w.entry.key.0,
+                            name_of(&inputs[*from], *from),
+                            name_of(a, i)
+                        )));
+                    }
+                    let mut labels: Vec<String> = have.labels.to_vec();
+                    labels.extend(w.labels.iter().filter(|l| !have.labels.contains(l)).cloned());
+                    labels.sort();
+                    have.labels = labels.into();
+                }
+            }
+        }
+    }
+    let all: Vec<WriteEntry> = by_key.into_values().map(|(w, _)| w).collect();
+    check_unique_labels(&all)?;
+    let meta = inputs
+        .get(reference)
+        .map(|a| ArchiveMeta {
+            target_options: a.key_context().target_options,
+            target_options_text: a.target_options_text().to_string(),
+            device: a.device().to_string(),
+        })
+        .ok_or_else(|| ArchiveError::Incompatible("nothing to merge: no input archives".into()))?;
+    Ok((all, meta))
+}

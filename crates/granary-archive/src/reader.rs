@@ -1,0 +1,485 @@
+//! The bounds-checked archive reader.
+//!
+//! `open` checks the header and section table only (constant time whatever the archive's
+//! size); each lookup checks the records it touches; [`Archive::verify`] checks everything.
+//! Every offset and length is checked before use, every count is derived from a checked
+//! section length, and nothing is allocated from a length read out of the file.
+
+use crate::format::*;
+use crate::WriteEntry;
+use crate::ArchiveError;
+use crate::key::{checksum64, content_hash};
+use crate::{
+    Blob, KeyContext, PipelineEntry, PipelineKey, PipelineKind, ShaderStage,
+    StageEntry, StageKey, Target, TargetOutputs, TargetSet, TARGET_COUNT,
+};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+type Result<T> = std::result::Result<T, ArchiveError>;
+
+mod verify;
+pub use verify::VerifyReport;
+
+enum Data {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Data {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Data::Mapped(m) => m,
+            Data::Owned(v) => v,
+        }
+    }
+}
+
+/// An open, immutable archive.
+///
+/// Three ways to get one: [`Archive::open`] (memory-mapped: no copy, pages read on demand;
+/// read its note on files changed underneath), [`Archive::read`] and [`Archive::from_bytes`]
+/// (owned bytes: immune to anything done to the file later). All three check the header and
+/// section table; the reader never panics on any bytes and reports the offset of any damage.
+///
+/// Thread safety: `Send + Sync`; all methods take `&self` and may be called from any number
+/// of threads at once. Lookups are O(log n) binary searches over the memory-mapped tables.
+pub struct Archive {
+    data: Data,
+    path: Option<PathBuf>,
+    targets: TargetSet,
+    target_options: u128,
+    target_options_text: String,
+    device: String,
+    sections: [(usize, usize); SECTION_COUNT],
+    pipeline_count: usize,
+    blob_count: usize,
+    stage_count: usize,
+    label_count: usize,
+}
+
+pub(super) fn u32_at(b: &[u8], off: usize) -> Result<u32> {
+    off.checked_add(4)
+        .and_then(|end| b.get(off..end))
+        .and_then(|s| s.try_into().ok())
+        .map(u32::from_le_bytes)
+        .ok_or_else(|| ArchiveError::corrupt(off, "read past the end of the file"))
+}
+pub(super) fn u64_at(b: &[u8], off: usize) -> Result<u64> {
+    off.checked_add(8)
+        .and_then(|end| b.get(off..end))
+        .and_then(|s| s.try_into().ok())
+        .map(u64::from_le_bytes)
+        .ok_or_else(|| ArchiveError::corrupt(off, "read past the end of the file"))
+}
+pub(super) fn u128_at(b: &[u8], off: usize) -> Result<u128> {
+    off.checked_add(16)
+        .and_then(|end| b.get(off..end))
+        .and_then(|s| s.try_into().ok())
+        .map(u128::from_le_bytes)
+        .ok_or_else(|| ArchiveError::corrupt(off, "read past the end of the file"))
+}
+fn usize_of(v: u64, off: usize) -> Result<usize> {
+    usize::try_from(v).map_err(|_| ArchiveError::corrupt(off, format!("value {v} does not fit in memory")))
+}
+
+
+impl Archive {
+    /// Opens and memory-maps `path`, checking the header and section table.
+    ///
+    /// **What the mapped reader assumes.** The file is not truncated or rewritten *in place*
+    /// while this `Archive` is alive. Granary itself never does that: every write goes to a
+    /// temporary file that is renamed over the target, so a reader holding the old file keeps
+    /// reading the old, complete bytes. But if another program truncates the file under the
+    /// mapping, the operating system raises `SIGBUS` (Unix) or an access violation (Windows)
+    /// on the next read, which no bounds check can catch, and a rewrite in place changes bytes
+    /// that were already checked. Where the file may be changed underneath (a launcher that
+    /// patches it, a shared network folder), use [`Archive::read`], which copies the file into
+    /// memory and is then immune; its cost is one read of the file.
+    pub fn open(path: &Path) -> Result<Archive> {
+        let file = std::fs::File::open(path).map_err(|e| ArchiveError::io(path, e))?;
+        // SAFETY: the mapping is read-only and granary never modifies an archive in place:
+        // every write goes to a temporary file that is renamed over the target, which leaves
+        // existing mappings of the old file intact. Another process truncating the file while
+        // it is mapped is outside what any mmap-based reader can defend against; use
+        // `Archive::read` when the file may be changed underneath. Bytes are only ever read
+        // through bounds-checked slices, never reinterpreted.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ArchiveError::io(path, e))?;
+        Self::from_data(Data::Mapped(map), Some(path.to_path_buf())).map_err(|e| e.with_path(path))
+    }
+
+    /// Reads `path` fully into memory (no mapping), checking the header and section table.
+    /// Nothing another process does to the file afterwards can affect this `Archive`.
+    pub fn read(path: &Path) -> Result<Archive> {
+        let bytes = std::fs::read(path).map_err(|e| ArchiveError::io(path, e))?;
+        Self::from_data(Data::Owned(bytes), Some(path.to_path_buf())).map_err(|e| e.with_path(path))
+    }
+
+    /// An archive over bytes already in memory (e.g. embedded with `include_bytes!`, or read
+    /// by the application's own file system layer), checking the header and section table.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Archive> {
+        Self::from_data(Data::Owned(bytes), None)
+    }
+
+    fn from_data(data: Data, path: Option<PathBuf>) -> Result<Archive> {
+        let b = data.bytes();
+        if b.len() < HEADER_LEN {
+            return Err(ArchiveError::corrupt(b.len(), format!("file is {} bytes, shorter than the {HEADER_LEN}-byte header", b.len())));
+        }
+        if b[..8] != MAGIC {
+            return Err(ArchiveError::corrupt(0, "bad magic: not a granary archive"));
+        }
+        let version = u32_at(b, 8)?;
+        if version != VERSION {
+            return Err(ArchiveError::corrupt(8, format!("format version {version} is not supported (this granary reads {VERSION})")));
+        }
+        let stored = u64_at(b, HEADER_LEN - 8)?;
+        if checksum64(&b[..HEADER_LEN - 8]) != stored {
+            return Err(ArchiveError::corrupt(HEADER_LEN - 8, "header checksum mismatch"));
+        }
+        if u32_at(b, 12)? as usize != HEADER_LEN {
+            return Err(ArchiveError::corrupt(12, "unexpected header length"));
+        }
+        let targets = TargetSet(u32_at(b, 16)?);
+        if !targets.is_valid() {
+            return Err(ArchiveError::corrupt(16, format!("unknown target bits {:#x}", targets.0)));
+        }
+        if u32_at(b, 20)? as usize != SECTION_COUNT {
+            return Err(ArchiveError::corrupt(20, "unexpected section count"));
+        }
+        let target_options = u128_at(b, 24)?;
+        let pipeline_count = u32_at(b, 40)? as usize;
+        let blob_count = u32_at(b, 44)? as usize;
+        let file_len = u64_at(b, 48)?;
+        if file_len != b.len() as u64 {
+            return Err(ArchiveError::corrupt(48, format!("header says the file is {file_len} bytes but it is {} (truncated or padded)", b.len())));
+        }
+        if u64_at(b, 56)? != 0 {
+            return Err(ArchiveError::corrupt(56, "reserved header field is not zero"));
+        }
+        let mut sections = [(0usize, 0usize); SECTION_COUNT];
+        let mut prev_end = HEADER_LEN;
+        for (i, section) in Section::ALL.iter().enumerate() {
+            let row = FIXED_HEADER + i * SECTION_ROW;
+            if u32_at(b, row)? != *section as u32 {
+                return Err(ArchiveError::corrupt(row, format!("section {i} should be the {}", section.name())));
+            }
+            if u32_at(b, row + 4)? != 0 {
+                return Err(ArchiveError::corrupt(row + 4, "reserved section-table field is not zero"));
+            }
+            let off = usize_of(u64_at(b, row + 8)?, row + 8)?;
+            let len = usize_of(u64_at(b, row + 16)?, row + 16)?;
+            let end = off.checked_add(len).filter(|e| *e <= b.len());
+            let Some(end) = end else {
+                return Err(ArchiveError::corrupt(row + 8, format!("{} section ({off:#x}+{len:#x}) runs past the end of the file", section.name())));
+            };
+            if off % ALIGN != 0 || off < prev_end {
+                return Err(ArchiveError::corrupt(row + 8, format!("{} section offset {off:#x} is misaligned or overlaps the previous section", section.name())));
+            }
+            if let Some(rs) = section.record_size() {
+                if len % rs != 0 {
+                    return Err(ArchiveError::corrupt(row + 16, format!("{} length {len} is not a multiple of its {rs}-byte records", section.name())));
+                }
+            }
+            sections[i] = (off, len);
+            prev_end = end;
+        }
+        let count = |s: Section| sections[s as usize - 1].1 / s.record_size().unwrap_or(1);
+        if count(Section::Pipelines) != pipeline_count {
+            return Err(ArchiveError::corrupt(40, "pipeline count does not match the pipeline table"));
+        }
+        if count(Section::BlobIndex) != blob_count {
+            return Err(ArchiveError::corrupt(44, "blob count does not match the blob index"));
+        }
+        let stage_count = count(Section::Stages);
+        let label_count = count(Section::Labels);
+        let (moff, mlen) = sections[Section::Meta as usize - 1];
+        let meta = &b[moff..moff + mlen];
+        let mut pos = 0usize;
+        let mut strings = Vec::with_capacity(3);
+        for _ in 0..3 {
+            let len = u32_at(meta, pos).map_err(|_| ArchiveError::corrupt(moff + pos, "meta section truncated"))? as usize;
+            let end = pos.checked_add(4).and_then(|p| p.checked_add(len));
+            let s = end
+                .and_then(|end| meta.get(pos + 4..end))
+                .ok_or_else(|| ArchiveError::corrupt(moff + pos, "meta string runs past its section"))?;
+            let s = std::str::from_utf8(s).map_err(|_| ArchiveError::corrupt(moff + pos + 4, "meta string is not UTF-8"))?;
+            strings.push(s.to_string());
+            pos = end.unwrap_or(usize::MAX);
+        }
+        let device = strings.pop().unwrap_or_default();
+        let target_options_text = strings.pop().unwrap_or_default();
+        if content_hash(target_options_text.as_bytes()).0 != target_options {
+            return Err(ArchiveError::corrupt(24, "writer-options fingerprint does not match the writer options in the meta section"));
+        }
+        Ok(Archive {
+            data,
+            path,
+            targets,
+            target_options,
+            target_options_text,
+            device,
+            sections,
+            pipeline_count,
+            blob_count,
+            stage_count,
+            label_count,
+        })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.data.bytes()
+    }
+    fn section(&self, s: Section) -> (usize, usize) {
+        self.sections[s as usize - 1]
+    }
+    fn record(&self, s: Section, i: usize) -> Result<(usize, &[u8])> {
+        let (off, len) = self.section(s);
+        let size = s.record_size().unwrap_or(1);
+        let start = i.checked_mul(size).and_then(|x| x.checked_add(off));
+        match start {
+            Some(start) if i * size < len => {
+                let rec = start
+                    .checked_add(size)
+                    .and_then(|end| self.bytes().get(start..end))
+                    .ok_or_else(|| ArchiveError::corrupt(start, "record past end"))?;
+                Ok((start, rec))
+            }
+            _ => Err(ArchiveError::corrupt(off, format!("{} index {i} out of range", s.name()))),
+        }
+    }
+    fn string(&self, off: u32, len: u32, at: usize) -> Result<&str> {
+        let (soff, slen) = self.section(Section::Strings);
+        let (off, len) = (off as usize, len as usize);
+        if len > MAX_NAME || off.checked_add(len).is_none_or(|e| e > slen) {
+            return Err(ArchiveError::corrupt(at, format!("string reference {off:#x}+{len} is outside the strings section")));
+        }
+        std::str::from_utf8(&self.bytes()[soff + off..soff + off + len])
+            .map_err(|_| ArchiveError::corrupt(soff + off, "string is not UTF-8"))
+    }
+
+    /// Number of pipelines.
+    pub fn len(&self) -> usize {
+        self.pipeline_count
+    }
+    /// Whether the archive holds no pipeline.
+    pub fn is_empty(&self) -> bool {
+        self.pipeline_count == 0
+    }
+    /// Number of distinct blobs.
+    pub fn blob_count(&self) -> usize {
+        self.blob_count
+    }
+    /// Targets with outputs in this archive.
+    pub fn targets(&self) -> TargetSet {
+        self.targets
+    }
+    /// The writer-options fingerprint keys were computed under.
+    pub fn key_context(&self) -> KeyContext {
+        KeyContext { target_options: self.target_options }
+    }
+    /// The writer options in words.
+    pub fn target_options_text(&self) -> &str {
+        &self.target_options_text
+    }
+    /// The device identity binaries are valid for (empty for portable targets).
+    pub fn device(&self) -> &str {
+        &self.device
+    }
+    /// File size in bytes.
+    pub fn size(&self) -> usize {
+        self.bytes().len()
+    }
+    /// The file this was opened from.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The pipeline at table index `i` (sorted by key), its record checked.
+    pub fn pipeline(&self, i: usize) -> Result<PipelineRef<'_>> {
+        let (at, rec) = self.record(Section::Pipelines, i)?;
+        if checksum64(&rec[..40]) != u64_at(rec, 40)? {
+            return Err(ArchiveError::corrupt(at, format!("pipeline record {i} checksum mismatch")));
+        }
+        let key = PipelineKey(u128_at(rec, 0)?);
+        let kind = PipelineKind::from_u32(u32_at(rec, 16)?)
+            .ok_or_else(|| ArchiveError::corrupt(at + 16, "unknown pipeline kind"))?;
+        let first_stage = u32_at(rec, 20)? as usize;
+        let stage_count = u32_at(rec, 24)?;
+        let end = first_stage.checked_add(stage_count as usize);
+        if stage_count == 0 || stage_count > MAX_STAGES_PER_PIPELINE || end.is_none_or(|e| e > self.stage_count) {
+            return Err(ArchiveError::corrupt(at + 20, format!("pipeline record {i} has an invalid stage range")));
+        }
+        if rec[28..40].iter().any(|b| *b != 0) {
+            return Err(ArchiveError::corrupt(at + 28, format!("pipeline record {i}: reserved bytes are not zero")));
+        }
+        Ok(PipelineRef { archive: self, index: i, key, kind, first_stage, stage_count: stage_count as usize })
+    }
+
+    fn key_at(&self, i: usize) -> Result<u128> {
+        let (_, rec) = self.record(Section::Pipelines, i)?;
+        u128_at(rec, 0)
+    }
+
+    /// The pipeline with `key`, found by binary search.
+    pub fn get(&self, key: PipelineKey) -> Result<Option<PipelineRef<'_>>> {
+        let (mut lo, mut hi) = (0usize, self.pipeline_count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.key_at(mid)?.cmp(&key.0) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return self.pipeline(mid).map(Some),
+            }
+        }
+        Ok(None)
+    }
+
+    fn label_at(&self, i: usize) -> Result<(&str, usize)> {
+        let (at, rec) = self.record(Section::Labels, i)?;
+        let (off, len, pipe) = (u32_at(rec, 0)?, u32_at(rec, 4)?, u32_at(rec, 8)?);
+        let s = self.string(off, len, at)?;
+        let mut sum_input = [0u8; 12];
+        sum_input.copy_from_slice(&rec[..12]);
+        let sum = {
+            let mut v = Vec::with_capacity(12 + s.len());
+            v.extend_from_slice(&sum_input);
+            v.extend_from_slice(s.as_bytes());
+            checksum64(&v) as u32
+        };
+        if sum != u32_at(rec, 12)? {
+            return Err(ArchiveError::corrupt(at, format!("label record {i} checksum mismatch")));
+        }
+        if pipe as usize >= self.pipeline_count {
+            return Err(ArchiveError::corrupt(at + 8, format!("label record {i} points at pipeline {pipe}, past the table")));
+        }
+        Ok((s, pipe as usize))
+    }
+
+    /// The pipeline with `label`, found by binary search over the label index.
+    pub fn lookup_label(&self, label: &str) -> Result<Option<PipelineRef<'_>>> {
+        let (mut lo, mut hi) = (0usize, self.label_count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let (s, pipe) = self.label_at(mid)?;
+            match s.as_bytes().cmp(label.as_bytes()) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return self.pipeline(pipe).map(Some),
+            }
+        }
+        Ok(None)
+    }
+
+    /// All `(label, pipeline index)` pairs, sorted by label.
+    pub fn labels(&self) -> Result<Vec<(&str, usize)>> {
+        (0..self.label_count).map(|i| self.label_at(i)).collect()
+    }
+
+    /// Every pipeline in key order.
+    pub fn iter(&self) -> impl Iterator<Item = Result<PipelineRef<'_>>> + '_ {
+        (0..self.pipeline_count).map(move |i| self.pipeline(i))
+    }
+
+    /// The bytes of blob `i`, checked against its content hash.
+    fn blob(&self, i: usize) -> Result<(u128, &[u8])> {
+        let (at, rec) = self.record(Section::BlobIndex, i)?;
+        if checksum64(&rec[..32]) != u64_at(rec, 32)? {
+            return Err(ArchiveError::corrupt(at, format!("blob index record {i} checksum mismatch")));
+        }
+        let hash = u128_at(rec, 0)?;
+        let off = usize_of(u64_at(rec, 16)?, at + 16)?;
+        let len = usize_of(u64_at(rec, 24)?, at + 24)?;
+        let (doff, dlen) = self.section(Section::BlobData);
+        if off % ALIGN != 0 || off.checked_add(len).is_none_or(|e| e > dlen) {
+            return Err(ArchiveError::corrupt(at + 16, format!("blob {i} ({off:#x}+{len}) lies outside the blob data section")));
+        }
+        let bytes = &self.bytes()[doff + off..doff + off + len];
+        if content_hash(bytes).0 != hash {
+            return Err(ArchiveError::corrupt(doff + off, format!("blob {i} content does not match its hash")));
+        }
+        Ok((hash, bytes))
+    }
+
+}
+
+/// A pipeline inside an [`Archive`].
+#[derive(Clone, Copy)]
+pub struct PipelineRef<'a> {
+    archive: &'a Archive,
+    index: usize,
+    key: PipelineKey,
+    kind: PipelineKind,
+    first_stage: usize,
+    stage_count: usize,
+}
+
+impl<'a> PipelineRef<'a> {
+    /// Position in the key-sorted table.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+    /// The pipeline key.
+    pub fn key(&self) -> PipelineKey {
+        self.key
+    }
+    /// Render or compute.
+    pub fn kind(&self) -> PipelineKind {
+        self.kind
+    }
+    /// The stages, each record checked.
+    pub fn stages(&self) -> Result<Vec<StageRef<'a>>> {
+        (self.first_stage..self.first_stage + self.stage_count).map(|i| self.archive.stage(i)).collect()
+    }
+}
+
+/// One stage of an archived pipeline.
+#[derive(Clone, Copy)]
+pub struct StageRef<'a> {
+    archive: &'a Archive,
+    /// Stage function key.
+    pub key: StageKey,
+    /// Stage.
+    pub stage: ShaderStage,
+    /// Entry point name.
+    pub entry_point: &'a str,
+    blobs: [u32; TARGET_COUNT],
+}
+
+impl<'a> StageRef<'a> {
+    fn blob_index(&self, t: Target) -> Option<u32> {
+        let i = self.blobs[t as usize];
+        (i != NO_BLOB).then_some(i)
+    }
+    /// The output for `target`, checked against its content hash; `None` if not archived.
+    pub fn output(&self, target: Target) -> Result<Option<&'a [u8]>> {
+        match self.blob_index(target) {
+            None => Ok(None),
+            Some(i) if (i as usize) < self.archive.blob_count => self.archive.blob(i as usize).map(|b| Some(b.1)),
+            Some(i) => Err(ArchiveError::corrupt(self.archive.section(Section::BlobIndex).0, format!("stage refers to blob {i}, past the blob index"))),
+        }
+    }
+}
+
+impl Archive {
+    fn stage(&self, i: usize) -> Result<StageRef<'_>> {
+        let (at, rec) = self.record(Section::Stages, i)?;
+        let (off, len) = (u32_at(rec, 20)?, u32_at(rec, 24)?);
+        let name = self.string(off, len, at + 20)?;
+        let mut v = Vec::with_capacity(48 + name.len());
+        v.extend_from_slice(&rec[..48]);
+        v.extend_from_slice(name.as_bytes());
+        if checksum64(&v) != u64_at(rec, 48)? {
+            return Err(ArchiveError::corrupt(at, format!("stage record {i} checksum mismatch")));
+        }
+        let stage = ShaderStage::from_u32(u32_at(rec, 16)?).ok_or_else(|| ArchiveError::corrupt(at + 16, "unknown stage"))?;
+        if u32_at(rec, 44)? != 0 {
+            return Err(ArchiveError::corrupt(at + 44, format!("stage record {i}: reserved field is not zero")));
+        }
+        let mut blobs = [NO_BLOB; TARGET_COUNT];
+        for (t, b) in blobs.iter_mut().enumerate() {
+            *b = u32_at(rec, 28 + 4 * t)?;
+        }
+        Ok(StageRef { archive: self, key: StageKey(u128_at(rec, 0)?), stage, entry_point: name, blobs })
+    }
+}

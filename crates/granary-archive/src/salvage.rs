@@ -1,0 +1,192 @@
+//! Recovering what can be trusted from a damaged archive.
+//!
+//! Salvage reads the section table even when the header checksum fails, clamps every section
+//! to the bytes actually present, and keeps exactly those pipelines whose own record, every
+//! stage record and every referenced blob still pass their checksums and content hashes.
+//! Nothing unverified is ever copied into the output.
+
+use crate::format::*;
+use crate::reader::{u128_at, u32_at, u64_at};
+use crate::{ArchiveMeta, WriteEntry};
+use crate::ArchiveError;
+use crate::key::{checksum64, content_hash};
+use crate::{
+    Blob, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry, StageKey, TargetOutputs,
+    TARGET_COUNT,
+};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What salvage found.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SalvageReport {
+    /// Whether the header checksum held.
+    pub header_intact: bool,
+    /// Pipeline records present in the (possibly truncated) table.
+    pub pipeline_records: usize,
+    /// Pipelines recovered whole.
+    pub recovered: usize,
+    /// Pipeline records dropped, with the reason for each (key when readable).
+    pub lost: Vec<String>,
+    /// Labels recovered.
+    pub labels: usize,
+}
+
+fn section_range(b: &[u8], i: usize) -> Option<(usize, usize)> {
+    let row = FIXED_HEADER + i * SECTION_ROW;
+    if u32_at(b, row).ok()? != Section::ALL[i] as u32 {
+        return None;
+    }
+    let off = usize::try_from(u64_at(b, row + 8).ok()?).ok()?;
+    let len = usize::try_from(u64_at(b, row + 16).ok()?).ok()?;
+    if off > b.len() {
+        return Some((b.len(), 0));
+    }
+    Some((off, len.min(b.len() - off)))
+}
+
+/// Recovers every verifiable pipeline from `b`. Fails only when the magic, version or section
+/// table are unreadable.
+pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport), ArchiveError> {
+    if b.len() < HEADER_LEN || b[..8] != MAGIC {
+        return Err(ArchiveError::corrupt(0, "no granary header: nothing can be salvaged"));
+    }
+    if u32_at(b, 8)? != VERSION {
+        return Err(ArchiveError::corrupt(8, "unsupported format version"));
+    }
+    let mut report = SalvageReport {
+        header_intact: checksum64(&b[..HEADER_LEN - 8]) == u64_at(b, HEADER_LEN - 8)?,
+        ..Default::default()
+    };
+    let mut sec = [(0usize, 0usize); SECTION_COUNT];
+    for (i, s) in sec.iter_mut().enumerate() {
+        *s = section_range(b, i).ok_or_else(|| {
+            ArchiveError::corrupt(FIXED_HEADER + i * SECTION_ROW, "section table row is unreadable")
+        })?;
+    }
+    let body = |s: Section| {
+        let (off, len) = sec[s as usize - 1];
+        &b[off..off + len]
+    };
+    let strings = body(Section::Strings);
+    let string = |off: u32, len: u32| -> Option<&str> {
+        let (o, l) = (off as usize, len as usize);
+        (l <= MAX_NAME).then_some(())?;
+        std::str::from_utf8(strings.get(o..o.checked_add(l)?)?).ok()
+    };
+
+    // Meta: the writer-options text determines the fingerprint.
+    let meta_bytes = body(Section::Meta);
+    let mut meta_strings = Vec::new();
+    let mut pos = 0usize;
+    for _ in 0..3 {
+        let Ok(len) = u32_at(meta_bytes, pos) else { break };
+        let Some(s) = meta_bytes.get(pos + 4..pos + 4 + len as usize).and_then(|s| std::str::from_utf8(s).ok()) else { break };
+        meta_strings.push(s.to_string());
+        pos += 4 + len as usize;
+    }
+    let meta = match meta_strings.as_slice() {
+        [_, text, device] => ArchiveMeta {
+            target_options: content_hash(text.as_bytes()).0,
+            target_options_text: text.clone(),
+            device: device.clone(),
+        },
+        _ => {
+            return Err(ArchiveError::corrupt(sec[0].0, "meta section is unreadable: the writer options are unknown, so keys cannot be trusted"))
+        }
+    };
+
+    // Blobs that still hash to their address.
+    let blob_index = body(Section::BlobIndex);
+    let data = body(Section::BlobData);
+    let mut blobs: HashMap<u32, Arc<Blob>> = HashMap::new();
+    for (i, rec) in blob_index.chunks_exact(BLOB_RECORD).enumerate() {
+        let ok = (|| {
+            if checksum64(&rec[..32]) != u64_at(rec, 32).ok()? {
+                return None;
+            }
+            let hash = u128_at(rec, 0).ok()?;
+            let off = usize::try_from(u64_at(rec, 16).ok()?).ok()?;
+            let len = usize::try_from(u64_at(rec, 24).ok()?).ok()?;
+            let bytes = data.get(off..off.checked_add(len)?)?;
+            (content_hash(bytes).0 == hash).then(|| Blob::new(bytes.to_vec()))
+        })();
+        if let Some(blob) = ok {
+            blobs.insert(i as u32, blob);
+        }
+    }
+
+    let stages = body(Section::Stages);
+    let stage = |i: usize| -> Result<StageEntry, String> {
+        let rec = stages.get(i * STAGE_RECORD..(i + 1) * STAGE_RECORD).ok_or("stage record missing")?;
+        let name = string(u32_at(rec, 20).map_err(|e| e.to_string())?, u32_at(rec, 24).map_err(|e| e.to_string())?)
+            .ok_or("entry-point name unreadable")?;
+        let mut v = rec[..48].to_vec();
+        v.extend_from_slice(name.as_bytes());
+        if checksum64(&v) != u64_at(rec, 48).map_err(|e| e.to_string())? {
+            return Err(format!("stage record {i} checksum mismatch"));
+        }
+        let mut outputs = TargetOutputs::default();
+        for t in 0..TARGET_COUNT {
+            let idx = u32_at(rec, 28 + 4 * t).map_err(|e| e.to_string())?;
+            if idx != NO_BLOB {
+                outputs.0[t] = Some(blobs.get(&idx).cloned().ok_or_else(|| format!("blob {idx} is damaged or missing"))?);
+            }
+        }
+        Ok(StageEntry {
+            key: StageKey(u128_at(rec, 0).map_err(|e| e.to_string())?),
+            stage: ShaderStage::from_u32(u32_at(rec, 16).map_err(|e| e.to_string())?).ok_or("unknown stage")?,
+            entry_point: name.to_string(),
+            outputs,
+        })
+    };
+
+    let pipelines = body(Section::Pipelines);
+    let mut kept: HashMap<usize, Arc<PipelineEntry>> = HashMap::new();
+    for (i, rec) in pipelines.chunks_exact(PIPELINE_RECORD).enumerate() {
+        report.pipeline_records += 1;
+        let key = u128_at(rec, 0).map(PipelineKey).ok();
+        let r: Result<PipelineEntry, String> = (|| {
+            if checksum64(&rec[..40]) != u64_at(rec, 40).map_err(|e| e.to_string())? {
+                return Err("pipeline record checksum mismatch".to_string());
+            }
+            let kind = PipelineKind::from_u32(u32_at(rec, 16).map_err(|e| e.to_string())?).ok_or("unknown kind")?;
+            let first = u32_at(rec, 20).map_err(|e| e.to_string())? as usize;
+            let count = u32_at(rec, 24).map_err(|e| e.to_string())?;
+            if count == 0 || count > MAX_STAGES_PER_PIPELINE {
+                return Err("invalid stage count".into());
+            }
+            let st = (first..first + count as usize).map(stage).collect::<Result<Vec<_>, _>>()?;
+            Ok(PipelineEntry { key: key.unwrap_or_default(), kind, stages: st })
+        })();
+        match r {
+            Ok(e) => {
+                kept.insert(i, Arc::new(e));
+            }
+            Err(why) => report.lost.push(format!(
+                "pipeline record {i}{}: {why}",
+                key.map(|k| format!(" (key {k})")).unwrap_or_default()
+            )),
+        }
+    }
+
+    let mut labels: HashMap<usize, Vec<String>> = HashMap::new();
+    for rec in body(Section::Labels).chunks_exact(LABEL_RECORD) {
+        let (Ok(off), Ok(len), Ok(p), Ok(sum)) = (u32_at(rec, 0), u32_at(rec, 4), u32_at(rec, 8), u32_at(rec, 12)) else { continue };
+        let Some(s) = string(off, len) else { continue };
+        let mut v = rec[..12].to_vec();
+        v.extend_from_slice(s.as_bytes());
+        if checksum64(&v) as u32 == sum && kept.contains_key(&(p as usize)) {
+            labels.entry(p as usize).or_default().push(s.to_string());
+            report.labels += 1;
+        }
+    }
+    let mut entries: Vec<(usize, Arc<PipelineEntry>)> = kept.into_iter().collect();
+    entries.sort_by_key(|(i, _)| *i);
+    report.recovered = entries.len();
+    let out = entries
+        .into_iter()
+        .map(|(i, entry)| WriteEntry { entry, labels: labels.remove(&i).unwrap_or_default().into() })
+        .collect();
+    Ok((out, meta, report))
+}

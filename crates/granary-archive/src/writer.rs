@@ -1,0 +1,275 @@
+//! The deterministic archive writer.
+//!
+//! `encode` is a pure function of the *set* of entries (with their labels): input order,
+//! duplicates and the history that produced them do not change a byte.
+
+use crate::format::*;
+use crate::key::checksum64;
+use crate::{Blob, PipelineEntry, TargetSet, WriteEntry};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Write;
+use std::sync::Arc;
+use xxhash_rust::xxh3::Xxh3;
+
+
+/// Header information that is not derived from the entries.
+#[derive(Clone, Debug)]
+pub struct ArchiveMeta {
+    /// Fingerprint of the writer options the stage keys were computed under.
+    pub target_options: u128,
+    /// The same options in words.
+    pub target_options_text: String,
+    /// Identity of the device driver binaries are valid for; empty for portable targets.
+    pub device: String,
+}
+
+impl ArchiveMeta {
+    /// Meta for archives whose stage keys were computed under the writer options described by
+    /// `target_options_text` (the fingerprint is its content hash), for `device` (empty for
+    /// portable targets).
+    pub fn new(target_options_text: &str, device: &str) -> Self {
+        ArchiveMeta {
+            target_options: crate::key::content_hash(target_options_text.as_bytes()).0,
+            target_options_text: target_options_text.to_string(),
+            device: device.to_string(),
+        }
+    }
+}
+
+struct Strings {
+    bytes: Vec<u8>,
+    map: HashMap<String, (u32, u32)>,
+}
+
+impl Strings {
+    fn intern(&mut self, s: &str) -> (u32, u32) {
+        if let Some(r) = self.map.get(s) {
+            return *r;
+        }
+        let r = (self.bytes.len() as u32, s.len() as u32);
+        self.bytes.extend_from_slice(s.as_bytes());
+        self.map.insert(s.to_string(), r);
+        r
+    }
+    fn get(&self, r: (u32, u32)) -> &[u8] {
+        &self.bytes[r.0 as usize..(r.0 + r.1) as usize]
+    }
+}
+
+/// An archive ready to be written: every section except the blob bytes, which are streamed
+/// from the entries. Made by [`prepare`].
+pub struct Layout<'a> {
+    meta: ArchiveMeta,
+    sections: [Vec<u8>; SECTION_COUNT],
+    blobs: Vec<&'a Blob>,
+    blob_data_len: usize,
+    blob_data_checksum: u64,
+    targets: u32,
+    pipelines: usize,
+}
+
+impl Layout<'_> {
+    /// Byte length of each section body.
+    fn lengths(&self) -> [usize; SECTION_COUNT] {
+        let mut l = [0; SECTION_COUNT];
+        for (i, s) in self.sections.iter().enumerate() {
+            l[i] = s.len();
+        }
+        l[Section::BlobData as usize - 1] = self.blob_data_len;
+        l
+    }
+    /// Section offsets and the total file length.
+    fn offsets(&self) -> ([usize; SECTION_COUNT], usize) {
+        let mut off = [0; SECTION_COUNT];
+        let mut at = align_up(HEADER_LEN);
+        for (i, len) in self.lengths().iter().enumerate() {
+            off[i] = at;
+            at = align_up(at + len);
+        }
+        (off, at)
+    }
+}
+
+/// Sorts, deduplicates and lays out `entries` for writing.
+pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> Layout<'a> {
+    // Canonical entry set: one per key, labels merged and sorted.
+    let mut by_key: BTreeMap<u128, (&Arc<PipelineEntry>, BTreeSet<&str>)> = BTreeMap::new();
+    for w in entries {
+        let slot = by_key.entry(w.entry.key.0).or_insert_with(|| (&w.entry, BTreeSet::new()));
+        slot.1.extend(w.labels.iter().map(String::as_str));
+    }
+
+    // Blobs, sorted by content hash; targets present.
+    let mut blobs: BTreeMap<u128, &Blob> = BTreeMap::new();
+    let mut targets = 0u32;
+    for (entry, _) in by_key.values() {
+        for s in &entry.stages {
+            for (t, b) in s.outputs.0.iter().enumerate() {
+                if let Some(b) = b {
+                    blobs.insert(b.hash().0, b);
+                    targets |= 1 << t;
+                }
+            }
+        }
+    }
+    let blob_index: HashMap<u128, u32> = blobs.keys().enumerate().map(|(i, h)| (*h, i as u32)).collect();
+
+    let mut strings = Strings { bytes: Vec::new(), map: HashMap::new() };
+    let mut pipelines = Vec::with_capacity(by_key.len() * PIPELINE_RECORD);
+    let mut stages = Vec::new();
+    let mut labels: Vec<(&str, u32, (u32, u32))> = Vec::new();
+    let mut stage_count = 0u32;
+    for (i, (key, (entry, lbls))) in by_key.iter().enumerate() {
+        let rec_start = pipelines.len();
+        pipelines.extend_from_slice(&key.to_le_bytes());
+        pipelines.extend_from_slice(&(entry.kind as u32).to_le_bytes());
+        pipelines.extend_from_slice(&stage_count.to_le_bytes());
+        pipelines.extend_from_slice(&(entry.stages.len() as u32).to_le_bytes());
+        pipelines.extend_from_slice(&[0u8; 12]);
+        let c = checksum64(&pipelines[rec_start..]);
+        pipelines.extend_from_slice(&c.to_le_bytes());
+        for l in lbls {
+            labels.push((l, i as u32, strings.intern(l)));
+        }
+        for s in &entry.stages {
+            let name = strings.intern(&s.entry_point);
+            let rec_start = stages.len();
+            stages.extend_from_slice(&s.key.0.to_le_bytes());
+            stages.extend_from_slice(&(s.stage as u32).to_le_bytes());
+            stages.extend_from_slice(&name.0.to_le_bytes());
+            stages.extend_from_slice(&name.1.to_le_bytes());
+            for b in &s.outputs.0 {
+                let idx = b.as_ref().and_then(|b| blob_index.get(&b.hash().0).copied()).unwrap_or(NO_BLOB);
+                stages.extend_from_slice(&idx.to_le_bytes());
+            }
+            stages.extend_from_slice(&0u32.to_le_bytes());
+            let mut h = Xxh3::new();
+            h.update(&stages[rec_start..]);
+            h.update(strings.get(name));
+            stages.extend_from_slice(&h.digest().to_le_bytes());
+            stage_count += 1;
+        }
+    }
+    labels.sort_by(|a, b| (a.0.as_bytes(), a.1).cmp(&(b.0.as_bytes(), b.1)));
+    let mut label_bytes = Vec::with_capacity(labels.len() * LABEL_RECORD);
+    for (label, pipeline, r) in &labels {
+        let rec_start = label_bytes.len();
+        label_bytes.extend_from_slice(&r.0.to_le_bytes());
+        label_bytes.extend_from_slice(&r.1.to_le_bytes());
+        label_bytes.extend_from_slice(&pipeline.to_le_bytes());
+        let mut h = Xxh3::new();
+        h.update(&label_bytes[rec_start..]);
+        h.update(label.as_bytes());
+        label_bytes.extend_from_slice(&(h.digest() as u32).to_le_bytes());
+    }
+
+    let mut blob_records = Vec::with_capacity(blobs.len() * BLOB_RECORD);
+    let mut data_hash = Xxh3::new();
+    let mut off = 0usize;
+    for (hash, blob) in &blobs {
+        let rec_start = blob_records.len();
+        blob_records.extend_from_slice(&hash.to_le_bytes());
+        blob_records.extend_from_slice(&(off as u64).to_le_bytes());
+        blob_records.extend_from_slice(&(blob.bytes().len() as u64).to_le_bytes());
+        let c = checksum64(&blob_records[rec_start..]);
+        blob_records.extend_from_slice(&c.to_le_bytes());
+        data_hash.update(blob.bytes());
+        let end = off + blob.bytes().len();
+        data_hash.update(&ZEROS[..align_up(end) - end]);
+        off = align_up(end);
+    }
+
+    let mut meta_bytes = Vec::new();
+    for s in ["granary", meta.target_options_text.as_str(), meta.device.as_str()] {
+        meta_bytes.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        meta_bytes.extend_from_slice(s.as_bytes());
+    }
+    Layout {
+        meta: meta.clone(),
+        sections: [meta_bytes, strings.bytes, blob_records, Vec::new(), pipelines, stages, label_bytes],
+        blobs: blobs.into_values().collect(),
+        blob_data_len: off,
+        blob_data_checksum: data_hash.digest(),
+        targets,
+        pipelines: by_key.len(),
+    }
+}
+
+const ZEROS: [u8; ALIGN] = [0; ALIGN];
+
+fn header(l: &Layout<'_>) -> (Vec<u8>, usize) {
+    let meta = &l.meta;
+    let (offsets, file_len) = l.offsets();
+    let lengths = l.lengths();
+    let mut h = Vec::with_capacity(HEADER_LEN);
+    h.extend_from_slice(&MAGIC);
+    h.extend_from_slice(&VERSION.to_le_bytes());
+    h.extend_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+    h.extend_from_slice(&TargetSet(l.targets).0.to_le_bytes());
+    h.extend_from_slice(&(SECTION_COUNT as u32).to_le_bytes());
+    h.extend_from_slice(&meta.target_options.to_le_bytes());
+    h.extend_from_slice(&(l.pipelines as u32).to_le_bytes());
+    h.extend_from_slice(&(l.blobs.len() as u32).to_le_bytes());
+    h.extend_from_slice(&(file_len as u64).to_le_bytes());
+    h.extend_from_slice(&0u64.to_le_bytes());
+    for (i, section) in Section::ALL.iter().enumerate() {
+        let sum = if *section == Section::BlobData { l.blob_data_checksum } else { checksum64(&l.sections[i]) };
+        h.extend_from_slice(&(*section as u32).to_le_bytes());
+        h.extend_from_slice(&0u32.to_le_bytes());
+        h.extend_from_slice(&(offsets[i] as u64).to_le_bytes());
+        h.extend_from_slice(&(lengths[i] as u64).to_le_bytes());
+        h.extend_from_slice(&sum.to_le_bytes());
+    }
+    let c = checksum64(&h);
+    h.extend_from_slice(&c.to_le_bytes());
+    (h, file_len)
+}
+
+fn pad(w: &mut impl Write, written: usize) -> std::io::Result<usize> {
+    let n = align_up(written) - written;
+    w.write_all(&ZEROS[..n])?;
+    Ok(written + n)
+}
+
+impl Layout<'_> {
+    /// The file size that [`Layout::write_to`] writes.
+    pub fn len(&self) -> usize {
+        self.offsets().1
+    }
+    /// Whether there is nothing to write (never: the header is always there).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+    /// Streams the archive into `w` (blob bytes are copied straight from the entries; no
+    /// whole-file buffer is built). Returns the number of bytes written.
+    pub fn write_to(&self, w: &mut impl Write) -> std::io::Result<usize> {
+        let (h, file_len) = header(self);
+        w.write_all(&h)?;
+        let mut at = pad(w, h.len())?;
+        for (i, section) in Section::ALL.iter().enumerate() {
+            if *section == Section::BlobData {
+                let start = at;
+                for b in &self.blobs {
+                    w.write_all(b.bytes())?;
+                    at = start + pad(w, at - start + b.bytes().len())?;
+                }
+                at = start + self.blob_data_len;
+            } else {
+                w.write_all(&self.sections[i])?;
+                at += self.sections[i].len();
+            }
+            at = pad(w, at)?;
+        }
+        debug_assert_eq!(at, file_len);
+        Ok(at)
+    }
+}
+
+/// Encodes entries as archive bytes in memory.
+pub fn encode(entries: &[WriteEntry], meta: &ArchiveMeta) -> Vec<u8> {
+    let layout = prepare(entries, meta);
+    let mut out = Vec::with_capacity(layout.len());
+    // Writing into a Vec cannot fail.
+    let _ = layout.write_to(&mut out);
+    out
+}

@@ -1,0 +1,90 @@
+//! `granary stress`.
+
+use granary_lab::stress::{run, Mode, StressOptions};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct StressArgs {
+    /// Scenario: shared-vertex, flush-during-compile, rotate, per-thread, seed-mix, or all.
+    #[arg(long, value_parser = parse_mode)]
+    mode: Vec<ModeArg>,
+    /// Compile threads [default: available cores].
+    #[arg(long, short = 'j')]
+    threads: Option<usize>,
+    /// Size of the generated seed-scale workload.
+    #[arg(long, default_value_t = 2000)]
+    pipelines: usize,
+    /// Repeat each scenario until this many seconds have passed.
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// Use this pipelines script instead of a generated workload.
+    #[arg(long)]
+    script: Option<PathBuf>,
+    /// Generator seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// rotate and seed-mix: start a fresh compiler and capture every K pipelines [default: a
+    /// fifth of the workload].
+    #[arg(long, value_name = "K")]
+    rotate_every: Option<usize>,
+    /// Print the reports as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone)]
+pub struct ModeArg(Vec<Mode>);
+
+fn parse_mode(s: &str) -> Result<ModeArg, String> {
+    if s == "all" {
+        return Ok(ModeArg(Mode::ALL.to_vec()));
+    }
+    Mode::parse(s).map(|m| ModeArg(vec![m])).ok_or_else(|| {
+        format!("unknown mode '{s}' (expected shared-vertex, flush-during-compile, rotate, per-thread, seed-mix or all)")
+    })
+}
+
+pub fn run_cli(a: StressArgs) -> anyhow::Result<i32> {
+    let modes: Vec<Mode> = if a.mode.is_empty() { Mode::ALL.to_vec() } else { a.mode.into_iter().flat_map(|m| m.0).collect() };
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let mut failed = false;
+    let mut reports = Vec::new();
+    for mode in modes {
+        let r = run(&StressOptions {
+            mode,
+            threads,
+            script: a.script.clone(),
+            pipelines: a.pipelines,
+            seconds: a.seconds,
+            seed: a.seed,
+            rotate_every: a.rotate_every,
+            work_dir: None,
+        })?;
+        failed |= !r.violations.is_empty();
+        if !a.json {
+            outln!(
+                "{:<21} {} threads, {} pipelines x {} iterations, {} compiles, {} archive writes ({} checked), {:.2} s: {}",
+                r.mode,
+                r.threads,
+                r.pipelines,
+                r.iterations,
+                r.compiles,
+                r.writes,
+                r.writes_checked,
+                r.wall_seconds,
+                if r.violations.is_empty() { "all invariants held".to_string() } else { format!("{} VIOLATIONS", r.violations.len()) }
+            );
+            for c in &r.checks {
+                outln!("  checked: {c}");
+            }
+            for v in &r.violations {
+                outln!("  violation: {v}");
+            }
+        }
+        reports.push(r);
+    }
+    if a.json {
+        super::print_json(&reports)?;
+    }
+    Ok(if failed { 1 } else { 0 })
+}

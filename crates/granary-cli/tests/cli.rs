@@ -1,0 +1,169 @@
+//! The `granary` binary end to end on the bundled example.
+
+#[path = "../../granary/tests/common/mod.rs"]
+mod common;
+
+use granary::archive::LookupDescriptor;
+use granary::archive::Archive;
+use granary::compiler::{Compiler, CompilerOptions};
+use granary::descriptor::{Target, TargetSet};
+use granary::script::Script;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
+
+fn granary(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_granary")).args(args).output().expect("run granary")
+}
+
+fn harvest(out: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "--json"];
+    args.extend_from_slice(extra);
+    let o = granary(&args);
+    assert!(o.status.success(), "harvest failed: {}\n{}", String::from_utf8_lossy(&o.stderr), String::from_utf8_lossy(&o.stdout));
+    serde_json::from_slice(&o.stdout).expect("summary JSON")
+}
+
+#[test]
+fn j1_and_j8_write_byte_identical_archives() {
+    let dir = common::tempdir();
+    let a = dir.path().join("j1.granary");
+    let b = dir.path().join("j8.granary");
+    let s1 = harvest(&a, &["-j", "1", "--targets", "spirv,msl"]);
+    let s8 = harvest(&b, &["-j", "8", "--targets", "spirv,msl", "--flush-every", "25"]);
+    assert_eq!(s1["failed"], 0);
+    assert_eq!(s1["pipelines"], s8["pipelines"]);
+    assert!(s8["flushes"].as_u64().unwrap() >= 1, "flushes happened during the -j8 run");
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+}
+
+#[test]
+fn every_example_pipeline_is_found_by_descriptor_and_label_with_fresh_outputs() {
+    let dir = common::tempdir();
+    let out = dir.path().join("r.granary");
+    let summary = harvest(&out, &["--targets", "spirv,hlsl"]);
+    let script = Script::load(Path::new(EXAMPLE)).unwrap();
+    assert!(script.pipelines.len() >= 200, "the example is a few hundred pipelines");
+    assert_eq!(summary["succeeded"].as_u64().unwrap() as usize, script.pipelines.len());
+    assert!(summary["reuse_ratio"].as_f64().unwrap() > 2.0);
+    let ar = Archive::open(&out).unwrap();
+    ar.verify().unwrap();
+    let targets = TargetSet::of(&[Target::Spirv, Target::Hlsl]);
+    let fresh = Compiler::new(CompilerOptions { targets, ..Default::default() });
+    for p in &script.pipelines {
+        let d = p.descriptor.as_ref().unwrap();
+        let by_desc = ar.lookup(d).unwrap().expect("by descriptor");
+        let by_label = ar.lookup_label(p.label.as_deref().unwrap()).unwrap().expect("by label");
+        assert_eq!(by_desc.key(), by_label.key());
+        let e = fresh.compile(d).unwrap();
+        for (s, fs) in by_desc.stages().unwrap().iter().zip(&e.stages) {
+            for t in [Target::Spirv, Target::Hlsl] {
+                assert_eq!(s.output(t).unwrap(), fs.outputs.get(t).map(|b| b.bytes()));
+            }
+        }
+    }
+}
+
+#[test]
+fn ls_verify_extract_merge() {
+    let dir = common::tempdir();
+    let out = dir.path().join("r.granary");
+    harvest(&out, &[]);
+    let o = granary(&["ls", out.to_str().unwrap(), "--json"]);
+    assert!(o.status.success());
+    let ls: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let first = &ls["pipelines"][0];
+    let label = first["labels"][0].as_str().unwrap().to_string();
+    let key = first["key"].as_str().unwrap().to_string();
+
+    let o = granary(&["verify", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+
+    let ex = dir.path().join("ex");
+    for what in [&label, &key] {
+        let o = granary(&["extract", out.to_str().unwrap(), what, "--target", "spirv", "-o", ex.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let files: Vec<PathBuf> = String::from_utf8_lossy(&o.stdout).lines().map(PathBuf::from).collect();
+        assert!(!files.is_empty());
+        for f in files {
+            let bytes = std::fs::read(&f).unwrap();
+            assert_eq!(&bytes[..4], &0x0723_0203u32.to_le_bytes(), "SPIR-V magic in {}", f.display());
+        }
+    }
+    let o = granary(&["extract", out.to_str().unwrap(), "no/such/pipeline"]);
+    assert_eq!(o.status.code(), Some(2));
+
+    let merged = dir.path().join("m.granary");
+    let o = granary(&["merge", out.to_str().unwrap(), out.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&merged).unwrap());
+
+    // A damaged archive fails verify with exit status 1 and an offset.
+    let mut bytes = std::fs::read(&out).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0x40;
+    let bad = dir.path().join("bad.granary");
+    std::fs::write(&bad, bytes).unwrap();
+    let o = granary(&["verify", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("offset 0x"));
+}
+
+#[test]
+fn failures_are_reported_and_the_rest_lands() {
+    let dir = common::tempdir();
+    std::fs::write(dir.path().join("v.wgsl"), common::VS).unwrap();
+    std::fs::write(dir.path().join("f.wgsl"), common::FS).unwrap();
+    let script = r#"{"granary_script": 1,
+      "libraries": [{"name": "v", "path": "v.wgsl"}, {"name": "f", "path": "f.wgsl"}, {"name": "missing", "path": "missing.wgsl"}],
+      "pipelines": [
+        {"label": "good", "compute": {"function": {"library": "f", "function": "cs"}}},
+        {"label": "bad-entry", "compute": {"function": {"library": "f", "function": "fs"}}},
+        {"label": "bad-lib", "compute": {"function": {"library": "missing", "function": "cs"}}},
+        {"label": "depth", "render": {"vertex": {"library": "v", "function": "vs_depth"},
+           "vertex_buffers": [{"stride": 12, "attributes": [{"location": 0, "format": "float32x3"}]}]}}
+      ]}"#;
+    let sp = dir.path().join("s.json");
+    std::fs::write(&sp, script).unwrap();
+    let out = dir.path().join("o.granary");
+    let report = dir.path().join("report.json");
+    let o = granary(&["harvest", sp.to_str().unwrap(), "-o", out.to_str().unwrap(), "--report", report.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(text.contains("harvested 2 of 4"), "{text}");
+    let failures: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let f = failures.as_array().unwrap();
+    assert_eq!(f.len(), 2);
+    assert_eq!(f[0]["pipeline"], "bad-entry");
+    assert_eq!(f[0]["kind"], "entry-point");
+    assert!(f[0]["script_position"].as_str().unwrap().ends_with("s.json:5:9"), "{}", f[0]);
+    assert!(text.contains("s.json:5:9: pipeline 'bad-entry'"), "{text}");
+    assert_eq!(f[1]["phase"], "script");
+    assert_eq!(Archive::open(&out).unwrap().len(), 2);
+
+    let o = granary(&["harvest", "/nonexistent/s.json", "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read script"));
+}
+
+/// `granary ls --json | head` (a reader that closes the pipe early) stops quietly, without a
+/// panic message, with the SIGPIPE-style status 141.
+#[test]
+fn closed_stdout_pipe_stops_quietly() {
+    let dir = common::tempdir();
+    let out = dir.path().join("r.granary");
+    let ok = Command::new(env!("CARGO_BIN_EXE_granary")).args(["harvest", EXAMPLE, "-o", out.to_str().unwrap()]).output().unwrap();
+    assert!(ok.status.success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_granary"))
+        .args(["ls", "--json", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away at once
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(141), "{err}");
+}

@@ -1,0 +1,330 @@
+//! `harvest --isolate`: a worker that crashes, hangs, panics, prints, lies or refuses to exit
+//! costs exactly its pipeline (or nothing), and a killed parent leaves no worker behind.
+//!
+//! Faults are injected with the documented `GRANARY_FAULT` test facility, set only on the
+//! `granary` child process of each test.
+
+#[path = "../../granary/tests/common/mod.rs"]
+mod common;
+
+use granary::archive::Archive;
+use granary::script::Script;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
+
+fn labels() -> Vec<String> {
+    Script::load(Path::new(EXAMPLE)).unwrap().pipelines.iter().map(|p| p.label.clone().unwrap()).collect()
+}
+
+fn harvest_script(script: &Path, out: &Path, args: &[&str], fault: &str) -> (Option<i32>, serde_json::Value) {
+    let o = Command::new(env!("CARGO_BIN_EXE_granary"))
+        .args(["harvest", script.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json"])
+        .args(args)
+        .env("GRANARY_FAULT", fault)
+        .output()
+        .unwrap();
+    let summary = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("no summary: {}", String::from_utf8_lossy(&o.stderr)));
+    (o.status.code(), summary)
+}
+
+/// `-j 2` unless `args` names a thread count.
+fn harvest(out: &Path, args: &[&str], fault: &str) -> (Option<i32>, serde_json::Value) {
+    let mut all = args.to_vec();
+    if !args.contains(&"-j") {
+        all.extend(["-j", "2"]);
+    }
+    harvest_script(Path::new(EXAMPLE), out, &all, fault)
+}
+
+fn failures(s: &serde_json::Value) -> Vec<(String, String, String)> {
+    s["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["pipeline"].as_str().unwrap().into(), f["phase"].as_str().unwrap().into(), f["message"].as_str().unwrap().into()))
+        .collect()
+}
+
+/// The archive verifies and holds exactly the pipelines not in `failed`.
+fn assert_holds_all_but(out: &Path, failed: &[&str]) {
+    let labels = labels();
+    let ar = Archive::open(out).unwrap();
+    ar.verify().unwrap();
+    assert_eq!(ar.len(), labels.len() - failed.len());
+    for l in &labels {
+        let found = ar.lookup_label(l).unwrap().is_some();
+        assert_eq!(found, !failed.contains(&l.as_str()), "{l}");
+    }
+}
+
+#[test]
+fn crash_and_hang_fail_exactly_their_pipelines() {
+    let labels = labels();
+    let (abort, segv, overflow, hang) = (&labels[3], &labels[57], &labels[150], &labels[290]);
+    let dir = common::tempdir();
+    let out = dir.path().join("iso.granary");
+    let fault = format!("abort:{abort},segv:{segv},stack-overflow:{overflow},hang:{hang}");
+    let (code, s) = harvest(&out, &["--isolate", "--timeout", "3"], &fault);
+    assert_eq!(code, Some(1), "{s}");
+    let failures = s["failures"].as_array().unwrap();
+    let failed: Vec<&str> = failures.iter().map(|f| f["pipeline"].as_str().unwrap()).collect();
+    assert_eq!(failed, vec![abort.as_str(), segv.as_str(), overflow.as_str(), hang.as_str()]);
+    let msg = |i: usize| failures[i]["message"].as_str().unwrap().to_string();
+    assert!(msg(0).contains("SIGABRT"), "{}", msg(0));
+    assert!(msg(1).contains("SIGSEGV"), "{}", msg(1));
+    assert!(msg(2).contains("stack overflow"), "{}", msg(2));
+    assert_eq!(failures[3]["phase"], "timeout");
+    assert_holds_all_but(&out, &failed);
+}
+
+#[test]
+fn recycled_workers_write_the_same_bytes_as_threads() {
+    let dir = common::tempdir();
+    let a = dir.path().join("threads.granary");
+    let b = dir.path().join("by-count.granary");
+    let c = dir.path().join("by-memory.granary");
+    let (code, s) = harvest(&a, &[], "");
+    assert_eq!(code, Some(0), "{s}");
+    assert_eq!(s["workers_started"], 0);
+    let n = s["pipelines"].as_u64().unwrap();
+
+    let (code, s) = harvest(&b, &["--isolate", "--recycle-after", "7"], "");
+    assert_eq!(code, Some(0), "{s}");
+    assert!(s["workers_started"].as_u64().unwrap() >= n.div_ceil(7), "{s}");
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+
+    // 1 MiB: every worker is above it after its first pipeline, so each one is recycled and
+    // every pipeline gets a fresh worker.
+    let (code, s) = harvest(&c, &["--isolate", "--worker-memory-limit", "1"], "");
+    assert_eq!(code, Some(0), "{s}");
+    assert_eq!(s["workers_started"].as_u64().unwrap(), n, "{s}");
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&c).unwrap());
+}
+
+#[test]
+fn output_printed_by_the_worker_cannot_corrupt_answers() {
+    // Every target, so the answer cap is checked against the largest answers too.
+    let labels = labels();
+    let dir = common::tempdir();
+    let a = dir.path().join("threads.granary");
+    let b = dir.path().join("isolated.granary");
+    let targets = ["--targets", "spirv,msl,hlsl,glsl"];
+    let (code, s) = harvest(&a, &targets, "");
+    assert_eq!(code, Some(0), "{s}");
+    let fault = format!("print-stdout:{},print-stdout:{},print-stdout:{}", labels[0], labels[120], labels[334]);
+    let mut args = targets.to_vec();
+    args.push("--isolate");
+    let (code, s) = harvest(&b, &args, &fault);
+    assert_eq!(code, Some(0), "{s}");
+    assert_eq!(s["failed"], 0);
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+}
+
+#[test]
+fn an_answer_for_another_pipeline_fails_exactly_that_pipeline() {
+    let labels = labels();
+    let liar = &labels[100];
+    let dir = common::tempdir();
+    let out = dir.path().join("iso.granary");
+    let (code, s) = harvest(&out, &["--isolate"], &format!("wrong-answer:{liar}"));
+    assert_eq!(code, Some(1), "{s}");
+    let f = failures(&s);
+    assert_eq!(f.len(), 1, "{s}");
+    assert_eq!(&f[0].0, liar);
+    assert_eq!(f[0].1, "protocol");
+    assert!(f[0].2.contains("another pipeline's entry") && f[0].2.contains(&labels[101]), "{}", f[0].2);
+    assert_holds_all_but(&out, &[liar]);
+}
+
+#[test]
+fn a_huge_announced_answer_fails_its_pipeline_without_allocating() {
+    let labels = labels();
+    let liar = &labels[200];
+    let dir = common::tempdir();
+    let out = dir.path().join("iso.granary");
+    let (code, s) = harvest(&out, &["--isolate"], &format!("huge-frame:{liar}"));
+    assert_eq!(code, Some(1), "{s}");
+    let f = failures(&s);
+    assert_eq!(f.len(), 1, "{s}");
+    assert_eq!(&f[0].0, liar);
+    assert_eq!(f[0].1, "protocol");
+    assert!(f[0].2.contains("announced a 1099511627776-byte answer") && f[0].2.contains("at most"), "{}", f[0].2);
+    // The parent never allocated anything near the announced size.
+    assert!(s["peak_rss_bytes"].as_u64().unwrap() < 1 << 30, "{s}");
+    assert_holds_all_but(&out, &[liar]);
+}
+
+#[test]
+fn a_worker_that_hangs_on_exit_cannot_hang_the_harvest() {
+    let dir = common::tempdir();
+    let out = dir.path().join("iso.granary");
+    let t0 = Instant::now();
+    // Recycling makes workers retire mid-harvest too, not only at the end.
+    let (code, s) = harvest(&out, &["--isolate", "--recycle-after", "150"], "hang-on-exit:1");
+    let took = t0.elapsed();
+    assert_eq!(code, Some(0), "{s}");
+    assert_eq!(s["failed"], 0);
+    assert!(s["workers_started"].as_u64().unwrap() >= 3, "{s}");
+    // Each retirement waits 5 s at most; the harvest itself takes a few seconds.
+    assert!(took < Duration::from_secs(45), "{took:?}");
+    assert_holds_all_but(&out, &[]);
+}
+
+#[test]
+fn a_panic_in_a_worker_fails_exactly_the_affected_pipelines_with_its_message_and_location() {
+    let script = Script::load(Path::new(EXAMPLE)).unwrap();
+    let labels = labels();
+    let panicking = &labels[10];
+    let entry = "vs_depth";
+    let mut expected: Vec<&str> = script
+        .pipelines
+        .iter()
+        .filter(|p| {
+            let d = p.descriptor.as_ref().unwrap();
+            p.label.as_deref() == Some(panicking.as_str()) || d.stages().iter().any(|(_, f)| f.base().1 == entry)
+        })
+        .map(|p| p.label.as_deref().unwrap())
+        .collect();
+    expected.sort_by_key(|l| labels.iter().position(|x| x == l));
+    assert!(expected.len() > 10, "the entry point is shared by a run of pipelines");
+    let dir = common::tempdir();
+    let out = dir.path().join("iso.granary");
+    let (code, s) = harvest(&out, &["--isolate"], &format!("panic:{panicking},panic-stage:{entry}"));
+    assert_eq!(code, Some(1), "{s}");
+    let f = failures(&s);
+    let failed: Vec<&str> = f.iter().map(|f| f.0.as_str()).collect();
+    assert_eq!(failed, expected);
+    for (label, phase, message) in &f {
+        assert_eq!(phase, "panic", "{label}: {message}");
+        let what = if label == panicking { "injected panic fault".to_string() } else { format!("injected panic-stage fault in stage function '{entry}'") };
+        assert!(message.contains(&what), "{message}");
+        assert!(message.contains("fault.rs:"), "no location: {message}");
+    }
+    assert_holds_all_but(&out, &failed);
+}
+
+#[test]
+fn isolated_and_in_process_harvests_count_stage_functions_alike() {
+    let dir = common::tempdir();
+    let (code, threads) = harvest(&dir.path().join("a.granary"), &[], "");
+    assert_eq!(code, Some(0));
+    let (code, iso1) = harvest(&dir.path().join("b.granary"), &["--isolate", "-j", "1"], "");
+    assert_eq!(code, Some(0));
+    let (code, iso2) = harvest(&dir.path().join("c.granary"), &["--isolate", "-j", "2", "--recycle-after", "20"], "");
+    assert_eq!(code, Some(0));
+    for field in ["unique_stage_functions", "libraries_parsed", "stage_references", "reuse_ratio"] {
+        assert_eq!(threads[field], iso1[field], "{field}");
+        assert_eq!(threads[field], iso2[field], "{field}");
+    }
+    assert!(threads["unique_stage_functions"].as_u64().unwrap() > 0);
+}
+
+/// Processes whose command line is `granary worker` on `script`, not zombies.
+#[cfg(target_os = "linux")]
+fn workers_of(script: &Path) -> Vec<u32> {
+    let script = script.to_str().unwrap();
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let is_worker = args.get(1) == Some(&&b"worker"[..]) && args.contains(&script.as_bytes());
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let zombie = stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'));
+        if is_worker && !zombie {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn killing_the_parent_leaves_no_worker_running() {
+    // A private copy of the example, so that this test's workers are told apart by path.
+    let dir = common::tempdir();
+    let src = Path::new(EXAMPLE).parent().unwrap();
+    std::fs::create_dir(dir.path().join("shaders")).unwrap();
+    for e in std::fs::read_dir(src.join("shaders")).unwrap().flatten() {
+        std::fs::copy(e.path(), dir.path().join("shaders").join(e.file_name())).unwrap();
+    }
+    let script: PathBuf = dir.path().join("pipelines.json");
+    std::fs::copy(EXAMPLE, &script).unwrap();
+    let labels = labels();
+    let mut parent = Command::new(env!("CARGO_BIN_EXE_granary"))
+        .args(["harvest", script.to_str().unwrap(), "-o", dir.path().join("o.granary").to_str().unwrap()])
+        .args(["-q", "-j", "2", "--isolate", "--timeout", "600"])
+        .env("GRANARY_FAULT", format!("hang:{}", labels[1]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while workers_of(&script).len() < 2 && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!workers_of(&script).is_empty(), "no worker started");
+    // The worker on labels[1] hangs for 600 s: the harvest cannot finish by itself.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(parent.try_wait().unwrap().is_none(), "the harvest ended by itself");
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    let t1 = Instant::now();
+    while !workers_of(&script).is_empty() && t1.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(workers_of(&script), Vec::<u32>::new(), "workers outlived their parent");
+}
+
+/// A parent → worker message (the layout documented in `harvest/worker.rs`).
+fn message(tag: u8, payload: &[u8]) -> Vec<u8> {
+    let mut m = b"GP".to_vec();
+    m.extend_from_slice(&[tag, 0, 0, 0, 0, 0]);
+    m.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    m.extend_from_slice(payload);
+    m
+}
+
+#[test]
+fn a_worker_compiles_the_bytes_it_is_sent_and_reads_no_file() {
+    use std::io::{Read, Write};
+    // The script names a library file that does not exist, in a folder that does not exist:
+    // the worker must use the bytes it is sent and never look for the file.
+    let text = r#"{"granary_script": 1,
+        "libraries": [{"name": "l", "path": "missing.wgsl"}],
+        "pipelines": [{"label": "p", "compute": {"function": {"library": "l", "function": "main"}}}]}"#;
+    let source = b"@compute @workgroup_size(1) fn main() {}";
+    let mut library = vec![0u8, 255];
+    library.extend_from_slice(&1u32.to_le_bytes());
+    library.extend_from_slice(b"l");
+    library.extend_from_slice(&0u32.to_le_bytes());
+    library.extend_from_slice(source);
+    let mut input = message(0, text.as_bytes());
+    input.extend(message(1, &library));
+    input.extend(message(2, &0u64.to_le_bytes()));
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_granary"))
+        .args(["worker", "/does/not/exist/s.json", "--targets", "spirv"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = worker.stdin.take().unwrap();
+    stdin.write_all(&input).unwrap();
+    drop(stdin);
+    let mut out = Vec::new();
+    worker.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    assert!(worker.wait().unwrap().success());
+    assert!(out.len() > 32, "no answer");
+    assert_eq!(&out[..3], b"GW\0", "a compiled answer");
+    let word = |i: usize| u64::from_le_bytes(out[8 + 8 * i..16 + 8 * i].try_into().unwrap());
+    assert_eq!(word(0), 0, "the index answered");
+    assert_eq!(word(2) as usize, out.len() - 32, "exactly one frame");
+    let ar = Archive::from_bytes(out[32..].to_vec()).unwrap();
+    ar.verify().unwrap();
+    assert_eq!(ar.len(), 1);
+    assert!(ar.lookup_label("p").unwrap().is_some());
+}

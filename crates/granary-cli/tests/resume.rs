@@ -1,0 +1,521 @@
+//! Durability: resume (exactness against the script as it is now, journal replay), prune,
+//! kill at random moments and during writes, salvage.
+
+#[path = "../../granary/tests/common/mod.rs"]
+mod common;
+
+use granary::archive::journal::{journal_path, replay_journal, Journal};
+use granary::archive::{self, Archive, ArchiveMeta};
+use granary::script::Script;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
+
+fn granary() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_granary"))
+}
+
+/// Copies the bundled example (script and shaders) into `dir`; returns the script's path.
+fn copy_example(dir: &Path) -> PathBuf {
+    let src = Path::new(EXAMPLE).parent().unwrap();
+    let dst = dir.join("renderer");
+    std::fs::create_dir_all(dst.join("shaders")).unwrap();
+    std::fs::copy(EXAMPLE, dst.join("pipelines.json")).unwrap();
+    for e in std::fs::read_dir(src.join("shaders")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dst.join("shaders").join(e.file_name())).unwrap();
+    }
+    dst.join("pipelines.json")
+}
+
+/// Appends a comment line to one shader of a copied example: every pipeline using it gets a
+/// new key, the others keep theirs.
+fn edit_shader(script: &Path, name: &str) {
+    let path = script.parent().unwrap().join("shaders").join(name);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("// edited after the first harvest\n");
+    std::fs::write(path, text).unwrap();
+}
+
+/// Runs `granary harvest SCRIPT -o OUT --json EXTRA...`, expecting success; returns the summary.
+fn harvest_json(script: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let o = granary()
+        .args(["harvest", script.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "harvest failed: {}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Every label of the archive names exactly one pipeline, and the archive verifies.
+fn assert_labels_unique(path: &Path) {
+    let ar = Archive::read(path).unwrap();
+    ar.verify().unwrap();
+    let labels = ar.labels().unwrap();
+    let mut names: Vec<&str> = labels.iter().map(|(l, _)| *l).collect();
+    names.dedup();
+    assert_eq!(names.len(), labels.len(), "a label names two pipelines in {}", path.display());
+}
+
+fn reference(dir: &Path) -> Vec<u8> {
+    reference_timed(dir).0
+}
+
+/// The uninterrupted harvest's bytes, and how long a harvest with slowed writes takes.
+fn reference_timed(dir: &Path) -> (Vec<u8>, Duration) {
+    let out = dir.join("reference.granary");
+    let st = granary().args(["harvest", EXAMPLE, "-q", "-o", out.to_str().unwrap()]).stderr(Stdio::null()).status().unwrap();
+    assert!(st.success());
+    let timed = dir.join("timed.granary");
+    let t0 = Instant::now();
+    let st = granary()
+        .args(["harvest", EXAMPLE, "-q", "-o", timed.to_str().unwrap(), "--flush-every", "15", "-j", "2"])
+        .env("GRANARY_FAULT", "slow-write:10")
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let took = t0.elapsed();
+    std::fs::remove_file(timed).unwrap();
+    (std::fs::read(out).unwrap(), took)
+}
+
+#[test]
+fn resume_from_a_partial_archive_gives_the_uninterrupted_bytes() {
+    let dir = common::tempdir();
+    let full = reference(dir.path());
+    // A partial archive: the first 100 pipelines of the reference.
+    let ar = Archive::from_bytes(full.clone()).unwrap();
+    let entries = ar.entries().unwrap();
+    let out = dir.path().join("partial.granary");
+    archive::write_entries(&out, &entries[..100], &archive::portable_meta()).unwrap();
+    let o = granary().args(["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "--resume", "--json"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["resumed"], 100);
+    assert_eq!(std::fs::read(&out).unwrap(), full);
+
+    // A damaged archive is not resumed from: the user is told, nothing is overwritten.
+    let mut bad = full.clone();
+    bad[full.len() / 3] ^= 1;
+    std::fs::write(&out, &bad).unwrap();
+    let o = granary().args(["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "--resume"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot resume"));
+    assert_eq!(std::fs::read(&out).unwrap(), bad);
+}
+
+/// Issue 7 item 3: after a shader is edited, `--resume` keeps only the entries the script
+/// still produces and compiles the rest; the archive equals a fresh harvest of the edited
+/// script byte for byte (before the fix it held 354 pipelines for 335, 19 labels doubled).
+#[test]
+fn resume_after_editing_a_shader_equals_a_fresh_harvest_of_the_edited_script() {
+    let dir = common::tempdir();
+    let script = copy_example(dir.path());
+    let out = dir.path().join("out.granary");
+    let first = harvest_json(&script, &out, &[]);
+    let n = first["pipelines"].as_u64().unwrap();
+    assert_eq!(first["archive_pipelines"], n);
+    edit_shader(&script, "postprocess.wgsl");
+    let s = harvest_json(&script, &out, &["--resume"]);
+    let dropped = s["dropped"].as_u64().unwrap();
+    assert!(dropped > 0 && dropped < n, "some but not all pipelines use the edited shader: {dropped}");
+    assert_eq!(s["resumed"].as_u64().unwrap() + dropped, n, "every pipeline not using the shader was kept");
+    assert_eq!(s["archive_pipelines"], n, "{s}");
+    assert_eq!(s["succeeded"], n);
+    let fresh = dir.path().join("fresh.granary");
+    harvest_json(&script, &fresh, &[]);
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&fresh).unwrap(), "resumed archive equals a fresh harvest");
+    assert_labels_unique(&out);
+
+    // The human summary names the dropped entries too.
+    edit_shader(&script, "postprocess.wgsl");
+    let o = granary().args(["harvest", script.to_str().unwrap(), "-q", "-o", out.to_str().unwrap(), "--resume"]).output().unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(text.contains(&format!("{dropped} stale entries dropped")), "{text}");
+}
+
+/// Labels come from the script as it is now, not from the archive being resumed.
+#[test]
+fn resume_takes_labels_from_the_current_script() {
+    let dir = common::tempdir();
+    let script = copy_example(dir.path());
+    let out = dir.path().join("out.granary");
+    harvest_json(&script, &out, &[]);
+    let mut doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&script).unwrap()).unwrap();
+    let old = doc["pipelines"][0]["label"].as_str().unwrap().to_string();
+    doc["pipelines"][0]["label"] = serde_json::Value::String(format!("{old}/renamed"));
+    std::fs::write(&script, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let s = harvest_json(&script, &out, &["--resume"]);
+    assert_eq!((s["resumed"].as_u64(), s["dropped"].as_u64()), (s["pipelines"].as_u64(), Some(0)), "a label is not part of a key");
+    let ar = Archive::read(&out).unwrap();
+    assert!(ar.lookup_label(&old).unwrap().is_none(), "the old label is gone");
+    assert!(ar.lookup_label(&format!("{old}/renamed")).unwrap().is_some());
+    let fresh = dir.path().join("fresh.granary");
+    harvest_json(&script, &fresh, &[]);
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&fresh).unwrap());
+}
+
+/// Meta of an archive or journal built with writer options this granary does not use.
+fn foreign_meta() -> ArchiveMeta {
+    let text = "some other granary's writer options";
+    ArchiveMeta {
+        target_options: granary::descriptor::key::content_hash(text.as_bytes()).0,
+        target_options_text: text.into(),
+        device: String::new(),
+    }
+}
+
+/// `granary prune` keeps exactly the entries a script produces, relabelled from the script:
+/// the union of the original and the edited harvests pruned against either script equals a
+/// fresh harvest of that script.
+#[test]
+fn prune_keeps_exactly_what_the_script_produces() {
+    let dir = common::tempdir();
+    let original = copy_example(&dir.path().join("original"));
+    let edited = copy_example(&dir.path().join("edited"));
+    edit_shader(&edited, "postprocess.wgsl");
+    let a = dir.path().join("a.granary");
+    let e = dir.path().join("e.granary");
+    let n = harvest_json(&original, &a, &[])["pipelines"].as_u64().unwrap() as usize;
+    harvest_json(&edited, &e, &[]);
+    // The union: every original entry with its labels, every edited one without labels (so
+    // no label names two pipelines; prune must supply the edited script's labels).
+    let mut union = Archive::read(&a).unwrap().entries().unwrap();
+    for w in Archive::read(&e).unwrap().entries().unwrap() {
+        union.push(archive::WriteEntry { entry: w.entry, labels: Vec::new().into() });
+    }
+    let m = dir.path().join("union.granary");
+    archive::write_entries(&m, &union, &granary::archive::portable_meta()).unwrap();
+    let total = Archive::read(&m).unwrap().len();
+    assert!(total > n, "the union holds stale entries: {total}");
+
+    let prune = |input: &Path, script: &Path, out: &Path| -> serde_json::Value {
+        let o = granary()
+            .args(["prune", input.to_str().unwrap(), "--script", script.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "prune failed: {}", String::from_utf8_lossy(&o.stderr));
+        let v = granary().args(["verify", out.to_str().unwrap()]).output().unwrap();
+        assert!(v.status.success(), "prune output verifies: {}", String::from_utf8_lossy(&v.stdout));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let p = dir.path().join("p.granary");
+    let r = prune(&m, &edited, &p);
+    assert_eq!((r["kept"].as_u64(), r["dropped"].as_u64()), (Some(n as u64), Some((total - n) as u64)), "{r}");
+    assert_eq!(r["missing"].as_array().unwrap().len(), 0);
+    assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&e).unwrap(), "pruned to the edited script = its fresh harvest");
+    let r = prune(&m, &original, &p);
+    assert_eq!(r["kept"].as_u64(), Some(n as u64));
+    assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&a).unwrap(), "pruned to the original script = its fresh harvest");
+
+    // The original archive against the edited script: the edited pipelines are missing.
+    let r = prune(&a, &edited, &p);
+    let stale = total - n;
+    assert_eq!((r["kept"].as_u64(), r["dropped"].as_u64()), (Some((n - stale) as u64), Some(stale as u64)));
+    let mut missing: Vec<&str> = r["missing"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    // Exactly the labels of the edited harvest's pipelines the original archive lacks.
+    let (ea, aa) = (Archive::read(&e).unwrap(), Archive::read(&a).unwrap());
+    let mut expected: Vec<&str> = ea
+        .labels()
+        .unwrap()
+        .into_iter()
+        .filter(|(_, i)| aa.get(ea.pipeline(*i).unwrap().key()).unwrap().is_none())
+        .map(|(l, _)| l)
+        .collect();
+    missing.sort();
+    expected.sort();
+    assert_eq!(missing.len(), stale);
+    assert_eq!(missing, expected);
+
+    // In place.
+    prune(&m, &edited, &m);
+    assert_eq!(std::fs::read(&m).unwrap(), std::fs::read(&e).unwrap());
+
+    // An archive built with other writer options is refused, and nothing is written.
+    let foreign = dir.path().join("foreign.granary");
+    archive::write_entries(&foreign, &Archive::read(&a).unwrap().entries().unwrap(), &foreign_meta()).unwrap();
+    let q = dir.path().join("q.granary");
+    let o = granary()
+        .args(["prune", foreign.to_str().unwrap(), "--script", original.to_str().unwrap(), "-o", q.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("different writer options"), "{err}");
+    assert!(!q.exists());
+}
+
+/// A journal written with other writer options is refused on resume, with a clear message,
+/// and left alone.
+#[test]
+fn resume_refuses_a_journal_with_other_writer_options() {
+    let dir = common::tempdir();
+    let out = dir.path().join("out.granary");
+    let full = Archive::from_bytes(reference(dir.path())).unwrap();
+    let mut j = Journal::create(&out, &foreign_meta()).unwrap();
+    j.append(&full.entries().unwrap()[..3]).unwrap();
+    let before = std::fs::read(journal_path(&out)).unwrap();
+    let o = granary().args(["harvest", EXAMPLE, "-q", "-o", out.to_str().unwrap(), "--resume"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("journal") && err.contains("different writer options"), "{err}");
+    assert_eq!(std::fs::read(journal_path(&out)).unwrap(), before);
+    assert!(!out.exists());
+}
+
+/// Flushes append to the journal instead of rewriting the archive: the bytes a flushing
+/// harvest writes stay within a small multiple of the archive (rewriting it at each of the
+/// ~22 flushes would write about 11 archives), the archive equals the unflushed one, and the
+/// journal is gone afterwards.
+#[test]
+fn flushes_append_to_the_journal_and_the_final_archive_is_unchanged() {
+    let dir = common::tempdir();
+    let full = reference(dir.path());
+    let out = dir.path().join("flushed.granary");
+    let s = harvest_json(Path::new(EXAMPLE), &out, &["--flush-every", "15", "-j", "2"]);
+    let flushes = s["flushes"].as_u64().unwrap();
+    assert!(flushes >= 1, "{s}");
+    let (written, size) = (s["bytes_written"].as_u64().unwrap(), s["archive_bytes"].as_u64().unwrap());
+    assert!(written > size && written < 3 * size, "bytes written {written} for a {size}-byte archive after {flushes} flushes");
+    assert_eq!(std::fs::read(&out).unwrap(), full);
+    assert!(!journal_path(&out).exists(), "the final write folded the journal into the archive and deleted it");
+    let s = harvest_json(Path::new(EXAMPLE), &out, &[]);
+    assert_eq!(s["bytes_written"].as_u64(), Some(size), "without flushes only the archive is written");
+}
+
+/// Where the record that is cut short at the end of the journal at `path` starts (an append
+/// in progress, or killed), judged from the frames alone; `None` if the journal ends on a
+/// record boundary.
+fn journal_torn_record(path: &Path) -> Option<usize> {
+    let b = std::fs::read(path).ok()?;
+    let mut pos = granary::archive::journal::JOURNAL_HEADER_LEN;
+    if b.len() < pos {
+        return None;
+    }
+    while pos < b.len() {
+        let Some(frame) = b.get(pos..pos + 16) else { return Some(pos) };
+        let len = u64::from_le_bytes(frame[..8].try_into().unwrap()) as usize;
+        if pos + 16 + len > b.len() {
+            return Some(pos);
+        }
+        pos += 16 + len;
+    }
+    None
+}
+
+/// A kill in the middle of a journal append: resume replays every record before the torn
+/// tail (reporting the tail) and the final archive equals the uninterrupted reference.
+#[test]
+fn kill_during_a_journal_append_then_resume() {
+    let dir = common::tempdir();
+    let full = reference(dir.path());
+    let out = dir.path().join("killed.granary");
+    let journal = journal_path(&out);
+    let mut torn = None;
+    for attempt in 0..10 {
+        let _ = std::fs::remove_file(&journal);
+        // Each append pauses 300 ms halfway through its record.
+        let mut child = granary()
+            .args(["harvest", EXAMPLE, "-q", "-o", out.to_str().unwrap(), "--flush-every", "15", "-j", "2"])
+            .env("GRANARY_FAULT", "slow-write:300")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Kill while a record after the first is half written (so intact records precede it).
+        let t0 = Instant::now();
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if journal_torn_record(&journal).is_some_and(|at| at > granary::archive::journal::JOURNAL_HEADER_LEN) {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(60), "no journal append seen");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let r = replay_journal(&out).unwrap();
+        if let Some(r) = r.filter(|r| r.damaged_tail.is_some() && r.records > 0) {
+            torn = Some(r);
+            break;
+        }
+        eprintln!("attempt {attempt}: the kill missed the append; again");
+        let _ = std::fs::remove_file(&out);
+    }
+    let r = torn.expect("a kill landed during a journal append");
+    assert!(!out.exists(), "no final write happened before the kill");
+    let replayed: std::collections::HashSet<u128> = r.entries.iter().map(|w| w.entry.key.0).collect();
+    let s = harvest_json(Path::new(EXAMPLE), &out, &["--resume", "--flush-every", "15", "-j", "2"]);
+    assert_eq!(s["journal_records"].as_u64(), Some(r.records as u64), "every intact record was replayed");
+    assert_eq!(s["resumed"].as_u64(), Some(replayed.len() as u64), "every pipeline in them was kept");
+    let damage = s["journal_damage"].as_str().unwrap_or_default();
+    assert!(damage.contains("cut short"), "the torn tail is reported: {s}");
+    assert_eq!(std::fs::read(&out).unwrap(), full, "final archive equals the uninterrupted run");
+    assert!(!journal.exists());
+}
+
+/// The names of the temporary files of writes to `out` that exist right now.
+fn temporaries(out: &Path) -> std::collections::BTreeSet<String> {
+    let prefix = format!(".{}.granary-", out.file_name().unwrap().to_string_lossy());
+    std::fs::read_dir(out.parent().unwrap())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix) && n.ends_with(".tmp"))
+        .collect()
+}
+
+/// Kills the harvester with SIGKILL, resumes, and repeats until the harvest completes. Writes
+/// are slowed (`slow-write`: each archive write and journal append pauses halfway), and every
+/// other kill waits for the final archive write's temporary file to appear, so kills land
+/// mid-write for certain: the test counts the kills after which a temporary file was left
+/// behind and requires at least one. The other kills land at random moments, some of them
+/// mid-append (torn journal tails, counted). Every archive seen on disk verifies, every
+/// journal replays, and the final archive equals the uninterrupted reference.
+/// `GRANARY_KILL_TRIALS` sets the number of kills (default 6 for CI; the long mode runs
+/// hundreds).
+#[test]
+fn sigkill_at_random_moments_then_resume() {
+    let trials: usize = std::env::var("GRANARY_KILL_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+    let dir = common::tempdir();
+    let (full, took) = reference_timed(dir.path());
+    let n = Script::load(Path::new(EXAMPLE)).unwrap().pipelines.len();
+    // Kill anywhere in the first 90% of a whole run's duration.
+    let window = (took.as_millis() as u64 * 9 / 10).max(5);
+    let out = dir.path().join("killed.granary");
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut kills = 0;
+    let mut kills_mid_write = 0;
+    let mut kills_mid_append = 0;
+    let mut journal_records_kept = 0;
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        assert!(runs < trials * 4 + 50, "harvest never completed");
+        // Left by earlier killed runs (this run's --resume removes them): not this run's.
+        let stale = temporaries(&out);
+        let mut child = granary()
+            .args(["harvest", EXAMPLE, "-q", "-o", out.to_str().unwrap(), "--resume", "--flush-every", "15", "-j", "2"])
+            .env("GRANARY_FAULT", "slow-write:10")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let finished = if kills < trials {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let at_write = kills % 2 == 1;
+            let delay = Duration::from_millis(1 + rng % window);
+            let t0 = Instant::now();
+            loop {
+                if let Some(st) = child.try_wait().unwrap() {
+                    break Some(st);
+                }
+                let writing = || temporaries(&out).difference(&stale).count() > 0;
+                if (at_write && writing()) || (!at_write && t0.elapsed() >= delay) {
+                    child.kill().unwrap(); // SIGKILL
+                    child.wait().unwrap();
+                    kills += 1;
+                    // What the kill left: a temporary file of this run means it landed during
+                    // an archive write, a torn journal tail during an append.
+                    if writing() {
+                        kills_mid_write += 1;
+                    }
+                    if let Some(r) = replay_journal(&out).expect("the journal always replays") {
+                        kills_mid_append += usize::from(r.damaged_tail.is_some());
+                        journal_records_kept += r.records;
+                    }
+                    break None;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        } else {
+            Some(child.wait().unwrap())
+        };
+        if out.exists() {
+            let ar = Archive::read(&out).expect("the archive on disk is always complete");
+            ar.verify().expect("the archive on disk always verifies");
+            assert_eq!(ar.len(), n, "only the final write replaces the archive, with every pipeline");
+        }
+        if let Some(st) = finished {
+            assert!(st.success(), "harvest failed: {st}");
+            if kills >= trials {
+                break;
+            }
+            // Finished before we killed it: start over to keep killing.
+            std::fs::remove_file(&out).unwrap();
+        }
+    }
+    assert_eq!(std::fs::read(&out).unwrap(), full, "final archive equals the uninterrupted run");
+    assert!(temporaries(&out).is_empty(), "the last --resume removed the temporary files of killed writes");
+    assert!(!journal_path(&out).exists(), "the final write deleted the journal");
+    eprintln!(
+        "kill test: {kills} kills over {runs} runs; {kills_mid_write} left a temporary file (mid-write), \
+         {kills_mid_append} a torn journal tail; {journal_records_kept} intact journal records found after kills"
+    );
+    if trials >= 2 {
+        assert!(kills_mid_write > 0, "no kill landed while a temporary file existed");
+    }
+}
+
+#[test]
+fn salvage_keeps_what_verifies_and_reports_the_rest() {
+    let dir = common::tempdir();
+    let full = reference(dir.path());
+    let ar = Archive::from_bytes(full.clone()).unwrap();
+    // Damage one pipeline record in the middle of the table.
+    let victim = ar.pipeline(ar.len() / 2).unwrap().key();
+    let pos = full.windows(16).position(|w| w == victim.0.to_le_bytes()).unwrap();
+    let mut bad = full.clone();
+    bad[pos + 1] ^= 0xff;
+    let damaged = dir.path().join("damaged.granary");
+    std::fs::write(&damaged, &bad).unwrap();
+    assert!(Archive::read(&damaged).and_then(|a| a.verify()).is_err());
+    let out = dir.path().join("salvaged.granary");
+    let o = granary().args(["salvage", damaged.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["recovered"].as_u64().unwrap() as usize, ar.len() - 1);
+    assert_eq!(r["lost"].as_array().unwrap().len(), 1);
+    let s = Archive::read(&out).unwrap();
+    s.verify().unwrap();
+    assert!(s.get(victim).unwrap().is_none());
+
+    // Truncation in the middle of the stage table: the pipelines whose stage records lie
+    // before the cut are recovered, byte-exact, the others are reported lost.
+    let originals: std::collections::HashMap<u128, archive::WriteEntry> =
+        ar.entries().unwrap().into_iter().map(|w| (w.entry.key.0, w)).collect();
+    let row = archive::format::FIXED_HEADER + archive::format::SECTION_ROW * (archive::format::Section::Stages as usize - 1);
+    let stages_off = u64::from_le_bytes(full[row + 8..row + 16].try_into().unwrap()) as usize;
+    let stages_len = u64::from_le_bytes(full[row + 16..row + 24].try_into().unwrap()) as usize;
+    let cut_at = stages_off + stages_len / 2;
+    let (entries, meta, report) = archive::salvage(&full[..cut_at]).unwrap();
+    assert_eq!(report.pipeline_records, ar.len(), "the pipeline table lies before the cut");
+    assert_eq!(entries.len(), report.recovered);
+    assert!(report.recovered > 0 && report.recovered < ar.len(), "a real, partial recovery: {}", report.recovered);
+    assert_eq!(report.recovered + report.lost.len(), report.pipeline_records);
+    for w in &entries {
+        assert_eq!(*w.entry, *originals[&w.entry.key.0].entry, "a recovered pipeline is the original one");
+    }
+    let recovered = dir.path().join("recovered.granary");
+    archive::write_entries(&recovered, &entries, &meta).unwrap();
+    let r = Archive::read(&recovered).unwrap();
+    r.verify().unwrap();
+    assert_eq!(r.len(), report.recovered);
+
+    // Cutting only the end of the label table loses labels, never a pipeline.
+    let (entries, _, report) = archive::salvage(&full[..full.len() - 100]).unwrap();
+    assert_eq!((report.recovered, entries.len(), report.lost.len()), (ar.len(), ar.len(), 0));
+    assert!(report.labels < ar.labels().unwrap().len() && report.labels > 0, "{} labels", report.labels);
+
+    // Garbage is refused with a reason.
+    assert!(archive::salvage(b"not an archive at all, not at all, definitely not").is_err());
+}

@@ -1,0 +1,24 @@
+#![warn(missing_docs)]
+//! granary's lab: the tools that exercise the library rather than extend it — the seed-scale
+//! workload generator ([`gen`]), the bug report's race scenarios with invariant checks
+//! ([`stress`]) and the macro benchmark with its baselines ([`bench`]). They back the
+//! `granary gen`, `granary stress` and `granary bench` commands. Not part of `granary`'s
+//! public API, and not published.
+//!
+//! # Example
+//!
+//! ```
+//! use granary_lab::gen::{seed_scale, SeedScaleOptions};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! // A small workload of the report's shape: runs of pipelines sharing vertex functions.
+//! let opts = SeedScaleOptions { pipelines: 200, vertex_functions: 40, max_run: 50, ..Default::default() };
+//! let summary = seed_scale(&opts, dir.path())?;
+//! assert_eq!(summary.pipelines, 200);
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod bench;
+pub mod gen;
+pub mod stress;

@@ -1,0 +1,39 @@
+//! Layer 7 — the archive. The file format (deterministic writer, bounds-checked reader,
+//! verify, merge, salvage, journal) lives in the `granary-archive` crate, which is what an
+//! application ships; this module re-exports it and adds what needs the offline library:
+//! [`LookupDescriptor`] (lookup by full descriptor) and [`portable_meta`] (the header of
+//! archives this build's front end writes). Specified byte by byte in docs/FORMAT.md.
+//!
+//! Invariants (kept by `granary-archive`):
+//! - [`encode`] is a pure function of the set of `(entry, labels)` it is given.
+//! - Files are only ever replaced whole ([`write_atomic`]); an archive on disk is complete.
+//! - The reader never panics, never reads out of bounds and never allocates from a length it
+//!   read from the file; a damaged file yields [`ArchiveError::Corrupt`] with the offset.
+
+pub use granary_archive::{
+    check_unique_labels, encode, format, journal, merge, prepare, remove_stale_temporaries, salvage, write_atomic,
+    write_atomic_with, write_entries, Archive, ArchiveError, ArchiveMeta, Layout, PipelineRef, SalvageReport,
+    StageRef, VerifyReport, WriteEntry,
+};
+
+use crate::descriptor::PipelineDescriptor;
+
+/// The header of archives written by this build's naga front end: its writer options (which
+/// every stage key was computed under) and no device.
+pub fn portable_meta() -> ArchiveMeta {
+    ArchiveMeta::new(crate::frontend::targets::TARGET_OPTIONS, "")
+}
+
+/// Lookup by full descriptor: computes the descriptor's key under the archive's writer
+/// options and finds it. (The run-time crate looks up by label or key only; computing a key
+/// from a descriptor needs the offline library.)
+pub trait LookupDescriptor {
+    /// The pipeline `desc` compiles to, if archived.
+    fn lookup(&self, desc: &PipelineDescriptor) -> Result<Option<PipelineRef<'_>>, ArchiveError>;
+}
+
+impl LookupDescriptor for Archive {
+    fn lookup(&self, desc: &PipelineDescriptor) -> Result<Option<PipelineRef<'_>>, ArchiveError> {
+        self.get(desc.key(&self.key_context()))
+    }
+}

@@ -1,0 +1,119 @@
+//! Render and compute pipeline descriptors, and their keys.
+
+use super::function::FunctionDescriptor;
+use super::key::{Canonical, Encoder, PipelineKey, StageKey};
+use super::state::{ColorAttachment, DepthStencilState, PrimitiveState, VertexBufferLayout};
+use super::{KeyContext, PipelineKind, ShaderStage};
+
+/// The key of one stage function compiled for `stage` under `ctx`.
+pub fn stage_key(function: &FunctionDescriptor, stage: ShaderStage, ctx: &KeyContext) -> StageKey {
+    let mut e = Encoder::new(b"stage");
+    let (library, entry) = function.base();
+    e.u128(library.hash().0);
+    e.str(entry);
+    e.u8(stage as u8);
+    function.resolved_constants().encode(&mut e);
+    e.u128(ctx.target_options);
+    StageKey(e.finish())
+}
+
+/// A render pipeline (Metal's `MTL4RenderPipelineDescriptor`, Vulkan's graphics pipeline
+/// create info).
+#[derive(Clone, Debug)]
+pub struct RenderPipelineDescriptor {
+    /// A name for lookup and messages; never part of the key.
+    pub label: Option<String>,
+    /// Vertex function.
+    pub vertex: FunctionDescriptor,
+    /// Fragment function; `None` for depth-only pipelines.
+    pub fragment: Option<FunctionDescriptor>,
+    /// Vertex buffer layouts, by buffer slot.
+    pub vertex_buffers: Vec<VertexBufferLayout>,
+    /// Primitive and rasterizer state.
+    pub primitive: PrimitiveState,
+    /// Colour attachments, by index.
+    pub color_attachments: Vec<ColorAttachment>,
+    /// Depth/stencil state.
+    pub depth_stencil: Option<DepthStencilState>,
+    /// Samples per pixel (1 = no MSAA).
+    pub sample_count: u32,
+    /// Alpha-to-coverage.
+    pub alpha_to_coverage: bool,
+}
+
+/// A compute pipeline.
+#[derive(Clone, Debug)]
+pub struct ComputePipelineDescriptor {
+    /// A name for lookup and messages; never part of the key.
+    pub label: Option<String>,
+    /// Compute function.
+    pub compute: FunctionDescriptor,
+}
+
+/// Either kind of pipeline.
+#[derive(Clone, Debug)]
+pub enum PipelineDescriptor {
+    /// A render pipeline.
+    Render(RenderPipelineDescriptor),
+    /// A compute pipeline.
+    Compute(ComputePipelineDescriptor),
+}
+
+impl PipelineDescriptor {
+    /// The label, if any.
+    pub fn label(&self) -> Option<&str> {
+        match self {
+            PipelineDescriptor::Render(r) => r.label.as_deref(),
+            PipelineDescriptor::Compute(c) => c.label.as_deref(),
+        }
+    }
+
+    /// Render or compute.
+    pub fn kind(&self) -> PipelineKind {
+        match self {
+            PipelineDescriptor::Render(_) => PipelineKind::Render,
+            PipelineDescriptor::Compute(_) => PipelineKind::Compute,
+        }
+    }
+
+    /// The stage functions with their stages, in pipeline order.
+    pub fn stages(&self) -> Vec<(ShaderStage, &FunctionDescriptor)> {
+        match self {
+            PipelineDescriptor::Render(r) => {
+                let mut v = vec![(ShaderStage::Vertex, &r.vertex)];
+                if let Some(f) = &r.fragment {
+                    v.push((ShaderStage::Fragment, f));
+                }
+                v
+            }
+            PipelineDescriptor::Compute(c) => vec![(ShaderStage::Compute, &c.compute)],
+        }
+    }
+
+    /// The pipeline key under `ctx`.
+    pub fn key(&self, ctx: &KeyContext) -> PipelineKey {
+        let stage_keys: Vec<StageKey> =
+            self.stages().iter().map(|(s, f)| stage_key(f, *s, ctx)).collect();
+        self.key_with_stage_keys(&stage_keys)
+    }
+
+    /// The pipeline key given already computed stage keys (in [`Self::stages`] order).
+    pub fn key_with_stage_keys(&self, stage_keys: &[StageKey]) -> PipelineKey {
+        let mut e = Encoder::new(b"pipeline");
+        e.u8(self.kind() as u8);
+        e.u64(stage_keys.len() as u64);
+        for (k, (stage, _)) in stage_keys.iter().zip(self.stages()) {
+            e.u8(stage as u8);
+            e.u128(k.0);
+        }
+        if let PipelineDescriptor::Render(r) = self {
+            r.vertex_buffers.encode(&mut e);
+            r.primitive.encode(&mut e);
+            r.color_attachments.encode(&mut e);
+            r.depth_stencil.encode(&mut e);
+            e.u32(r.sample_count);
+            e.bool(r.alpha_to_coverage);
+        }
+        PipelineKey(e.finish())
+    }
+}

@@ -1,0 +1,181 @@
+//! Fault injection for tests: a documented test facility, compiled in only with the `fault`
+//! cargo feature (the test suite enables it; a build a game ships never reads
+//! `GRANARY_FAULT`). Without the feature every query here answers "no fault" and the
+//! environment is never read.
+//!
+//! `GRANARY_FAULT` is a comma-separated list of `ACTION:ARG`:
+//! - `abort:LABEL`, `segv:LABEL`, `stack-overflow:LABEL`, `hang:LABEL` — when a harvest worker
+//!   is about to compile the pipeline labelled `LABEL`, it aborts, raises SIGSEGV, overflows its
+//!   stack, or sleeps forever. Used to prove that `harvest --isolate` survives a compiler that
+//!   crashes or never returns.
+//! - `panic:LABEL` — panic while compiling the pipeline labelled `LABEL`; `panic-stage:NAME`
+//!   panics inside the front end while compiling any stage function whose entry point is
+//!   `NAME` (as a panic inside naga would), so every pipeline sharing it is affected.
+//! - `print-stdout:LABEL` — an isolated worker prints junk on its standard output (as a
+//!   chatty driver or library would) before compiling `LABEL`.
+//! - `wrong-answer:LABEL` — an isolated worker answers the request for `LABEL` with another
+//!   pipeline's entry.
+//! - `huge-frame:LABEL` — an isolated worker answers the request for `LABEL` with a frame that
+//!   announces an absurd payload length.
+//! - `hang-on-exit:ANY` — an isolated worker never exits after its input closes.
+//! - `slow-write:MS` — every atomic file write sleeps `MS` milliseconds after writing half of
+//!   the temporary file (and every journal append pauses likewise), so that kill tests can land
+//!   in the middle of an archive write or a journal append.
+//!
+//! The variable is read once per process.
+
+// Without the feature nothing constructs the actions; the queries answer "no fault".
+#![cfg_attr(not(feature = "fault"), allow(dead_code))]
+
+use std::time::Duration;
+
+/// What to do at a pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// `std::process::abort()`.
+    Abort,
+    /// Raise SIGSEGV, as a crashing driver would.
+    Segv,
+    /// Recurse until the stack overflows.
+    StackOverflow,
+    /// Never return.
+    Hang,
+    /// Panic (an unwind, as naga does on some inputs).
+    Panic,
+    /// Print junk on standard output (isolated workers).
+    PrintStdout,
+    /// Answer with another pipeline's entry (isolated workers).
+    WrongAnswer,
+    /// Send a frame announcing an absurd length (isolated workers).
+    HugeFrame,
+}
+
+#[cfg(feature = "fault")]
+mod imp {
+    use super::Action;
+    use std::sync::OnceLock;
+
+    #[derive(Default)]
+    pub(super) struct Faults {
+        pub at: Vec<(Action, String)>,
+        pub panic_stage: Vec<String>,
+        pub hang_on_exit: bool,
+    }
+
+    pub(super) fn faults() -> &'static Faults {
+        static F: OnceLock<Faults> = OnceLock::new();
+        F.get_or_init(|| parse(&std::env::var("GRANARY_FAULT").unwrap_or_default()))
+    }
+
+    pub(super) fn parse(spec: &str) -> Faults {
+        let mut f = Faults::default();
+        for item in spec.split(',').filter(|s| !s.is_empty()) {
+            let Some((action, arg)) = item.split_once(':') else { continue };
+            let a = match action {
+                "abort" => Action::Abort,
+                "segv" => Action::Segv,
+                "stack-overflow" => Action::StackOverflow,
+                "hang" => Action::Hang,
+                "panic" => Action::Panic,
+                "print-stdout" => Action::PrintStdout,
+                "wrong-answer" => Action::WrongAnswer,
+                "huge-frame" => Action::HugeFrame,
+                "panic-stage" => {
+                    f.panic_stage.push(arg.to_string());
+                    continue;
+                }
+                "hang-on-exit" => {
+                    f.hang_on_exit = true;
+                    continue;
+                }
+                // Read by granary-archive's durable writer and journal.
+                "slow-write" => continue,
+                _ => continue,
+            };
+            f.at.push((a, arg.to_string()));
+        }
+        f
+    }
+}
+
+/// The injected fault for the pipeline labelled `label`, if any.
+#[cfg(feature = "fault")]
+pub fn action_for(label: Option<&str>) -> Option<Action> {
+    let label = label?;
+    imp::faults().at.iter().find(|(_, l)| l == label).map(|(a, _)| *a)
+}
+
+/// The injected fault for the pipeline labelled `label`: never, without the `fault` feature.
+#[cfg(not(feature = "fault"))]
+#[inline(always)]
+pub fn action_for(_label: Option<&str>) -> Option<Action> {
+    None
+}
+
+/// Panics if a `panic-stage` fault names `entry_point` (called inside the front end's
+/// stage-function compile, where a naga panic would happen).
+#[inline(always)]
+pub fn at_stage_function(entry_point: &str) {
+    #[cfg(feature = "fault")]
+    if imp::faults().panic_stage.iter().any(|n| n == entry_point) {
+        panic!("injected panic-stage fault in stage function '{entry_point}'");
+    }
+    #[cfg(not(feature = "fault"))]
+    let _ = entry_point;
+}
+
+/// Whether an isolated worker should hang instead of exiting when its input closes.
+#[inline(always)]
+pub fn hang_on_exit() -> bool {
+    #[cfg(feature = "fault")]
+    return imp::faults().hang_on_exit;
+    #[cfg(not(feature = "fault"))]
+    false
+}
+
+/// Carries out the process-level `action`s (abort, segv, stack overflow, hang, panic). The
+/// protocol-level ones (print-stdout, wrong-answer, huge-frame) are carried out by the
+/// isolated worker itself and are no-ops here.
+pub fn trigger(action: Action) {
+    match action {
+        Action::Abort => std::process::abort(),
+        Action::Segv => {
+            // SAFETY: `signal` and `raise` take no pointers. Restoring the default disposition
+            // first (the Rust runtime installs a SIGSEGV handler for stack-overflow reports)
+            // makes the raised SIGSEGV terminate the process, exactly like a crashing driver.
+            // Exercised by tests/isolate.rs.
+            #[cfg(unix)]
+            unsafe {
+                libc::signal(libc::SIGSEGV, libc::SIG_DFL);
+                libc::raise(libc::SIGSEGV);
+            }
+            std::process::abort();
+        }
+        Action::StackOverflow => {
+            #[allow(unconditional_recursion)]
+            fn recurse(n: u64) -> u64 {
+                let buf = std::hint::black_box([n; 512]);
+                recurse(buf[7].wrapping_add(1)).wrapping_add(buf[0])
+            }
+            std::hint::black_box(recurse(0));
+        }
+        Action::Hang => loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        },
+        Action::Panic => panic!("injected panic fault"),
+        Action::PrintStdout | Action::WrongAnswer | Action::HugeFrame => {}
+    }
+}
+
+#[cfg(all(test, feature = "fault"))]
+mod tests {
+    #[test]
+    fn parses_the_documented_spellings() {
+        let f = super::imp::parse("abort:a/b,hang:x,slow-write:15,bogus,nope:1,panic-stage:vs,hang-on-exit:1,panic:p");
+        assert_eq!(f.at.len(), 3);
+        assert_eq!(f.at[0], (super::Action::Abort, "a/b".to_string()));
+        assert_eq!(f.at[2], (super::Action::Panic, "p".to_string()));
+        assert_eq!(f.panic_stage, vec!["vs".to_string()]);
+        assert!(f.hang_on_exit);
+    }
+}

@@ -1,0 +1,64 @@
+//! The harvest's flush policy: each intermediate flush appends one journal record holding the
+//! entries captured since the previous flush (docs/FORMAT.md §2); the final write folds
+//! everything into the archive and then deletes the journal.
+//!
+//! Finding "what is new" takes a snapshot of the capture (a copy of `Arc`s, no entry bytes)
+//! and a set of the keys already on disk (in the archive being resumed or in the journal), so
+//! the cost of a flush that matters — encoding, writing, fsync — is proportional to the new
+//! entries (and the journal writes each stage function's outputs once), not to the archive.
+
+use crate::archive::journal::{Journal, JournalReplay, JOURNAL_HEADER_LEN};
+use crate::archive::{ArchiveError, ArchiveMeta, WriteEntry};
+use crate::capture::Capture;
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+/// The flush thread's state.
+pub(crate) struct Flusher {
+    archive: PathBuf,
+    meta: ArchiveMeta,
+    journal: Option<Journal>,
+    /// Continue the existing journal `--resume` replayed (after its intact records); `None`:
+    /// start a new journal at the first flush.
+    reopen: Option<JournalReplay>,
+    /// Keys already durable: resumed from the archive or the journal, or journaled since.
+    on_disk: HashSet<u128>,
+    /// Journal records appended.
+    pub flushes: usize,
+    /// Bytes written to the journal (header and records).
+    pub bytes_written: u64,
+}
+
+impl Flusher {
+    pub fn new(archive: PathBuf, reopen: Option<JournalReplay>, on_disk: HashSet<u128>) -> Self {
+        Flusher { archive, meta: crate::archive::portable_meta(), journal: None, reopen, on_disk, flushes: 0, bytes_written: 0 }
+    }
+
+    /// Appends the captured entries that are not on disk yet as one journal record. Returns
+    /// how many entries it appended (0: nothing new, nothing written).
+    pub fn flush(&mut self, capture: &Capture) -> Result<usize, ArchiveError> {
+        let snap = capture.snapshot();
+        let new: Vec<WriteEntry> = snap.entries.into_iter().filter(|w| !self.on_disk.contains(&w.entry.key.0)).collect();
+        if new.is_empty() {
+            return Ok(0);
+        }
+        let journal = match &mut self.journal {
+            Some(j) => j,
+            None => {
+                let j = match self.reopen.take() {
+                    Some(r) => Journal::reopen(&self.archive, &self.meta, &r)?,
+                    None => {
+                        let j = Journal::create(&self.archive, &self.meta)?;
+                        self.bytes_written += JOURNAL_HEADER_LEN as u64;
+                        j
+                    }
+                };
+                self.journal.insert(j)
+            }
+        };
+        self.bytes_written += journal.append(&new)? as u64;
+        self.flushes += 1;
+        self.on_disk.extend(new.iter().map(|w| w.entry.key.0));
+        Ok(new.len())
+    }
+}
