@@ -1,21 +1,21 @@
 //! Archive errors: what is wrong and at which byte offset.
+//!
+//! `Display` and `Error` are written out by hand rather than derived with `thiserror`: this
+//! crate ships inside games, and a proc-macro would add `syn` to every clean build of it.
 
 use std::path::PathBuf;
 
 /// An archive could not be read, verified or written.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 pub enum ArchiveError {
     /// A file could not be opened, read, written or renamed.
-    #[error("{}: {source}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// The OS error.
-        #[source]
         source: std::io::Error,
     },
     /// The bytes are not a valid archive.
-    #[error("{}corrupt archive at offset {offset:#x}: {what}", path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
     Corrupt {
         /// The file, when known.
         path: Option<PathBuf>,
@@ -25,12 +25,35 @@ pub enum ArchiveError {
         what: String,
     },
     /// Archives that cannot be combined (e.g. built with different writer options).
-    #[error("{0}")]
     Incompatible(String),
     /// Two sources disagree about one pipeline (same key, different bytes) or one label (it
     /// names two different pipelines). Granary never keeps "the first"; the caller decides.
-    #[error("conflict: {0}")]
     Conflict(String),
+}
+
+impl std::fmt::Display for ArchiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ArchiveError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            ArchiveError::Corrupt { path, offset, what } => {
+                if let Some(p) = path {
+                    write!(f, "{}: ", p.display())?;
+                }
+                write!(f, "corrupt archive at offset {offset:#x}: {what}")
+            }
+            ArchiveError::Incompatible(m) => f.write_str(m),
+            ArchiveError::Conflict(m) => write!(f, "conflict: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for ArchiveError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ArchiveError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
 }
 
 impl ArchiveError {

@@ -192,7 +192,8 @@ fn has_outputs(o: &TargetOutputs) -> bool {
 }
 
 /// The part of a journal that replay ignored.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DamagedTail {
     /// Offset of the first byte ignored.
     pub offset: u64,

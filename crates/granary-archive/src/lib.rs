@@ -2,8 +2,8 @@
 //! The run-time side of [granary](https://crates.io/crates/granary): open a pipeline archive,
 //! look pipelines up by label or by key, read their stage outputs, verify the file. This is the
 //! crate a game or engine ships. It depends on no shader compiler, no CLI stack and no
-//! serialization framework: `xxhash-rust` (the checksums), `memmap2` (zero-copy reads) and
-//! `thiserror`.
+//! serialization framework, no proc-macro: just `xxhash-rust` (the checksums) and `memmap2`
+//! (zero-copy reads).
 //!
 //! The offline tool (`granary harvest`) compiles every pipeline an application uses and writes
 //! one archive; at run time the application finds each pipeline by the label its script gave

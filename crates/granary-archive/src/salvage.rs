@@ -18,7 +18,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// What salvage found.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct SalvageReport {
     /// Whether the header checksum held.
     pub header_intact: bool,

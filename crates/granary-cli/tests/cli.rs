@@ -167,3 +167,70 @@ fn closed_stdout_pipe_stops_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(o.status.code(), Some(141), "{err}");
 }
+
+/// `ls --keys`: the label → key tables an application embeds, so the run-time crate can look
+/// pipelines up without shader source. The JSON keys find the same pipelines as the labels;
+/// the C header compiles and its two 64-bit halves are the key; the Rust module names each key.
+#[test]
+fn ls_keys_exports_tables_that_find_every_pipeline() {
+    use granary::descriptor::PipelineKey;
+    let dir = common::tempdir();
+    let out = dir.path().join("r.granary");
+    assert!(Command::new(env!("CARGO_BIN_EXE_granary")).args(["harvest", EXAMPLE, "-o", out.to_str().unwrap()]).output().unwrap().status.success());
+    let keys = |format: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_granary")).args(["ls", out.to_str().unwrap(), "--keys", format]).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let ar = Archive::open(&out).unwrap();
+    let table: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&keys("json")).unwrap();
+    assert_eq!(table.len(), Script::load(Path::new(EXAMPLE)).unwrap().pipelines.len());
+    for (label, hex) in &table {
+        let key = PipelineKey::from_hex(hex.as_str().unwrap()).expect("32 hex digits");
+        let by_key = ar.get(key).unwrap().expect("found by key");
+        assert_eq!(ar.lookup_label(label).unwrap().unwrap().key(), by_key.key(), "{label}");
+    }
+
+    let rust = keys("rust");
+    for (label, hex) in &table {
+        assert!(rust.contains(&format!("(\"{label}\", ")), "{label} missing from the Rust table");
+        assert!(rust.contains(&format!("PipelineKey(0x{})", hex.as_str().unwrap())));
+    }
+
+    // The C header compiles, and a program using it prints the keys back.
+    let header = dir.path().join("pipeline_keys.h");
+    std::fs::write(&header, keys("c")).unwrap();
+    let prog = dir.path().join("check.c");
+    std::fs::write(
+        &prog,
+        "#include <stdio.h>\n#include \"pipeline_keys.h\"\nint main(void) {\n  for (unsigned i = 0; i < sizeof granary_pipeline_keys / sizeof *granary_pipeline_keys; i++)\n    printf(\"%s %016llx%016llx\\n\", granary_pipeline_keys[i].label, (unsigned long long)granary_pipeline_keys[i].hi, (unsigned long long)granary_pipeline_keys[i].lo);\n  return 0;\n}\n",
+    )
+    .unwrap();
+    let exe = dir.path().join("check");
+    let cc = Command::new("cc").args(["-std=c99", "-Wall", "-Werror", "-o"]).arg(&exe).arg(&prog).output().expect("a C compiler (cc) is needed");
+    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+    let printed = String::from_utf8(Command::new(&exe).output().unwrap().stdout).unwrap();
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(lines.len(), table.len());
+    for line in lines {
+        let (label, hex) = line.rsplit_once(' ').unwrap();
+        assert_eq!(table[label].as_str().unwrap(), hex, "{label}");
+    }
+}
+
+/// The bundled example's archive, pinned byte for byte (its length and XXH3-64): moving code
+/// between crates, scheduling changes and refactors must not change a byte. A deliberate
+/// format or naga-output change updates this value together with FORMAT.md's version or
+/// TARGET_OPTIONS.
+#[test]
+fn example_archive_bytes_are_pinned() {
+    let dir = common::tempdir();
+    let out = dir.path().join("r.granary");
+    let o = Command::new(env!("CARGO_BIN_EXE_granary")).args(["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "-j", "3"]).output().unwrap();
+    assert!(o.status.success());
+    let bytes = std::fs::read(&out).unwrap();
+    let sum = format!("{:016x}", granary::descriptor::key::checksum64(&bytes));
+    assert_eq!((bytes.len(), sum.as_str()), (EXAMPLE_LEN, EXAMPLE_SUM));
+}
+const EXAMPLE_LEN: usize = 2_048_336;
+const EXAMPLE_SUM: &str = "b1531455bc8fe372";

@@ -3,7 +3,8 @@
 use super::*;
 
 /// Summary returned by [`Archive::verify`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct VerifyReport {
     /// Pipelines.
     pub pipelines: usize,

@@ -6,12 +6,32 @@ use granary::descriptor::{PipelineKey, Target};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Key tables for the run-time crate (granary-archive), which looks pipelines up by label or by key
+without shader source:
+  granary ls game.granary --keys json > pipeline_keys.json
+  granary ls game.granary --keys rust > src/pipeline_keys.rs   # consts of granary_archive::PipelineKey
+  granary ls game.granary --keys c    > pipeline_keys.h        # label, key as hex and as two uint64_t")]
 pub struct LsArgs {
     /// The archive.
     archive: PathBuf,
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "keys")]
     json: bool,
+    /// Print a label → pipeline key table for application code instead of the listing.
+    #[arg(long, value_name = "FORMAT")]
+    keys: Option<KeyFormat>,
+}
+
+/// Languages `ls --keys` writes.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum KeyFormat {
+    /// `{"label": "32 hex digits", ...}`.
+    Json,
+    /// A Rust module: one `pub const` per label and a sorted `PIPELINES` table.
+    Rust,
+    /// A C header: one `#define` per label (hex string) and a table of `{label, lo, hi}`.
+    C,
 }
 
 #[derive(clap::Args)]
@@ -66,6 +86,14 @@ struct LsRow<'a> {
 
 pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
     let ar = Archive::open(&a.archive)?;
+    if let Some(format) = a.keys {
+        let mut table: Vec<(&str, PipelineKey)> = Vec::new();
+        for (label, p) in ar.labels()? {
+            table.push((label, ar.pipeline(p)?.key()));
+        }
+        outln!("{}", key_table(&a.archive.display().to_string(), &table, format));
+        return Ok(0);
+    }
     let mut labels: Vec<Vec<&str>> = vec![Vec::new(); ar.len()];
     for (l, p) in ar.labels()? {
         labels[p].push(l);
@@ -187,4 +215,72 @@ pub fn merge(a: MergeArgs) -> anyhow::Result<i32> {
     let out = Archive::read(&a.output)?;
     outln!("merged {} archives into {}: {} pipelines, {} bytes", inputs.len(), a.output.display(), out.len(), bytes);
     Ok(0)
+}
+
+/// An identifier for `label` in Rust or C: upper snake case, letters, digits and `_` only,
+/// never starting with a digit.
+fn identifier(label: &str) -> String {
+    let mut id: String =
+        label.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+    if id.is_empty() || id.starts_with(|c: char| c.is_ascii_digit()) {
+        id.insert(0, '_');
+    }
+    id
+}
+
+/// The label → key table in `format`. Labels are unique in an archive (verify enforces it);
+/// identifiers made from them may collide, and then get a `_2`, `_3`… suffix.
+fn key_table(source: &str, table: &[(&str, PipelineKey)], format: KeyFormat) -> String {
+    let escape = |l: &str| l.replace('\\', "\\\\").replace('"', "\\\"");
+    let mut seen = std::collections::HashMap::new();
+    let mut ids = Vec::with_capacity(table.len());
+    for (label, _) in table {
+        let base = identifier(label);
+        let n = seen.entry(base.clone()).or_insert(0u32);
+        *n += 1;
+        ids.push(if *n == 1 { base } else { format!("{base}_{n}") });
+    }
+    let mut out = String::new();
+    match format {
+        KeyFormat::Json => {
+            let map: serde_json::Map<String, serde_json::Value> =
+                table.iter().map(|(l, k)| (l.to_string(), serde_json::Value::String(k.to_hex()))).collect();
+            out = serde_json::to_string_pretty(&map).unwrap_or_default();
+        }
+        KeyFormat::Rust => {
+            out += &format!("// Pipeline keys of {source}, written by `granary ls --keys rust`. Do not edit.\n");
+            out += "use granary_archive::PipelineKey;\n\n";
+            for ((label, key), id) in table.iter().zip(&ids) {
+                out += &format!("/// `{}`\npub const {id}: PipelineKey = PipelineKey(0x{});\n", escape(label), key.to_hex());
+            }
+            out += "\n/// Every label with its key, sorted by label.\npub const PIPELINES: &[(&str, PipelineKey)] = &[\n";
+            for ((label, _), id) in table.iter().zip(&ids) {
+                out += &format!("    (\"{}\", {id}),\n", escape(label));
+            }
+            out += "];";
+        }
+        KeyFormat::C => {
+            out += &format!("/* Pipeline keys of {source}, written by `granary ls --keys c`. Do not edit. */\n");
+            out += "#ifndef GRANARY_PIPELINE_KEYS_H\n#define GRANARY_PIPELINE_KEYS_H\n#include <stdint.h>\n\n";
+            out += "/* A key is 128 bits: `lo` and `hi` are its low and high 64 bits (the archive stores it\n   little-endian); the hex string is the same key as `granary ls` prints it. */\n";
+            out += "typedef struct { const char *label; uint64_t lo; uint64_t hi; } granary_pipeline_key;\n\n";
+            for ((label, key), id) in table.iter().zip(&ids) {
+                out += &format!("#define GRANARY_KEY_{id} \"{}\" /* {} */\n", key.to_hex(), escape(label).replace("*/", "*\\/"));
+            }
+            out += &format!("\nstatic const granary_pipeline_key granary_pipeline_keys[{}] = {{\n", table.len().max(1));
+            for (label, key) in table {
+                out += &format!(
+                    "    {{ \"{}\", 0x{:016x}ull, 0x{:016x}ull }},\n",
+                    escape(label),
+                    key.0 as u64,
+                    (key.0 >> 64) as u64
+                );
+            }
+            if table.is_empty() {
+                out += "    { 0, 0, 0 },\n";
+            }
+            out += "};\n\n#endif";
+        }
+    }
+    out
 }
