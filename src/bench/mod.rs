@@ -28,8 +28,8 @@ pub struct BenchOptions {
     /// Thread counts to measure scaling at (the largest is used for the other figures); 1 is
     /// always measured too, since speed-up is relative to it.
     pub threads: Vec<usize>,
-    /// Times each scaling pass (granary and baseline, interleaved) is run; the pass with the
-    /// median wall time is reported.
+    /// Times each scaling pass (granary and baseline, interleaved, alternating which goes
+    /// first) is run; the pass with the median wall time is reported.
     pub repeat: usize,
     /// Random lookups to time.
     pub lookups: usize,
@@ -51,6 +51,10 @@ pub struct Scaling {
     /// Busy CPU / (wall × threads) ([`cpu_utilisation`]): how much of the threads' time was
     /// spent running, useful or not. Not an efficiency.
     pub cpu_utilisation: f64,
+    /// Shortest wall time over the repeated runs (the row reports the median run).
+    pub wall_min_seconds: f64,
+    /// Longest wall time over the repeated runs.
+    pub wall_max_seconds: f64,
 }
 
 /// Speed-up at N threads: wall time at 1 thread / wall time at N threads (0 if `wall_n` is 0).
@@ -94,21 +98,60 @@ pub fn scaling_rows(timings: &[(usize, Timing)]) -> Option<Vec<Scaling>> {
                     speedup: s,
                     parallel_efficiency: parallel_efficiency(s, *j),
                     cpu_utilisation: cpu_utilisation(cpu, wall, *j),
+                    wall_min_seconds: wall,
+                    wall_max_seconds: wall,
                 }
             })
             .collect(),
     )
 }
 
-/// The baseline over granary at one thread count.
+/// Median, smallest and largest of a few values.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Spread {
+    /// Median (the upper one for an even count).
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `v` (all zero if empty).
+    pub fn of(mut v: Vec<f64>) -> Spread {
+        v.sort_by(f64::total_cmp);
+        match (v.first(), v.get(v.len() / 2), v.last()) {
+            (Some(&min), Some(&median), Some(&max)) => Spread { median, min, max },
+            _ => Spread::default(),
+        }
+    }
+}
+
+/// The baseline over granary at one thread count: ratios of each back-to-back pair of runs
+/// (above 1: granary is faster or cheaper), so slow drifts of the machine's background load
+/// cancel out.
 #[derive(Debug, Clone, Serialize)]
 pub struct Versus {
     /// Threads.
     pub threads: usize,
-    /// Baseline wall / granary wall (above 1: granary is faster).
-    pub wall_ratio: f64,
-    /// Baseline CPU / granary CPU.
-    pub cpu_ratio: f64,
+    /// Baseline wall / granary wall, over the pairs.
+    pub wall_ratio: Spread,
+    /// Baseline CPU / granary CPU, over the pairs.
+    pub cpu_ratio: Spread,
+}
+
+/// Paired ratios baseline / granary, run by run.
+fn versus(threads: usize, granary: &[Timing], baseline: &[Timing]) -> Versus {
+    let ratio = |f: fn(&Timing) -> f64| Spread::of(granary.iter().zip(baseline).map(|(g, b)| f(b) / f(g)).collect());
+    Versus { threads, wall_ratio: ratio(|t| t.wall.as_secs_f64()), cpu_ratio: ratio(|t| t.cpu.as_secs_f64()) }
+}
+
+/// The system load averages (1, 5, 15 minutes) from `/proc/loadavg`, where there is one.
+fn load_average() -> Option<[f64; 3]> {
+    let s = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let mut it = s.split_whitespace().map(|x| x.parse::<f64>().ok());
+    Some([it.next()??, it.next()??, it.next()??])
 }
 
 /// Percentiles in microseconds.
@@ -142,6 +185,11 @@ pub struct BenchReport {
     pub script_load_seconds: f64,
     /// Runs of each scaling pass (the median-wall one is reported).
     pub repeat: usize,
+    /// System load averages (1, 5, 15 min) when the benchmark started: other processes
+    /// competing for the cores, which the wall-time figures include.
+    pub load_average_start: Option<[f64; 3]>,
+    /// The same when it finished.
+    pub load_average_end: Option<[f64; 3]>,
     /// Compile-phase scaling of granary's schedule (planning included).
     pub scaling: Vec<Scaling>,
     /// The same for the rayon + `DashMap` baseline.
@@ -211,6 +259,7 @@ pub enum BenchError {
 
 /// Runs the benchmark. `log` receives a line per step.
 pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> Result<BenchReport, BenchError> {
+    let load_average_start = load_average();
     let dir = tempfile::tempdir()?;
     log("generating the workload");
     let script_path: PathBuf = seed_scale(&opts.workload, &dir.path().join("w"))?.script;
@@ -238,30 +287,48 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> Result<BenchReport, Bench
     let repeat = opts.repeat.max(1);
     let mut g_timings: Vec<(usize, Timing)> = Vec::new();
     let mut b_timings: Vec<(usize, Timing)> = Vec::new();
+    let mut g_spread = Vec::new();
+    let mut b_spread = Vec::new();
+    let mut baseline_vs_granary = Vec::new();
     let mut baseline_functions_compiled = 0;
     for &j in &threads {
         let (mut gs, mut bs) = (Vec::new(), Vec::new());
         for r in 0..repeat {
-            log(&format!("compiling {} pipelines on {j} threads: granary, then the baseline (run {} of {repeat})", pipelines.len(), r + 1));
-            gs.push(granary(&pipelines, j, None));
+            // Alternate which goes first (g b, b g, g b, …), so neither always runs in the
+            // other's wake (allocator and cache state, clock ramps).
+            let granary_first = r % 2 == 0;
+            log(&format!(
+                "compiling {} pipelines on {j} threads: {} (run {} of {repeat})",
+                pipelines.len(),
+                if granary_first { "granary, then the baseline" } else { "the baseline, then granary" },
+                r + 1
+            ));
+            if granary_first {
+                gs.push(granary(&pipelines, j, None));
+            }
             let b = baseline(&pipelines, j)?;
             baseline_functions_compiled = b.stats.functions_compiled;
             bs.push(b.timing);
+            drop(b);
+            if !granary_first {
+                gs.push(granary(&pipelines, j, None));
+            }
         }
+        baseline_vs_granary.push(versus(j, &gs, &bs));
+        let walls = |v: &[Timing]| Spread::of(v.iter().map(|t| t.wall.as_secs_f64()).collect());
+        g_spread.push(walls(&gs));
+        b_spread.push(walls(&bs));
         g_timings.push((j, median_wall(gs)));
         b_timings.push((j, median_wall(bs)));
     }
-    let scaling = scaling_rows(&g_timings).unwrap_or_default();
-    let baseline_scaling = scaling_rows(&b_timings).unwrap_or_default();
-    let baseline_vs_granary = g_timings
-        .iter()
-        .zip(&b_timings)
-        .map(|((j, g), (_, b))| Versus {
-            threads: *j,
-            wall_ratio: b.wall.as_secs_f64() / g.wall.as_secs_f64(),
-            cpu_ratio: b.cpu.as_secs_f64() / g.cpu.as_secs_f64(),
-        })
-        .collect();
+    let with_spread = |mut rows: Vec<Scaling>, spread: &[Spread]| {
+        for (row, s) in rows.iter_mut().zip(spread) {
+            (row.wall_min_seconds, row.wall_max_seconds) = (s.min, s.max);
+        }
+        rows
+    };
+    let scaling = with_spread(scaling_rows(&g_timings).unwrap_or_default(), &g_spread);
+    let baseline_scaling = with_spread(scaling_rows(&b_timings).unwrap_or_default(), &b_spread);
     let at_max = g_timings.last().map(|t| t.1).unwrap_or_default();
 
     let indexed: Vec<(usize, &PipelineDescriptor)> = pipelines.iter().enumerate().collect();
@@ -332,6 +399,8 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> Result<BenchReport, Bench
         unique_stage_functions: unique,
         script_load_seconds,
         repeat,
+        load_average_start,
+        load_average_end: load_average(),
         scaling,
         baseline_scaling,
         baseline_vs_granary,
@@ -481,10 +550,33 @@ mod tests {
         let t = |wall: f64, cpu: f64| Timing { wall: Duration::from_secs_f64(wall), cpu: Duration::from_secs_f64(cpu) };
         // 4 threads busy all the time (utilisation 1.0) but only 2x faster: efficiency 0.5.
         let rows = scaling_rows(&[(1, t(10.0, 10.0)), (4, t(5.0, 20.0))]).expect("has a 1-thread row");
-        assert_eq!(rows[0], Scaling { threads: 1, wall_seconds: 10.0, cpu_seconds: 10.0, speedup: 1.0, parallel_efficiency: 1.0, cpu_utilisation: 1.0 });
-        assert_eq!(rows[1], Scaling { threads: 4, wall_seconds: 5.0, cpu_seconds: 20.0, speedup: 2.0, parallel_efficiency: 0.5, cpu_utilisation: 1.0 });
+        let row = |threads, wall, cpu, speedup, parallel_efficiency, cpu_utilisation| Scaling {
+            threads,
+            wall_seconds: wall,
+            cpu_seconds: cpu,
+            speedup,
+            parallel_efficiency,
+            cpu_utilisation,
+            wall_min_seconds: wall,
+            wall_max_seconds: wall,
+        };
+        assert_eq!(rows[0], row(1, 10.0, 10.0, 1.0, 1.0, 1.0));
+        assert_eq!(rows[1], row(4, 5.0, 20.0, 2.0, 0.5, 1.0));
         // Speed-up is relative to 1 thread, not to the smallest count measured.
         assert!(scaling_rows(&[(2, t(5.0, 10.0)), (4, t(3.0, 12.0))]).is_none());
+    }
+
+    /// Ratios are taken pair by pair (baseline run i over granary run i), not of medians.
+    #[test]
+    fn versus_pairs_runs() {
+        let t = |wall: f64, cpu: f64| Timing { wall: Duration::from_secs_f64(wall), cpu: Duration::from_secs_f64(cpu) };
+        let g = [t(10.0, 10.0), t(20.0, 10.0), t(5.0, 10.0)];
+        let b = [t(11.0, 12.0), t(20.0, 10.0), t(6.0, 11.0)];
+        let v = versus(2, &g, &b);
+        assert_eq!(v.threads, 2);
+        assert_eq!(v.wall_ratio, Spread { median: 1.1, min: 1.0, max: 1.2 });
+        assert_eq!(v.cpu_ratio, Spread { median: 1.1, min: 1.0, max: 1.2 });
+        assert_eq!(Spread::of(Vec::new()), Spread::default());
     }
 
     #[test]

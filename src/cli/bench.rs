@@ -22,8 +22,8 @@ struct SeedScaleBench {
     /// [default: 1, 2, 4, … up to the available cores].
     #[arg(long, value_delimiter = ',')]
     threads: Vec<usize>,
-    /// Runs of each scaling pass (granary and the baseline, interleaved); the median-wall run
-    /// is reported.
+    /// Runs of each scaling pass (granary and the baseline, interleaved, alternating which
+    /// goes first); the median-wall run is reported.
     #[arg(long, default_value_t = 1)]
     repeat: usize,
     /// Random lookups to time.
@@ -61,19 +61,24 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     println!("workload: {} pipelines, {} unique stage functions; script load {:.2} s", r.pipelines, r.unique_stage_functions, r.script_load_seconds);
-    println!("compile phase (planning included), median of {} run(s) per row:", r.repeat);
-    println!("                   threads  wall s   cpu s    speed-up  parallel eff.  CPU utilisation");
+    let load = |l: Option<[f64; 3]>| l.map_or("unknown".to_string(), |l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2]));
+    println!("load average at start: {}; at end: {}", load(r.load_average_start), load(r.load_average_end));
+    println!("compile phase (planning included), median-wall run of {} per row:", r.repeat);
+    println!("                threads  wall s   (min-max of runs)  cpu s    speed-up  parallel eff.  CPU utilisation");
     for (name, rows) in [("granary", &r.scaling), ("rayon+DashMap", &r.baseline_scaling)] {
         for s in rows {
             println!(
-                "{name:<17}  {:>7}  {:>7.3}  {:>7.3}  {:>8.2}  {:>13.3}  {:>15.3}",
-                s.threads, s.wall_seconds, s.cpu_seconds, s.speedup, s.parallel_efficiency, s.cpu_utilisation
+                "{name:<14}  {:>7}  {:>7.3}  ({:>6.3}-{:<6.3})    {:>7.3}  {:>8.2}  {:>13.3}  {:>15.3}",
+                s.threads, s.wall_seconds, s.wall_min_seconds, s.wall_max_seconds, s.cpu_seconds, s.speedup, s.parallel_efficiency, s.cpu_utilisation
             );
         }
     }
     println!("  (speed-up = wall at 1 thread / wall; parallel eff. = speed-up / threads; CPU utilisation = cpu / (wall x threads))");
     for v in &r.baseline_vs_granary {
-        println!("rayon+DashMap baseline / granary at {} threads: {:.3}x wall, {:.3}x CPU", v.threads, v.wall_ratio, v.cpu_ratio);
+        println!(
+            "rayon+DashMap baseline / granary at {} threads, run by run: wall {:.3}x (min {:.3}, max {:.3}), CPU {:.3}x (min {:.3}, max {:.3})",
+            v.threads, v.wall_ratio.median, v.wall_ratio.min, v.wall_ratio.max, v.cpu_ratio.median, v.cpu_ratio.min, v.cpu_ratio.max
+        );
     }
     println!("baseline stage-function compiles: {} (unique: {})", r.baseline_functions_compiled, r.unique_stage_functions);
     println!(
