@@ -55,6 +55,12 @@ pub struct Scaling {
     pub wall_min_seconds: f64,
     /// Longest wall time over the repeated runs.
     pub wall_max_seconds: f64,
+    /// Speed-up from the shortest runs: shortest wall at 1 thread / shortest wall here. On a
+    /// shared machine other processes only ever slow a run down, so the shortest run is the
+    /// best estimate of an undisturbed one.
+    pub speedup_best: f64,
+    /// `speedup_best` / threads.
+    pub parallel_efficiency_best: f64,
 }
 
 /// Speed-up at N threads: wall time at 1 thread / wall time at N threads (0 if `wall_n` is 0).
@@ -100,6 +106,8 @@ pub fn scaling_rows(timings: &[(usize, Timing)]) -> Option<Vec<Scaling>> {
                     cpu_utilisation: cpu_utilisation(cpu, wall, *j),
                     wall_min_seconds: wall,
                     wall_max_seconds: wall,
+                    speedup_best: s,
+                    parallel_efficiency_best: parallel_efficiency(s, *j),
                 }
             })
             .collect(),
@@ -139,6 +147,18 @@ pub struct Versus {
     pub wall_ratio: Spread,
     /// Baseline CPU / granary CPU, over the pairs.
     pub cpu_ratio: Spread,
+}
+
+/// Fills in each row's wall-time spread over its runs and the speed-up and efficiency of the
+/// shortest runs. `spread[i]` belongs to `rows[i]`; the 1-thread row must come first.
+fn with_spread(mut rows: Vec<Scaling>, spread: &[Spread]) -> Vec<Scaling> {
+    let best_1 = spread.first().map_or(0.0, |s| s.min);
+    for (row, s) in rows.iter_mut().zip(spread) {
+        (row.wall_min_seconds, row.wall_max_seconds) = (s.min, s.max);
+        row.speedup_best = speedup(best_1, s.min);
+        row.parallel_efficiency_best = parallel_efficiency(row.speedup_best, row.threads);
+    }
+    rows
 }
 
 /// Paired ratios baseline / granary, run by run.
@@ -321,12 +341,6 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> Result<BenchReport, Bench
         g_timings.push((j, median_wall(gs)));
         b_timings.push((j, median_wall(bs)));
     }
-    let with_spread = |mut rows: Vec<Scaling>, spread: &[Spread]| {
-        for (row, s) in rows.iter_mut().zip(spread) {
-            (row.wall_min_seconds, row.wall_max_seconds) = (s.min, s.max);
-        }
-        rows
-    };
     let scaling = with_spread(scaling_rows(&g_timings).unwrap_or_default(), &g_spread);
     let baseline_scaling = with_spread(scaling_rows(&b_timings).unwrap_or_default(), &b_spread);
     let at_max = g_timings.last().map(|t| t.1).unwrap_or_default();
@@ -559,9 +573,18 @@ mod tests {
             cpu_utilisation,
             wall_min_seconds: wall,
             wall_max_seconds: wall,
+            speedup_best: speedup,
+            parallel_efficiency_best: parallel_efficiency,
         };
         assert_eq!(rows[0], row(1, 10.0, 10.0, 1.0, 1.0, 1.0));
         assert_eq!(rows[1], row(4, 5.0, 20.0, 2.0, 0.5, 1.0));
+        // Best-run figures come from the shortest runs, median figures stay.
+        let spread = [Spread { median: 10.0, min: 8.0, max: 12.0 }, Spread { median: 5.0, min: 2.5, max: 9.0 }];
+        let best = with_spread(rows, &spread);
+        assert_eq!((best[1].wall_min_seconds, best[1].wall_max_seconds), (2.5, 9.0));
+        assert_eq!((best[1].speedup_best, best[1].parallel_efficiency_best), (3.2, 0.8));
+        assert_eq!((best[1].speedup, best[1].parallel_efficiency), (2.0, 0.5));
+        assert_eq!((best[0].speedup_best, best[0].parallel_efficiency_best), (1.0, 1.0));
         // Speed-up is relative to 1 thread, not to the smallest count measured.
         assert!(scaling_rows(&[(2, t(5.0, 10.0)), (4, t(3.0, 12.0))]).is_none());
     }

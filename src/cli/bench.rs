@@ -74,6 +74,13 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
         }
     }
     println!("  (speed-up = wall at 1 thread / wall; parallel eff. = speed-up / threads; CPU utilisation = cpu / (wall x threads))");
+    println!("from the shortest run of each row (other processes only slow runs down):");
+    println!("                threads  best wall s  speed-up  parallel eff.");
+    for (name, rows) in [("granary", &r.scaling), ("rayon+DashMap", &r.baseline_scaling)] {
+        for s in rows {
+            println!("{name:<14}  {:>7}  {:>11.3}  {:>8.2}  {:>13.3}", s.threads, s.wall_min_seconds, s.speedup_best, s.parallel_efficiency_best);
+        }
+    }
     for v in &r.baseline_vs_granary {
         println!(
             "rayon+DashMap baseline / granary at {} threads, run by run: wall {:.3}x (min {:.3}, max {:.3}), CPU {:.3}x (min {:.3}, max {:.3})",
