@@ -1,5 +1,6 @@
 //! Micro-benchmarks of granary's own overhead on the hot paths: key computation, capture
-//! insert, snapshot, archive encode, archive open, lookups. Run with `cargo bench`.
+//! insert, snapshot, archive encode, archive open, lookups (with and without fetching the
+//! hash-checked output). Run with `cargo bench`.
 //!
 //! These measure granary's bookkeeping, not shader compilation; the macro benchmark
 //! (`granary bench seed-scale`) puts them in proportion to the compile work.
@@ -109,6 +110,20 @@ fn lookup_by_key(b: divan::Bencher) {
     b.bench_local(|| {
         i = (i + 7919) % keys.len();
         a.get(keys[i]).unwrap().map(|p| p.index())
+    });
+}
+
+/// What an application pays to get the bytes: the lookup, its stage records, and the output
+/// of each stage checked against its content hash (8 KiB blobs here).
+#[divan::bench]
+fn lookup_by_key_with_output(b: divan::Bencher) {
+    let a = Archive::from_bytes(archive_bytes().clone()).unwrap();
+    let keys: Vec<PipelineKey> = a.iter().map(|p| p.unwrap().key()).collect();
+    let mut i = 0usize;
+    b.bench_local(|| {
+        i = (i + 7919) % keys.len();
+        let p = a.get(keys[i]).unwrap().unwrap();
+        p.stages().unwrap().iter().map(|s| s.output(Target::Spirv).unwrap().map_or(0, |b| b.len())).sum::<usize>()
     });
 }
 

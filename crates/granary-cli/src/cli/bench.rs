@@ -18,12 +18,14 @@ enum Workload {
 struct SeedScaleBench {
     #[command(flatten)]
     size: super::workload::SeedScaleSize,
-    /// Thread counts, comma-separated [default: 1, 2, 4, … up to the available cores].
+    /// Thread counts, comma-separated; 1 is always added, since speed-up is relative to it
+    /// [default: 1, 2, 4, … up to the available cores].
     #[arg(long, value_delimiter = ',')]
     threads: Vec<usize>,
-    /// Pipelines in the naive-baseline sample [default: the whole workload].
-    #[arg(long)]
-    naive_sample: Option<usize>,
+    /// Runs of each scaling pass (granary and the baseline, interleaved, alternating which
+    /// goes first); the median-wall run is reported.
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
     /// Random lookups to time.
     #[arg(long, default_value_t = 100_000)]
     lookups: usize,
@@ -50,7 +52,7 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
     let opts = BenchOptions {
         workload: a.size.options(),
         threads,
-        naive_sample: a.naive_sample.unwrap_or(usize::MAX),
+        repeat: a.repeat.max(1),
         lookups: a.lookups.max(1),
     };
     let r = run(&opts, &|l| eprintln!("bench: {l}"))?;
@@ -59,11 +61,33 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     println!("workload: {} pipelines, {} unique stage functions; script load {:.2} s", r.pipelines, r.unique_stage_functions, r.script_load_seconds);
-    println!("threads  wall s   cpu s    efficiency  speed-up");
-    for s in &r.scaling {
-        println!("{:>7}  {:>7.3}  {:>7.3}  {:>10.3}  {:>8.2}", s.threads, s.wall_seconds, s.cpu_seconds, s.parallel_efficiency, s.speedup);
+    let load = |l: Option<[f64; 3]>| l.map_or("unknown".to_string(), |l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2]));
+    println!("load average at start: {}; at end: {}", load(r.load_average_start), load(r.load_average_end));
+    println!("compile phase (planning included), median-wall run of {} per row:", r.repeat);
+    println!("                threads  wall s   (min-max of runs)  cpu s    speed-up  parallel eff.  CPU utilisation");
+    for (name, rows) in [("granary", &r.scaling), ("rayon+DashMap", &r.baseline_scaling)] {
+        for s in rows {
+            println!(
+                "{name:<14}  {:>7}  {:>7.3}  ({:>6.3}-{:<6.3})    {:>7.3}  {:>8.2}  {:>13.3}  {:>15.3}",
+                s.threads, s.wall_seconds, s.wall_min_seconds, s.wall_max_seconds, s.cpu_seconds, s.speedup, s.parallel_efficiency, s.cpu_utilisation
+            );
+        }
     }
-    println!("naive harvest / granary, CPU time on {} pipelines: {:.2}x", r.naive_sample, r.naive_cpu_ratio);
+    println!("  (speed-up = wall at 1 thread / wall; parallel eff. = speed-up / threads; CPU utilisation = cpu / (wall x threads))");
+    println!("from the shortest run of each row (other processes only slow runs down):");
+    println!("                threads  best wall s  speed-up  parallel eff.");
+    for (name, rows) in [("granary", &r.scaling), ("rayon+DashMap", &r.baseline_scaling)] {
+        for s in rows {
+            println!("{name:<14}  {:>7}  {:>11.3}  {:>8.2}  {:>13.3}", s.threads, s.wall_min_seconds, s.speedup_best, s.parallel_efficiency_best);
+        }
+    }
+    for v in &r.baseline_vs_granary {
+        println!(
+            "rayon+DashMap baseline / granary at {} threads, run by run: wall {:.3}x (min {:.3}, max {:.3}), CPU {:.3}x (min {:.3}, max {:.3})",
+            v.threads, v.wall_ratio.median, v.wall_ratio.min, v.wall_ratio.max, v.cpu_ratio.median, v.cpu_ratio.min, v.cpu_ratio.max
+        );
+    }
+    println!("baseline stage-function compiles: {} (unique: {})", r.baseline_functions_compiled, r.unique_stage_functions);
     println!(
         "report's workaround / granary at {} threads: {:.2}x wall, {:.2}x CPU",
         r.workaround_threads, r.workaround_wall_ratio, r.workaround_cpu_ratio
@@ -75,6 +99,7 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
     println!("compile call, during writes:       {}", fmt(r.compile_during_writes_us));
     println!("archive open:                      {}", fmt(r.open_us));
     println!("lookup by key:                     {}", fmt(r.lookup_us));
+    println!("lookup by key + SPIR-V output():   {} ({:.0} bytes hashed per lookup)", fmt(r.lookup_output_us), r.lookup_output_mean_bytes);
     println!("lookup by label:                   {}", fmt(r.label_lookup_us));
     println!("peak resident memory: {:.1} MiB", r.peak_rss_bytes as f64 / (1 << 20) as f64);
     Ok(0)

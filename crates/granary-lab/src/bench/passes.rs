@@ -1,4 +1,5 @@
-//! Timed compile passes: granary's scheduler, the naive baseline and the report's workaround.
+//! Timed compile passes: granary's scheduler and the report's workaround (the rayon + DashMap
+//! baseline is in `baseline.rs`).
 
 use granary::capture::Capture;
 use granary::compiler::{Compiler, CompilerOptions};
@@ -19,8 +20,8 @@ pub struct Timing {
     pub cpu: Duration,
 }
 
-pub(crate) fn compiler(threads: usize, cache_functions: bool, capture: Option<Arc<Capture>>) -> Compiler {
-    Compiler::new(CompilerOptions { targets: TargetSet::SPIRV, max_concurrent_tasks: Some(threads), capture, cache_functions })
+pub(crate) fn compiler(threads: usize, capture: Option<Arc<Capture>>) -> Compiler {
+    Compiler::new(CompilerOptions { targets: TargetSet::SPIRV, max_concurrent_tasks: Some(threads), capture, cache_functions: true })
 }
 
 /// Runs `work(i)` for i in 0..n on `threads` threads pulling from one cursor.
@@ -49,12 +50,16 @@ pub(crate) fn parallel(n: usize, threads: usize, work: impl Fn(usize) + Sync) ->
 }
 
 /// Granary's harvest schedule (libraries, then unique stage functions, then pipelines) with
-/// a fresh compiler recording into `capture`.
+/// a fresh compiler recording into `capture`. The timing includes planning (serial, on the
+/// calling thread), since a baseline without granary has no such step.
 pub fn granary(pipelines: &[PipelineDescriptor], threads: usize, capture: Option<Arc<Capture>>) -> Timing {
-    let c = compiler(threads, true, capture);
+    let c = compiler(threads, capture);
+    let t0 = Instant::now();
+    let c0 = thread_cpu_time();
     let indexed: Vec<(usize, &PipelineDescriptor)> = pipelines.iter().enumerate().collect();
     let p = plan(&indexed, &c.key_context());
-    parallel(p.tasks.len(), threads, |i| match &p.tasks[i] {
+    let plan_cpu = thread_cpu_time() - c0;
+    let t = parallel(p.tasks.len(), threads, |i| match &p.tasks[i] {
         Task::Library(l) => {
             let _ = c.frontend().library(l);
         }
@@ -64,23 +69,15 @@ pub fn granary(pipelines: &[PipelineDescriptor], threads: usize, capture: Option
         Task::Pipeline(k) => {
             let _ = c.compile(&pipelines[*k]);
         }
-    })
-}
-
-/// The naive baseline: every pipeline's stage functions specialized and written afresh, as a
-/// runtime that compiles pipelines one by one does (libraries are still parsed once).
-pub fn naive(pipelines: &[PipelineDescriptor], threads: usize) -> Timing {
-    let c = compiler(threads, false, None);
-    parallel(pipelines.len(), threads, |i| {
-        let _ = c.compile(&pipelines[i]);
-    })
+    });
+    Timing { wall: t0.elapsed(), cpu: t.cpu + plan_cpu }
 }
 
 /// The report's workaround: a lock per stage function held around each capture compile, and
 /// each run of pipelines sharing a vertex function pinned to one thread.
 pub fn workaround(pipelines: &[PipelineDescriptor], threads: usize) -> Timing {
     let capture = Arc::new(Capture::new(granary::capture::CaptureMode::Outputs));
-    let c = compiler(threads, true, Some(capture));
+    let c = compiler(threads, Some(capture));
     let ctx = c.key_context();
     let keys: Vec<Vec<StageKey>> = pipelines
         .iter()
