@@ -175,7 +175,8 @@ impl<'a, W: Write> SlowHalfway<'a, W> {
 impl<W: Write> Write for SlowHalfway<'_, W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         // Never let one call cross the halfway mark, so the pause splits the bytes there.
-        let room = if self.delay.is_some() && self.written < self.halfway { self.halfway - self.written } else { buf.len() };
+        let room =
+            if self.delay.is_some() && self.written < self.halfway { self.halfway - self.written } else { buf.len() };
         let n = self.inner.write(&buf[..buf.len().min(room.max(1))])?;
         self.written += n;
         if self.written >= self.halfway {

@@ -22,8 +22,8 @@
 //!   the harvest deletes it once the final archive is durably in place.
 
 use crate::durable::{parent_dir, sync_dir, SlowHalfway};
-use crate::{encode, Archive, ArchiveError, ArchiveMeta, WriteEntry};
 use crate::key::checksum64;
+use crate::{encode, Archive, ArchiveError, ArchiveMeta, WriteEntry};
 use crate::{KeyContext, PipelineEntry, TargetOutputs, TargetSet};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -78,8 +78,7 @@ impl Journal {
     pub fn create(archive: &Path, meta: &ArchiveMeta) -> Result<Journal, ArchiveError> {
         let path = journal_path(archive);
         let io = |e| ArchiveError::io(&path, e);
-        let mut file =
-            std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&path).map_err(io)?;
+        let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&path).map_err(io)?;
         if let Ok(m) = std::fs::metadata(archive) {
             file.set_permissions(m.permissions()).map_err(io)?;
         }
@@ -87,7 +86,14 @@ impl Journal {
         file.write_all(&h).map_err(io)?;
         file.sync_all().map_err(io)?;
         sync_dir(parent_dir(&path)).map_err(io)?;
-        Ok(Journal { path, file, meta: meta.clone(), len: JOURNAL_HEADER_LEN as u64, broken: false, stages: HashSet::new() })
+        Ok(Journal {
+            path,
+            file,
+            meta: meta.clone(),
+            len: JOURNAL_HEADER_LEN as u64,
+            broken: false,
+            stages: HashSet::new(),
+        })
     }
 
     /// Opens the existing journal of `archive` for appending after `replay` read it: cuts it
@@ -98,7 +104,10 @@ impl Journal {
         let valid_len = replay.valid_len;
         let io = |e| ArchiveError::io(&path, e);
         if valid_len < JOURNAL_HEADER_LEN as u64 {
-            return Err(ArchiveError::corrupt(valid_len as usize, "journal header is incomplete; create a new journal"));
+            return Err(ArchiveError::corrupt(
+                valid_len as usize,
+                "journal header is incomplete; create a new journal",
+            ));
         }
         let file = std::fs::OpenOptions::new().write(true).open(&path).map_err(io)?;
         file.set_len(valid_len).map_err(io)?;
@@ -259,7 +268,8 @@ fn replay_bytes(b: &[u8], path: PathBuf) -> Result<JournalReplay, ArchiveError> 
     };
     // Outputs of every stage function the intact records hold, to restore left-out ones.
     let mut outputs: HashMap<u128, TargetOutputs> = HashMap::new();
-    let damaged = |offset: usize, why: String| Some(DamagedTail { offset: offset as u64, bytes: len - offset as u64, why });
+    let damaged =
+        |offset: usize, why: String| Some(DamagedTail { offset: offset as u64, bytes: len - offset as u64, why });
     // The header: written once, right after creation. A prefix of it (or zeros where a crash
     // kept the size but not the data) is a creation that did not finish.
     let unfinished = |h: &[u8]| h.iter().all(|&x| x == 0) || JOURNAL_MAGIC.starts_with(h);
@@ -281,7 +291,10 @@ fn replay_bytes(b: &[u8], path: PathBuf) -> Result<JournalReplay, ArchiveError> 
     let u32_at = |o: usize| u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]);
     let version = u32_at(8);
     if version != JOURNAL_VERSION {
-        return Err(ArchiveError::corrupt(8, format!("journal format version {version} is not supported (this granary reads {JOURNAL_VERSION})")));
+        return Err(ArchiveError::corrupt(
+            8,
+            format!("journal format version {version} is not supported (this granary reads {JOURNAL_VERSION})"),
+        ));
     }
     let mut sum = [0u8; 8];
     sum.copy_from_slice(&h[32..40]);
@@ -308,7 +321,8 @@ fn replay_bytes(b: &[u8], path: PathBuf) -> Result<JournalReplay, ArchiveError> 
         let sum = u64::from_le_bytes(w);
         let avail = (rest.len() - JOURNAL_FRAME_LEN) as u64;
         if plen > avail {
-            out.damaged_tail = damaged(pos, format!("record announces {plen} bytes but only {avail} follow (cut short)"));
+            out.damaged_tail =
+                damaged(pos, format!("record announces {plen} bytes but only {avail} follow (cut short)"));
             break;
         }
         // plen <= avail, which is a usize.
@@ -317,14 +331,17 @@ fn replay_bytes(b: &[u8], path: PathBuf) -> Result<JournalReplay, ArchiveError> 
             out.damaged_tail = damaged(pos, "record checksum mismatch".into());
             break;
         }
-        let read = Archive::from_bytes(payload.to_vec()).and_then(|a| {
-            a.verify()?;
-            if a.key_context() != ctx {
-                return Err(ArchiveError::Incompatible("record built with other writer options than its journal".into()));
-            }
-            Ok((a.targets(), a.entries()?))
-        })
-        .and_then(|(targets, entries)| Ok((targets, restore_outputs(entries, &mut outputs)?)));
+        let read = Archive::from_bytes(payload.to_vec())
+            .and_then(|a| {
+                a.verify()?;
+                if a.key_context() != ctx {
+                    return Err(ArchiveError::Incompatible(
+                        "record built with other writer options than its journal".into(),
+                    ));
+                }
+                Ok((a.targets(), a.entries()?))
+            })
+            .and_then(|(targets, entries)| Ok((targets, restore_outputs(entries, &mut outputs)?)));
         match read {
             Ok((targets, entries)) => {
                 out.targets = TargetSet(out.targets.0 | targets.0);
@@ -366,7 +383,10 @@ fn restore_outputs(
                 added.entry(s.key.0).or_insert_with(|| s.outputs.clone());
             } else {
                 s.outputs = known.get(&s.key.0).cloned().ok_or_else(|| {
-                    ArchiveError::Incompatible(format!("stage {:032x} has no outputs and no earlier record holds them", s.key.0))
+                    ArchiveError::Incompatible(format!(
+                        "stage {:032x} has no outputs and no earlier record holds them",
+                        s.key.0
+                    ))
                 })?;
             }
         }
@@ -395,7 +415,8 @@ mod tests {
     fn entry(k: u128) -> WriteEntry {
         let mut outputs = TargetOutputs::default();
         outputs.0[0] = Some(Blob::new(vec![k as u8; 64]));
-        let stage = StageEntry { key: StageKey(k * 7), stage: ShaderStage::Compute, entry_point: "main".into(), outputs };
+        let stage =
+            StageEntry { key: StageKey(k * 7), stage: ShaderStage::Compute, entry_point: "main".into(), outputs };
         WriteEntry {
             entry: Arc::new(PipelineEntry { key: PipelineKey(k), kind: PipelineKind::Compute, stages: vec![stage] }),
             labels: vec![format!("p{k}")].into(),
@@ -430,7 +451,10 @@ mod tests {
             assert_eq!(keys(&r), vec![1, 2], "cut at {cut}");
             assert_eq!(r.valid_len, after_first);
             let tail = r.damaged_tail.clone();
-            assert_eq!(tail.map(|t| (t.offset, t.bytes)), (cut as u64 > after_first).then(|| (after_first, cut as u64 - after_first)));
+            assert_eq!(
+                tail.map(|t| (t.offset, t.bytes)),
+                (cut as u64 > after_first).then(|| (after_first, cut as u64 - after_first))
+            );
         }
         // A cut header leaves nothing to replay, and is not an error.
         for cut in 0..JOURNAL_HEADER_LEN {
@@ -463,7 +487,10 @@ mod tests {
         outputs.0[0] = Some(Blob::new(vec![shared as u8; 100_000]));
         let mut e = PipelineEntry::clone(&w.entry);
         e.kind = PipelineKind::Render;
-        e.stages.insert(0, StageEntry { key: StageKey(shared), stage: ShaderStage::Vertex, entry_point: "vs".into(), outputs });
+        e.stages.insert(
+            0,
+            StageEntry { key: StageKey(shared), stage: ShaderStage::Vertex, entry_point: "vs".into(), outputs },
+        );
         w.entry = Arc::new(e);
         w
     }

@@ -66,7 +66,6 @@ pub fn checksum64(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
-
 /// The context stage keys are computed under: the fingerprint of the shader writers' options
 /// (target language versions, flags, naga version). An archive records the fingerprint it was
 /// built with, so a reader computes the same keys.

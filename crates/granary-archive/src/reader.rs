@@ -6,12 +6,12 @@
 //! section length, and nothing is allocated from a length read out of the file.
 
 use crate::format::*;
-use crate::WriteEntry;
-use crate::ArchiveError;
 use crate::key::{checksum64, content_hash};
+use crate::ArchiveError;
+use crate::WriteEntry;
 use crate::{
-    Blob, KeyContext, PipelineEntry, PipelineKey, PipelineKind, ShaderStage,
-    StageEntry, StageKey, Target, TargetOutputs, TargetSet, TARGET_COUNT,
+    Blob, KeyContext, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry, StageKey, Target,
+    TargetOutputs, TargetSet, TARGET_COUNT,
 };
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -83,7 +83,6 @@ fn usize_of(v: u64, off: usize) -> Result<usize> {
     usize::try_from(v).map_err(|_| ArchiveError::corrupt(off, format!("value {v} does not fit in memory")))
 }
 
-
 impl Archive {
     /// Opens and memory-maps `path`, checking the header and section table.
     ///
@@ -124,14 +123,20 @@ impl Archive {
     fn from_data(data: Data, path: Option<PathBuf>) -> Result<Archive> {
         let b = data.bytes();
         if b.len() < HEADER_LEN {
-            return Err(ArchiveError::corrupt(b.len(), format!("file is {} bytes, shorter than the {HEADER_LEN}-byte header", b.len())));
+            return Err(ArchiveError::corrupt(
+                b.len(),
+                format!("file is {} bytes, shorter than the {HEADER_LEN}-byte header", b.len()),
+            ));
         }
         if b[..8] != MAGIC {
             return Err(ArchiveError::corrupt(0, "bad magic: not a granary archive"));
         }
         let version = u32_at(b, 8)?;
         if version != VERSION {
-            return Err(ArchiveError::corrupt(8, format!("format version {version} is not supported (this granary reads {VERSION})")));
+            return Err(ArchiveError::corrupt(
+                8,
+                format!("format version {version} is not supported (this granary reads {VERSION})"),
+            ));
         }
         let stored = u64_at(b, HEADER_LEN - 8)?;
         if checksum64(&b[..HEADER_LEN - 8]) != stored {
@@ -152,7 +157,10 @@ impl Archive {
         let blob_count = u32_at(b, 44)? as usize;
         let file_len = u64_at(b, 48)?;
         if file_len != b.len() as u64 {
-            return Err(ArchiveError::corrupt(48, format!("header says the file is {file_len} bytes but it is {} (truncated or padded)", b.len())));
+            return Err(ArchiveError::corrupt(
+                48,
+                format!("header says the file is {file_len} bytes but it is {} (truncated or padded)", b.len()),
+            ));
         }
         if u64_at(b, 56)? != 0 {
             return Err(ArchiveError::corrupt(56, "reserved header field is not zero"));
@@ -171,14 +179,26 @@ impl Archive {
             let len = usize_of(u64_at(b, row + 16)?, row + 16)?;
             let end = off.checked_add(len).filter(|e| *e <= b.len());
             let Some(end) = end else {
-                return Err(ArchiveError::corrupt(row + 8, format!("{} section ({off:#x}+{len:#x}) runs past the end of the file", section.name())));
+                return Err(ArchiveError::corrupt(
+                    row + 8,
+                    format!("{} section ({off:#x}+{len:#x}) runs past the end of the file", section.name()),
+                ));
             };
             if off % ALIGN != 0 || off < prev_end {
-                return Err(ArchiveError::corrupt(row + 8, format!("{} section offset {off:#x} is misaligned or overlaps the previous section", section.name())));
+                return Err(ArchiveError::corrupt(
+                    row + 8,
+                    format!(
+                        "{} section offset {off:#x} is misaligned or overlaps the previous section",
+                        section.name()
+                    ),
+                ));
             }
             if let Some(rs) = section.record_size() {
                 if len % rs != 0 {
-                    return Err(ArchiveError::corrupt(row + 16, format!("{} length {len} is not a multiple of its {rs}-byte records", section.name())));
+                    return Err(ArchiveError::corrupt(
+                        row + 16,
+                        format!("{} length {len} is not a multiple of its {rs}-byte records", section.name()),
+                    ));
                 }
             }
             sections[i] = (off, len);
@@ -198,19 +218,24 @@ impl Archive {
         let mut pos = 0usize;
         let mut strings = Vec::with_capacity(3);
         for _ in 0..3 {
-            let len = u32_at(meta, pos).map_err(|_| ArchiveError::corrupt(moff + pos, "meta section truncated"))? as usize;
+            let len =
+                u32_at(meta, pos).map_err(|_| ArchiveError::corrupt(moff + pos, "meta section truncated"))? as usize;
             let end = pos.checked_add(4).and_then(|p| p.checked_add(len));
             let s = end
                 .and_then(|end| meta.get(pos + 4..end))
                 .ok_or_else(|| ArchiveError::corrupt(moff + pos, "meta string runs past its section"))?;
-            let s = std::str::from_utf8(s).map_err(|_| ArchiveError::corrupt(moff + pos + 4, "meta string is not UTF-8"))?;
+            let s = std::str::from_utf8(s)
+                .map_err(|_| ArchiveError::corrupt(moff + pos + 4, "meta string is not UTF-8"))?;
             strings.push(s.to_string());
             pos = end.unwrap_or(usize::MAX);
         }
         let device = strings.pop().unwrap_or_default();
         let target_options_text = strings.pop().unwrap_or_default();
         if content_hash(target_options_text.as_bytes()).0 != target_options {
-            return Err(ArchiveError::corrupt(24, "writer-options fingerprint does not match the writer options in the meta section"));
+            return Err(ArchiveError::corrupt(
+                24,
+                "writer-options fingerprint does not match the writer options in the meta section",
+            ));
         }
         Ok(Archive {
             data,
@@ -252,7 +277,10 @@ impl Archive {
         let (soff, slen) = self.section(Section::Strings);
         let (off, len) = (off as usize, len as usize);
         if len > MAX_NAME || off.checked_add(len).is_none_or(|e| e > slen) {
-            return Err(ArchiveError::corrupt(at, format!("string reference {off:#x}+{len} is outside the strings section")));
+            return Err(ArchiveError::corrupt(
+                at,
+                format!("string reference {off:#x}+{len} is outside the strings section"),
+            ));
         }
         std::str::from_utf8(&self.bytes()[soff + off..soff + off + len])
             .map_err(|_| ArchiveError::corrupt(soff + off, "string is not UTF-8"))
@@ -351,7 +379,10 @@ impl Archive {
             return Err(ArchiveError::corrupt(at, format!("label record {i} checksum mismatch")));
         }
         if pipe as usize >= self.pipeline_count {
-            return Err(ArchiveError::corrupt(at + 8, format!("label record {i} points at pipeline {pipe}, past the table")));
+            return Err(ArchiveError::corrupt(
+                at + 8,
+                format!("label record {i} points at pipeline {pipe}, past the table"),
+            ));
         }
         Ok((s, pipe as usize))
     }
@@ -392,7 +423,10 @@ impl Archive {
         let len = usize_of(u64_at(rec, 24)?, at + 24)?;
         let (doff, dlen) = self.section(Section::BlobData);
         if off % ALIGN != 0 || off.checked_add(len).is_none_or(|e| e > dlen) {
-            return Err(ArchiveError::corrupt(at + 16, format!("blob {i} ({off:#x}+{len}) lies outside the blob data section")));
+            return Err(ArchiveError::corrupt(
+                at + 16,
+                format!("blob {i} ({off:#x}+{len}) lies outside the blob data section"),
+            ));
         }
         let bytes = &self.bytes()[doff + off..doff + off + len];
         if content_hash(bytes).0 != hash {
@@ -400,7 +434,6 @@ impl Archive {
         }
         Ok((hash, bytes))
     }
-
 }
 
 /// A pipeline inside an [`Archive`].
@@ -456,7 +489,10 @@ impl<'a> StageRef<'a> {
         match self.blob_index(target) {
             None => Ok(None),
             Some(i) if (i as usize) < self.archive.blob_count => self.archive.blob(i as usize).map(|b| Some(b.1)),
-            Some(i) => Err(ArchiveError::corrupt(self.archive.section(Section::BlobIndex).0, format!("stage refers to blob {i}, past the blob index"))),
+            Some(i) => Err(ArchiveError::corrupt(
+                self.archive.section(Section::BlobIndex).0,
+                format!("stage refers to blob {i}, past the blob index"),
+            )),
         }
     }
 }
@@ -472,7 +508,8 @@ impl Archive {
         if checksum64(&v) != u64_at(rec, 48)? {
             return Err(ArchiveError::corrupt(at, format!("stage record {i} checksum mismatch")));
         }
-        let stage = ShaderStage::from_u32(u32_at(rec, 16)?).ok_or_else(|| ArchiveError::corrupt(at + 16, "unknown stage"))?;
+        let stage =
+            ShaderStage::from_u32(u32_at(rec, 16)?).ok_or_else(|| ArchiveError::corrupt(at + 16, "unknown stage"))?;
         if u32_at(rec, 44)? != 0 {
             return Err(ArchiveError::corrupt(at + 44, format!("stage record {i}: reserved field is not zero")));
         }

@@ -6,13 +6,12 @@
 //! Nothing unverified is ever copied into the output.
 
 use crate::format::*;
-use crate::reader::{u128_at, u32_at, u64_at};
-use crate::{ArchiveMeta, WriteEntry};
-use crate::ArchiveError;
 use crate::key::{checksum64, content_hash};
+use crate::reader::{u128_at, u32_at, u64_at};
+use crate::ArchiveError;
+use crate::{ArchiveMeta, WriteEntry};
 use crate::{
-    Blob, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry, StageKey, TargetOutputs,
-    TARGET_COUNT,
+    Blob, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry, StageKey, TargetOutputs, TARGET_COUNT,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -61,9 +60,8 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
     };
     let mut sec = [(0usize, 0usize); SECTION_COUNT];
     for (i, s) in sec.iter_mut().enumerate() {
-        *s = section_range(b, i).ok_or_else(|| {
-            ArchiveError::corrupt(FIXED_HEADER + i * SECTION_ROW, "section table row is unreadable")
-        })?;
+        *s = section_range(b, i)
+            .ok_or_else(|| ArchiveError::corrupt(FIXED_HEADER + i * SECTION_ROW, "section table row is unreadable"))?;
     }
     let body = |s: Section| {
         let (off, len) = sec[s as usize - 1];
@@ -82,7 +80,9 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
     let mut pos = 0usize;
     for _ in 0..3 {
         let Ok(len) = u32_at(meta_bytes, pos) else { break };
-        let Some(s) = meta_bytes.get(pos + 4..pos + 4 + len as usize).and_then(|s| std::str::from_utf8(s).ok()) else { break };
+        let Some(s) = meta_bytes.get(pos + 4..pos + 4 + len as usize).and_then(|s| std::str::from_utf8(s).ok()) else {
+            break;
+        };
         meta_strings.push(s.to_string());
         pos += 4 + len as usize;
     }
@@ -93,7 +93,10 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
             device: device.clone(),
         },
         _ => {
-            return Err(ArchiveError::corrupt(sec[0].0, "meta section is unreadable: the writer options are unknown, so keys cannot be trusted"))
+            return Err(ArchiveError::corrupt(
+                sec[0].0,
+                "meta section is unreadable: the writer options are unknown, so keys cannot be trusted",
+            ))
         }
     };
 
@@ -131,7 +134,8 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
         for t in 0..TARGET_COUNT {
             let idx = u32_at(rec, 28 + 4 * t).map_err(|e| e.to_string())?;
             if idx != NO_BLOB {
-                outputs.0[t] = Some(blobs.get(&idx).cloned().ok_or_else(|| format!("blob {idx} is damaged or missing"))?);
+                outputs.0[t] =
+                    Some(blobs.get(&idx).cloned().ok_or_else(|| format!("blob {idx} is damaged or missing"))?);
             }
         }
         Ok(StageEntry {
@@ -164,16 +168,18 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
             Ok(e) => {
                 kept.insert(i, Arc::new(e));
             }
-            Err(why) => report.lost.push(format!(
-                "pipeline record {i}{}: {why}",
-                key.map(|k| format!(" (key {k})")).unwrap_or_default()
-            )),
+            Err(why) => report
+                .lost
+                .push(format!("pipeline record {i}{}: {why}", key.map(|k| format!(" (key {k})")).unwrap_or_default())),
         }
     }
 
     let mut labels: HashMap<usize, Vec<String>> = HashMap::new();
     for rec in body(Section::Labels).chunks_exact(LABEL_RECORD) {
-        let (Ok(off), Ok(len), Ok(p), Ok(sum)) = (u32_at(rec, 0), u32_at(rec, 4), u32_at(rec, 8), u32_at(rec, 12)) else { continue };
+        let (Ok(off), Ok(len), Ok(p), Ok(sum)) = (u32_at(rec, 0), u32_at(rec, 4), u32_at(rec, 8), u32_at(rec, 12))
+        else {
+            continue;
+        };
         let Some(s) = string(off, len) else { continue };
         let mut v = rec[..12].to_vec();
         v.extend_from_slice(s.as_bytes());

@@ -11,7 +11,6 @@ use std::io::Write;
 use std::sync::Arc;
 use xxhash_rust::xxh3::Xxh3;
 
-
 /// Header information that is not derived from the entries.
 #[derive(Clone, Debug)]
 pub struct ArchiveMeta {

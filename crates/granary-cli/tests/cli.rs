@@ -3,8 +3,8 @@
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
-use granary::archive::LookupDescriptor;
 use granary::archive::Archive;
+use granary::archive::LookupDescriptor;
 use granary::compiler::{Compiler, CompilerOptions};
 use granary::descriptor::{Target, TargetSet};
 use granary::script::Script;
@@ -21,7 +21,12 @@ fn harvest(out: &Path, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "--json"];
     args.extend_from_slice(extra);
     let o = granary(&args);
-    assert!(o.status.success(), "harvest failed: {}\n{}", String::from_utf8_lossy(&o.stderr), String::from_utf8_lossy(&o.stdout));
+    assert!(
+        o.status.success(),
+        "harvest failed: {}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
     serde_json::from_slice(&o.stdout).expect("summary JSON")
 }
 
@@ -128,7 +133,8 @@ fn failures_are_reported_and_the_rest_lands() {
     std::fs::write(&sp, script).unwrap();
     let out = dir.path().join("o.granary");
     let report = dir.path().join("report.json");
-    let o = granary(&["harvest", sp.to_str().unwrap(), "-o", out.to_str().unwrap(), "--report", report.to_str().unwrap()]);
+    let o =
+        granary(&["harvest", sp.to_str().unwrap(), "-o", out.to_str().unwrap(), "--report", report.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stderr);
     assert!(text.contains("harvested 2 of 4"), "{text}");
@@ -153,7 +159,10 @@ fn failures_are_reported_and_the_rest_lands() {
 fn closed_stdout_pipe_stops_quietly() {
     let dir = common::tempdir();
     let out = dir.path().join("r.granary");
-    let ok = Command::new(env!("CARGO_BIN_EXE_granary")).args(["harvest", EXAMPLE, "-o", out.to_str().unwrap()]).output().unwrap();
+    let ok = Command::new(env!("CARGO_BIN_EXE_granary"))
+        .args(["harvest", EXAMPLE, "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(ok.status.success());
     let mut child = Command::new(env!("CARGO_BIN_EXE_granary"))
         .args(["ls", "--json", out.to_str().unwrap()])
@@ -176,9 +185,17 @@ fn ls_keys_exports_tables_that_find_every_pipeline() {
     use granary::descriptor::PipelineKey;
     let dir = common::tempdir();
     let out = dir.path().join("r.granary");
-    assert!(Command::new(env!("CARGO_BIN_EXE_granary")).args(["harvest", EXAMPLE, "-o", out.to_str().unwrap()]).output().unwrap().status.success());
+    assert!(Command::new(env!("CARGO_BIN_EXE_granary"))
+        .args(["harvest", EXAMPLE, "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap()
+        .status
+        .success());
     let keys = |format: &str| {
-        let o = Command::new(env!("CARGO_BIN_EXE_granary")).args(["ls", out.to_str().unwrap(), "--keys", format]).output().unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_granary"))
+            .args(["ls", out.to_str().unwrap(), "--keys", format])
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8(o.stdout).unwrap()
     };
@@ -207,7 +224,12 @@ fn ls_keys_exports_tables_that_find_every_pipeline() {
     )
     .unwrap();
     let exe = dir.path().join("check");
-    let cc = Command::new("cc").args(["-std=c99", "-Wall", "-Werror", "-o"]).arg(&exe).arg(&prog).output().expect("a C compiler (cc) is needed");
+    let cc = Command::new("cc")
+        .args(["-std=c99", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&prog)
+        .output()
+        .expect("a C compiler (cc) is needed");
     assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
     let printed = String::from_utf8(Command::new(&exe).output().unwrap().stdout).unwrap();
     let lines: Vec<&str> = printed.lines().collect();
@@ -226,7 +248,10 @@ fn ls_keys_exports_tables_that_find_every_pipeline() {
 fn example_archive_bytes_are_pinned() {
     let dir = common::tempdir();
     let out = dir.path().join("r.granary");
-    let o = Command::new(env!("CARGO_BIN_EXE_granary")).args(["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "-j", "3"]).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_granary"))
+        .args(["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "-j", "3"])
+        .output()
+        .unwrap();
     assert!(o.status.success());
     let bytes = std::fs::read(&out).unwrap();
     let sum = format!("{:016x}", granary::descriptor::key::checksum64(&bytes));

@@ -15,7 +15,11 @@ fn granary() -> Command {
 }
 
 fn harvest(script: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
-    granary().args(["harvest", script.to_str().unwrap(), "-q", "-o", out.to_str().unwrap()]).args(extra).output().unwrap()
+    granary()
+        .args(["harvest", script.to_str().unwrap(), "-q", "-o", out.to_str().unwrap()])
+        .args(extra)
+        .output()
+        .unwrap()
 }
 
 /// The process umask, read without changing it (`/proc/self/status`, which every process
@@ -106,12 +110,14 @@ fn a_harvest_where_every_pipeline_failed_leaves_the_archive_alone() {
             assert!(text.contains("every pipeline failed") && text.contains("left as it was"), "{text}");
         }
     }
-    let leftovers: Vec<_> =
-        std::fs::read_dir(dir.path()).unwrap().filter_map(Result::ok).filter(|e| {
-        let n = e.file_name().to_string_lossy().into_owned();
-        n.starts_with('.') || n.ends_with(".journal")
-    })
-    .collect();
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with('.') || n.ends_with(".journal")
+        })
+        .collect();
     assert!(leftovers.is_empty(), "no temporary file or journal left: {leftovers:?}");
 
     // With no archive to protect, the failed harvest still writes its (empty) archive.

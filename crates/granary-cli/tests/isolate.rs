@@ -26,7 +26,8 @@ fn harvest_script(script: &Path, out: &Path, args: &[&str], fault: &str) -> (Opt
         .env("GRANARY_FAULT", fault)
         .output()
         .unwrap();
-    let summary = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("no summary: {}", String::from_utf8_lossy(&o.stderr)));
+    let summary = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|_| panic!("no summary: {}", String::from_utf8_lossy(&o.stderr)));
     (o.status.code(), summary)
 }
 
@@ -44,7 +45,13 @@ fn failures(s: &serde_json::Value) -> Vec<(String, String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| (f["pipeline"].as_str().unwrap().into(), f["phase"].as_str().unwrap().into(), f["message"].as_str().unwrap().into()))
+        .map(|f| {
+            (
+                f["pipeline"].as_str().unwrap().into(),
+                f["phase"].as_str().unwrap().into(),
+                f["message"].as_str().unwrap().into(),
+            )
+        })
         .collect()
 }
 
@@ -199,7 +206,11 @@ fn a_panic_in_a_worker_fails_exactly_the_affected_pipelines_with_its_message_and
     assert_eq!(failed, expected);
     for (label, phase, message) in &f {
         assert_eq!(phase, "panic", "{label}: {message}");
-        let what = if label == panicking { "injected panic fault".to_string() } else { format!("injected panic-stage fault in stage function '{entry}'") };
+        let what = if label == panicking {
+            "injected panic fault".to_string()
+        } else {
+            format!("injected panic-stage fault in stage function '{entry}'")
+        };
         assert!(message.contains(&what), "{message}");
         assert!(message.contains("fault.rs:"), "no location: {message}");
     }

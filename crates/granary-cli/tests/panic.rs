@@ -75,8 +75,11 @@ fn api_panicking_stage_function_fails_its_run_once_and_nothing_else() {
     let lib = Library::wgsl("lib", SHADER);
     let pipelines = Arc::new(runs(&lib));
     let capture = Arc::new(Capture::new(CaptureMode::Outputs));
-    let compiler =
-        Arc::new(Compiler::new(CompilerOptions { capture: Some(capture.clone()), max_concurrent_tasks: Some(16), ..Default::default() }));
+    let compiler = Arc::new(Compiler::new(CompilerOptions {
+        capture: Some(capture.clone()),
+        max_concurrent_tasks: Some(16),
+        ..Default::default()
+    }));
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let threads: Vec<_> = (0..16)
         .map(|_| {
@@ -145,7 +148,8 @@ fn harvest(script: &Path, out: &Path, jobs: &str, fault: &str) -> (Option<i32>, 
         .env("GRANARY_FAULT", fault)
         .output()
         .unwrap();
-    let s = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("no summary: {}", String::from_utf8_lossy(&o.stderr)));
+    let s = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|_| panic!("no summary: {}", String::from_utf8_lossy(&o.stderr)));
     (o.status.code(), s)
 }
 

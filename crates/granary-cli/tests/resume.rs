@@ -67,7 +67,8 @@ fn reference(dir: &Path) -> Vec<u8> {
 /// The uninterrupted harvest's bytes, and how long a harvest with slowed writes takes.
 fn reference_timed(dir: &Path) -> (Vec<u8>, Duration) {
     let out = dir.join("reference.granary");
-    let st = granary().args(["harvest", EXAMPLE, "-q", "-o", out.to_str().unwrap()]).stderr(Stdio::null()).status().unwrap();
+    let st =
+        granary().args(["harvest", EXAMPLE, "-q", "-o", out.to_str().unwrap()]).stderr(Stdio::null()).status().unwrap();
     assert!(st.success());
     let timed = dir.join("timed.granary");
     let t0 = Instant::now();
@@ -133,7 +134,10 @@ fn resume_after_editing_a_shader_equals_a_fresh_harvest_of_the_edited_script() {
 
     // The human summary names the dropped entries too.
     edit_shader(&script, "postprocess.wgsl");
-    let o = granary().args(["harvest", script.to_str().unwrap(), "-q", "-o", out.to_str().unwrap(), "--resume"]).output().unwrap();
+    let o = granary()
+        .args(["harvest", script.to_str().unwrap(), "-q", "-o", out.to_str().unwrap(), "--resume"])
+        .output()
+        .unwrap();
     assert!(o.status.success());
     let text = String::from_utf8_lossy(&o.stderr);
     assert!(text.contains(&format!("{dropped} stale entries dropped")), "{text}");
@@ -151,7 +155,11 @@ fn resume_takes_labels_from_the_current_script() {
     doc["pipelines"][0]["label"] = serde_json::Value::String(format!("{old}/renamed"));
     std::fs::write(&script, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     let s = harvest_json(&script, &out, &["--resume"]);
-    assert_eq!((s["resumed"].as_u64(), s["dropped"].as_u64()), (s["pipelines"].as_u64(), Some(0)), "a label is not part of a key");
+    assert_eq!(
+        (s["resumed"].as_u64(), s["dropped"].as_u64()),
+        (s["pipelines"].as_u64(), Some(0)),
+        "a label is not part of a key"
+    );
     let ar = Archive::read(&out).unwrap();
     assert!(ar.lookup_label(&old).unwrap().is_none(), "the old label is gone");
     assert!(ar.lookup_label(&format!("{old}/renamed")).unwrap().is_some());
@@ -196,7 +204,15 @@ fn prune_keeps_exactly_what_the_script_produces() {
 
     let prune = |input: &Path, script: &Path, out: &Path| -> serde_json::Value {
         let o = granary()
-            .args(["prune", input.to_str().unwrap(), "--script", script.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json"])
+            .args([
+                "prune",
+                input.to_str().unwrap(),
+                "--script",
+                script.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+                "--json",
+            ])
             .output()
             .unwrap();
         assert!(o.status.success(), "prune failed: {}", String::from_utf8_lossy(&o.stderr));
@@ -208,10 +224,18 @@ fn prune_keeps_exactly_what_the_script_produces() {
     let r = prune(&m, &edited, &p);
     assert_eq!((r["kept"].as_u64(), r["dropped"].as_u64()), (Some(n as u64), Some((total - n) as u64)), "{r}");
     assert_eq!(r["missing"].as_array().unwrap().len(), 0);
-    assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&e).unwrap(), "pruned to the edited script = its fresh harvest");
+    assert_eq!(
+        std::fs::read(&p).unwrap(),
+        std::fs::read(&e).unwrap(),
+        "pruned to the edited script = its fresh harvest"
+    );
     let r = prune(&m, &original, &p);
     assert_eq!(r["kept"].as_u64(), Some(n as u64));
-    assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(&a).unwrap(), "pruned to the original script = its fresh harvest");
+    assert_eq!(
+        std::fs::read(&p).unwrap(),
+        std::fs::read(&a).unwrap(),
+        "pruned to the original script = its fresh harvest"
+    );
 
     // The original archive against the edited script: the edited pipelines are missing.
     let r = prune(&a, &edited, &p);
@@ -281,7 +305,10 @@ fn flushes_append_to_the_journal_and_the_final_archive_is_unchanged() {
     let flushes = s["flushes"].as_u64().unwrap();
     assert!(flushes >= 1, "{s}");
     let (written, size) = (s["bytes_written"].as_u64().unwrap(), s["archive_bytes"].as_u64().unwrap());
-    assert!(written > size && written < 3 * size, "bytes written {written} for a {size}-byte archive after {flushes} flushes");
+    assert!(
+        written > size && written < 3 * size,
+        "bytes written {written} for a {size}-byte archive after {flushes} flushes"
+    );
     assert_eq!(std::fs::read(&out).unwrap(), full);
     assert!(!journal_path(&out).exists(), "the final write folded the journal into the archive and deleted it");
     let s = harvest_json(Path::new(EXAMPLE), &out, &[]);
@@ -480,7 +507,8 @@ fn salvage_keeps_what_verifies_and_reports_the_rest() {
     std::fs::write(&damaged, &bad).unwrap();
     assert!(Archive::read(&damaged).and_then(|a| a.verify()).is_err());
     let out = dir.path().join("salvaged.granary");
-    let o = granary().args(["salvage", damaged.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json"]).output().unwrap();
+    let o =
+        granary().args(["salvage", damaged.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["recovered"].as_u64().unwrap() as usize, ar.len() - 1);
@@ -493,7 +521,8 @@ fn salvage_keeps_what_verifies_and_reports_the_rest() {
     // before the cut are recovered, byte-exact, the others are reported lost.
     let originals: std::collections::HashMap<u128, archive::WriteEntry> =
         ar.entries().unwrap().into_iter().map(|w| (w.entry.key.0, w)).collect();
-    let row = archive::format::FIXED_HEADER + archive::format::SECTION_ROW * (archive::format::Section::Stages as usize - 1);
+    let row =
+        archive::format::FIXED_HEADER + archive::format::SECTION_ROW * (archive::format::Section::Stages as usize - 1);
     let stages_off = u64::from_le_bytes(full[row + 8..row + 16].try_into().unwrap()) as usize;
     let stages_len = u64::from_le_bytes(full[row + 16..row + 24].try_into().unwrap()) as usize;
     let cut_at = stages_off + stages_len / 2;

@@ -20,7 +20,13 @@ fn every_race_mode_holds_its_invariants() {
         assert_eq!(r.compiles, 300);
         match mode {
             Mode::FlushDuringCompile | Mode::Rotate | Mode::PerThread | Mode::SeedMix => {
-                assert!(r.writes >= 2 && r.writes_checked == r.writes, "{}: {} writes, {} checked", mode.name(), r.writes, r.writes_checked)
+                assert!(
+                    r.writes >= 2 && r.writes_checked == r.writes,
+                    "{}: {} writes, {} checked",
+                    mode.name(),
+                    r.writes,
+                    r.writes_checked
+                )
             }
             Mode::SharedVertex => {}
         }

@@ -1,7 +1,7 @@
 #![warn(missing_docs)]
 //! granary's lab: the tools that exercise the library rather than extend it — the seed-scale
 //! workload generator ([`gen`]), the bug report's race scenarios with invariant checks
-//! ([`stress`]) and the macro benchmark with its baselines ([`bench`]). They back the
+//! ([`stress`]) and the macro benchmark with its baselines ([`mod@bench`]). They back the
 //! `granary gen`, `granary stress` and `granary bench` commands. Not part of `granary`'s
 //! public API, and not published.
 //!

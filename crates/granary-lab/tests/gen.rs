@@ -2,9 +2,9 @@
 //! compiles and links.
 
 use granary::descriptor::{stage_key, KeyContext, PipelineDescriptor, ShaderStage, Spec};
-use granary_lab::gen::{seed_scale, GenError, GenSummary, SeedScaleOptions};
 use granary::harvest::{harvest, HarvestOptions};
 use granary::script::Script;
+use granary_lab::gen::{seed_scale, GenError, GenSummary, SeedScaleOptions};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -74,7 +74,9 @@ fn distinct_stages(descs: &[PipelineDescriptor], stage: ShaderStage) -> usize {
     let ctx = KeyContext { target_options: 0 };
     let keys: HashSet<_> = descs
         .iter()
-        .flat_map(|d| d.stages().into_iter().filter(|(s, _)| *s == stage).map(|(s, f)| stage_key(f, s, &ctx)).collect::<Vec<_>>())
+        .flat_map(|d| {
+            d.stages().into_iter().filter(|(s, _)| *s == stage).map(|(s, f)| stage_key(f, s, &ctx)).collect::<Vec<_>>()
+        })
         .collect();
     keys.len()
 }
@@ -123,7 +125,9 @@ fn small_workload_has_the_requested_shape() {
         assert!(!r.color_attachments.is_empty());
         for a in &r.color_attachments {
             assert!(
-                a.format == Spec::Unspecialized && a.blend == Spec::Unspecialized && a.write_mask == Spec::Unspecialized,
+                a.format == Spec::Unspecialized
+                    && a.blend == Spec::Unspecialized
+                    && a.write_mask == Spec::Unspecialized,
                 "{:?}: {a:?}",
                 r.label
             );
@@ -173,13 +177,13 @@ fn edge_sizes_keep_their_promises() {
     // The longest run is max_run (capped at the pipeline count) and takes priority; vertex
     // functions are used as far as they fit beside it.
     let cases = [
-        ((40, 100, 10), (31, 10)),      // fewer pipelines than functions: 30 runs of 1 + one of 10
-        ((40, 40, 10), (31, 10)),       // the long run leaves room for 30 more functions
+        ((40, 100, 10), (31, 10)), // fewer pipelines than functions: 30 runs of 1 + one of 10
+        ((40, 40, 10), (31, 10)),  // the long run leaves room for 30 more functions
         ((2_000, 1_990, 200), (1_801, 200)),
-        ((50, 10, 1), (10, 1)),         // max run 1: functions repeat, never adjacent
-        ((25, 1, 5), (1, 25)),          // one vertex function: one run
-        ((30, 5, 1_000), (1, 30)),      // max run ≥ pipelines: a single run
-        ((60, 10, 3), (10, 3)),         // runs of ≤ 3 need repeats of the 10 functions
+        ((50, 10, 1), (10, 1)),    // max run 1: functions repeat, never adjacent
+        ((25, 1, 5), (1, 25)),     // one vertex function: one run
+        ((30, 5, 1_000), (1, 30)), // max run ≥ pipelines: a single run
+        ((60, 10, 3), (10, 3)),    // runs of ≤ 3 need repeats of the 10 functions
         ((1, 1, 1), (1, 1)),
     ];
     for ((p, v, m), (want_v, want_run)) in cases {

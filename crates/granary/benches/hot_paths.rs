@@ -5,7 +5,7 @@
 //! These measure granary's bookkeeping, not shader compilation; the macro benchmark
 //! (`granary bench seed-scale`) puts them in proportion to the compile work.
 
-use granary::archive::{encode, Archive, ArchiveMeta, WriteEntry};
+use granary::archive::{encode, portable_meta, Archive, WriteEntry};
 use granary::capture::{Capture, CaptureMode};
 use granary::descriptor::*;
 use std::sync::{Arc, OnceLock};
@@ -14,7 +14,8 @@ fn main() {
     divan::main();
 }
 
-const VS: &str = "@vertex fn vs(@location(0) p: vec3<f32>) -> @builtin(position) vec4<f32> { return vec4<f32>(p, 1.0); }";
+const VS: &str =
+    "@vertex fn vs(@location(0) p: vec3<f32>) -> @builtin(position) vec4<f32> { return vec4<f32>(p, 1.0); }";
 
 fn pipeline(i: u32) -> PipelineDescriptor {
     let lib = Library::wgsl("vs", VS);
@@ -46,7 +47,12 @@ fn entries(n: u32) -> Vec<(Arc<PipelineEntry>, PipelineDescriptor)> {
             let e = PipelineEntry {
                 key: PipelineKey(u128::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835) | 1),
                 kind: PipelineKind::Render,
-                stages: vec![StageEntry { key: StageKey(u128::from(i / 4)), stage: ShaderStage::Vertex, entry_point: "vs".into(), outputs }],
+                stages: vec![StageEntry {
+                    key: StageKey(u128::from(i / 4)),
+                    stage: ShaderStage::Vertex,
+                    entry_point: "vs".into(),
+                    outputs,
+                }],
             };
             (Arc::new(e), pipeline(i))
         })
@@ -56,8 +62,11 @@ fn entries(n: u32) -> Vec<(Arc<PipelineEntry>, PipelineDescriptor)> {
 fn archive_bytes() -> &'static Vec<u8> {
     static A: OnceLock<Vec<u8>> = OnceLock::new();
     A.get_or_init(|| {
-        let e: Vec<WriteEntry> = entries(10_000).into_iter().map(|(entry, d)| WriteEntry { entry, labels: vec![d.label().unwrap_or("").to_string()].into() }).collect();
-        encode(&e, &granary::archive::portable_meta())
+        let e: Vec<WriteEntry> = entries(10_000)
+            .into_iter()
+            .map(|(entry, d)| WriteEntry { entry, labels: vec![d.label().unwrap_or("").to_string()].into() })
+            .collect();
+        encode(&e, &portable_meta())
     })
 }
 
@@ -90,8 +99,9 @@ fn capture_snapshot(b: divan::Bencher, n: u32) {
 
 #[divan::bench(args = [1_000, 10_000])]
 fn archive_encode(b: divan::Bencher, n: u32) {
-    let e: Vec<WriteEntry> = entries(n).into_iter().map(|(entry, _)| WriteEntry { entry, labels: Arc::from(Vec::new()) }).collect();
-    b.bench(|| encode(&e, &granary::archive::portable_meta()).len());
+    let e: Vec<WriteEntry> =
+        entries(n).into_iter().map(|(entry, _)| WriteEntry { entry, labels: Arc::from(Vec::new()) }).collect();
+    b.bench(|| encode(&e, &portable_meta()).len());
 }
 
 #[divan::bench]

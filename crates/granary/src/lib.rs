@@ -90,8 +90,8 @@ pub mod descriptor;
 // The GRANARY_FAULT test facility: private, and inert without the `fault` feature.
 mod fault;
 pub mod frontend;
-pub mod script;
 pub mod harvest;
+pub mod script;
 // Exposed for the loom models in tests/loom.rs (they check the shipped primitives) and for
 // granary's own tools (granary-lab); not API: no stability promise.
 #[doc(hidden)]

@@ -52,7 +52,12 @@ fn lookup_by_key_descriptor_and_label_returns_fresh_compile_outputs() {
             assert_eq!(a.key, e.key);
             assert_eq!(a.entry_point, e.entry_point);
             for t in Target::ALL {
-                assert_eq!(a.output(t).unwrap(), e.outputs.get(t).map(|b| b.bytes()), "{t} output of {}", a.entry_point);
+                assert_eq!(
+                    a.output(t).unwrap(),
+                    e.outputs.get(t).map(|b| b.bytes()),
+                    "{t} output of {}",
+                    a.entry_point
+                );
             }
         }
     }
@@ -105,7 +110,12 @@ fn synthetic(key: u128, byte: u8, labels: &[&str]) -> WriteEntry {
     let entry = Arc::new(PipelineEntry {
         key: PipelineKey(key),
         kind: PipelineKind::Render,
-        stages: vec![StageEntry { key: StageKey(key), stage: ShaderStage::Vertex, entry_point: "main".into(), outputs }],
+        stages: vec![StageEntry {
+            key: StageKey(key),
+            stage: ShaderStage::Vertex,
+            entry_point: "main".into(),
+            outputs,
+        }],
     });
     WriteEntry { entry, labels: labels.iter().map(|l| l.to_string()).collect::<Vec<_>>().into() }
 }
@@ -258,14 +268,23 @@ fn pinned_archive_bytes() {
         Arc::new(PipelineEntry {
             key: PipelineKey(k),
             kind: PipelineKind::Render,
-            stages: vec![StageEntry { key: StageKey(k * 3), stage: ShaderStage::Vertex, entry_point: "vs".into(), outputs }],
+            stages: vec![StageEntry {
+                key: StageKey(k * 3),
+                stage: ShaderStage::Vertex,
+                entry_point: "vs".into(),
+                outputs,
+            }],
         })
     };
     let entries = vec![
         WriteEntry { entry: entry(5, 1), labels: vec!["b".to_string(), "a".to_string()].into() },
         WriteEntry { entry: entry(2, 1), labels: vec!["c".to_string()].into() },
     ];
-    let meta = ArchiveMeta { target_options: granary::descriptor::key::content_hash(b"opts").0, target_options_text: "opts".into(), device: String::new() };
+    let meta = ArchiveMeta {
+        target_options: granary::descriptor::key::content_hash(b"opts").0,
+        target_options_text: "opts".into(),
+        device: String::new(),
+    };
     let bytes = archive::encode(&entries, &meta);
     Archive::from_bytes(bytes.clone()).unwrap().verify().unwrap();
     assert_eq!(bytes.len(), PIN_LEN);

@@ -42,10 +42,19 @@ fn unknown_fields_are_errors_with_json_paths() {
         dir.path(),
     )
     .unwrap();
-    let errs: Vec<String> = s.pipelines.iter().map(|p| p.descriptor.as_ref().err().map(|e| e.to_string()).unwrap_or_default()).collect();
+    let errs: Vec<String> =
+        s.pipelines.iter().map(|p| p.descriptor.as_ref().err().map(|e| e.to_string()).unwrap_or_default()).collect();
     assert_eq!(errs[0], "");
-    assert!(errs[1].contains("pipelines[1].render.primitive.topolgy") && errs[1].contains("unknown field"), "{}", errs[1]);
-    assert!(errs[2].contains("pipelines[2].render.primitive.topology") && errs[2].contains("unknown variant"), "{}", errs[2]);
+    assert!(
+        errs[1].contains("pipelines[1].render.primitive.topolgy") && errs[1].contains("unknown field"),
+        "{}",
+        errs[1]
+    );
+    assert!(
+        errs[2].contains("pipelines[2].render.primitive.topology") && errs[2].contains("unknown variant"),
+        "{}",
+        errs[2]
+    );
     assert!(errs[3].contains("pipelines[3].render.vertex.library: unknown library 'nope'"), "{}", errs[3]);
     assert!(errs[4].contains("duplicate label 'ok'"), "{}", errs[4]);
     assert!(errs[5].contains("constants[0]") && errs[5].contains("exactly one typed value"), "{}", errs[5]);
@@ -76,11 +85,18 @@ fn missing_library_file_fails_only_its_pipelines() {
     assert!(s.pipelines[1].descriptor.is_ok());
 }
 
-fn compile_err(lib: std::sync::Arc<Library>, entry: &str, stage: ShaderStage, constants: Vec<Constant>) -> CompileError {
+fn compile_err(
+    lib: std::sync::Arc<Library>,
+    entry: &str,
+    stage: ShaderStage,
+    constants: Vec<Constant>,
+) -> CompileError {
     let f = FunctionDescriptor::library(lib, entry);
     let f = if constants.is_empty() { f } else { f.specialized(constants) };
     let d = match stage {
-        ShaderStage::Compute => PipelineDescriptor::Compute(ComputePipelineDescriptor { label: Some("p".into()), compute: f }),
+        ShaderStage::Compute => {
+            PipelineDescriptor::Compute(ComputePipelineDescriptor { label: Some("p".into()), compute: f })
+        }
         _ => PipelineDescriptor::Render(RenderPipelineDescriptor {
             label: Some("p".into()),
             vertex: f,
@@ -105,7 +121,13 @@ fn shader_kind(e: &CompileError) -> (ShaderErrorKind, Option<u32>, Option<u32>, 
 
 #[test]
 fn shader_syntax_errors_carry_file_line_column() {
-    let lib = Library::new("broken", SourceKind::Wgsl, None, b"@vertex fn vs() -> @builtin(position) vec4<f32> {\n  return vec4<f32>(1.0;\n}\n".to_vec(), Some("shaders/broken.wgsl".into()));
+    let lib = Library::new(
+        "broken",
+        SourceKind::Wgsl,
+        None,
+        b"@vertex fn vs() -> @builtin(position) vec4<f32> {\n  return vec4<f32>(1.0;\n}\n".to_vec(),
+        Some("shaders/broken.wgsl".into()),
+    );
     let (kind, line, col, msg) = shader_kind(&compile_err(lib, "vs", ShaderStage::Vertex, vec![]));
     assert_eq!(kind, ShaderErrorKind::Parse);
     assert_eq!(line, Some(2));
@@ -123,7 +145,10 @@ fn shader_syntax_errors_carry_file_line_column() {
 
 #[test]
 fn validation_errors_are_reported() {
-    let lib = Library::wgsl("v", "@vertex fn vs() -> @builtin(position) vec4<f32> { let x: u32 = 1u; return vec4<f32>(x); }\n");
+    let lib = Library::wgsl(
+        "v",
+        "@vertex fn vs() -> @builtin(position) vec4<f32> { let x: u32 = 1u; return vec4<f32>(x); }\n",
+    );
     let (kind, _, _, msg) = shader_kind(&compile_err(lib, "vs", ShaderStage::Vertex, vec![]));
     assert!(matches!(kind, ShaderErrorKind::Validation | ShaderErrorKind::Parse), "{msg}");
 }
@@ -199,16 +224,17 @@ fn a_library_name_defined_twice_fails_the_pipelines_that_use_it() {
         "pipelines": [
           {"label": "uses-v", "render": {"vertex": {"library": "v", "function": "vs_depth"}}},
           {"label": "uses-f", "compute": {"function": {"library": "f", "function": "cs"}}}]}"#;
-    let check = |label: Option<String>, d: Result<PipelineDescriptor, granary::script::ScriptError>| match label.as_deref() {
-        Some("uses-v") => {
-            let e = d.expect_err("ambiguous library");
-            assert!(e.message.contains("library name 'v' is defined twice (libraries[0] and libraries[2])"), "{e}");
-        }
-        Some("uses-f") => {
-            d.expect("unaffected pipeline loads");
-        }
-        other => panic!("unexpected pipeline {other:?}"),
-    };
+    let check =
+        |label: Option<String>, d: Result<PipelineDescriptor, granary::script::ScriptError>| match label.as_deref() {
+            Some("uses-v") => {
+                let e = d.expect_err("ambiguous library");
+                assert!(e.message.contains("library name 'v' is defined twice (libraries[0] and libraries[2])"), "{e}");
+            }
+            Some("uses-f") => {
+                d.expect("unaffected pipeline loads");
+            }
+            other => panic!("unexpected pipeline {other:?}"),
+        };
     for p in parse(json, dir.path()).unwrap().pipelines {
         check(p.label, p.descriptor);
     }

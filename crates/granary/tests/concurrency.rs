@@ -71,7 +71,8 @@ fn write_archive_while_eight_threads_compile() {
     let path = dir.path().join("live.granary");
 
     let writer = {
-        let (capture, returned, done, path, writing) = (capture.clone(), returned.clone(), done.clone(), path.clone(), writing.clone());
+        let (capture, returned, done, path, writing) =
+            (capture.clone(), returned.clone(), done.clone(), path.clone(), writing.clone());
         std::thread::spawn(move || {
             let mut writes = 0;
             let mut checked_nonempty = 0;
@@ -84,7 +85,10 @@ fn write_archive_while_eight_threads_compile() {
                 archive.verify().expect("every written archive verifies");
                 assert!(report.pipelines >= before.len());
                 for k in &before {
-                    assert!(archive.get(*k).unwrap().is_some(), "pipeline {k} returned before the write began but is missing");
+                    assert!(
+                        archive.get(*k).unwrap().is_some(),
+                        "pipeline {k} returned before the write began but is missing"
+                    );
                 }
                 writes += 1;
                 if !before.is_empty() {
@@ -102,7 +106,8 @@ fn write_archive_while_eight_threads_compile() {
     }
     let workers: Vec<_> = (0..8)
         .map(|_| {
-            let (pipelines, compiler, next, returned) = (pipelines.clone(), compiler.clone(), next.clone(), returned.clone());
+            let (pipelines, compiler, next, returned) =
+                (pipelines.clone(), compiler.clone(), next.clone(), returned.clone());
             std::thread::spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(p) = pipelines.get(i) else { break };
@@ -150,7 +155,8 @@ fn concurrent_writes_to_one_path_land_in_snapshot_order() {
     let path = Arc::new(dir.path().join("same.granary"));
     for round in 0..10 {
         let capture = Arc::new(Capture::new(CaptureMode::Outputs));
-        let compiler = Arc::new(Compiler::new(CompilerOptions { capture: Some(capture.clone()), ..Default::default() }));
+        let compiler =
+            Arc::new(Compiler::new(CompilerOptions { capture: Some(capture.clone()), ..Default::default() }));
         let threads: Vec<_> = (0..8)
             .map(|t| {
                 let (c, cap, ps, path) = (compiler.clone(), capture.clone(), pipelines.clone(), path.clone());

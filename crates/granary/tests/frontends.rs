@@ -6,7 +6,10 @@ use granary::compiler::{Compiler, CompilerOptions};
 use granary::descriptor::*;
 
 fn compute(lib: std::sync::Arc<Library>, entry: &str) -> PipelineDescriptor {
-    PipelineDescriptor::Compute(ComputePipelineDescriptor { label: None, compute: FunctionDescriptor::library(lib, entry) })
+    PipelineDescriptor::Compute(ComputePipelineDescriptor {
+        label: None,
+        compute: FunctionDescriptor::library(lib, entry),
+    })
 }
 
 #[test]
@@ -34,7 +37,12 @@ fn wgsl_glsl_and_spirv_libraries_compile_to_every_target() {
     c.compile(&compute(glsl, "main")).expect("glsl compute pipeline");
 
     // SPIR-V in: feed granary's own SPIR-V output back as a library.
-    let spv_out = c.compile(&compute(fx.fs.clone(), "cs")).unwrap().stages[0].outputs.get(Target::Spirv).unwrap().bytes().to_vec();
+    let spv_out = c.compile(&compute(fx.fs.clone(), "cs")).unwrap().stages[0]
+        .outputs
+        .get(Target::Spirv)
+        .unwrap()
+        .bytes()
+        .to_vec();
     let spirv = Library::spirv("s", spv_out);
     let back = c.compile(&compute(spirv, "cs")).expect("spir-v compute pipeline");
     assert_eq!(back.stages[0].entry_point, "cs");
@@ -43,8 +51,16 @@ fn wgsl_glsl_and_spirv_libraries_compile_to_every_target() {
 #[test]
 fn glsl_stage_comes_from_the_file_extension() {
     let dir = common::tempdir();
-    std::fs::write(dir.path().join("post.frag"), "#version 450\nlayout(location = 0) out vec4 o;\nvoid main() { o = vec4(1.0); }\n").unwrap();
-    std::fs::write(dir.path().join("s.json"), r#"{"granary_script": 1, "libraries": [{"name": "p", "path": "post.frag"}], "pipelines": []}"#).unwrap();
+    std::fs::write(
+        dir.path().join("post.frag"),
+        "#version 450\nlayout(location = 0) out vec4 o;\nvoid main() { o = vec4(1.0); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("s.json"),
+        r#"{"granary_script": 1, "libraries": [{"name": "p", "path": "post.frag"}], "pipelines": []}"#,
+    )
+    .unwrap();
     let s = granary::script::Script::load(&dir.path().join("s.json")).unwrap();
     let lib = s.libraries[0].1.as_ref().unwrap();
     assert_eq!(lib.kind(), SourceKind::Glsl);

@@ -128,5 +128,8 @@ fn writer_options_name_the_exact_naga_version() {
         .map(|v| v.trim_end_matches('"').to_string())
         .expect("naga in Cargo.lock");
     let text = granary::frontend::targets::TARGET_OPTIONS;
-    assert!(text.starts_with(&format!("naga={version};")), "TARGET_OPTIONS says {text:?}, Cargo.lock has naga {version}");
+    assert!(
+        text.starts_with(&format!("naga={version};")),
+        "TARGET_OPTIONS says {text:?}, Cargo.lock has naga {version}"
+    );
 }

@@ -52,7 +52,12 @@ fn entry(key: u128) -> std::sync::Arc<PipelineEntry> {
     std::sync::Arc::new(PipelineEntry {
         key: PipelineKey(key),
         kind: PipelineKind::Compute,
-        stages: vec![StageEntry { key: StageKey(key), stage: ShaderStage::Compute, entry_point: "main".into(), outputs: TargetOutputs::default() }],
+        stages: vec![StageEntry {
+            key: StageKey(key),
+            stage: ShaderStage::Compute,
+            entry_point: "main".into(),
+            outputs: TargetOutputs::default(),
+        }],
     })
 }
 

@@ -46,7 +46,10 @@ impl Archive {
         for i in 0..self.blob_count {
             let (hash, _) = self.blob(i)?;
             if prev.is_some_and(|p| p >= hash) {
-                return Err(ArchiveError::corrupt(self.section(Section::BlobIndex).0 + i * BLOB_RECORD, "blob index is not strictly sorted"));
+                return Err(ArchiveError::corrupt(
+                    self.section(Section::BlobIndex).0 + i * BLOB_RECORD,
+                    "blob index is not strictly sorted",
+                ));
             }
             prev = Some(hash);
         }
@@ -70,17 +73,29 @@ impl Archive {
                         present_targets |= 1 << t as u32;
                     }
                     if s.blob_index(t).is_some() && !self.targets.contains(t) {
-                        return Err(ArchiveError::corrupt(at, format!("a stage has a {t} output but the header does not list {t}")));
+                        return Err(ArchiveError::corrupt(
+                            at,
+                            format!("a stage has a {t} output but the header does not list {t}"),
+                        ));
                     }
                     s.output(t)?;
                 }
             }
         }
         if present_targets != self.targets.0 {
-            return Err(ArchiveError::corrupt(16, format!("header lists targets {:#x} but the stages have outputs for {present_targets:#x}", self.targets.0)));
+            return Err(ArchiveError::corrupt(
+                16,
+                format!(
+                    "header lists targets {:#x} but the stages have outputs for {present_targets:#x}",
+                    self.targets.0
+                ),
+            ));
         }
         if next_stage != self.stage_count {
-            return Err(ArchiveError::corrupt(self.section(Section::Stages).0, "stage table has records no pipeline uses"));
+            return Err(ArchiveError::corrupt(
+                self.section(Section::Stages).0,
+                "stage table has records no pipeline uses",
+            ));
         }
         let mut prev: Option<(&str, usize)> = None;
         for i in 0..self.label_count {

@@ -42,26 +42,26 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
     let Workload::SeedScale(a) = a.workload;
     let threads = if a.threads.is_empty() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let mut t: Vec<usize> = std::iter::successors(Some(1usize), |x| Some(x * 2)).take_while(|x| *x < cores).collect();
+        let mut t: Vec<usize> =
+            std::iter::successors(Some(1usize), |x| Some(x * 2)).take_while(|x| *x < cores).collect();
         t.push(cores);
         t
     } else {
         a.threads
     };
     anyhow::ensure!(threads.iter().all(|t| *t >= 1), "thread counts must be at least 1");
-    let opts = BenchOptions {
-        workload: a.size.options(),
-        threads,
-        repeat: a.repeat.max(1),
-        lookups: a.lookups.max(1),
-    };
+    let opts = BenchOptions { workload: a.size.options(), threads, repeat: a.repeat.max(1), lookups: a.lookups.max(1) };
     let r = run(&opts, &|l| eprintln!("bench: {l}"))?;
     if a.json {
         super::print_json(&r)?;
         return Ok(0);
     }
-    println!("workload: {} pipelines, {} unique stage functions; script load {:.2} s", r.pipelines, r.unique_stage_functions, r.script_load_seconds);
-    let load = |l: Option<[f64; 3]>| l.map_or("unknown".to_string(), |l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2]));
+    println!(
+        "workload: {} pipelines, {} unique stage functions; script load {:.2} s",
+        r.pipelines, r.unique_stage_functions, r.script_load_seconds
+    );
+    let load =
+        |l: Option<[f64; 3]>| l.map_or("unknown".to_string(), |l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2]));
     println!("load average at start: {}; at end: {}", load(r.load_average_start), load(r.load_average_end));
     println!("compile phase (planning included), median-wall run of {} per row:", r.repeat);
     println!("                threads  wall s   (min-max of runs)  cpu s    speed-up  parallel eff.  CPU utilisation");
@@ -69,7 +69,14 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
         for s in rows {
             println!(
                 "{name:<14}  {:>7}  {:>7.3}  ({:>6.3}-{:<6.3})    {:>7.3}  {:>8.2}  {:>13.3}  {:>15.3}",
-                s.threads, s.wall_seconds, s.wall_min_seconds, s.wall_max_seconds, s.cpu_seconds, s.speedup, s.parallel_efficiency, s.cpu_utilisation
+                s.threads,
+                s.wall_seconds,
+                s.wall_min_seconds,
+                s.wall_max_seconds,
+                s.cpu_seconds,
+                s.speedup,
+                s.parallel_efficiency,
+                s.cpu_utilisation
             );
         }
     }
@@ -78,7 +85,10 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
     println!("                threads  best wall s  speed-up  parallel eff.");
     for (name, rows) in [("granary", &r.scaling), ("rayon+DashMap", &r.baseline_scaling)] {
         for s in rows {
-            println!("{name:<14}  {:>7}  {:>11.3}  {:>8.2}  {:>13.3}", s.threads, s.wall_min_seconds, s.speedup_best, s.parallel_efficiency_best);
+            println!(
+                "{name:<14}  {:>7}  {:>11.3}  {:>8.2}  {:>13.3}",
+                s.threads, s.wall_min_seconds, s.speedup_best, s.parallel_efficiency_best
+            );
         }
     }
     for v in &r.baseline_vs_granary {
@@ -87,7 +97,10 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
             v.threads, v.wall_ratio.median, v.wall_ratio.min, v.wall_ratio.max, v.cpu_ratio.median, v.cpu_ratio.min, v.cpu_ratio.max
         );
     }
-    println!("baseline stage-function compiles: {} (unique: {})", r.baseline_functions_compiled, r.unique_stage_functions);
+    println!(
+        "baseline stage-function compiles: {} (unique: {})",
+        r.baseline_functions_compiled, r.unique_stage_functions
+    );
     println!(
         "report's workaround / granary at {} threads: {:.2}x wall, {:.2}x CPU",
         r.workaround_threads, r.workaround_wall_ratio, r.workaround_cpu_ratio
@@ -99,7 +112,11 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
     println!("compile call, during writes:       {}", fmt(r.compile_during_writes_us));
     println!("archive open:                      {}", fmt(r.open_us));
     println!("lookup by key:                     {}", fmt(r.lookup_us));
-    println!("lookup by key + SPIR-V output():   {} ({:.0} bytes hashed per lookup)", fmt(r.lookup_output_us), r.lookup_output_mean_bytes);
+    println!(
+        "lookup by key + SPIR-V output():   {} ({:.0} bytes hashed per lookup)",
+        fmt(r.lookup_output_us),
+        r.lookup_output_mean_bytes
+    );
     println!("lookup by label:                   {}", fmt(r.label_lookup_us));
     println!("peak resident memory: {:.1} MiB", r.peak_rss_bytes as f64 / (1 << 20) as f64);
     Ok(0)

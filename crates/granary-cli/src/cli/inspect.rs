@@ -192,11 +192,12 @@ pub fn extract(a: ExtractArgs) -> anyhow::Result<i32> {
     let ar = Archive::open(&a.archive)?;
     let p = find(&ar, &a.pipeline)?;
     std::fs::create_dir_all(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
-    let base: String = a.pipeline.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
+    let base: String =
+        a.pipeline.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
     for s in p.stages()? {
-        let bytes = s
-            .output(target)?
-            .with_context(|| format!("the archive holds no {target} output for this pipeline (targets: {})", ar.targets().names()))?;
+        let bytes = s.output(target)?.with_context(|| {
+            format!("the archive holds no {target} output for this pipeline (targets: {})", ar.targets().names())
+        })?;
         let path = a.output.join(format!("{base}.{}.{}", s.stage.name(), target.extension()));
         std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
         outln!("{}", path.display());
@@ -205,11 +206,8 @@ pub fn extract(a: ExtractArgs) -> anyhow::Result<i32> {
 }
 
 pub fn merge(a: MergeArgs) -> anyhow::Result<i32> {
-    let inputs: Vec<Archive> = a
-        .inputs
-        .iter()
-        .map(|p| Archive::read(p).and_then(|ar| ar.verify().map(|_| ar)))
-        .collect::<Result<_, _>>()?;
+    let inputs: Vec<Archive> =
+        a.inputs.iter().map(|p| Archive::read(p).and_then(|ar| ar.verify().map(|_| ar))).collect::<Result<_, _>>()?;
     let (entries, meta) = archive::merge(&inputs)?;
     let bytes = archive::write_entries(&a.output, &entries, &meta)?;
     let out = Archive::read(&a.output)?;
@@ -251,9 +249,14 @@ fn key_table(source: &str, table: &[(&str, PipelineKey)], format: KeyFormat) -> 
             out += &format!("// Pipeline keys of {source}, written by `granary ls --keys rust`. Do not edit.\n");
             out += "use granary_archive::PipelineKey;\n\n";
             for ((label, key), id) in table.iter().zip(&ids) {
-                out += &format!("/// `{}`\npub const {id}: PipelineKey = PipelineKey(0x{});\n", escape(label), key.to_hex());
+                out += &format!(
+                    "/// `{}`\npub const {id}: PipelineKey = PipelineKey(0x{});\n",
+                    escape(label),
+                    key.to_hex()
+                );
             }
-            out += "\n/// Every label with its key, sorted by label.\npub const PIPELINES: &[(&str, PipelineKey)] = &[\n";
+            out +=
+                "\n/// Every label with its key, sorted by label.\npub const PIPELINES: &[(&str, PipelineKey)] = &[\n";
             for ((label, _), id) in table.iter().zip(&ids) {
                 out += &format!("    (\"{}\", {id}),\n", escape(label));
             }
@@ -265,7 +268,11 @@ fn key_table(source: &str, table: &[(&str, PipelineKey)], format: KeyFormat) -> 
             out += "/* A key is 128 bits: `lo` and `hi` are its low and high 64 bits (the archive stores it\n   little-endian); the hex string is the same key as `granary ls` prints it. */\n";
             out += "typedef struct { const char *label; uint64_t lo; uint64_t hi; } granary_pipeline_key;\n\n";
             for ((label, key), id) in table.iter().zip(&ids) {
-                out += &format!("#define GRANARY_KEY_{id} \"{}\" /* {} */\n", key.to_hex(), escape(label).replace("*/", "*\\/"));
+                out += &format!(
+                    "#define GRANARY_KEY_{id} \"{}\" /* {} */\n",
+                    key.to_hex(),
+                    escape(label).replace("*/", "*\\/")
+                );
             }
             out += &format!("\nstatic const granary_pipeline_key granary_pipeline_keys[{}] = {{\n", table.len().max(1));
             for (label, key) in table {

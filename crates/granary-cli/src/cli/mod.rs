@@ -1,6 +1,6 @@
 //! Layer 9 — argument parsing and output formatting only; all work is done by the library.
 //!
-//! Standard output goes through [`outln!`]: when the reader of a pipe goes away
+//! Standard output goes through `outln!`: when the reader of a pipe goes away
 //! (`granary ls --json | head`), the command stops quietly with status 141, as a Unix tool
 //! killed by SIGPIPE does, instead of panicking. (SIGPIPE itself stays ignored: `harvest
 //! --isolate` must survive writing to a worker that died.)
@@ -14,8 +14,8 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::cli::write_stdout(format_args!($($t)*)) };
 }
 
-mod gen;
 mod bench;
+mod gen;
 mod harvest;
 mod inspect;
 mod prune;

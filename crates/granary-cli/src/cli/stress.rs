@@ -40,12 +40,15 @@ fn parse_mode(s: &str) -> Result<ModeArg, String> {
         return Ok(ModeArg(Mode::ALL.to_vec()));
     }
     Mode::parse(s).map(|m| ModeArg(vec![m])).ok_or_else(|| {
-        format!("unknown mode '{s}' (expected shared-vertex, flush-during-compile, rotate, per-thread, seed-mix or all)")
+        format!(
+            "unknown mode '{s}' (expected shared-vertex, flush-during-compile, rotate, per-thread, seed-mix or all)"
+        )
     })
 }
 
 pub fn run_cli(a: StressArgs) -> anyhow::Result<i32> {
-    let modes: Vec<Mode> = if a.mode.is_empty() { Mode::ALL.to_vec() } else { a.mode.into_iter().flat_map(|m| m.0).collect() };
+    let modes: Vec<Mode> =
+        if a.mode.is_empty() { Mode::ALL.to_vec() } else { a.mode.into_iter().flat_map(|m| m.0).collect() };
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let mut failed = false;
     let mut reports = Vec::new();

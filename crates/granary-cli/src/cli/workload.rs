@@ -22,6 +22,11 @@ pub struct SeedScaleSize {
 impl SeedScaleSize {
     /// The generator options.
     pub fn options(&self) -> SeedScaleOptions {
-        SeedScaleOptions { pipelines: self.pipelines, vertex_functions: self.vertex_functions, max_run: self.max_run, seed: self.seed }
+        SeedScaleOptions {
+            pipelines: self.pipelines,
+            vertex_functions: self.vertex_functions,
+            max_run: self.max_run,
+            seed: self.seed,
+        }
     }
 }

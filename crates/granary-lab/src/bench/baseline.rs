@@ -15,13 +15,13 @@
 //! split by rayon's stealing over the pipeline range rather than by unique work items.
 
 use super::passes::Timing;
+use dashmap::DashMap;
 use granary::backend::{Backend, NoneBackend};
 use granary::compiler::CompileError;
 use granary::descriptor::{stage_key, KeyContext, PipelineDescriptor, PipelineEntry, StageEntry, StageKey, TargetSet};
 use granary::frontend::{Frontend, FrontendStats, ShaderError, StageFunction};
 use granary::sync::TaskLimiter;
 use granary::util::thread_cpu_time;
-use dashmap::DashMap;
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -83,6 +83,8 @@ impl Baseline {
     }
 
     /// Compiles one pipeline: memoised stage functions, then the backend's link step.
+    // Same signature as `Compiler::compile`, which this mirrors.
+    #[allow(clippy::result_large_err)]
     pub fn compile(&self, desc: &PipelineDescriptor) -> Result<Arc<PipelineEntry>, CompileError> {
         let name = || desc.label().unwrap_or("<unlabeled>").to_string();
         let mut functions: Vec<Arc<StageFunction>> = Vec::with_capacity(2);
@@ -91,7 +93,12 @@ impl Baseline {
             match cell.get_or_init(|| self.frontend.function(f, stage)) {
                 Ok(func) => functions.push(func.clone()),
                 Err(error) => {
-                    return Err(CompileError::Shader { pipeline: name(), stage, function: f.describe(), error: error.clone() })
+                    return Err(CompileError::Shader {
+                        pipeline: name(),
+                        stage,
+                        function: f.describe(),
+                        error: error.clone(),
+                    })
                 }
             }
         }
@@ -102,7 +109,12 @@ impl Baseline {
             kind: desc.kind(),
             stages: functions
                 .iter()
-                .map(|f| StageEntry { key: f.key, stage: f.stage, entry_point: f.entry_point.clone(), outputs: f.outputs.clone() })
+                .map(|f| StageEntry {
+                    key: f.key,
+                    stage: f.stage,
+                    entry_point: f.entry_point.clone(),
+                    outputs: f.outputs.clone(),
+                })
                 .collect(),
         }))
     }
@@ -118,6 +130,7 @@ pub fn baseline(pipelines: &[PipelineDescriptor], threads: usize) -> Result<Base
     // worker-index order.
     let before = pool.broadcast(|_| thread_cpu_time());
     let t0 = Instant::now();
+    #[allow(clippy::result_large_err)]
     let results: Vec<_> = pool.install(|| pipelines.par_iter().map(|p| b.compile(p)).collect());
     let wall = t0.elapsed();
     let after = pool.broadcast(|_| thread_cpu_time());

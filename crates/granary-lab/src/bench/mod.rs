@@ -8,10 +8,10 @@ mod passes;
 pub use baseline::{baseline, Baseline, BaselineRun};
 pub use passes::{granary, workaround, Timing};
 
+use crate::gen::{seed_scale, SeedScaleOptions};
 use granary::archive::Archive;
 use granary::capture::{Capture, CaptureMode};
 use granary::descriptor::{PipelineDescriptor, PipelineKey, Target};
-use crate::gen::{seed_scale, SeedScaleOptions};
 use granary::script::Script;
 use granary::util::peak_rss_bytes;
 use serde::Serialize;
@@ -346,7 +346,8 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> Result<BenchReport, Bench
     let at_max = g_timings.last().map(|t| t.1).unwrap_or_default();
 
     let indexed: Vec<(usize, &PipelineDescriptor)> = pipelines.iter().enumerate().collect();
-    let ctx = granary::descriptor::KeyContext { target_options: granary::frontend::targets::target_options_fingerprint() };
+    let ctx =
+        granary::descriptor::KeyContext { target_options: granary::frontend::targets::target_options_fingerprint() };
     let unique = granary::harvest::plan(&indexed, &ctx).functions as u64;
 
     log("the report's workaround");
@@ -355,7 +356,8 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> Result<BenchReport, Bench
 
     log("record and compile latency without and with concurrent writes");
     let (record_idle, compile_idle, _, capture) = latency_pass(&pipelines, max_threads, None);
-    let (record_busy, compile_busy, writes, _) = latency_pass(&pipelines, max_threads, Some(dir.path().join("live.granary")));
+    let (record_busy, compile_busy, writes, _) =
+        latency_pass(&pipelines, max_threads, Some(dir.path().join("live.granary")));
 
     log("write_archive at full size");
     let out = dir.path().join("bench.granary");
@@ -448,7 +450,11 @@ fn median_wall(mut v: Vec<Timing>) -> Timing {
 /// `Capture::record` (the one step that shares locks with `write_archive`); with `live`, a
 /// thread writes the capture to that path in a loop meanwhile. Returns the capture too.
 #[allow(clippy::type_complexity)]
-fn latency_pass(pipelines: &[PipelineDescriptor], threads: usize, live: Option<PathBuf>) -> (Vec<Duration>, Vec<Duration>, usize, Arc<Capture>) {
+fn latency_pass(
+    pipelines: &[PipelineDescriptor],
+    threads: usize,
+    live: Option<PathBuf>,
+) -> (Vec<Duration>, Vec<Duration>, usize, Arc<Capture>) {
     let capture = Arc::new(Capture::new(CaptureMode::Outputs));
     let c = passes::compiler(threads, None);
     let records = Mutex::new(Vec::with_capacity(pipelines.len()));
@@ -512,7 +518,12 @@ mod tests {
         assert_eq!(pipelines.len(), 300);
 
         let capture = Arc::new(Capture::new(CaptureMode::Outputs));
-        let c = Compiler::new(CompilerOptions { targets: TargetSet::SPIRV, max_concurrent_tasks: Some(3), capture: Some(capture.clone()), cache_functions: true });
+        let c = Compiler::new(CompilerOptions {
+            targets: TargetSet::SPIRV,
+            max_concurrent_tasks: Some(3),
+            capture: Some(capture.clone()),
+            cache_functions: true,
+        });
         for p in &pipelines {
             c.compile(p).expect("granary compiles every generated pipeline");
         }
@@ -520,7 +531,8 @@ mod tests {
 
         let run = baseline(&pipelines, 3).expect("rayon pool");
         assert_eq!(run.results.len(), pipelines.len());
-        let theirs_arcs: Vec<Arc<PipelineEntry>> = run.results.into_iter().map(|r| r.expect("the baseline compiles every generated pipeline")).collect();
+        let theirs_arcs: Vec<Arc<PipelineEntry>> =
+            run.results.into_iter().map(|r| r.expect("the baseline compiles every generated pipeline")).collect();
         // Same key as granary's compiler gives each descriptor, in input order.
         for (p, e) in pipelines.iter().zip(&theirs_arcs) {
             assert_eq!(e.key, p.key(&c.key_context()));
@@ -531,7 +543,9 @@ mod tests {
         assert_eq!(ours.len(), 300, "generated pipelines have distinct keys");
         // Keys, kinds, stage keys, entry points and every output blob (hash and bytes).
         assert_eq!(ours, theirs);
-        assert!(ours.iter().all(|e| e.stages.iter().all(|s| s.outputs.get(Target::Spirv).is_some_and(|b| b.bytes().len() > 20))));
+        assert!(ours
+            .iter()
+            .all(|e| e.stages.iter().all(|s| s.outputs.get(Target::Spirv).is_some_and(|b| b.bytes().len() > 20))));
 
         // Memoised: one compile per unique stage function, as many as granary's front end.
         let indexed: Vec<(usize, &PipelineDescriptor)> = pipelines.iter().enumerate().collect();

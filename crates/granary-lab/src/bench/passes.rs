@@ -21,7 +21,12 @@ pub struct Timing {
 }
 
 pub(crate) fn compiler(threads: usize, capture: Option<Arc<Capture>>) -> Compiler {
-    Compiler::new(CompilerOptions { targets: TargetSet::SPIRV, max_concurrent_tasks: Some(threads), capture, cache_functions: true })
+    Compiler::new(CompilerOptions {
+        targets: TargetSet::SPIRV,
+        max_concurrent_tasks: Some(threads),
+        capture,
+        cache_functions: true,
+    })
 }
 
 /// Runs `work(i)` for i in 0..n on `threads` threads pulling from one cursor.
@@ -82,7 +87,8 @@ pub fn workaround(pipelines: &[PipelineDescriptor], threads: usize) -> Timing {
     let keys: Vec<Vec<StageKey>> = pipelines
         .iter()
         .map(|p| {
-            let mut k: Vec<StageKey> = p.stages().iter().map(|(s, f)| granary::descriptor::stage_key(f, *s, &ctx)).collect();
+            let mut k: Vec<StageKey> =
+                p.stages().iter().map(|(s, f)| granary::descriptor::stage_key(f, *s, &ctx)).collect();
             k.sort();
             k.dedup();
             k
@@ -101,7 +107,11 @@ pub fn workaround(pipelines: &[PipelineDescriptor], threads: usize) -> Timing {
     parallel(runs.len(), threads, |r| {
         let (start, end) = runs[r];
         for i in start..end {
-            let guards: Vec<_> = keys[i].iter().filter_map(|k| locks.get(k)).map(|m| m.lock().unwrap_or_else(|p| p.into_inner())).collect();
+            let guards: Vec<_> = keys[i]
+                .iter()
+                .filter_map(|k| locks.get(k))
+                .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()))
+                .collect();
             let _ = c.compile(&pipelines[i]);
             drop(guards);
         }

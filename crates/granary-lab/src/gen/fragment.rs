@@ -410,15 +410,23 @@ fn grade_fn(rng: &mut Rng) -> String {
                 "    g = mix(vec3<f32>(dot(g, vec3<f32>(0.2126, 0.7152, 0.0722))), g, {});\n",
                 lit(rng.coef(0.7, 1.3))
             )),
-            1 => s.push_str(&format!("    g = g + {};\n", vec3([rng.coef(0.0, 0.03), rng.coef(0.0, 0.03), rng.coef(0.0, 0.03)]))),
+            1 => s.push_str(&format!(
+                "    g = g + {};\n",
+                vec3([rng.coef(0.0, 0.03), rng.coef(0.0, 0.03), rng.coef(0.0, 0.03)])
+            )),
             2 => s.push_str(&format!(
                 "    g = g * (vec3<f32>(1.0) + g / vec3<f32>({w} * {w})) / (vec3<f32>(1.0) + g);\n",
                 w = lit(rng.coef(2.0, 11.0))
             )),
-            _ => s.push_str(&format!("    g = smoothstep(vec3<f32>(0.0), vec3<f32>(1.0), g) * {} + g * {};\n", lit(0.25), lit(0.75))),
+            _ => s.push_str(&format!(
+                "    g = smoothstep(vec3<f32>(0.0), vec3<f32>(1.0), g) * {} + g * {};\n",
+                lit(0.25),
+                lit(0.75)
+            )),
         }
     }
-    let (a, b, c, d, e) = (rng.coef(2.3, 2.7), rng.coef(0.02, 0.04), rng.coef(2.2, 2.6), rng.coef(0.5, 0.7), rng.coef(0.12, 0.16));
+    let (a, b, c, d, e) =
+        (rng.coef(2.3, 2.7), rng.coef(0.02, 0.04), rng.coef(2.2, 2.6), rng.coef(0.5, 0.7), rng.coef(0.12, 0.16));
     s.push_str(&format!(
         "    g = clamp((g * ({a} * g + vec3<f32>({b}))) / (g * ({c} * g + vec3<f32>({d})) + vec3<f32>({e})), vec3<f32>(0.0), vec3<f32>(1.0));\n",
         a = lit(a),

@@ -148,7 +148,9 @@ fn function_json<'a>(libraries: &'a [LibraryFile], s: StageRef) -> FunctionJson<
 /// Writes the seed-scale workload into `out_dir`: `pipelines.json` and WGSL libraries under
 /// `shaders/`. Other files in `out_dir` are left alone.
 pub fn seed_scale(opts: &SeedScaleOptions, out_dir: &Path) -> Result<GenSummary, GenError> {
-    for (what, v) in [("pipelines", opts.pipelines), ("vertex_functions", opts.vertex_functions), ("max_run", opts.max_run)] {
+    for (what, v) in
+        [("pipelines", opts.pipelines), ("vertex_functions", opts.vertex_functions), ("max_run", opts.max_run)]
+    {
         if v == 0 {
             return Err(GenError::Options(format!("{what} must be at least 1")));
         }

@@ -3,8 +3,7 @@
 
 use super::catalog::{Constant, Value};
 use granary::descriptor::{
-    ColorAttachment, CompareFunction, CullMode, FrontFace, IndexFormat, TextureFormat, Topology,
-    VertexBufferLayout,
+    ColorAttachment, CompareFunction, CullMode, FrontFace, IndexFormat, TextureFormat, Topology, VertexBufferLayout,
 };
 use serde::Serialize;
 
@@ -29,11 +28,7 @@ pub(crate) enum FunctionJson<'a> {
     /// `{"library", "function"}`.
     Plain(PlainJson<'a>),
     /// `{"specialize", "constants", "name"}`.
-    Specialized {
-        specialize: PlainJson<'a>,
-        constants: Vec<ConstJson>,
-        name: String,
-    },
+    Specialized { specialize: PlainJson<'a>, constants: Vec<ConstJson>, name: String },
 }
 
 /// One constant.

@@ -62,7 +62,17 @@ impl State {
         let compare = pick(rng, &COMPARE);
         let samples = pick(rng, &SAMPLES);
         let alpha_to_coverage = SAMPLES[samples as usize].1 > 1 && rng.chance(0.3);
-        State { topology, cull, front_face, depth_format, depth_write, compare, samples, alpha_to_coverage, depth_bias: 0 }
+        State {
+            topology,
+            cull,
+            front_face,
+            depth_format,
+            depth_write,
+            compare,
+            samples,
+            alpha_to_coverage,
+            depth_bias: 0,
+        }
     }
 
     /// Primitive state JSON.
@@ -111,13 +121,23 @@ pub(crate) fn vertex_buffers(inputs: VertexInputs, rng: &mut Rng) -> Vec<VertexB
         VertexBufferLayout {
             stride: 48,
             step: StepMode::Vertex,
-            attributes: vec![attr(0, Float32x3, 0), attr(1, Float32x3, 12), attr(2, Float32x2, 24), attr(3, Float32x4, 32)],
+            attributes: vec![
+                attr(0, Float32x3, 0),
+                attr(1, Float32x3, 12),
+                attr(2, Float32x2, 24),
+                attr(3, Float32x4, 32),
+            ],
         }
     } else {
         VertexBufferLayout {
             stride: 24,
             step: StepMode::Vertex,
-            attributes: vec![attr(0, Float32x3, 0), attr(1, Snorm8x4, 12), attr(3, Snorm8x4, 16), attr(2, Float16x2, 20)],
+            attributes: vec![
+                attr(0, Float32x3, 0),
+                attr(1, Snorm8x4, 12),
+                attr(3, Snorm8x4, 16),
+                attr(2, Float16x2, 20),
+            ],
         }
     };
     let mut out = vec![mesh];

@@ -9,11 +9,11 @@
 
 mod modes;
 
+use crate::gen::{seed_scale, SeedScaleOptions};
 use granary::archive::{encode, portable_meta, Archive};
 use granary::capture::{Capture, CaptureMode};
 use granary::compiler::{Compiler, CompilerOptions};
 use granary::descriptor::{PipelineDescriptor, PipelineKey, TargetSet};
-use crate::gen::{seed_scale, SeedScaleOptions};
 use granary::script::Script;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -38,7 +38,8 @@ pub enum Mode {
 
 impl Mode {
     /// All modes.
-    pub const ALL: [Mode; 5] = [Mode::SharedVertex, Mode::FlushDuringCompile, Mode::Rotate, Mode::PerThread, Mode::SeedMix];
+    pub const ALL: [Mode; 5] =
+        [Mode::SharedVertex, Mode::FlushDuringCompile, Mode::Rotate, Mode::PerThread, Mode::SeedMix];
     /// The CLI spelling.
     pub fn name(self) -> &'static str {
         match self {
@@ -128,7 +129,12 @@ pub(crate) struct Workload {
 }
 
 pub(crate) fn compiler(capture: Option<std::sync::Arc<Capture>>, threads: usize) -> Compiler {
-    Compiler::new(CompilerOptions { targets: TargetSet::SPIRV, max_concurrent_tasks: Some(threads), capture, cache_functions: true })
+    Compiler::new(CompilerOptions {
+        targets: TargetSet::SPIRV,
+        max_concurrent_tasks: Some(threads),
+        capture,
+        cache_functions: true,
+    })
 }
 
 fn load(opts: &StressOptions, dir: &Path) -> Result<Workload, StressError> {
@@ -257,7 +263,8 @@ mod tests {
         std::fs::write(&path, b"junk").unwrap();
         assert!(!check_write(&path, &[], &mut v));
         assert!(v[1].contains("does not verify"));
-        let w = Workload { pipelines: Vec::new(), reference: empty.clone(), unique_functions: 0, dir: dir.path().into() };
+        let w =
+            Workload { pipelines: Vec::new(), reference: empty.clone(), unique_functions: 0, dir: dir.path().into() };
         check_final(&w, &empty, "m", &mut v);
         assert_eq!(v.len(), 2);
         check_final(&w, b"other", "m", &mut v);

@@ -46,7 +46,12 @@ impl<'a> Run<'a> {
     }
     /// Writes `capture` while others may compile into it, then checks the file against the
     /// keys in `returned` (compiles into this capture that returned before the write).
-    fn write_and_check(&self, capture: &Capture, name: &str, returned: &Mutex<Vec<PipelineKey>>) -> Option<Vec<WriteEntry>> {
+    fn write_and_check(
+        &self,
+        capture: &Capture,
+        name: &str,
+        returned: &Mutex<Vec<PipelineKey>>,
+    ) -> Option<Vec<WriteEntry>> {
         let before = lock_std(returned).clone();
         let path = self.w.dir.join(name);
         if let Err(e) = capture.write_archive(&path) {
@@ -109,7 +114,10 @@ fn shared_vertex(run: &Run<'_>, threads: usize) -> Vec<u8> {
     });
     let compiled = c.stats().functions_compiled;
     if compiled != run.w.unique_functions {
-        run.violation(format!("{compiled} stage-function compiles for {} unique stage functions", run.w.unique_functions));
+        run.violation(format!(
+            "{compiled} stage-function compiles for {} unique stage functions",
+            run.w.unique_functions
+        ));
     }
     encode_capture(&capture)
 }
@@ -153,7 +161,11 @@ struct Generation {
 
 fn generation(threads: usize) -> Arc<Generation> {
     let capture = Arc::new(Capture::new(CaptureMode::Outputs));
-    Arc::new(Generation { compiler: compiler(Some(capture.clone()), threads), capture, returned: Mutex::new(Vec::new()) })
+    Arc::new(Generation {
+        compiler: compiler(Some(capture.clone()), threads),
+        capture,
+        returned: Mutex::new(Vec::new()),
+    })
 }
 
 /// The report's rotation: every `k` pipelines the archive is written and a fresh compiler and

@@ -62,8 +62,8 @@ pub fn check(desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result
         match vs.interface.outputs.iter().find(|(l, _)| l == loc) {
             None => {
                 return Err(format!(
-                    "fragment function {fname} reads @location({loc}) ({ty}) but vertex function {vname} does not write it"
-                ))
+                "fragment function {fname} reads @location({loc}) ({ty}) but vertex function {vname} does not write it"
+            ))
             }
             Some((_, vty)) if vty != ty => {
                 return Err(format!(

@@ -69,7 +69,13 @@ pub struct WriteReport {
 impl Capture {
     /// An empty capture.
     pub fn new(mode: CaptureMode) -> Self {
-        Capture { mode, map: ShardedMap::new(), records: AtomicU64::new(0), meta: crate::archive::portable_meta(), writes: Default::default() }
+        Capture {
+            mode,
+            map: ShardedMap::new(),
+            records: AtomicU64::new(0),
+            meta: crate::archive::portable_meta(),
+            writes: Default::default(),
+        }
     }
 
     /// What this capture keeps.
@@ -180,10 +186,8 @@ impl Capture {
     pub fn snapshot(&self) -> Snapshot {
         let mut items = self.map.snapshot();
         items.sort_unstable_by_key(|(k, _)| *k);
-        let descriptors = items
-            .iter()
-            .filter_map(|(_, c)| c.descriptor.clone().map(|d| (d.label().map(str::to_owned), d)))
-            .collect();
+        let descriptors =
+            items.iter().filter_map(|(_, c)| c.descriptor.clone().map(|d| (d.label().map(str::to_owned), d))).collect();
         let entries = items.into_iter().map(|(_, c)| WriteEntry { entry: c.entry, labels: c.labels }).collect();
         Snapshot { entries, descriptors }
     }

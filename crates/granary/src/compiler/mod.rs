@@ -60,7 +60,7 @@ pub struct CompilerOptions {
     /// Capture to record into.
     pub capture: Option<Arc<Capture>>,
     /// Cache compiled stage functions (default: true; libraries are always cached). Off only
-    /// for baselines.
+    /// for a caller that memoises stage functions itself (the benchmark's baseline).
     pub cache_functions: bool,
 }
 
@@ -89,9 +89,8 @@ impl Compiler {
 
     /// A compiler with a given backend.
     pub fn with_backend(options: CompilerOptions, backend: Box<dyn Backend>) -> Self {
-        let max = options
-            .max_concurrent_tasks
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let max =
+            options.max_concurrent_tasks.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let limiter = Arc::new(TaskLimiter::new(max));
         Compiler {
             frontend: Frontend::new(options.targets, limiter.clone(), options.cache_functions),

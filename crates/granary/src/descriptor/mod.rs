@@ -14,12 +14,11 @@ mod library;
 mod pipeline;
 mod state;
 
-pub use granary_archive::{Blob, PipelineEntry, StageEntry, TargetOutputs};
 pub use function::{Constant, ConstantId, ConstantValue, FunctionDescriptor};
+pub use granary_archive::{Blob, PipelineEntry, StageEntry, TargetOutputs};
 pub use key::{ContentHash, KeyContext, PipelineKey, StageKey};
 pub use library::{Library, SourceKind};
 pub use pipeline::{stage_key, ComputePipelineDescriptor, PipelineDescriptor, RenderPipelineDescriptor};
 pub use state::*;
 
 pub use granary_archive::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
-

@@ -92,8 +92,7 @@ impl PipelineDescriptor {
 
     /// The pipeline key under `ctx`.
     pub fn key(&self, ctx: &KeyContext) -> PipelineKey {
-        let stage_keys: Vec<StageKey> =
-            self.stages().iter().map(|(s, f)| stage_key(f, *s, ctx)).collect();
+        let stage_keys: Vec<StageKey> = self.stages().iter().map(|(s, f)| stage_key(f, *s, ctx)).collect();
         self.key_with_stage_keys(&stage_keys)
     }
 

@@ -53,7 +53,12 @@ pub fn reflect(module: &naga::Module, entry: &str, stage: naga::ShaderStage) -> 
     iface
 }
 
-fn collect(module: &naga::Module, ty: naga::Handle<naga::Type>, binding: Option<&naga::Binding>, out: &mut Vec<(u32, IoType)>) {
+fn collect(
+    module: &naga::Module,
+    ty: naga::Handle<naga::Type>,
+    binding: Option<&naga::Binding>,
+    out: &mut Vec<(u32, IoType)>,
+) {
     match binding {
         Some(naga::Binding::Location { location, .. }) => {
             if let Some(t) = io_type(&module.types[ty].inner) {

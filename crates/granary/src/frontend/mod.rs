@@ -22,8 +22,7 @@ pub use interface::{Interface, IoType};
 pub use parse::{parse_library, ParsedLibrary};
 
 use crate::descriptor::{
-    stage_key, Blob, FunctionDescriptor, KeyContext, Library, ShaderStage, StageKey, TargetOutputs,
-    TargetSet,
+    stage_key, Blob, FunctionDescriptor, KeyContext, Library, ShaderStage, StageKey, TargetOutputs, TargetSet,
 };
 use crate::sync::{ComputeOnce, ShardedMap, TaskLimiter};
 use crate::util::thread_cpu_time;
@@ -88,8 +87,8 @@ pub struct Frontend {
 impl Frontend {
     /// A front end writing `targets`, running at most `limiter.max()` tasks at once. Libraries
     /// are always cached; with `cache_functions` false every stage-function request is
-    /// specialized and written afresh (the naive baseline that benchmarks compare against: a
-    /// runtime that compiles pipelines one by one).
+    /// specialized and written afresh, for a caller that memoises stage functions itself (the
+    /// rayon + DashMap baseline of `granary bench` does, so both sides run the same naga calls).
     pub fn new(targets: TargetSet, limiter: Arc<TaskLimiter>, cache_functions: bool) -> Self {
         Frontend {
             targets,
@@ -154,7 +153,12 @@ impl Frontend {
         cell.get_or_compute(compute).0
     }
 
-    fn compile_function(&self, key: StageKey, f: &FunctionDescriptor, stage: ShaderStage) -> Result<Arc<StageFunction>, ShaderError> {
+    fn compile_function(
+        &self,
+        key: StageKey,
+        f: &FunctionDescriptor,
+        stage: ShaderStage,
+    ) -> Result<Arc<StageFunction>, ShaderError> {
         let (lib, entry) = f.base();
         let parsed = self.library(lib)?;
         let _permit = self.limiter.acquire();

@@ -47,9 +47,9 @@ pub fn parse_library(lib: &Library) -> Result<ParsedLibrary, ShaderError> {
         }
         SourceKind::Glsl => {
             let src = text(lib, &file)?;
-            let stage = lib.glsl_stage().ok_or_else(|| {
-                ShaderError::new(&file, ShaderErrorKind::Parse, "GLSL library has no stage")
-            })?;
+            let stage = lib
+                .glsl_stage()
+                .ok_or_else(|| ShaderError::new(&file, ShaderErrorKind::Parse, "GLSL library has no stage"))?;
             let options = naga::front::glsl::Options::from(naga_stage(stage));
             naga::front::glsl::Frontend::default().parse(&options, src).map_err(|errs| {
                 let first = errs.errors.first();

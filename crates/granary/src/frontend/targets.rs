@@ -57,11 +57,13 @@ pub fn write(
                 entry_point: Some((stage, entry.to_string())),
                 ..Default::default()
             };
-            let (s, _) = naga::back::msl::write_string(module, info, &options, &pipeline).map_err(|e| fail(e.to_string()))?;
+            let (s, _) =
+                naga::back::msl::write_string(module, info, &options, &pipeline).map_err(|e| fail(e.to_string()))?;
             Ok(s.into_bytes())
         }
         Target::Hlsl => {
-            let options = naga::back::hlsl::Options { shader_model: naga::back::hlsl::ShaderModel::V6_0, ..Default::default() };
+            let options =
+                naga::back::hlsl::Options { shader_model: naga::back::hlsl::ShaderModel::V6_0, ..Default::default() };
             let pipeline = naga::back::hlsl::PipelineOptions { entry_point: Some((stage, entry.to_string())) };
             let mut s = String::new();
             naga::back::hlsl::Writer::new(&mut s, &options, &pipeline)
@@ -75,11 +77,22 @@ pub fn write(
                 writer_flags: naga::back::glsl::WriterFlags::ADJUST_COORDINATE_SPACE,
                 ..Default::default()
             };
-            let pipeline = naga::back::glsl::PipelineOptions { shader_stage: stage, entry_point: entry.to_string(), multiview: None };
+            let pipeline = naga::back::glsl::PipelineOptions {
+                shader_stage: stage,
+                entry_point: entry.to_string(),
+                multiview: None,
+            };
             let mut s = String::new();
-            naga::back::glsl::Writer::new(&mut s, module, info, &options, &pipeline, naga::proc::BoundsCheckPolicies::default())
-                .and_then(|mut w| w.write().map(|_| ()))
-                .map_err(|e| fail(e.to_string()))?;
+            naga::back::glsl::Writer::new(
+                &mut s,
+                module,
+                info,
+                &options,
+                &pipeline,
+                naga::proc::BoundsCheckPolicies::default(),
+            )
+            .and_then(|mut w| w.write().map(|_| ()))
+            .map_err(|e| fail(e.to_string()))?;
             Ok(s.into_bytes())
         }
     }

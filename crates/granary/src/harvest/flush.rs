@@ -31,14 +31,23 @@ pub(crate) struct Flusher {
 
 impl Flusher {
     pub fn new(archive: PathBuf, reopen: Option<JournalReplay>, on_disk: HashSet<u128>) -> Self {
-        Flusher { archive, meta: crate::archive::portable_meta(), journal: None, reopen, on_disk, flushes: 0, bytes_written: 0 }
+        Flusher {
+            archive,
+            meta: crate::archive::portable_meta(),
+            journal: None,
+            reopen,
+            on_disk,
+            flushes: 0,
+            bytes_written: 0,
+        }
     }
 
     /// Appends the captured entries that are not on disk yet as one journal record. Returns
     /// how many entries it appended (0: nothing new, nothing written).
     pub fn flush(&mut self, capture: &Capture) -> Result<usize, ArchiveError> {
         let snap = capture.snapshot();
-        let new: Vec<WriteEntry> = snap.entries.into_iter().filter(|w| !self.on_disk.contains(&w.entry.key.0)).collect();
+        let new: Vec<WriteEntry> =
+            snap.entries.into_iter().filter(|w| !self.on_disk.contains(&w.entry.key.0)).collect();
         if new.is_empty() {
             return Ok(0);
         }

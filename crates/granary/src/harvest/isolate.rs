@@ -131,9 +131,19 @@ fn read_frames(mut out: impl Read, cap: Arc<AtomicU64>, tx: mpsc::Sender<Result<
         }
         let (ok, len) = (h[2] == 0, word(2));
         let in_flight = cap.load(Ordering::SeqCst);
-        let limit = if in_flight == 0 { 0 } else if ok { in_flight } else { FAILURE_CAP };
+        let limit = if in_flight == 0 {
+            0
+        } else if ok {
+            in_flight
+        } else {
+            FAILURE_CAP
+        };
         if len > limit {
-            let what = if in_flight == 0 { "no request was in flight".to_string() } else { format!("this request can produce at most {limit} bytes") };
+            let what = if in_flight == 0 {
+                "no request was in flight".to_string()
+            } else {
+                format!("this request can produce at most {limit} bytes")
+            };
             let _ = tx.send(Err(format!("worker announced a {len}-byte answer, but {what}")));
             return;
         }
@@ -161,7 +171,8 @@ fn spawn(exe: &Path, script: &Path, text: &Arc<[u8]>, targets: TargetSet) -> std
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let (Some(stdin), Some(stdout), Some(stderr_pipe)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+    let (Some(stdin), Some(stdout), Some(stderr_pipe)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
         let _ = child.kill();
         let _ = child.wait();
         return Err(std::io::Error::other("worker pipes missing"));
@@ -357,7 +368,12 @@ impl Job<'_> {
         if slot.is_none() {
             match self.spawn() {
                 Ok(w) => *slot = Some(w),
-                Err(e) => return fail("crash", format!("pipeline '{name}': cannot start worker {}: {e}", opts.worker_exe.display())),
+                Err(e) => {
+                    return fail(
+                        "crash",
+                        format!("pipeline '{name}': cannot start worker {}: {e}", opts.worker_exe.display()),
+                    )
+                }
             }
         }
         let Some(w) = slot.as_mut() else { return };
@@ -389,7 +405,10 @@ impl Job<'_> {
                     kill(w);
                 }
                 let secs = opts.timeout.map_or(0.0, |t| t.as_secs_f64());
-                return fail("timeout", format!("pipeline '{name}': compile did not finish within {secs} s; worker killed and replaced"));
+                return fail(
+                    "timeout",
+                    format!("pipeline '{name}': compile did not finish within {secs} s; worker killed and replaced"),
+                );
             }
             Outcome::Protocol(m) => {
                 if let Some(w) = slot.take() {
@@ -428,10 +447,14 @@ impl Job<'_> {
     /// Checks an answer against what was asked and records it; `Err` says how it is wrong.
     fn accept(&self, index: usize, name: &str, desc: &PipelineDescriptor, frame: Frame) -> Result<(), String> {
         if frame.index != index as u64 {
-            return Err(format!("worker answered the request for pipeline {index} with an answer for pipeline {}", frame.index));
+            return Err(format!(
+                "worker answered the request for pipeline {index} with an answer for pipeline {}",
+                frame.index
+            ));
         }
         if !frame.ok {
-            let f: Failure = serde_json::from_slice(&frame.payload).map_err(|e| format!("unreadable failure from worker: {e}"))?;
+            let f: Failure =
+                serde_json::from_slice(&frame.payload).map_err(|e| format!("unreadable failure from worker: {e}"))?;
             if f.index != index || f.pipeline != name {
                 return Err(format!("worker answered with a failure of pipeline {} '{}'", f.index, f.pipeline));
             }
@@ -447,7 +470,11 @@ impl Job<'_> {
             return Err("worker answered under different writer options".into());
         }
         if archive.targets() != self.targets {
-            return Err(format!("worker answered with targets {} instead of {}", archive.targets().names(), self.targets.names()));
+            return Err(format!(
+                "worker answered with targets {} instead of {}",
+                archive.targets().names(),
+                self.targets.names()
+            ));
         }
         let entries = archive.entries().map_err(|e| format!("worker answer is damaged: {e}"))?;
         let [entry] = &entries[..] else {

@@ -140,7 +140,9 @@ fn resume(
     if opts.output.exists() {
         let archive = Archive::read(&opts.output)?;
         archive.verify().map_err(|e| {
-            resume_err(format!("{e}; recover its intact part with `granary salvage`, or delete it, or run without --resume"))
+            resume_err(format!(
+                "{e}; recover its intact part with `granary salvage`, or delete it, or run without --resume"
+            ))
         })?;
         if archive.key_context() != *ctx {
             return Err(resume_err(format!(
@@ -160,8 +162,9 @@ fn resume(
         old.extend(archive.entries()?.into_iter().map(|w| (w.entry.key.0, w.entry)));
     }
     let journal = journal_path(&opts.output);
-    let replay = replay_journal(&opts.output)
-        .map_err(|e| resume_err(format!("its journal cannot be read: {e}; delete {} or run without --resume", journal.display())))?;
+    let replay = replay_journal(&opts.output).map_err(|e| {
+        resume_err(format!("its journal cannot be read: {e}; delete {} or run without --resume", journal.display()))
+    })?;
     if let Some(mut r) = replay {
         if let Some(jctx) = r.key_context {
             if jctx != *ctx {
@@ -278,7 +281,8 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         flush_tx: Mutex::new(Some(flush_tx)),
         on_progress,
     };
-    let flusher = Mutex::new(flush::Flusher::new(opts.output.clone(), resumed.reopen.take(), std::mem::take(&mut resumed.kept)));
+    let flusher =
+        Mutex::new(flush::Flusher::new(opts.output.clone(), resumed.reopen.take(), std::mem::take(&mut resumed.kept)));
     let flush_errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
     let mut workers_started = 0;
@@ -322,10 +326,14 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     let mut bytes_written = flusher.bytes_written;
     // A harvest in which every pipeline failed has nothing to put in place of an existing
     // archive: replacing it with an empty one would only destroy a good file.
-    let kept_existing_archive =
-        compiled == 0 && resumed.pipelines == 0 && !failures.is_empty() && std::fs::symlink_metadata(&opts.output).is_ok();
+    let kept_existing_archive = compiled == 0
+        && resumed.pipelines == 0
+        && !failures.is_empty()
+        && std::fs::symlink_metadata(&opts.output).is_ok();
     let report = if kept_existing_archive {
-        Archive::open(&opts.output).map(|a| WriteReport { pipelines: a.len(), bytes: a.size() }).unwrap_or(WriteReport { pipelines: 0, bytes: 0 })
+        Archive::open(&opts.output)
+            .map(|a| WriteReport { pipelines: a.len(), bytes: a.size() })
+            .unwrap_or(WriteReport { pipelines: 0, bytes: 0 })
     } else {
         let report = capture.write_archive(&opts.output)?;
         bytes_written += report.bytes as u64;
@@ -374,7 +382,11 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         libraries_parsed: stats.libraries_parsed,
         unique_stage_functions: stats.functions_compiled,
         stage_references,
-        reuse_ratio: if stats.functions_compiled == 0 { 0.0 } else { stage_references as f64 / stats.functions_compiled as f64 },
+        reuse_ratio: if stats.functions_compiled == 0 {
+            0.0
+        } else {
+            stage_references as f64 / stats.functions_compiled as f64
+        },
         threads,
         targets: opts.targets.names(),
         wall_seconds: wall,

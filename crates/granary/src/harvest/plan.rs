@@ -4,9 +4,7 @@
 //! each unique stage function once, before the pipelines that need them: when the pipeline
 //! tasks run, their stage functions are already cached and no thread waits on another.
 
-use crate::descriptor::{
-    stage_key, FunctionDescriptor, KeyContext, Library, PipelineDescriptor, ShaderStage,
-};
+use crate::descriptor::{stage_key, FunctionDescriptor, KeyContext, Library, PipelineDescriptor, ShaderStage};
 use std::collections::HashSet;
 use std::sync::Arc;
 

@@ -85,5 +85,16 @@ pub(crate) fn compile_failure(index: usize, name: String, e: &CompileError) -> F
 }
 
 pub(crate) fn process_failure(index: usize, name: String, phase: &str, message: String) -> Failure {
-    Failure { index, pipeline: name, phase: phase.into(), kind: None, file: None, line: None, column: None, json_path: None, script_position: None, message }
+    Failure {
+        index,
+        pipeline: name,
+        phase: phase.into(),
+        kind: None,
+        file: None,
+        line: None,
+        column: None,
+        json_path: None,
+        script_position: None,
+        message,
+    }
 }

@@ -261,7 +261,12 @@ enum Answer {
 /// injected faults included) becomes a `panic` failure with its message and location.
 fn answer(script: &LazyScript, compiler: &Compiler, meta: &ArchiveMeta, index: usize) -> Answer {
     let Some((label, descriptor)) = script.pipeline(index) else {
-        let f = process_failure(index, format!("pipelines[{index}]"), "protocol", format!("the worker's script has no pipeline {index}"));
+        let f = process_failure(
+            index,
+            format!("pipelines[{index}]"),
+            "protocol",
+            format!("the worker's script has no pipeline {index}"),
+        );
         return Answer::Frame(1, failure_json(&f));
     };
     let name = label.unwrap_or_else(|| format!("pipelines[{index}]"));
@@ -328,7 +333,13 @@ mod tests {
     #[test]
     fn library_messages_round_trip_to_the_same_identity() {
         for lib in [
-            Library::new("vs", SourceKind::Glsl, Some(ShaderStage::Vertex), b"void main(){}".to_vec(), Some("a/b.vert".into())),
+            Library::new(
+                "vs",
+                SourceKind::Glsl,
+                Some(ShaderStage::Vertex),
+                b"void main(){}".to_vec(),
+                Some("a/b.vert".into()),
+            ),
             Library::wgsl("w", "@compute @workgroup_size(1) fn main() {}"),
             Library::spirv("s", vec![3, 2, 0x23, 7, 0, 0]),
         ] {

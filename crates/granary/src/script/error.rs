@@ -30,7 +30,13 @@ fn location(line: &Option<usize>, column: &Option<usize>) -> String {
 impl ScriptError {
     /// An error at a JSON path with no line information.
     pub fn at(file: impl Into<PathBuf>, json_path: impl Into<String>, message: impl Into<String>) -> Self {
-        ScriptError { file: file.into(), json_path: json_path.into(), line: None, column: None, message: message.into() }
+        ScriptError {
+            file: file.into(),
+            json_path: json_path.into(),
+            line: None,
+            column: None,
+            message: message.into(),
+        }
     }
 
     /// Converts a serde error found while deserializing the value at `prefix`.

@@ -1,9 +1,7 @@
 //! Writing descriptors back out as a pipelines script (what a capture exports).
 
 use super::raw::*;
-use crate::descriptor::{
-    ConstantId, ConstantValue, FunctionDescriptor, Library, PipelineDescriptor, SourceKind,
-};
+use crate::descriptor::{ConstantId, ConstantValue, FunctionDescriptor, Library, PipelineDescriptor, SourceKind};
 use base64::Engine as _;
 use std::collections::BTreeMap;
 use std::sync::Arc;

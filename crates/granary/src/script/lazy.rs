@@ -32,8 +32,8 @@ pub struct LazyScript {
 impl LazyScript {
     /// Reads `path` and finds its entries.
     pub fn load(path: &Path) -> Result<LazyScript, ScriptError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ScriptError::at(path, "", format!("cannot read script: {e}")))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| ScriptError::at(path, "", format!("cannot read script: {e}")))?;
         Self::scan(text, path, None)
     }
 
@@ -54,13 +54,21 @@ impl LazyScript {
         }
     }
 
-    fn scan(text: String, path: &Path, supplied: Option<Mutex<HashMap<String, Arc<Library>>>>) -> Result<LazyScript, ScriptError> {
+    fn scan(
+        text: String,
+        path: &Path,
+        supplied: Option<Mutex<HashMap<String, Arc<Library>>>>,
+    ) -> Result<LazyScript, ScriptError> {
         let (pipelines, libraries, ambiguous) = {
             let de = &mut serde_json::Deserializer::from_str(&text);
             let top: RawScriptTop<'_> =
                 serde_path_to_error::deserialize(de).map_err(|e| ScriptError::from_serde(path, "", e))?;
             if top.granary_script != SCRIPT_VERSION {
-                return Err(ScriptError::at(path, "granary_script", format!("unsupported script version {}", top.granary_script)));
+                return Err(ScriptError::at(
+                    path,
+                    "granary_script",
+                    format!("unsupported script version {}", top.granary_script),
+                ));
             }
             let range = |raw: &serde_json::value::RawValue| {
                 let start = offset_in(&text, raw.get()).unwrap_or(0);
@@ -76,7 +84,10 @@ impl LazyScript {
                             let e = ScriptError::at(
                                 path,
                                 format!("libraries[{i}].name"),
-                                format!("library name '{}' is defined twice (libraries[{first}] and libraries[{i}])", l.name),
+                                format!(
+                                    "library name '{}' is defined twice (libraries[{first}] and libraries[{i}])",
+                                    l.name
+                                ),
                             );
                             ambiguous.entry(l.name).or_insert(e);
                         }
@@ -118,7 +129,11 @@ impl LazyScript {
         if let Some(supplied) = &self.supplied {
             let found = crate::sync::lock_std(supplied).get(name).cloned();
             return Some(found.ok_or_else(|| {
-                ScriptError::at(&self.path, format!("libraries[{i}]"), format!("library '{name}' was not supplied with the script text"))
+                ScriptError::at(
+                    &self.path,
+                    format!("libraries[{i}]"),
+                    format!("library '{name}' was not supplied with the script text"),
+                )
             }));
         }
         let cell = crate::sync::lock_std(&self.loaded).entry(name.to_string()).or_default().clone();

@@ -3,8 +3,8 @@
 use super::error::{join_path, ScriptError};
 use super::raw::*;
 use crate::descriptor::{
-    ComputePipelineDescriptor, Constant, ConstantId, ConstantValue, FunctionDescriptor, Library,
-    PipelineDescriptor, RenderPipelineDescriptor, SourceKind,
+    ComputePipelineDescriptor, Constant, ConstantId, ConstantValue, FunctionDescriptor, Library, PipelineDescriptor,
+    RenderPipelineDescriptor, SourceKind,
 };
 use base64::Engine as _;
 use std::collections::HashMap;
@@ -52,8 +52,8 @@ impl Script {
     /// Fails as a whole only when the file cannot be read or is not a JSON object of the right
     /// shape; problems inside one library or pipeline are kept with that entry.
     pub fn load(path: &Path) -> Result<Script, ScriptError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ScriptError::at(path, "", format!("cannot read script: {e}")))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| ScriptError::at(path, "", format!("cannot read script: {e}")))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Self::parse(&text, path, &base)
     }
@@ -84,7 +84,11 @@ impl Script {
             };
             let name = raw.name.clone();
             let loaded = if let Some(first) = by_name.get(&name) {
-                Err(ScriptError::at(path, format!("{jp}.name"), format!("duplicate library name '{name}' (first defined at libraries[{first}])")))
+                Err(ScriptError::at(
+                    path,
+                    format!("{jp}.name"),
+                    format!("duplicate library name '{name}' (first defined at libraries[{first}])"),
+                ))
             } else {
                 by_name.insert(name.clone(), i);
                 load_library(&raw, path, base_dir, &jp)
@@ -131,7 +135,9 @@ impl Script {
                 .enumerate()
                 .map(|(c, part)| {
                     let convert = &convert;
-                    s.spawn(move || part.iter().enumerate().map(|(j, raw)| convert(c * chunk + j, raw)).collect::<Vec<_>>())
+                    s.spawn(move || {
+                        part.iter().enumerate().map(|(j, raw)| convert(c * chunk + j, raw)).collect::<Vec<_>>()
+                    })
                 })
                 .collect();
             handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
@@ -145,7 +151,11 @@ impl Script {
         for (i, (label, descriptor)) in converted.into_iter().enumerate() {
             let descriptor = match (&label, descriptor) {
                 (Some(l), Ok(d)) => match labels.get(l) {
-                    Some(first) => Err(ScriptError::at(path, format!("pipelines[{i}].label"), format!("duplicate label '{l}' (first used by pipelines[{first}])"))),
+                    Some(first) => Err(ScriptError::at(
+                        path,
+                        format!("pipelines[{i}].label"),
+                        format!("duplicate label '{l}' (first used by pipelines[{first}])"),
+                    )),
                     None => {
                         labels.insert(l.clone(), i);
                         Ok(d)
@@ -162,7 +172,12 @@ impl Script {
 
 /// Deserializes one entry from its raw text, reporting errors with the entry's JSON path and
 /// the position in the whole file.
-pub(super) fn from_raw<T: serde::de::DeserializeOwned>(raw: &serde_json::value::RawValue, text: &str, path: &Path, jp: &str) -> Result<T, ScriptError> {
+pub(super) fn from_raw<T: serde::de::DeserializeOwned>(
+    raw: &serde_json::value::RawValue,
+    text: &str,
+    path: &Path,
+    jp: &str,
+) -> Result<T, ScriptError> {
     let de = &mut serde_json::Deserializer::from_str(raw.get());
     serde_path_to_error::deserialize(de).map_err(|e| {
         let inner_path = e.path().to_string();
@@ -221,7 +236,12 @@ fn position_in_file(text: &str, part: &str, line: usize, column: usize) -> (Opti
     }
 }
 
-pub(super) fn load_library(raw: &RawLibrary, path: &Path, base_dir: &Path, jp: &str) -> Result<Arc<Library>, ScriptError> {
+pub(super) fn load_library(
+    raw: &RawLibrary,
+    path: &Path,
+    base_dir: &Path,
+    jp: &str,
+) -> Result<Arc<Library>, ScriptError> {
     let err = |field: &str, msg: String| ScriptError::at(path, join_path(jp, field), msg);
     let sources = [raw.path.is_some(), raw.source.is_some(), raw.spirv_base64.is_some()];
     if sources.iter().filter(|b| **b).count() != 1 {
@@ -231,7 +251,10 @@ pub(super) fn load_library(raw: &RawLibrary, path: &Path, base_dir: &Path, jp: &
         let file = base_dir.join(p);
         let guessed = SourceKind::from_extension(&file);
         let kind = raw.kind.or(guessed.map(|g| g.0)).ok_or_else(|| {
-            err("kind", format!("cannot tell the language of '{p}' from its extension; set \"kind\" to wgsl, glsl or spirv"))
+            err(
+                "kind",
+                format!("cannot tell the language of '{p}' from its extension; set \"kind\" to wgsl, glsl or spirv"),
+            )
         })?;
         let bytes = std::fs::read(&file)
             .map_err(|e| err("path", format!("cannot read library file '{}': {e}", file.display())))?;
@@ -251,7 +274,10 @@ pub(super) fn load_library(raw: &RawLibrary, path: &Path, base_dir: &Path, jp: &
     };
     let stage = raw.stage.or(stage_from_ext);
     if kind == SourceKind::Glsl && stage.is_none() {
-        return Err(err("stage", "a GLSL library needs \"stage\" (vertex, fragment or compute) or a .vert/.frag/.comp file name".into()));
+        return Err(err(
+            "stage",
+            "a GLSL library needs \"stage\" (vertex, fragment or compute) or a .vert/.frag/.comp file name".into(),
+        ));
     }
     Ok(Library::new(raw.name.clone(), kind, stage, bytes, origin))
 }
@@ -275,17 +301,29 @@ pub(super) fn convert_pipeline(raw: RawPipeline, cx: &Ctx<'_>, jp: &str) -> Resu
                 None => None,
             };
             if r.sample_count == 0 || !r.sample_count.is_power_of_two() || r.sample_count > 64 {
-                return Err(ScriptError::at(cx.path, format!("{jp}.render.sample_count"), format!("sample count {} is not a power of two from 1 to 64", r.sample_count)));
+                return Err(ScriptError::at(
+                    cx.path,
+                    format!("{jp}.render.sample_count"),
+                    format!("sample count {} is not a power of two from 1 to 64", r.sample_count),
+                ));
             }
             if let Some(ds) = &r.depth_stencil {
                 if !ds.format.is_depth_stencil() {
-                    return Err(ScriptError::at(cx.path, format!("{jp}.render.depth_stencil.format"), format!("{:?} is not a depth or stencil format", ds.format)));
+                    return Err(ScriptError::at(
+                        cx.path,
+                        format!("{jp}.render.depth_stencil.format"),
+                        format!("{:?} is not a depth or stencil format", ds.format),
+                    ));
                 }
             }
             for (i, c) in r.color_attachments.iter().enumerate() {
                 if let crate::descriptor::Spec::Is(f) = c.format {
                     if f.is_depth_stencil() {
-                        return Err(ScriptError::at(cx.path, format!("{jp}.render.color_attachments[{i}].format"), format!("{f:?} is a depth/stencil format, not a colour format")));
+                        return Err(ScriptError::at(
+                            cx.path,
+                            format!("{jp}.render.color_attachments[{i}].format"),
+                            format!("{f:?} is a depth/stencil format, not a colour format"),
+                        ));
                     }
                 }
             }
@@ -334,7 +372,11 @@ fn convert_function(raw: &RawFunction, cx: &Ctx<'_>, jp: &str) -> Result<Functio
                 }
                 constants.push(constant);
             }
-            Ok(FunctionDescriptor::Specialized { function: Box::new(function), constants, specialized_name: raw.name.clone() })
+            Ok(FunctionDescriptor::Specialized {
+                function: Box::new(function),
+                constants,
+                specialized_name: raw.name.clone(),
+            })
         }
         _ => Err(err("", "a function is either {\"library\", \"function\"} or {\"specialize\", \"constants\"}".into())),
     }

@@ -55,7 +55,6 @@ fn rusage_of(who: libc::c_int) -> Option<libc::rusage> {
     (rc == 0).then_some(r)
 }
 
-
 /// Moves the standard input and output to private descriptors and returns them; afterwards
 /// fd 0 reads `/dev/null` and fd 1 writes wherever fd 2 does. Code running later in this
 /// process (a library's `printf`, a stray `println!`) can then neither read the protocol
