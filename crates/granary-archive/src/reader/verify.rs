@@ -67,6 +67,7 @@ impl Archive {
                 return Err(ArchiveError::corrupt(at + 20, "stage ranges are not contiguous"));
             }
             next_stage += p.stage_count;
+            p.layout()?;
             for s in p.stages()? {
                 for t in Target::ALL {
                     if s.blob_index(t).is_some() {
@@ -150,8 +151,19 @@ impl Archive {
                 }
                 stages.push(StageEntry { key: s.key, stage: s.stage, entry_point: s.entry_point.to_string(), outputs });
             }
+            let layout = match p.layout_bytes()? {
+                None => None,
+                Some(bytes) => Some(match blobs.get(&p.layout) {
+                    Some(b) => b.clone(),
+                    None => {
+                        let b = Blob::new(bytes.to_vec());
+                        blobs.insert(p.layout, b.clone());
+                        b
+                    }
+                }),
+            };
             out.push(WriteEntry {
-                entry: Arc::new(PipelineEntry { key: p.key, kind: p.kind, stages }),
+                entry: Arc::new(PipelineEntry { key: p.key, kind: p.kind, stages, layout }),
                 labels: labels.into(),
             });
         }

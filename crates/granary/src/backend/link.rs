@@ -100,3 +100,61 @@ fn name_of((lib, _): (&Arc<crate::descriptor::Library>, &str), entry: &str) -> S
         None => format!("'{entry}' of library '{}'", lib.name()),
     }
 }
+
+/// Merges the resource layouts the stages reflected into the pipeline's layout, with each
+/// stage's binding map. A binding two stages declare with a different kind or array size is
+/// an error naming both stage functions.
+pub fn merge_layout(
+    desc: &PipelineDescriptor,
+    stages: &[Arc<StageFunction>],
+) -> Result<granary_archive::PipelineLayout, String> {
+    use granary_archive::{Immediates, LayoutBinding, PipelineLayout};
+    let names: Vec<String> = desc.stages().into_iter().map(|(_, f)| name_of(f.base(), f.base().1)).collect();
+    let mut merged: std::collections::BTreeMap<(u32, u32), (LayoutBinding, usize)> = Default::default();
+    let mut immediates: Option<Immediates> = None;
+    let mut maps = Vec::with_capacity(stages.len());
+    for (i, s) in stages.iter().enumerate() {
+        let here = names.get(i).cloned().unwrap_or_else(|| format!("'{}'", s.entry_point));
+        for b in &s.resources.bindings {
+            match merged.get_mut(&(b.group, b.binding)) {
+                None => {
+                    merged.insert((b.group, b.binding), (*b, i));
+                }
+                Some((m, first)) if m.kind == b.kind && m.count == b.count => {
+                    m.visibility = m.visibility.union(b.visibility);
+                    let _ = first;
+                }
+                Some((m, first)) => {
+                    let there = names.get(*first).cloned().unwrap_or_default();
+                    let arr = |c: u32| match c {
+                        0 => String::new(),
+                        u32::MAX => " (unsized array)".into(),
+                        n => format!(" (array of {n})"),
+                    };
+                    return Err(format!(
+                        "stages disagree about @group({}) @binding({}): {} function {there} declares {}{} but {} function {here} declares {}{}",
+                        b.group,
+                        b.binding,
+                        stages[*first].stage,
+                        m.kind,
+                        arr(m.count),
+                        s.stage,
+                        b.kind,
+                        arr(b.count)
+                    ));
+                }
+            }
+        }
+        if let Some(size) = s.resources.immediates {
+            let vis = granary_archive::StageMask::of(s.stage);
+            immediates = Some(match immediates {
+                None => Immediates { size, visibility: vis },
+                Some(m) => Immediates { size: m.size.max(size), visibility: m.visibility.union(vis) },
+            });
+        }
+        if let Some(map) = &s.resources.map {
+            maps.push(map.clone());
+        }
+    }
+    Ok(PipelineLayout { bindings: merged.into_values().map(|(b, _)| b).collect(), immediates, stages: maps })
+}

@@ -22,3 +22,4 @@ pub use pipeline::{stage_key, ComputePipelineDescriptor, PipelineDescriptor, Ren
 pub use state::*;
 
 pub use granary_archive::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
+pub use granary_archive::{BindingKind, Immediates, LayoutBinding, PipelineLayout, StageBindingMap, StageMask};
