@@ -1,5 +1,5 @@
 //! A pipeline's resource layout and the slot every resource landed in for each target
-//! (docs/FORMAT.md §2.9 "Resource layout blob" is the prose version of this file).
+//! (docs/FORMAT.md §1.6 "Resource layout blob" is the prose version of this file).
 //!
 //! The layout is the union over the pipeline's stages of the resources they use (or the
 //! layout the pipelines script gave explicitly). The binding map says, per stage, which Metal
@@ -247,7 +247,7 @@ impl PipelineLayout {
         self.stages.iter().find(|s| s.stage == stage)
     }
 
-    /// The canonical bytes (docs/FORMAT.md §2.9).
+    /// The canonical bytes (docs/FORMAT.md §1.6).
     pub fn encode(&self) -> Vec<u8> {
         let slots: usize = self.stages.iter().map(|s| s.slots.len()).sum();
         let mut o =

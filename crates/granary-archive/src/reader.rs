@@ -473,7 +473,7 @@ impl<'a> PipelineRef<'a> {
     pub fn stages(&self) -> Result<Vec<StageRef<'a>>> {
         (self.first_stage..self.first_stage + self.stage_count).map(|i| self.archive.stage(i)).collect()
     }
-    /// The encoded resource layout and binding maps (docs/FORMAT.md §2.9), checked against
+    /// The encoded resource layout and binding maps (docs/FORMAT.md §1.6), checked against
     /// its content hash; `None` if the pipeline was archived without one.
     pub fn layout_bytes(&self) -> Result<Option<&'a [u8]>> {
         if self.layout == NO_BLOB {

@@ -82,7 +82,7 @@ struct LsRow<'a> {
     kind: &'static str,
     labels: Vec<&'a str>,
     stages: Vec<LsStage<'a>>,
-    /// The resource layout and binding maps (docs/FORMAT.md §2.9); null if archived without.
+    /// The resource layout and binding maps (docs/FORMAT.md §1.6); null if archived without.
     layout: Option<serde_json::Value>,
 }
 
@@ -90,7 +90,7 @@ fn stages_json(m: archive::StageMask) -> Vec<&'static str> {
     m.stages().map(|s| s.name()).collect()
 }
 
-/// The layout and per-stage binding maps as JSON (docs/FORMAT.md §2.9 "As JSON").
+/// The layout and per-stage binding maps as JSON (docs/FORMAT.md §1.6).
 pub(crate) fn layout_json(l: &archive::PipelineLayout) -> serde_json::Value {
     use serde_json::json;
     let bindings: Vec<_> = l
@@ -120,7 +120,7 @@ pub(crate) fn layout_json(l: &archive::PipelineLayout) -> serde_json::Value {
                         "msl": format!("{}({})", a.msl_class.name(), a.msl_index),
                         "hlsl": match a.hlsl_class {
                             // Samplers live in naga's sampler heap; the shader reads their heap
-                            // index from the group's sampler index buffer (docs/FORMAT.md §2.9).
+                            // index from the group's sampler index buffer (docs/FORMAT.md §1.7).
                             b's' => format!("sampler_index({}) of register(t{}, space255)", a.hlsl_register, a.group),
                             c => format!("register({}{}, space{})", c as char, a.hlsl_register, a.hlsl_space),
                         },

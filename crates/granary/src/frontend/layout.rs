@@ -3,7 +3,7 @@
 //! The binding map is a pure function of the *specialized module* (so of the stage key): it is
 //! assigned from the resources **this stage uses**, never from the other stages of a pipeline,
 //! because one stage output is shared by every pipeline that uses the stage function. The rule
-//! (docs/FORMAT.md §2.9, "Binding rule"), for the resources a stage uses, in (group, binding)
+//! (docs/FORMAT.md §1.7, "Binding rule"), for the resources a stage uses, in (group, binding)
 //! order:
 //!
 //! - **MSL**: three counters from 0 — buffers, textures, samplers. Uniform and storage buffers,
