@@ -34,6 +34,7 @@ fn pipeline(i: u32) -> PipelineDescriptor {
         depth_stencil: None,
         sample_count: 1,
         alpha_to_coverage: false,
+        layout: None,
     })
 }
 

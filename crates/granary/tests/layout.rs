@@ -51,6 +51,7 @@ fn render(lib: &Arc<Library>, vs: &str, fs_lib: &Arc<Library>, fs: &str) -> Pipe
         depth_stencil: None,
         sample_count: 1,
         alpha_to_coverage: false,
+        layout: None,
     })
 }
 
@@ -69,6 +70,7 @@ fn immediates_compile_for_every_target_at_the_documented_slots() {
     let compute = PipelineDescriptor::Compute(ComputePipelineDescriptor {
         label: Some("c".into()),
         compute: FunctionDescriptor::library(lib.clone(), "cs_main"),
+        layout: None,
     });
     let e = c.compile(&compute).unwrap();
     for t in Target::ALL {
@@ -160,4 +162,89 @@ fn the_bundled_fixture_has_no_placeholder_bindings() {
     let msl = text(&e, 1, Target::Msl);
     assert!(msl.contains("tex [[texture(0)]]") && msl.contains("samp [[sampler(0)]]"), "{msl}");
     assert!(!msl.contains("fake"));
+}
+
+fn script(layout: &str) -> granary::script::Script {
+    let src = serde_json::to_string(PC).unwrap();
+    let text = format!(
+        r#"{{"granary_script": 1,
+            "libraries": [{{"name": "pc", "kind": "wgsl", "source": {src}}}],
+            "pipelines": [{{"label": "c", "compute": {{"function": {{"library": "pc", "function": "cs_main"}}}}{layout}}}]}}"#
+    );
+    granary::script::Script::parse(&text, std::path::Path::new("inline.json"), std::path::Path::new(".")).unwrap()
+}
+
+fn descriptor(s: &granary::script::Script) -> PipelineDescriptor {
+    s.pipelines[0].descriptor.as_ref().unwrap().clone()
+}
+
+const FULL: &str = r#", "layout": {
+    "bindings": [
+        {"group": 0, "binding": 0, "kind": "read_only_storage_buffer", "visibility": ["compute"]},
+        {"group": 0, "binding": 1, "kind": "storage_buffer", "visibility": ["compute"]},
+        {"group": 1, "binding": 0, "kind": "sampled_texture", "visibility": ["compute", "fragment"]},
+        {"group": 1, "binding": 2, "kind": "storage_texture", "visibility": ["compute"]},
+        {"group": 3, "binding": 0, "kind": "uniform_buffer", "visibility": ["compute"]}
+    ],
+    "immediates": {"size": 64, "visibility": ["compute"]}
+}"#;
+
+#[test]
+fn an_explicit_layout_is_the_pipelines_layout_and_part_of_its_key() {
+    let derived = descriptor(&script(""));
+    let explicit = descriptor(&script(FULL));
+    let c = compiler();
+    let ctx = c.key_context();
+    assert_ne!(derived.key(&ctx), explicit.key(&ctx), "the explicit layout is part of the key");
+    let e = c.compile(&explicit).unwrap();
+    assert_eq!(e.key, explicit.key(&ctx));
+    let l = layout_of(&e);
+    // The layout is the script's (group 3 is used by no shader), the stage map the shader's.
+    assert_eq!(l.bindings.len(), 5);
+    assert_eq!(l.binding(3, 0).unwrap().kind, BindingKind::UniformBuffer);
+    assert_eq!(l.immediates.unwrap().size, 64);
+    assert_eq!(l.stages[0].slots.len(), 4);
+    // Same stage outputs either way: the binding map follows from what the stage uses.
+    let d = c.compile(&derived).unwrap();
+    assert_eq!(d.stages[0].outputs, e.stages[0].outputs);
+    // A script written back out keeps the layout (same key).
+    let json = granary::script::script_json(&[(Some("c".into()), &explicit)]);
+    let again =
+        granary::script::Script::parse(&json, std::path::Path::new("x.json"), std::path::Path::new(".")).unwrap();
+    assert_eq!(descriptor(&again).key(&ctx), explicit.key(&ctx));
+}
+
+#[test]
+fn an_explicit_layout_missing_a_used_binding_names_stage_library_and_binding() {
+    let missing =
+        FULL.replace(r#"{"group": 1, "binding": 2, "kind": "storage_texture", "visibility": ["compute"]},"#, "");
+    match compiler().compile(&descriptor(&script(&missing))) {
+        Err(CompileError::Link { message, .. }) => {
+            assert!(message.contains("compute function 'cs_main' of library 'pc'"), "{message}");
+            assert!(message.contains("@group(1) @binding(2)"), "{message}");
+            assert!(message.contains("explicit layout does not have it"), "{message}");
+        }
+        other => panic!("accepted: {:?}", other.map(|e| e.key)),
+    }
+    let wrong_kind = FULL.replace(r#""kind": "storage_buffer""#, r#""kind": "uniform_buffer""#);
+    let err = compiler().compile(&descriptor(&script(&wrong_kind))).unwrap_err().to_string();
+    assert!(err.contains("@group(0) @binding(1)") && err.contains("uniform_buffer"), "{err}");
+    let small = FULL.replace(r#""size": 64"#, r#""size": 16"#);
+    let err = compiler().compile(&descriptor(&script(&small))).unwrap_err().to_string();
+    assert!(err.contains("32 bytes of immediates"), "{err}");
+}
+
+#[test]
+fn a_binding_listed_twice_in_a_script_layout_is_an_error_with_its_path() {
+    let twice = r#", "layout": {"bindings": [
+        {"group": 0, "binding": 0, "kind": "uniform_buffer", "visibility": ["compute"]},
+        {"group": 0, "binding": 0, "kind": "sampler", "visibility": ["compute"]}]}"#;
+    let src = serde_json::to_string(PC).unwrap();
+    let text = format!(
+        r#"{{"granary_script": 1, "libraries": [{{"name": "pc", "kind": "wgsl", "source": {src}}}],
+            "pipelines": [{{"compute": {{"function": {{"library": "pc", "function": "cs_main"}}}}{twice}}}]}}"#
+    );
+    let s = granary::script::Script::parse(&text, std::path::Path::new("t.json"), std::path::Path::new(".")).unwrap();
+    let err = s.pipelines[0].descriptor.as_ref().unwrap_err().to_string();
+    assert!(err.contains("pipelines[0].layout.bindings") && err.contains("listed twice"), "{err}");
 }

@@ -103,7 +103,10 @@ fn name_of((lib, _): (&Arc<crate::descriptor::Library>, &str), entry: &str) -> S
 
 /// Merges the resource layouts the stages reflected into the pipeline's layout, with each
 /// stage's binding map. A binding two stages declare with a different kind or array size is
-/// an error naming both stage functions.
+/// an error naming both stage functions. With an explicit layout in the descriptor, that is
+/// the pipeline's layout, and it must hold every binding each stage uses (same kind and array
+/// size, visible to that stage) and an immediates block at least as large as each stage's,
+/// visible to it; otherwise the error names the stage, library and binding.
 pub fn merge_layout(
     desc: &PipelineDescriptor,
     stages: &[Arc<StageFunction>],
@@ -155,6 +158,47 @@ pub fn merge_layout(
         if let Some(map) = &s.resources.map {
             maps.push(map.clone());
         }
+    }
+    if let Some(x) = desc.explicit_layout() {
+        for (i, s) in stages.iter().enumerate() {
+            let here = names.get(i).cloned().unwrap_or_else(|| format!("'{}'", s.entry_point));
+            for b in &s.resources.bindings {
+                let at = format!("@group({}) @binding({})", b.group, b.binding);
+                match x.bindings.iter().find(|e| (e.group, e.binding) == (b.group, b.binding)) {
+                    None => {
+                        return Err(format!(
+                            "{} function {here} uses {at} ({}) but the pipeline's explicit layout does not have it",
+                            s.stage, b.kind
+                        ))
+                    }
+                    Some(e) if e.kind != b.kind || e.count != b.count => {
+                        return Err(format!(
+                            "{} function {here} uses {at} as {} (array size {}) but the explicit layout declares {} (array size {})",
+                            s.stage, b.kind, b.count, e.kind, e.count
+                        ))
+                    }
+                    Some(e) if !e.visibility.contains(s.stage) => {
+                        return Err(format!(
+                            "{} function {here} uses {at} but the explicit layout does not make it visible to the {} stage",
+                            s.stage, s.stage
+                        ))
+                    }
+                    Some(_) => {}
+                }
+            }
+            if let Some(size) = s.resources.immediates {
+                match x.immediates {
+                    Some(m) if m.size >= size && m.visibility.contains(s.stage) => {}
+                    _ => {
+                        return Err(format!(
+                            "{} function {here} uses {size} bytes of immediates but the explicit layout has no immediates block of at least that size visible to it",
+                            s.stage
+                        ))
+                    }
+                }
+            }
+        }
+        return Ok(PipelineLayout { bindings: x.bindings.clone(), immediates: x.immediates, stages: maps });
     }
     Ok(PipelineLayout { bindings: merged.into_values().map(|(b, _)| b).collect(), immediates, stages: maps })
 }

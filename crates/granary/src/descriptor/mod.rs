@@ -11,12 +11,14 @@
 mod function;
 pub mod key;
 mod library;
+mod layout;
 mod pipeline;
 mod state;
 
 pub use function::{Constant, ConstantId, ConstantValue, FunctionDescriptor};
 pub use granary_archive::{Blob, PipelineEntry, StageEntry, TargetOutputs};
 pub use key::{ContentHash, KeyContext, PipelineKey, StageKey};
+pub use layout::ExplicitLayout;
 pub use library::{Library, SourceKind};
 pub use pipeline::{stage_key, ComputePipelineDescriptor, PipelineDescriptor, RenderPipelineDescriptor};
 pub use state::*;
