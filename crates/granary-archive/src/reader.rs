@@ -488,10 +488,7 @@ impl<'a> PipelineRef<'a> {
             return Ok(None);
         };
         let at = self.archive.section(Section::Pipelines).0 + self.index * PIPELINE_RECORD + 28;
-        PipelineLayout::decode(bytes)
-            .map(Some)
-            .map_err(|e| ArchiveError::corrupt(at, e.to_string()))
-            .map_err(Into::into)
+        PipelineLayout::decode(bytes).map(Some).map_err(|e| ArchiveError::corrupt(at, e.to_string()))
     }
 }
 

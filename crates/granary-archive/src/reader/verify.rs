@@ -151,17 +151,9 @@ impl Archive {
                 }
                 stages.push(StageEntry { key: s.key, stage: s.stage, entry_point: s.entry_point.to_string(), outputs });
             }
-            let layout = match p.layout_bytes()? {
-                None => None,
-                Some(bytes) => Some(match blobs.get(&p.layout) {
-                    Some(b) => b.clone(),
-                    None => {
-                        let b = Blob::new(bytes.to_vec());
-                        blobs.insert(p.layout, b.clone());
-                        b
-                    }
-                }),
-            };
+            let layout = p
+                .layout_bytes()?
+                .map(|bytes| blobs.entry(p.layout).or_insert_with(|| Blob::new(bytes.to_vec())).clone());
             out.push(WriteEntry {
                 entry: Arc::new(PipelineEntry { key: p.key, kind: p.kind, stages, layout }),
                 labels: labels.into(),
