@@ -3,6 +3,7 @@
 
 mod common;
 
+use granary::archive::MslClass;
 use granary::compiler::{CompileError, Compiler, CompilerOptions};
 use granary::descriptor::*;
 use std::sync::Arc;
@@ -247,4 +248,42 @@ fn a_binding_listed_twice_in_a_script_layout_is_an_error_with_its_path() {
     let s = granary::script::Script::parse(&text, std::path::Path::new("t.json"), std::path::Path::new(".")).unwrap();
     let err = s.pipelines[0].descriptor.as_ref().unwrap_err().to_string();
     assert!(err.contains("pipelines[0].layout.bindings") && err.contains("listed twice"), "{err}");
+}
+
+#[test]
+fn binding_arrays_take_one_metal_buffer_and_refuse_hlsl_register_overlap() {
+    use granary::frontend::layout::assign;
+    let b = |binding, kind, count| LayoutBinding {
+        group: 0,
+        binding,
+        kind,
+        count,
+        visibility: StageMask::of(ShaderStage::Fragment),
+    };
+    let ok = assign(
+        ShaderStage::Fragment,
+        &[b(0, BindingKind::SampledTexture, 4), b(4, BindingKind::SampledTexture, 0), b(5, BindingKind::Sampler, 0)],
+        false,
+        false,
+    )
+    .unwrap();
+    let msl: Vec<_> = ok.slots.iter().map(|s| (s.msl_class, s.msl_index)).collect();
+    assert_eq!(msl, vec![(MslClass::Buffer, 0), (MslClass::Texture, 0), (MslClass::Sampler, 0)]);
+    assert_eq!(ok.slots[1].glsl_binding, Some(4), "a GLSL array of 4 textures takes units 0..4");
+    let err = assign(
+        ShaderStage::Fragment,
+        &[b(0, BindingKind::SampledTexture, 4), b(2, BindingKind::SampledTexture, 0)],
+        false,
+        false,
+    )
+    .unwrap_err();
+    assert!(err.contains("@group(0) @binding(2)") && err.contains("@group(0) @binding(0)"), "{err}");
+    // Different register classes do not collide.
+    assign(
+        ShaderStage::Fragment,
+        &[b(0, BindingKind::SampledTexture, 4), b(1, BindingKind::UniformBuffer, 0)],
+        false,
+        false,
+    )
+    .unwrap();
 }

@@ -13,12 +13,13 @@
 //!   index, then the buffer-sizes buffer (when a storage buffer has a runtime-sized array).
 //! - **HLSL**: `space` = group, register = binding; class `b` (uniform buffer), `t` (sampled
 //!   texture, read-only storage buffer or texture, acceleration structure), `u` (writable
-//!   storage buffer or texture). Samplers go through naga's sampler heaps: a sampler's
+//!   storage buffer or texture); a binding array of `n` takes registers `binding..binding+n`,
+//!   and a later binding of the same class and group inside that range is an error. Samplers go through naga's sampler heaps: a sampler's
 //!   "register" is its slot (= binding) in the group's sampler index buffer, which is bound at
 //!   `register(t<group>, space255)`; the heaps are `register(s0, space252)` (samplers) and
 //!   `register(s0, space253)` (comparison samplers). Immediates: `register(b0, space254)`.
 //! - **GLSL**: four counters from 0 — uniform blocks, storage blocks, textures (combined
-//!   image samplers), images — give `layout(binding = n)`; samplers have no binding of their
+//!   image samplers), images — give `layout(binding = n)` (an array of `n` takes `n`); samplers have no binding of their
 //!   own (GLSL combines them with the texture).
 
 use super::error::{ShaderError, ShaderErrorKind};
@@ -160,8 +161,13 @@ fn has_runtime_array(module: &naga::Module, ty: naga::Handle<naga::Type>) -> boo
 }
 
 fn next(counter: &mut u32, what: &str) -> Result<u8, String> {
+    next_n(counter, 1, what)
+}
+
+/// Takes `n` consecutive slots (a GLSL array of `n` textures uses `n` units).
+fn next_n(counter: &mut u32, n: u32, what: &str) -> Result<u8, String> {
     let v = u8::try_from(*counter).map_err(|_| format!("more than 256 {what} in one stage"))?;
-    *counter += 1;
+    *counter = counter.saturating_add(n.max(1));
     Ok(v)
 }
 
@@ -175,6 +181,10 @@ pub fn assign(
     let (mut buf, mut tex, mut smp) = (0u32, 0u32, 0u32);
     let (mut ubo, mut ssbo, mut gtex, mut img) = (0u32, 0u32, 0u32, 0u32);
     let mut slots = Vec::with_capacity(bindings.len());
+    // HLSL registers each binding occupies, per (class, space): a binding array of n takes
+    // registers binding..binding+n (an unsized one all the rest), so with register = binding a
+    // later binding of the same class can land inside it; that is refused, never overlapped.
+    let mut taken: Vec<(u8, u32, u64, u64, u32)> = Vec::new();
     for b in bindings {
         use BindingKind::*;
         let array = b.count != 0;
@@ -206,11 +216,29 @@ pub fn assign(
         };
         let hlsl_register = u16::try_from(b.binding)
             .map_err(|_| format!("@binding({}) does not fit an HLSL register (at most 65535)", b.binding))?;
+        if hlsl_class != b's' {
+            let start = u64::from(b.binding);
+            let end = match b.count {
+                0 => start + 1,
+                u32::MAX => u64::MAX,
+                n => start + u64::from(n),
+            };
+            if let Some(t) = taken.iter().find(|t| t.0 == hlsl_class && t.1 == b.group && start < t.3 && t.2 < end) {
+                return Err(format!(
+                    "HLSL registers of @group({g}) @binding({}) overlap those of the binding array at @group({g}) @binding({}) (register = binding; leave room after a binding array)",
+                    b.binding,
+                    t.4,
+                    g = b.group
+                ));
+            }
+            taken.push((hlsl_class, b.group, start, end, b.binding));
+        }
+        let n = if b.count == u32::MAX { 1 } else { b.count };
         let glsl_binding = match b.kind {
-            UniformBuffer => Some(next(&mut ubo, "GLSL uniform blocks")?),
-            StorageBuffer | ReadOnlyStorageBuffer => Some(next(&mut ssbo, "GLSL storage blocks")?),
-            SampledTexture | ExternalTexture => Some(next(&mut gtex, "GLSL textures")?),
-            StorageTexture | ReadOnlyStorageTexture => Some(next(&mut img, "GLSL images")?),
+            UniformBuffer => Some(next_n(&mut ubo, n, "GLSL uniform blocks")?),
+            StorageBuffer | ReadOnlyStorageBuffer => Some(next_n(&mut ssbo, n, "GLSL storage blocks")?),
+            SampledTexture | ExternalTexture => Some(next_n(&mut gtex, n, "GLSL textures")?),
+            StorageTexture | ReadOnlyStorageTexture => Some(next_n(&mut img, n, "GLSL images")?),
             Sampler | ComparisonSampler | AccelerationStructure => None,
         };
         slots.push(SlotAssignment {

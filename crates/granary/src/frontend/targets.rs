@@ -14,8 +14,8 @@ use granary_archive::{MslClass, StageBindingMap};
 pub const TARGET_OPTIONS: &str = "naga=30.0.2;\
 spirv=1.0,adjust-coordinate-space,label-varyings,clamp-frag-depth,no-debug;\
 msl=2.4,binding-map=per-stage-buffer-texture-sampler-counters,immediates=next-buffer,sizes=next-buffer,no-fake-bindings;\
-hlsl=sm6.0,binding-map=space-group-register-binding,immediates=b0-space254,sampler-heaps=s0-space252/s0-space253,sampler-index=t-group-space255,no-fake-bindings;\
-glsl=450core,adjust-coordinate-space,binding-map=per-stage-ubo-ssbo-texture-image-counters";
+hlsl=sm6.0,binding-map=space-group-register-binding,arrays-take-n-no-overlap,immediates=b0-space254,sampler-heaps=s0-space252/s0-space253,sampler-index=t-group-space255,no-fake-bindings;\
+glsl=450core,adjust-coordinate-space,binding-map=per-stage-ubo-ssbo-texture-image-counters,arrays-take-n";
 
 /// The fingerprint of [`TARGET_OPTIONS`], used in every stage key.
 pub fn target_options_fingerprint() -> u128 {
