@@ -57,7 +57,11 @@ fn exported_script_does_not_depend_on_record_order() {
             constants: vec![],
             specialized_name: Some(name.to_string()),
         };
-        PipelineDescriptor::Compute(ComputePipelineDescriptor { label: label.map(str::to_owned), compute: func, layout: None })
+        PipelineDescriptor::Compute(ComputePipelineDescriptor {
+            label: label.map(str::to_owned),
+            compute: func,
+            layout: None,
+        })
     };
     let variants = [f(Some("b"), "x"), f(Some("a"), "y"), f(None, "z"), f(Some("a"), "w")];
     let dir = common::tempdir();

@@ -10,8 +10,8 @@
 
 mod function;
 pub mod key;
-mod library;
 mod layout;
+mod library;
 mod pipeline;
 mod state;
 
@@ -23,5 +23,5 @@ pub use library::{Library, SourceKind};
 pub use pipeline::{stage_key, ComputePipelineDescriptor, PipelineDescriptor, RenderPipelineDescriptor};
 pub use state::*;
 
-pub use granary_archive::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 pub use granary_archive::{BindingKind, Immediates, LayoutBinding, PipelineLayout, StageBindingMap, StageMask};
+pub use granary_archive::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
