@@ -352,3 +352,21 @@ fn reserved_record_bytes_are_checked_on_lookup() {
         other => panic!("reserved bytes accepted: {:?}", other.map(|p| p.is_some())),
     }
 }
+
+/// A layout blob that hashes correctly but is not a valid layout (a writer bug or a crafted
+/// file) is refused by `layout()` and by `verify`, with the pipeline record's offset.
+#[test]
+fn an_invalid_layout_blob_is_refused_by_layout_and_verify() {
+    let mut w = synthetic(4, 1, &["l"]);
+    let mut e = (*w.entry).clone();
+    e.layout = Some(granary::descriptor::Blob::new(b"GLY1 not a layout".to_vec()));
+    w.entry = Arc::new(e);
+    let a = Archive::from_bytes(archive::encode(&[w], &granary::archive::portable_meta())).unwrap();
+    let p = a.get(granary::descriptor::PipelineKey(4)).unwrap().unwrap();
+    assert!(p.layout_bytes().unwrap().is_some());
+    match p.layout() {
+        Err(ArchiveError::Corrupt { what, .. }) => assert!(what.contains("resource layout"), "{what}"),
+        other => panic!("invalid layout accepted: {:?}", other.map(|l| l.is_some())),
+    }
+    assert!(a.verify().is_err());
+}
