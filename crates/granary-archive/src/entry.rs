@@ -64,6 +64,10 @@ pub struct PipelineEntry {
     pub kind: PipelineKind,
     /// Its stages, in pipeline order.
     pub stages: Vec<StageEntry>,
+    /// The resource layout and per-stage binding maps, encoded
+    /// ([`PipelineLayout::encode`](crate::PipelineLayout::encode)); `None` only for entries
+    /// written without one (tools and tests).
+    pub layout: Option<Arc<Blob>>,
 }
 
 /// One pipeline to write, with its labels.

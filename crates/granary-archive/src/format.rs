@@ -1,4 +1,4 @@
-//! Byte layout of archive format v1 (docs/FORMAT.md is the prose version of this file).
+//! Byte layout of archive format v2 (docs/FORMAT.md is the prose version of this file).
 //!
 //! All integers little-endian. Sections start at 16-byte aligned offsets; blobs inside the
 //! blob-data section start at 16-byte aligned offsets too, so a mapped SPIR-V blob can be read
@@ -7,7 +7,7 @@
 /// File magic.
 pub const MAGIC: [u8; 8] = *b"GRANARY\0";
 /// Format version this build writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Bytes of the fixed header before the section table.
 pub const FIXED_HEADER: usize = 64;
 /// Bytes per section-table row.
@@ -84,8 +84,9 @@ impl Section {
 /// blob-data section), len u64, checksum u64 (of the record's preceding 32 bytes). The blob
 /// bytes themselves are covered by `hash` and by the blob-data section checksum.
 pub const BLOB_RECORD: usize = 40;
-/// Pipeline record: key u128, kind u32, first_stage u32, stage_count u32, 12 reserved bytes
-/// (zero), checksum u64 (of the preceding 40 bytes).
+/// Pipeline record: key u128, kind u32, first_stage u32, stage_count u32, layout u32 (blob
+/// index of the encoded [`PipelineLayout`](crate::PipelineLayout), or [`NO_BLOB`]), 8 reserved
+/// bytes (zero), checksum u64 (of the preceding 40 bytes).
 pub const PIPELINE_RECORD: usize = 48;
 /// Stage record: key u128, stage u32, entry_off u32, entry_len u32, `blob[4]` u32, reserved u32
 /// (zero), checksum u64 (of the preceding 48 bytes followed by the entry-point bytes).

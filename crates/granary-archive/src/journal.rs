@@ -418,7 +418,12 @@ mod tests {
         let stage =
             StageEntry { key: StageKey(k * 7), stage: ShaderStage::Compute, entry_point: "main".into(), outputs };
         WriteEntry {
-            entry: Arc::new(PipelineEntry { key: PipelineKey(k), kind: PipelineKind::Compute, stages: vec![stage] }),
+            entry: Arc::new(PipelineEntry {
+                key: PipelineKey(k),
+                kind: PipelineKind::Compute,
+                stages: vec![stage],
+                layout: None,
+            }),
             labels: vec![format!("p{k}")].into(),
         }
     }

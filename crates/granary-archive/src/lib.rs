@@ -64,6 +64,7 @@ mod error;
 mod fault;
 pub mod format;
 pub mod key;
+pub mod layout;
 mod reader;
 mod types;
 
@@ -81,6 +82,10 @@ mod writer;
 pub use entry::{Blob, PipelineEntry, StageEntry, TargetOutputs, WriteEntry};
 pub use error::ArchiveError;
 pub use key::{checksum64, content_hash, ContentHash, KeyContext, PipelineKey, StageKey};
+pub use layout::{
+    BindingKind, Immediates, LayoutBinding, LayoutError, MslClass, PipelineLayout, SlotAssignment, StageBindingMap,
+    StageMask,
+};
 pub use reader::{Archive, PipelineRef, StageRef, VerifyReport};
 pub use types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 
@@ -106,7 +111,12 @@ pub fn __doc_example_archive() -> Vec<u8> {
         outputs.0[Target::Spirv as usize] = Some(Blob::new(spirv.clone()));
         let stage = StageEntry { key: StageKey(key), stage: ShaderStage::Compute, entry_point: "main".into(), outputs };
         WriteEntry {
-            entry: Arc::new(PipelineEntry { key: PipelineKey(key), kind: PipelineKind::Compute, stages: vec![stage] }),
+            entry: Arc::new(PipelineEntry {
+                key: PipelineKey(key),
+                kind: PipelineKind::Compute,
+                stages: vec![stage],
+                layout: None,
+            }),
             labels: vec![label.to_string()].into(),
         }
     };

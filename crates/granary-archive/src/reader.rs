@@ -8,6 +8,7 @@
 use crate::format::*;
 use crate::key::{checksum64, content_hash};
 use crate::ArchiveError;
+use crate::PipelineLayout;
 use crate::WriteEntry;
 use crate::{
     Blob, KeyContext, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry, StageKey, Target,
@@ -338,10 +339,17 @@ impl Archive {
         if stage_count == 0 || stage_count > MAX_STAGES_PER_PIPELINE || end.is_none_or(|e| e > self.stage_count) {
             return Err(ArchiveError::corrupt(at + 20, format!("pipeline record {i} has an invalid stage range")));
         }
-        if rec[28..40].iter().any(|b| *b != 0) {
-            return Err(ArchiveError::corrupt(at + 28, format!("pipeline record {i}: reserved bytes are not zero")));
+        let layout = u32_at(rec, 28)?;
+        if layout != NO_BLOB && layout as usize >= self.blob_count {
+            return Err(ArchiveError::corrupt(
+                at + 28,
+                format!("pipeline record {i}: layout blob {layout} is past the blob index"),
+            ));
         }
-        Ok(PipelineRef { archive: self, index: i, key, kind, first_stage, stage_count: stage_count as usize })
+        if rec[32..40].iter().any(|b| *b != 0) {
+            return Err(ArchiveError::corrupt(at + 32, format!("pipeline record {i}: reserved bytes are not zero")));
+        }
+        Ok(PipelineRef { archive: self, index: i, key, kind, first_stage, stage_count: stage_count as usize, layout })
     }
 
     fn key_at(&self, i: usize) -> Result<u128> {
@@ -445,6 +453,7 @@ pub struct PipelineRef<'a> {
     kind: PipelineKind,
     first_stage: usize,
     stage_count: usize,
+    layout: u32,
 }
 
 impl<'a> PipelineRef<'a> {
@@ -463,6 +472,23 @@ impl<'a> PipelineRef<'a> {
     /// The stages, each record checked.
     pub fn stages(&self) -> Result<Vec<StageRef<'a>>> {
         (self.first_stage..self.first_stage + self.stage_count).map(|i| self.archive.stage(i)).collect()
+    }
+    /// The encoded resource layout and binding maps (docs/FORMAT.md §1.6), checked against
+    /// its content hash; `None` if the pipeline was archived without one.
+    pub fn layout_bytes(&self) -> Result<Option<&'a [u8]>> {
+        if self.layout == NO_BLOB {
+            return Ok(None);
+        }
+        self.archive.blob(self.layout as usize).map(|b| Some(b.1))
+    }
+    /// The resource layout and, per stage, the Metal / HLSL / GLSL slot each resource landed
+    /// in; `None` if the pipeline was archived without one.
+    pub fn layout(&self) -> Result<Option<PipelineLayout>> {
+        let Some(bytes) = self.layout_bytes()? else {
+            return Ok(None);
+        };
+        let at = self.archive.section(Section::Pipelines).0 + self.index * PIPELINE_RECORD + 28;
+        PipelineLayout::decode(bytes).map(Some).map_err(|e| ArchiveError::corrupt(at, e.to_string()))
     }
 }
 

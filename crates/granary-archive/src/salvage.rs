@@ -162,7 +162,20 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
                 return Err("invalid stage count".into());
             }
             let st = (first..first + count as usize).map(stage).collect::<Result<Vec<_>, _>>()?;
-            Ok(PipelineEntry { key: key.unwrap_or_default(), kind, stages: st })
+            let idx = u32_at(rec, 28).map_err(|e| e.to_string())?;
+            if rec[32..40].iter().any(|b| *b != 0) {
+                return Err("reserved bytes are not zero".into());
+            }
+            let layout = match idx {
+                NO_BLOB => None,
+                _ => {
+                    let b =
+                        blobs.get(&idx).cloned().ok_or_else(|| format!("layout blob {idx} is damaged or missing"))?;
+                    crate::PipelineLayout::decode(b.bytes()).map_err(|e| e.to_string())?;
+                    Some(b)
+                }
+            };
+            Ok(PipelineEntry { key: key.unwrap_or_default(), kind, stages: st, layout })
         })();
         match r {
             Ok(e) => {

@@ -110,6 +110,9 @@ pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> Layout<'a> 
                 }
             }
         }
+        if let Some(l) = &entry.layout {
+            blobs.insert(l.hash().0, l);
+        }
     }
     let blob_index: HashMap<u128, u32> = blobs.keys().enumerate().map(|(i, h)| (*h, i as u32)).collect();
 
@@ -124,7 +127,9 @@ pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> Layout<'a> 
         pipelines.extend_from_slice(&(entry.kind as u32).to_le_bytes());
         pipelines.extend_from_slice(&stage_count.to_le_bytes());
         pipelines.extend_from_slice(&(entry.stages.len() as u32).to_le_bytes());
-        pipelines.extend_from_slice(&[0u8; 12]);
+        let layout = entry.layout.as_ref().and_then(|b| blob_index.get(&b.hash().0).copied()).unwrap_or(NO_BLOB);
+        pipelines.extend_from_slice(&layout.to_le_bytes());
+        pipelines.extend_from_slice(&[0u8; 8]);
         let c = checksum64(&pipelines[rec_start..]);
         pipelines.extend_from_slice(&c.to_le_bytes());
         for l in lbls {

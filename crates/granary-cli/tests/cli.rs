@@ -89,7 +89,12 @@ fn ls_verify_extract_merge() {
     for what in [&label, &key] {
         let o = granary(&["extract", out.to_str().unwrap(), what, "--target", "spirv", "-o", ex.to_str().unwrap()]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let files: Vec<PathBuf> = String::from_utf8_lossy(&o.stdout).lines().map(PathBuf::from).collect();
+        let mut files: Vec<PathBuf> = String::from_utf8_lossy(&o.stdout).lines().map(PathBuf::from).collect();
+        // The last file is the pipeline's resource layout and binding map (JSON).
+        let layout = files.pop().unwrap();
+        assert!(layout.to_str().unwrap().ends_with(".layout.json"), "{}", layout.display());
+        let l: serde_json::Value = serde_json::from_slice(&std::fs::read(&layout).unwrap()).unwrap();
+        assert!(l["bindings"].is_array() && l["stages"].is_array(), "{l}");
         assert!(!files.is_empty());
         for f in files {
             let bytes = std::fs::read(&f).unwrap();
@@ -257,5 +262,5 @@ fn example_archive_bytes_are_pinned() {
     let sum = format!("{:016x}", granary::descriptor::key::checksum64(&bytes));
     assert_eq!((bytes.len(), sum.as_str()), (EXAMPLE_LEN, EXAMPLE_SUM));
 }
-const EXAMPLE_LEN: usize = 2_048_336;
-const EXAMPLE_SUM: &str = "b1531455bc8fe372";
+const EXAMPLE_LEN: usize = 2_055_584;
+const EXAMPLE_SUM: &str = "6750eae9d37a3a27";

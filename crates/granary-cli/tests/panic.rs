@@ -61,6 +61,7 @@ fn pipeline(lib: &Arc<Library>, vs: &str, i: u32) -> PipelineDescriptor {
         }),
         sample_count: 1,
         alpha_to_coverage: false,
+        layout: None,
     })
 }
 

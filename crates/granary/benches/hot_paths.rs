@@ -34,6 +34,7 @@ fn pipeline(i: u32) -> PipelineDescriptor {
         depth_stencil: None,
         sample_count: 1,
         alpha_to_coverage: false,
+        layout: None,
     })
 }
 
@@ -45,6 +46,7 @@ fn entries(n: u32) -> Vec<(Arc<PipelineEntry>, PipelineDescriptor)> {
             let mut outputs = TargetOutputs::default();
             outputs.0[0] = Some(blobs[(i / 4) as usize].clone());
             let e = PipelineEntry {
+                layout: None,
                 key: PipelineKey(u128::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835) | 1),
                 kind: PipelineKind::Render,
                 stages: vec![StageEntry {

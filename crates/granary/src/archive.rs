@@ -15,6 +15,10 @@ pub use granary_archive::{
     write_atomic_with, write_entries, Archive, ArchiveError, ArchiveMeta, Layout, PipelineRef, SalvageReport, StageRef,
     VerifyReport, WriteEntry,
 };
+pub use granary_archive::{
+    layout, BindingKind, Immediates, LayoutBinding, LayoutError, MslClass, PipelineLayout, SlotAssignment,
+    StageBindingMap, StageMask,
+};
 
 use crate::descriptor::PipelineDescriptor;
 

@@ -21,6 +21,7 @@
 //! let desc = PipelineDescriptor::Compute(ComputePipelineDescriptor {
 //!     label: Some("post/main".into()),
 //!     compute: FunctionDescriptor::library(lib, "main"),
+//!     layout: None,
 //! });
 //!
 //! let capture = Arc::new(Capture::new(CaptureMode::Outputs));

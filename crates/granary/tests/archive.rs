@@ -116,6 +116,7 @@ fn synthetic(key: u128, byte: u8, labels: &[&str]) -> WriteEntry {
             entry_point: "main".into(),
             outputs,
         }],
+        layout: None,
     });
     WriteEntry { entry, labels: labels.iter().map(|l| l.to_string()).collect::<Vec<_>>().into() }
 }
@@ -261,7 +262,19 @@ fn hostile_headers_give_precise_errors() {
 fn pinned_archive_bytes() {
     use granary::descriptor::*;
     let blob = |b: u8| Blob::new(vec![b; 21]);
-    let entry = |k: u128, b: u8| {
+    // One pipeline with a resource layout (a uniform buffer and a sampler seen by the vertex
+    // stage, 16 bytes of immediates), one without: the layout blob's encoding is pinned too.
+    let bindings = vec![
+        LayoutBinding { group: 0, binding: 0, kind: BindingKind::UniformBuffer, count: 0, visibility: StageMask(1) },
+        LayoutBinding { group: 1, binding: 3, kind: BindingKind::Sampler, count: 0, visibility: StageMask(1) },
+    ];
+    let map = granary::frontend::layout::assign(ShaderStage::Vertex, &bindings, true, false).unwrap();
+    let layout = PipelineLayout {
+        bindings,
+        immediates: Some(Immediates { size: 16, visibility: StageMask(1) }),
+        stages: vec![map],
+    };
+    let entry = |k: u128, b: u8, layout: Option<&PipelineLayout>| {
         let mut outputs = TargetOutputs::default();
         outputs.0[0] = Some(blob(b));
         outputs.0[2] = Some(blob(b + 1));
@@ -274,11 +287,12 @@ fn pinned_archive_bytes() {
                 entry_point: "vs".into(),
                 outputs,
             }],
+            layout: layout.map(|l| Blob::new(l.encode())),
         })
     };
     let entries = vec![
-        WriteEntry { entry: entry(5, 1), labels: vec!["b".to_string(), "a".to_string()].into() },
-        WriteEntry { entry: entry(2, 1), labels: vec!["c".to_string()].into() },
+        WriteEntry { entry: entry(5, 1, Some(&layout)), labels: vec!["b".to_string(), "a".to_string()].into() },
+        WriteEntry { entry: entry(2, 1, None), labels: vec!["c".to_string()].into() },
     ];
     let meta = ArchiveMeta {
         target_options: granary::descriptor::key::content_hash(b"opts").0,
@@ -286,12 +300,20 @@ fn pinned_archive_bytes() {
         device: String::new(),
     };
     let bytes = archive::encode(&entries, &meta);
-    Archive::from_bytes(bytes.clone()).unwrap().verify().unwrap();
+    let a = Archive::from_bytes(bytes.clone()).unwrap();
+    a.verify().unwrap();
+    assert_eq!(a.get(PipelineKey(5)).unwrap().unwrap().layout().unwrap().as_ref(), Some(&layout));
+    assert_eq!(a.get(PipelineKey(2)).unwrap().unwrap().layout().unwrap(), None);
+    assert_eq!(a.entries().unwrap().iter().map(|w| w.entry.clone()).collect::<Vec<_>>(), {
+        let mut v = vec![entries[1].entry.clone(), entries[0].entry.clone()];
+        v.sort_by_key(|e| e.key.0);
+        v
+    });
     assert_eq!(bytes.len(), PIN_LEN);
     assert_eq!(format!("{:016x}", granary::descriptor::key::checksum64(&bytes)), PIN_SUM);
 }
-const PIN_LEN: usize = 752;
-const PIN_SUM: &str = "7f6131fac6afc84e";
+const PIN_LEN: usize = 896;
+const PIN_SUM: &str = "c6a2e9a20ab8042f";
 
 /// naga's output, pinned: if this fails, the front end writes different bytes for the same
 /// input (a naga update or an option change), so `frontend::targets::TARGET_OPTIONS` must
@@ -309,7 +331,7 @@ fn pinned_front_end_output() {
     }
     assert_eq!(format!("{:016x}", granary::descriptor::key::checksum64(&h)), PIN_NAGA);
 }
-const PIN_NAGA: &str = "b18dba58f2efba99";
+const PIN_NAGA: &str = "efaa3a88dff9bfa3";
 
 /// Reserved bytes of a pipeline record must be zero even when the record's own checksum
 /// matches (a writer from the future, or a crafted file): lookups refuse it.
@@ -318,15 +340,33 @@ fn reserved_record_bytes_are_checked_on_lookup() {
     let mut bytes = archive::encode(&[synthetic(9, 1, &["r"])], &granary::archive::portable_meta());
     let row = 64 + 4 * 32; // section-table row of the pipeline table
     let off = u64::from_le_bytes(bytes[row + 8..row + 16].try_into().unwrap()) as usize;
-    bytes[off + 30] = 1;
+    bytes[off + 34] = 1;
     let sum = granary::descriptor::key::checksum64(&bytes[off..off + 40]);
     bytes[off + 40..off + 48].copy_from_slice(&sum.to_le_bytes());
     let a = Archive::from_bytes(bytes).unwrap();
     match a.get(granary::descriptor::PipelineKey(9)) {
         Err(ArchiveError::Corrupt { what, offset, .. }) => {
             assert!(what.contains("reserved"), "{what}");
-            assert_eq!(offset as usize, off + 28);
+            assert_eq!(offset as usize, off + 32);
         }
         other => panic!("reserved bytes accepted: {:?}", other.map(|p| p.is_some())),
     }
+}
+
+/// A layout blob that hashes correctly but is not a valid layout (a writer bug or a crafted
+/// file) is refused by `layout()` and by `verify`, with the pipeline record's offset.
+#[test]
+fn an_invalid_layout_blob_is_refused_by_layout_and_verify() {
+    let mut w = synthetic(4, 1, &["l"]);
+    let mut e = (*w.entry).clone();
+    e.layout = Some(granary::descriptor::Blob::new(b"GLY1 not a layout".to_vec()));
+    w.entry = Arc::new(e);
+    let a = Archive::from_bytes(archive::encode(&[w], &granary::archive::portable_meta())).unwrap();
+    let p = a.get(granary::descriptor::PipelineKey(4)).unwrap().unwrap();
+    assert!(p.layout_bytes().unwrap().is_some());
+    match p.layout() {
+        Err(ArchiveError::Corrupt { what, .. }) => assert!(what.contains("resource layout"), "{what}"),
+        other => panic!("invalid layout accepted: {:?}", other.map(|l| l.is_some())),
+    }
+    assert!(a.verify().is_err());
 }

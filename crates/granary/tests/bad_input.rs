@@ -95,7 +95,7 @@ fn compile_err(
     let f = if constants.is_empty() { f } else { f.specialized(constants) };
     let d = match stage {
         ShaderStage::Compute => {
-            PipelineDescriptor::Compute(ComputePipelineDescriptor { label: Some("p".into()), compute: f })
+            PipelineDescriptor::Compute(ComputePipelineDescriptor { label: Some("p".into()), compute: f, layout: None })
         }
         _ => PipelineDescriptor::Render(RenderPipelineDescriptor {
             label: Some("p".into()),
@@ -107,6 +107,7 @@ fn compile_err(
             depth_stencil: None,
             sample_count: 1,
             alpha_to_coverage: false,
+            layout: None,
         }),
     };
     Compiler::new(CompilerOptions::default()).compile(&d).unwrap_err()
@@ -173,7 +174,7 @@ fn entry_point_and_constant_errors() {
     // By numeric id, for an override declared with @id.
     let by_id = Constant { id: ConstantId::Id(7), value: ConstantValue::F32(0.25) };
     let ok = FunctionDescriptor::library(fx.fs.clone(), "cs").specialized(vec![by_id]);
-    let d = PipelineDescriptor::Compute(ComputePipelineDescriptor { label: None, compute: ok });
+    let d = PipelineDescriptor::Compute(ComputePipelineDescriptor { label: None, compute: ok, layout: None });
     Compiler::new(CompilerOptions::default()).compile(&d).expect("constant by @id");
 }
 

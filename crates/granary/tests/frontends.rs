@@ -9,6 +9,7 @@ fn compute(lib: std::sync::Arc<Library>, entry: &str) -> PipelineDescriptor {
     PipelineDescriptor::Compute(ComputePipelineDescriptor {
         label: None,
         compute: FunctionDescriptor::library(lib, entry),
+        layout: None,
     })
 }
 

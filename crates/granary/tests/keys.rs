@@ -20,6 +20,7 @@ fn pinned_key_values() {
     let c = PipelineDescriptor::Compute(ComputePipelineDescriptor {
         label: None,
         compute: FunctionDescriptor::library(fx.fs.clone(), "cs"),
+        layout: None,
     });
     assert_eq!(c.key(&CTX).to_hex(), "245029ac7809da02786e665d0e10dda8");
     assert_eq!(fx.vs.hash().to_hex(), "927934902d81b3f94ad7f95d54952e1f");

@@ -45,6 +45,7 @@ fn descriptor(label: &str, lib: &std::sync::Arc<Library>) -> PipelineDescriptor 
     PipelineDescriptor::Compute(ComputePipelineDescriptor {
         label: Some(label.to_string()),
         compute: FunctionDescriptor::library(lib.clone(), "main"),
+        layout: None,
     })
 }
 

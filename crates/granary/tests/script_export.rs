@@ -15,6 +15,7 @@ fn exported_script_replays_to_identical_keys_and_archive() {
     pipelines.push(granary::descriptor::PipelineDescriptor::Compute(granary::descriptor::ComputePipelineDescriptor {
         label: Some("cs".into()),
         compute: granary::descriptor::FunctionDescriptor::library(fx.fs.clone(), "cs"),
+        layout: None,
     }));
     let capture = Arc::new(Capture::new(CaptureMode::Both));
     let compiler = Compiler::new(CompilerOptions { capture: Some(capture.clone()), ..Default::default() });
@@ -56,7 +57,11 @@ fn exported_script_does_not_depend_on_record_order() {
             constants: vec![],
             specialized_name: Some(name.to_string()),
         };
-        PipelineDescriptor::Compute(ComputePipelineDescriptor { label: label.map(str::to_owned), compute: func })
+        PipelineDescriptor::Compute(ComputePipelineDescriptor {
+            label: label.map(str::to_owned),
+            compute: func,
+            layout: None,
+        })
     };
     let variants = [f(Some("b"), "x"), f(Some("a"), "y"), f(None, "z"), f(Some("a"), "w")];
     let dir = common::tempdir();

@@ -67,6 +67,7 @@ impl Archive {
                 return Err(ArchiveError::corrupt(at + 20, "stage ranges are not contiguous"));
             }
             next_stage += p.stage_count;
+            p.layout()?;
             for s in p.stages()? {
                 for t in Target::ALL {
                     if s.blob_index(t).is_some() {
@@ -150,8 +151,11 @@ impl Archive {
                 }
                 stages.push(StageEntry { key: s.key, stage: s.stage, entry_point: s.entry_point.to_string(), outputs });
             }
+            let layout = p
+                .layout_bytes()?
+                .map(|bytes| blobs.entry(p.layout).or_insert_with(|| Blob::new(bytes.to_vec())).clone());
             out.push(WriteEntry {
-                entry: Arc::new(PipelineEntry { key: p.key, kind: p.kind, stages }),
+                entry: Arc::new(PipelineEntry { key: p.key, kind: p.kind, stages, layout }),
                 labels: labels.into(),
             });
         }

@@ -82,6 +82,66 @@ struct LsRow<'a> {
     kind: &'static str,
     labels: Vec<&'a str>,
     stages: Vec<LsStage<'a>>,
+    /// The resource layout and binding maps (docs/FORMAT.md §1.6); null if archived without.
+    layout: Option<serde_json::Value>,
+}
+
+fn stages_json(m: archive::StageMask) -> Vec<&'static str> {
+    m.stages().map(|s| s.name()).collect()
+}
+
+/// The layout and per-stage binding maps as JSON (docs/FORMAT.md §1.6).
+pub(crate) fn layout_json(l: &archive::PipelineLayout) -> serde_json::Value {
+    use serde_json::json;
+    let bindings: Vec<_> = l
+        .bindings
+        .iter()
+        .map(|b| {
+            json!({
+                "group": b.group,
+                "binding": b.binding,
+                "kind": b.kind.name(),
+                "count": match b.count { 0 => json!(null), u32::MAX => json!("unsized"), n => json!(n) },
+                "visibility": stages_json(b.visibility),
+            })
+        })
+        .collect();
+    let stages: Vec<_> = l
+        .stages
+        .iter()
+        .map(|s| {
+            let slots: Vec<_> = s
+                .slots
+                .iter()
+                .map(|a| {
+                    json!({
+                        "group": a.group,
+                        "binding": a.binding,
+                        "msl": format!("{}({})", a.msl_class.name(), a.msl_index),
+                        "hlsl": match a.hlsl_class {
+                            // Samplers live in naga's sampler heap; the shader reads their heap
+                            // index from the group's sampler index buffer (docs/FORMAT.md §1.7).
+                            b's' => format!("sampler_index({}) of register(t{}, space255)", a.hlsl_register, a.group),
+                            c => format!("register({}{}, space{})", c as char, a.hlsl_register, a.hlsl_space),
+                        },
+                        "glsl": a.glsl_binding.map(|b| format!("binding = {b}")),
+                    })
+                })
+                .collect();
+            json!({
+                "stage": s.stage.name(),
+                "resources": slots,
+                "msl_immediates": s.msl_immediates_buffer.map(|i| format!("buffer({i})")),
+                "msl_sizes": s.msl_sizes_buffer.map(|i| format!("buffer({i})")),
+                "hlsl_immediates": s.hlsl_immediates_space.map(|sp| format!("register(b0, space{sp})")),
+            })
+        })
+        .collect();
+    json!({
+        "bindings": bindings,
+        "immediates": l.immediates.map(|i| json!({"size": i.size, "visibility": stages_json(i.visibility)})),
+        "stages": stages,
+    })
 }
 
 pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
@@ -111,7 +171,8 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
             }
             stages.push(LsStage { stage: s.stage.name(), entry_point: s.entry_point, key: s.key.to_hex(), outputs });
         }
-        rows.push(LsRow { key: p.key().to_hex(), kind: p.kind().name(), labels, stages });
+        let layout = p.layout()?.map(|l| layout_json(&l));
+        rows.push(LsRow { key: p.key().to_hex(), kind: p.kind().name(), labels, stages, layout });
     }
     if a.json {
         super::print_json(&serde_json::json!({
@@ -200,6 +261,12 @@ pub fn extract(a: ExtractArgs) -> anyhow::Result<i32> {
         })?;
         let path = a.output.join(format!("{base}.{}.{}", s.stage.name(), target.extension()));
         std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+        outln!("{}", path.display());
+    }
+    if let Some(l) = p.layout()? {
+        let path = a.output.join(format!("{base}.layout.json"));
+        let text = serde_json::to_string_pretty(&layout_json(&l))? + "\n";
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         outln!("{}", path.display());
     }
     Ok(0)

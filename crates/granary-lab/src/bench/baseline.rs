@@ -103,6 +103,8 @@ impl Baseline {
             }
         }
         self.backend.link(desc, &functions).map_err(|message| CompileError::Link { pipeline: name(), message })?;
+        let layout = granary::backend::merge_layout(desc, &functions)
+            .map_err(|message| CompileError::Link { pipeline: name(), message })?;
         let stage_keys: Vec<StageKey> = functions.iter().map(|f| f.key).collect();
         Ok(Arc::new(PipelineEntry {
             key: desc.key_with_stage_keys(&stage_keys),
@@ -116,6 +118,7 @@ impl Baseline {
                     outputs: f.outputs.clone(),
                 })
                 .collect(),
+            layout: Some(granary::descriptor::Blob::new(layout.encode())),
         }))
     }
 }

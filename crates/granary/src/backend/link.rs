@@ -100,3 +100,105 @@ fn name_of((lib, _): (&Arc<crate::descriptor::Library>, &str), entry: &str) -> S
         None => format!("'{entry}' of library '{}'", lib.name()),
     }
 }
+
+/// Merges the resource layouts the stages reflected into the pipeline's layout, with each
+/// stage's binding map. A binding two stages declare with a different kind or array size is
+/// an error naming both stage functions. With an explicit layout in the descriptor, that is
+/// the pipeline's layout, and it must hold every binding each stage uses (same kind and array
+/// size, visible to that stage) and an immediates block at least as large as each stage's,
+/// visible to it; otherwise the error names the stage, library and binding.
+pub fn merge_layout(
+    desc: &PipelineDescriptor,
+    stages: &[Arc<StageFunction>],
+) -> Result<granary_archive::PipelineLayout, String> {
+    use granary_archive::{Immediates, LayoutBinding, PipelineLayout};
+    let names: Vec<String> = desc.stages().into_iter().map(|(_, f)| name_of(f.base(), f.base().1)).collect();
+    let mut merged: std::collections::BTreeMap<(u32, u32), (LayoutBinding, usize)> = Default::default();
+    let mut immediates: Option<Immediates> = None;
+    let mut maps = Vec::with_capacity(stages.len());
+    for (i, s) in stages.iter().enumerate() {
+        let here = names.get(i).cloned().unwrap_or_else(|| format!("'{}'", s.entry_point));
+        for b in &s.resources.bindings {
+            match merged.get_mut(&(b.group, b.binding)) {
+                None => {
+                    merged.insert((b.group, b.binding), (*b, i));
+                }
+                Some((m, first)) if m.kind == b.kind && m.count == b.count => {
+                    m.visibility = m.visibility.union(b.visibility);
+                    let _ = first;
+                }
+                Some((m, first)) => {
+                    let there = names.get(*first).cloned().unwrap_or_default();
+                    let arr = |c: u32| match c {
+                        0 => String::new(),
+                        u32::MAX => " (unsized array)".into(),
+                        n => format!(" (array of {n})"),
+                    };
+                    return Err(format!(
+                        "stages disagree about @group({}) @binding({}): {} function {there} declares {}{} but {} function {here} declares {}{}",
+                        b.group,
+                        b.binding,
+                        stages[*first].stage,
+                        m.kind,
+                        arr(m.count),
+                        s.stage,
+                        b.kind,
+                        arr(b.count)
+                    ));
+                }
+            }
+        }
+        if let Some(size) = s.resources.immediates {
+            let vis = granary_archive::StageMask::of(s.stage);
+            immediates = Some(match immediates {
+                None => Immediates { size, visibility: vis },
+                Some(m) => Immediates { size: m.size.max(size), visibility: m.visibility.union(vis) },
+            });
+        }
+        if let Some(map) = &s.resources.map {
+            maps.push(map.clone());
+        }
+    }
+    if let Some(x) = desc.explicit_layout() {
+        for (i, s) in stages.iter().enumerate() {
+            let here = names.get(i).cloned().unwrap_or_else(|| format!("'{}'", s.entry_point));
+            for b in &s.resources.bindings {
+                let at = format!("@group({}) @binding({})", b.group, b.binding);
+                match x.bindings.iter().find(|e| (e.group, e.binding) == (b.group, b.binding)) {
+                    None => {
+                        return Err(format!(
+                            "{} function {here} uses {at} ({}) but the pipeline's explicit layout does not have it",
+                            s.stage, b.kind
+                        ))
+                    }
+                    Some(e) if e.kind != b.kind || e.count != b.count => {
+                        return Err(format!(
+                            "{} function {here} uses {at} as {} (array size {}) but the explicit layout declares {} (array size {})",
+                            s.stage, b.kind, b.count, e.kind, e.count
+                        ))
+                    }
+                    Some(e) if !e.visibility.contains(s.stage) => {
+                        return Err(format!(
+                            "{} function {here} uses {at} but the explicit layout does not make it visible to the {} stage",
+                            s.stage, s.stage
+                        ))
+                    }
+                    Some(_) => {}
+                }
+            }
+            if let Some(size) = s.resources.immediates {
+                match x.immediates {
+                    Some(m) if m.size >= size && m.visibility.contains(s.stage) => {}
+                    _ => {
+                        return Err(format!(
+                            "{} function {here} uses {size} bytes of immediates but the explicit layout has no immediates block of at least that size visible to it",
+                            s.stage
+                        ))
+                    }
+                }
+            }
+        }
+        return Ok(PipelineLayout { bindings: x.bindings.clone(), immediates: x.immediates, stages: maps });
+    }
+    Ok(PipelineLayout { bindings: merged.into_values().map(|(b, _)| b).collect(), immediates, stages: maps })
+}

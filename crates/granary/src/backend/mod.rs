@@ -10,6 +10,7 @@
 mod link;
 
 pub use link::check as link_check;
+pub use link::merge_layout;
 
 use crate::descriptor::PipelineDescriptor;
 use crate::frontend::StageFunction;

@@ -11,7 +11,7 @@
 
 use crate::backend::{Backend, NoneBackend};
 use crate::capture::Capture;
-use crate::descriptor::{KeyContext, PipelineDescriptor, PipelineEntry, ShaderStage, StageEntry, TargetSet};
+use crate::descriptor::{Blob, KeyContext, PipelineDescriptor, PipelineEntry, ShaderStage, StageEntry, TargetSet};
 use crate::frontend::{Frontend, FrontendStats, ShaderError};
 use crate::sync::TaskLimiter;
 use std::sync::Arc;
@@ -139,12 +139,15 @@ impl Compiler {
             })?;
             functions.push(func);
         }
-        {
+        let layout = {
             let _permit = self.limiter.acquire();
-            crate::util::panic::catch(|| self.backend.link(desc, &functions))
-                .map_err(|report| CompileError::Panic { pipeline: name(), report })?
-                .map_err(|message| CompileError::Link { pipeline: name(), message })?;
-        }
+            crate::util::panic::catch(|| {
+                self.backend.link(desc, &functions)?;
+                crate::backend::merge_layout(desc, &functions)
+            })
+            .map_err(|report| CompileError::Panic { pipeline: name(), report })?
+            .map_err(|message| CompileError::Link { pipeline: name(), message })?
+        };
         let stage_keys: Vec<_> = functions.iter().map(|f| f.key).collect();
         let entry = Arc::new(PipelineEntry {
             key: desc.key_with_stage_keys(&stage_keys),
@@ -158,6 +161,7 @@ impl Compiler {
                     outputs: f.outputs.clone(),
                 })
                 .collect(),
+            layout: Some(Blob::new(layout.encode())),
         });
         if let Some(c) = &self.capture {
             c.record(&entry, desc);

@@ -10,6 +10,7 @@
 
 mod function;
 pub mod key;
+mod layout;
 mod library;
 mod pipeline;
 mod state;
@@ -17,8 +18,10 @@ mod state;
 pub use function::{Constant, ConstantId, ConstantValue, FunctionDescriptor};
 pub use granary_archive::{Blob, PipelineEntry, StageEntry, TargetOutputs};
 pub use key::{ContentHash, KeyContext, PipelineKey, StageKey};
+pub use layout::ExplicitLayout;
 pub use library::{Library, SourceKind};
 pub use pipeline::{stage_key, ComputePipelineDescriptor, PipelineDescriptor, RenderPipelineDescriptor};
 pub use state::*;
 
+pub use granary_archive::{BindingKind, Immediates, LayoutBinding, PipelineLayout, StageBindingMap, StageMask};
 pub use granary_archive::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};

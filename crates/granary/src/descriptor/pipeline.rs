@@ -2,6 +2,7 @@
 
 use super::function::FunctionDescriptor;
 use super::key::{Canonical, Encoder, PipelineKey, StageKey};
+use super::layout::ExplicitLayout;
 use super::state::{ColorAttachment, DepthStencilState, PrimitiveState, VertexBufferLayout};
 use super::{KeyContext, PipelineKind, ShaderStage};
 
@@ -39,6 +40,8 @@ pub struct RenderPipelineDescriptor {
     pub sample_count: u32,
     /// Alpha-to-coverage.
     pub alpha_to_coverage: bool,
+    /// The resource layout given explicitly (`None`: derived from the shaders).
+    pub layout: Option<std::sync::Arc<ExplicitLayout>>,
 }
 
 /// A compute pipeline.
@@ -48,6 +51,8 @@ pub struct ComputePipelineDescriptor {
     pub label: Option<String>,
     /// Compute function.
     pub compute: FunctionDescriptor,
+    /// The resource layout given explicitly (`None`: derived from the shaders).
+    pub layout: Option<std::sync::Arc<ExplicitLayout>>,
 }
 
 /// Either kind of pipeline.
@@ -73,6 +78,14 @@ impl PipelineDescriptor {
         match self {
             PipelineDescriptor::Render(_) => PipelineKind::Render,
             PipelineDescriptor::Compute(_) => PipelineKind::Compute,
+        }
+    }
+
+    /// The explicit resource layout, if the pipeline has one.
+    pub fn explicit_layout(&self) -> Option<&ExplicitLayout> {
+        match self {
+            PipelineDescriptor::Render(r) => r.layout.as_deref(),
+            PipelineDescriptor::Compute(c) => c.layout.as_deref(),
         }
     }
 
@@ -112,6 +125,12 @@ impl PipelineDescriptor {
             r.depth_stencil.encode(&mut e);
             e.u32(r.sample_count);
             e.bool(r.alpha_to_coverage);
+        }
+        // Appended only when present, so keys of pipelines without an explicit layout are
+        // unchanged (their derived layout is a function of the stage keys).
+        if let Some(l) = self.explicit_layout() {
+            e.u8(1);
+            l.encode(&mut e);
         }
         PipelineKey(e.finish())
     }

@@ -13,6 +13,7 @@
 
 mod error;
 mod interface;
+pub mod layout;
 mod parse;
 mod specialize;
 pub mod targets;
@@ -42,6 +43,8 @@ pub struct StageFunction {
     pub outputs: TargetOutputs,
     /// User-defined inputs and outputs.
     pub interface: Interface,
+    /// The resources it uses and where each landed per target.
+    pub resources: layout::StageResources,
 }
 
 type LibraryCell = Arc<ComputeOnce<Result<Arc<ParsedLibrary>, ShaderError>>>;
@@ -168,13 +171,21 @@ impl Frontend {
             crate::fault::at_stage_function(entry);
             let spec = specialize::specialize(&parsed, &file, entry, stage, &f.resolved_constants())?;
             let naga_stage = parse::naga_stage(stage);
+            let resources = layout::reflect(&spec.module, &spec.info, entry, naga_stage, stage, &file)?;
+            let bindings = resources.map.clone().unwrap_or_else(|| granary_archive::StageBindingMap {
+                stage,
+                slots: Vec::new(),
+                msl_immediates_buffer: None,
+                msl_sizes_buffer: None,
+                hlsl_immediates_space: None,
+            });
             let mut outputs = TargetOutputs::default();
             for target in self.targets.iter() {
-                let bytes = targets::write(target, &spec.module, &spec.info, naga_stage, entry, &file)?;
+                let bytes = targets::write(target, &spec.module, &spec.info, naga_stage, entry, &file, &bindings)?;
                 outputs.0[target as usize] = Some(Blob::new(bytes));
             }
             let interface = interface::reflect(&spec.module, entry, naga_stage);
-            Ok(Arc::new(StageFunction { key, stage, entry_point: entry.to_string(), outputs, interface }))
+            Ok(Arc::new(StageFunction { key, stage, entry_point: entry.to_string(), outputs, interface, resources }))
         })
         // A panic inside naga is recorded as this stage function's result: every pipeline
         // sharing it fails with the same reason, and it is not compiled again.

@@ -7,14 +7,15 @@
 
 use super::error::{ShaderError, ShaderErrorKind};
 use crate::descriptor::Target;
+use granary_archive::{MslClass, StageBindingMap};
 
 /// Human-readable description of every writer option that affects output. Change it whenever
 /// an option below changes, so keys change with the output.
 pub const TARGET_OPTIONS: &str = "naga=30.0.2;\
 spirv=1.0,adjust-coordinate-space,label-varyings,clamp-frag-depth,no-debug;\
-msl=2.4,fake-missing-bindings;\
-hlsl=sm6.0,fake-missing-bindings;\
-glsl=450core,adjust-coordinate-space";
+msl=2.4,binding-map=per-stage-buffer-texture-sampler-counters,immediates=next-buffer,sizes=next-buffer,no-fake-bindings;\
+hlsl=sm6.0,binding-map=space-group-register-binding,arrays-take-n-no-overlap,immediates=b0-space254,sampler-heaps=s0-space252/s0-space253,sampler-index=t-group-space255,no-fake-bindings;\
+glsl=450core,adjust-coordinate-space,binding-map=per-stage-ubo-ssbo-texture-image-counters,arrays-take-n";
 
 /// The fingerprint of [`TARGET_OPTIONS`], used in every stage key.
 pub fn target_options_fingerprint() -> u128 {
@@ -30,7 +31,94 @@ fn spirv_options() -> naga::back::spv::Options<'static> {
     }
 }
 
-/// Writes `module`'s entry point `entry` for `target`.
+fn resource_binding(group: u32, binding: u32) -> naga::ResourceBinding {
+    naga::ResourceBinding { group, binding }
+}
+
+/// naga MSL options placing every resource at the slot `map` gives it (the binding rule of
+/// `frontend::layout`); no fake bindings, so a resource without a slot is an error.
+fn msl_options(entry: &str, map: &StageBindingMap) -> naga::back::msl::Options {
+    use naga::back::msl::{BindSamplerTarget, BindTarget, EntryPointResources};
+    let mut resources = naga::back::msl::BindingMap::new();
+    for s in &map.slots {
+        let mut t = BindTarget::default();
+        match s.msl_class {
+            MslClass::Buffer => t.buffer = Some(s.msl_index),
+            MslClass::Texture => t.texture = Some(s.msl_index),
+            MslClass::Sampler => t.sampler = Some(BindSamplerTarget::Resource(s.msl_index)),
+        }
+        t.mutable = matches!(s.hlsl_class, b'u');
+        resources.insert(resource_binding(s.group, s.binding), t);
+    }
+    let ep = EntryPointResources {
+        resources,
+        immediates_buffer: map.msl_immediates_buffer,
+        sizes_buffer: map.msl_sizes_buffer,
+    };
+    naga::back::msl::Options {
+        lang_version: (2, 4),
+        per_entry_point_map: [(entry.to_string(), ep)].into_iter().collect(),
+        fake_missing_bindings: false,
+        ..Default::default()
+    }
+}
+
+/// naga HLSL options: register and space from the binding map, immediates, sampler heaps and
+/// sampler index buffers at the documented registers; no fake bindings.
+fn hlsl_options(map: &StageBindingMap) -> naga::back::hlsl::Options {
+    use super::layout::*;
+    use naga::back::hlsl::{BindTarget, SamplerHeapBindTargets, SamplerIndexBufferKey};
+    let target = |space: u8, register: u32| BindTarget {
+        space,
+        register,
+        binding_array_size: None,
+        dynamic_storage_buffer_offsets_index: None,
+        restrict_indexing: false,
+    };
+    let mut options = naga::back::hlsl::Options {
+        shader_model: naga::back::hlsl::ShaderModel::V6_0,
+        fake_missing_bindings: false,
+        immediates_target: map.hlsl_immediates_space.map(|space| target(space, 0)),
+        sampler_heap_target: SamplerHeapBindTargets {
+            standard_samplers: target(HLSL_SAMPLER_HEAP_SPACE, 0),
+            comparison_samplers: target(HLSL_COMPARISON_SAMPLER_HEAP_SPACE, 0),
+        },
+        ..Default::default()
+    };
+    for s in &map.slots {
+        options.binding_map.insert(resource_binding(s.group, s.binding), target(s.hlsl_space, s.hlsl_register as u32));
+        if s.hlsl_class == b's' {
+            options
+                .sampler_buffer_binding_map
+                .insert(SamplerIndexBufferKey { group: s.group }, target(HLSL_SAMPLER_INDEX_SPACE, s.group));
+        }
+    }
+    options
+}
+
+/// naga GLSL options with explicit `layout(binding = n)` from the binding map.
+fn glsl_options(map: &StageBindingMap) -> naga::back::glsl::Options {
+    let mut options = naga::back::glsl::Options {
+        version: naga::back::glsl::Version::Desktop(450),
+        writer_flags: naga::back::glsl::WriterFlags::ADJUST_COORDINATE_SPACE,
+        ..Default::default()
+    };
+    for s in &map.slots {
+        if let Some(b) = s.glsl_binding {
+            options.binding_map.insert(resource_binding(s.group, s.binding), b);
+        }
+    }
+    options
+}
+
+/// The first entry-point error a writer reported: with fake bindings off, naga skips an entry
+/// point whose resources have no slot and says so only here.
+fn entry_error<E: std::fmt::Display>(names: &[Result<String, E>]) -> Option<String> {
+    names.iter().find_map(|r| r.as_ref().err().map(|e| e.to_string()))
+}
+
+/// Writes `module`'s entry point `entry` for `target`, binding resources where `bindings`
+/// (the stage's binding map, `frontend::layout::reflect`) puts them.
 pub fn write(
     target: Target,
     module: &naga::Module,
@@ -38,6 +126,7 @@ pub fn write(
     stage: naga::ShaderStage,
     entry: &str,
     file: &str,
+    bindings: &StageBindingMap,
 ) -> Result<Vec<u8>, ShaderError> {
     let fail = |e: String| {
         let mut err = ShaderError::new(file, ShaderErrorKind::Write, format!("{target} writer: {e}"));
@@ -52,31 +141,32 @@ pub fn write(
             Ok(words.iter().flat_map(|w| w.to_le_bytes()).collect())
         }
         Target::Msl => {
-            let options = naga::back::msl::Options { lang_version: (2, 4), ..Default::default() };
+            let options = msl_options(entry, bindings);
             let pipeline = naga::back::msl::PipelineOptions {
                 entry_point: Some((stage, entry.to_string())),
                 ..Default::default()
             };
-            let (s, _) =
+            let (s, tinfo) =
                 naga::back::msl::write_string(module, info, &options, &pipeline).map_err(|e| fail(e.to_string()))?;
+            if let Some(e) = entry_error(&tinfo.entry_point_names) {
+                return Err(fail(e));
+            }
             Ok(s.into_bytes())
         }
         Target::Hlsl => {
-            let options =
-                naga::back::hlsl::Options { shader_model: naga::back::hlsl::ShaderModel::V6_0, ..Default::default() };
+            let options = hlsl_options(bindings);
             let pipeline = naga::back::hlsl::PipelineOptions { entry_point: Some((stage, entry.to_string())) };
             let mut s = String::new();
-            naga::back::hlsl::Writer::new(&mut s, &options, &pipeline)
+            let rinfo = naga::back::hlsl::Writer::new(&mut s, &options, &pipeline)
                 .write(module, info, None)
                 .map_err(|e| fail(e.to_string()))?;
+            if let Some(e) = entry_error(&rinfo.entry_point_names) {
+                return Err(fail(e));
+            }
             Ok(s.into_bytes())
         }
         Target::Glsl => {
-            let options = naga::back::glsl::Options {
-                version: naga::back::glsl::Version::Desktop(450),
-                writer_flags: naga::back::glsl::WriterFlags::ADJUST_COORDINATE_SPACE,
-                ..Default::default()
-            };
+            let options = glsl_options(bindings);
             let pipeline = naga::back::glsl::PipelineOptions {
                 shader_stage: stage,
                 entry_point: entry.to_string(),

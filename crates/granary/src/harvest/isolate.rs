@@ -533,6 +533,7 @@ mod tests {
         let desc = PipelineDescriptor::Compute(ComputePipelineDescriptor {
             label: None,
             compute: FunctionDescriptor::library(lib, "main".to_string()),
+            layout: None,
         });
         let one = answer_cap(&desc, TargetSet::parse("spirv").unwrap());
         let all = answer_cap(&desc, TargetSet::parse("spirv,msl,hlsl,glsl").unwrap());

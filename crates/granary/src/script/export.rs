@@ -27,11 +27,13 @@ pub fn script_json(pipelines: &[(Option<String>, &PipelineDescriptor)]) -> Strin
                     alpha_to_coverage: r.alpha_to_coverage,
                 }),
                 compute: None,
+                layout: r.layout.as_deref().map(raw_layout),
             },
             PipelineDescriptor::Compute(c) => RawPipeline {
                 label: label.clone(),
                 render: None,
                 compute: Some(RawCompute { function: libs.function(&c.compute) }),
+                layout: c.layout.as_deref().map(raw_layout),
             },
         })
         .collect();
@@ -112,4 +114,22 @@ fn raw_library(lib: &Library, name: String) -> RawLibrary {
         _ => (Some(String::from_utf8_lossy(lib.source()).into_owned()), None),
     };
     RawLibrary { name, kind: Some(lib.kind()), stage: lib.glsl_stage(), path: None, source, spirv_base64 }
+}
+
+fn raw_layout(l: &crate::descriptor::ExplicitLayout) -> RawLayout {
+    let stages = |m: crate::descriptor::StageMask| m.stages().collect::<Vec<_>>();
+    RawLayout {
+        bindings: l
+            .bindings
+            .iter()
+            .map(|b| RawBinding {
+                group: b.group,
+                binding: b.binding,
+                kind: b.kind,
+                count: (b.count != 0).then_some(b.count),
+                visibility: stages(b.visibility),
+            })
+            .collect(),
+        immediates: l.immediates.map(|i| RawImmediates { size: i.size, visibility: stages(i.visibility) }),
+    }
 }

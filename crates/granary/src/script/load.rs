@@ -3,8 +3,8 @@
 use super::error::{join_path, ScriptError};
 use super::raw::*;
 use crate::descriptor::{
-    ComputePipelineDescriptor, Constant, ConstantId, ConstantValue, FunctionDescriptor, Library, PipelineDescriptor,
-    RenderPipelineDescriptor, SourceKind,
+    ComputePipelineDescriptor, Constant, ConstantId, ConstantValue, ExplicitLayout, FunctionDescriptor, Immediates,
+    LayoutBinding, Library, PipelineDescriptor, RenderPipelineDescriptor, SourceKind, StageMask,
 };
 use base64::Engine as _;
 use std::collections::HashMap;
@@ -292,7 +292,44 @@ pub(super) struct Ctx<'a> {
     pub library: &'a (dyn Fn(&str) -> Option<LoadedLibrary> + Sync),
 }
 
+/// An explicit layout from the script: bindings sorted, each (group, binding) once, array
+/// sizes and visibilities valid.
+fn convert_layout(raw: &RawLayout, cx: &Ctx<'_>, jp: &str) -> Result<ExplicitLayout, ScriptError> {
+    let mask = |v: &[crate::descriptor::ShaderStage]| v.iter().fold(StageMask(0), |m, s| m.union(StageMask::of(*s)));
+    let mut bindings = Vec::with_capacity(raw.bindings.len());
+    for (i, b) in raw.bindings.iter().enumerate() {
+        let at = format!("{jp}.layout.bindings[{i}]");
+        if b.count == Some(0) {
+            return Err(ScriptError::at(cx.path, format!("{at}.count"), "an array size is at least 1".to_string()));
+        }
+        if b.visibility.is_empty() {
+            return Err(ScriptError::at(cx.path, format!("{at}.visibility"), "name at least one stage".to_string()));
+        }
+        bindings.push(LayoutBinding {
+            group: b.group,
+            binding: b.binding,
+            kind: b.kind,
+            count: b.count.unwrap_or(0),
+            visibility: mask(&b.visibility),
+        });
+    }
+    bindings.sort();
+    if let Some(w) = bindings.windows(2).find(|w| (w[0].group, w[0].binding) == (w[1].group, w[1].binding)) {
+        return Err(ScriptError::at(
+            cx.path,
+            format!("{jp}.layout.bindings"),
+            format!("@group({}) @binding({}) is listed twice", w[0].group, w[0].binding),
+        ));
+    }
+    let immediates = raw.immediates.as_ref().map(|i| Immediates { size: i.size, visibility: mask(&i.visibility) });
+    Ok(ExplicitLayout { bindings, immediates })
+}
+
 pub(super) fn convert_pipeline(raw: RawPipeline, cx: &Ctx<'_>, jp: &str) -> Result<PipelineDescriptor, ScriptError> {
+    let layout = match &raw.layout {
+        Some(l) => Some(Arc::new(convert_layout(l, cx, jp)?)),
+        None => None,
+    };
     match (raw.render, raw.compute) {
         (Some(r), None) => {
             let vertex = convert_function(&r.vertex, cx, &format!("{jp}.render.vertex"))?;
@@ -337,11 +374,13 @@ pub(super) fn convert_pipeline(raw: RawPipeline, cx: &Ctx<'_>, jp: &str) -> Resu
                 depth_stencil: r.depth_stencil,
                 sample_count: r.sample_count,
                 alpha_to_coverage: r.alpha_to_coverage,
+                layout,
             }))
         }
         (None, Some(c)) => Ok(PipelineDescriptor::Compute(ComputePipelineDescriptor {
             label: raw.label,
             compute: convert_function(&c.function, cx, &format!("{jp}.compute.function"))?,
+            layout,
         })),
         _ => Err(ScriptError::at(cx.path, jp, "a pipeline needs exactly one of \"render\" or \"compute\"")),
     }

@@ -88,6 +88,40 @@ pub(crate) struct RawPipeline {
     pub render: Option<RawRender>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute: Option<RawCompute>,
+    /// An explicit resource layout (docs/FORMAT.md §2.1); absent: derived from the shaders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<RawLayout>,
+}
+
+/// An explicit resource layout.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLayout {
+    #[serde(default)]
+    pub bindings: Vec<RawBinding>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub immediates: Option<RawImmediates>,
+}
+
+/// One binding of an explicit layout.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawBinding {
+    pub group: u32,
+    pub binding: u32,
+    pub kind: granary_archive::BindingKind,
+    /// Array size of a `binding_array`; absent for a single resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    pub visibility: Vec<ShaderStage>,
+}
+
+/// The immediate-data (push-constant) block of an explicit layout.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawImmediates {
+    pub size: u32,
+    pub visibility: Vec<ShaderStage>,
 }
 
 fn one() -> u32 {

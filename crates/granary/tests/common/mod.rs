@@ -84,6 +84,7 @@ impl Fixture {
             }),
             sample_count: 1,
             alpha_to_coverage: false,
+            layout: None,
         })
     }
     /// `runs` runs of `per_run` consecutive pipelines, each run sharing one vertex function.
