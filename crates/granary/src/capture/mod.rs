@@ -67,13 +67,19 @@ pub struct WriteReport {
 }
 
 impl Capture {
-    /// An empty capture.
+    /// An empty capture, for a compiler with the `default` profile.
     pub fn new(mode: CaptureMode) -> Self {
+        Self::for_profile(mode, crate::frontend::Profile::default_profile())
+    }
+
+    /// An empty capture whose archives carry `profile`'s writer options (use the compiler's
+    /// profile: the header's options are what the stage keys were computed under).
+    pub fn for_profile(mode: CaptureMode, profile: &crate::frontend::Profile) -> Self {
         Capture {
             mode,
             map: ShardedMap::new(),
             records: AtomicU64::new(0),
-            meta: crate::archive::portable_meta(),
+            meta: crate::archive::portable_meta_for(profile),
             writes: Default::default(),
         }
     }

@@ -30,10 +30,15 @@ pub(crate) struct Flusher {
 }
 
 impl Flusher {
-    pub fn new(archive: PathBuf, reopen: Option<JournalReplay>, on_disk: HashSet<u128>) -> Self {
+    pub fn new(
+        archive: PathBuf,
+        meta: crate::archive::ArchiveMeta,
+        reopen: Option<JournalReplay>,
+        on_disk: HashSet<u128>,
+    ) -> Self {
         Flusher {
             archive,
-            meta: crate::archive::portable_meta(),
+            meta,
             journal: None,
             reopen,
             on_disk,
