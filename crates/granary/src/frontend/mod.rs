@@ -200,11 +200,17 @@ impl Frontend {
                 if !checked.contains(&caps) {
                     // What the entry point reaches, against this target's own capabilities.
                     parse::validate(&spec.module, caps).map_err(|(message, _)| {
+                        let missing = parse::missing_capabilities(&spec.module, caps);
+                        let needs = if missing.is_empty() {
+                            String::new()
+                        } else {
+                            format!("needs capability {}, ", profile::capability_names(missing))
+                        };
                         let mut e = ShaderError::new(
                             &file,
                             ShaderErrorKind::Validation,
                             format!(
-                                "{target} under profile '{}' (capabilities: {}): {message}",
+                                "{target} {needs}outside profile '{}' (which allows {}): {message}",
                                 self.profile.name,
                                 profile::capability_names(caps)
                             ),

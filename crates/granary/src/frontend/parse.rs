@@ -68,7 +68,14 @@ pub fn parse_library(lib: &Library, capabilities: Capabilities) -> Result<Parsed
                 .map_err(|e| ShaderError::new(&file, ShaderErrorKind::Parse, e.to_string()))?
         }
     };
-    let info = validate(&module, capabilities).map_err(|(message, e)| {
+    let info = validate(&module, capabilities).map_err(|(mut message, e)| {
+        let missing = missing_capabilities(&module, capabilities);
+        if !missing.is_empty() {
+            message = format!(
+                "needs capability {} outside the requested targets' profile: {message}",
+                super::profile::capability_names(missing)
+            );
+        }
         let loc = match lib.kind() {
             SourceKind::Spirv => None,
             _ => std::str::from_utf8(lib.source()).ok().and_then(|s| e.location(s)),
@@ -76,6 +83,19 @@ pub fn parse_library(lib: &Library, capabilities: Capabilities) -> Result<Parsed
         ShaderError::new(&file, ShaderErrorKind::Validation, message).at(loc)
     })?;
     Ok(ParsedLibrary { module, info })
+}
+
+/// The capabilities outside `allowed` that `module` needs: each one without which it fails to
+/// validate although it validates with every capability. Empty when the module is invalid for
+/// another reason. (naga's own message does not always name the capability: a cast to `f16`
+/// reads "Unable to cast".) Only called on a failure, so its extra validations cost nothing
+/// on success.
+pub(crate) fn missing_capabilities(module: &naga::Module, allowed: Capabilities) -> Capabilities {
+    let all = Capabilities::all();
+    if validate(module, all).is_err() {
+        return Capabilities::empty();
+    }
+    (all - allowed).iter().filter(|c| validate(module, all - *c).is_err()).fold(Capabilities::empty(), |a, c| a | c)
 }
 
 /// Validates `module` with `capabilities`; on failure, naga's message with its whole chain of
