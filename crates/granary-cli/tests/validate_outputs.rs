@@ -112,13 +112,7 @@ fn check(script: &str, dir: &Path) {
         let outs = outputs(script, profile.name, dir);
         assert!(!outs.is_empty());
         let (n, bad) = invalid(&outs, profile.spirv_env, dir);
-        assert!(
-            bad.is_empty(),
-            "profile {}: {} of {n} outputs invalid:\n{}",
-            profile.name,
-            bad.len(),
-            bad.join("\n")
-        );
+        assert!(bad.is_empty(), "profile {}: {} of {n} outputs invalid:\n{}", profile.name, bad.len(), bad.join("\n"));
     }
 }
 

@@ -49,7 +49,7 @@ fn big_library(unused: usize) -> String {
 
 #[test]
 fn an_output_holds_only_its_entry_point_and_what_it_reaches() {
-    let lib = Library::wgsl("big", &big_library(2000));
+    let lib = Library::wgsl("big", big_library(2000));
     let c = compiler(&Target::ALL, "default");
     let e = c.compile(&compute(lib, "main")).expect("compiles");
     let s = &e.stages[0];
@@ -60,7 +60,7 @@ fn an_output_holds_only_its_entry_point_and_what_it_reaches() {
         assert!(!text.contains("unused_"), "{t} output holds unreachable functions");
     }
     // The same module with no unused functions gives the same SPIR-V.
-    let small = Library::wgsl("small", &big_library(0));
+    let small = Library::wgsl("small", big_library(0));
     let e2 = c.compile(&compute(small, "main")).unwrap();
     assert_eq!(e2.stages[0].outputs.get(Target::Spirv).unwrap().bytes(), spv);
 }

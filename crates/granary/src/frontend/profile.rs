@@ -129,7 +129,10 @@ impl Profile {
     /// The profile called `name`, or a message listing the known ones.
     pub fn named(name: &str) -> Result<&'static Profile, String> {
         PROFILES.iter().find(|p| p.name == name).ok_or_else(|| {
-            format!("unknown profile '{name}' (known: {})", PROFILES.iter().map(|p| p.name).collect::<Vec<_>>().join(", "))
+            format!(
+                "unknown profile '{name}' (known: {})",
+                PROFILES.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+            )
         })
     }
 

@@ -83,7 +83,9 @@ pub fn write(
         }
         Target::Glsl => {
             let options = naga::back::glsl::Options {
-                version: naga::back::glsl::Version::Desktop(u16::from(profile.glsl.version.0) * 100 + u16::from(profile.glsl.version.1)),
+                version: naga::back::glsl::Version::Desktop(
+                    u16::from(profile.glsl.version.0) * 100 + u16::from(profile.glsl.version.1),
+                ),
                 writer_flags: naga::back::glsl::WriterFlags::ADJUST_COORDINATE_SPACE,
                 ..Default::default()
             };

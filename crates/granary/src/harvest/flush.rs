@@ -36,15 +36,7 @@ impl Flusher {
         reopen: Option<JournalReplay>,
         on_disk: HashSet<u128>,
     ) -> Self {
-        Flusher {
-            archive,
-            meta,
-            journal: None,
-            reopen,
-            on_disk,
-            flushes: 0,
-            bytes_written: 0,
-        }
+        Flusher { archive, meta, journal: None, reopen, on_disk, flushes: 0, bytes_written: 0 }
     }
 
     /// Appends the captured entries that are not on disk yet as one journal record. Returns

@@ -20,12 +20,12 @@
 //!   by a slot thread of [`run`], and each slot thread retires (or kills) its worker before it
 //!   returns: the spawning thread outlives its worker.
 
-use crate::frontend::Profile;
 use super::sink::{process_failure, Sink};
 use super::worker::{encode_library, message_header, FRAME_HEADER, MSG_COMPILE, MSG_LIBRARY, MSG_SCRIPT};
 use super::Failure;
 use crate::archive::{Archive, WriteEntry};
 use crate::descriptor::{stage_key, Blob, KeyContext, PipelineDescriptor, TargetSet};
+use crate::frontend::Profile;
 use crate::script::Script;
 use crate::sync::lock_std;
 use std::collections::{HashMap, HashSet};

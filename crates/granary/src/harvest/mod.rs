@@ -285,8 +285,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         flush_tx: Mutex::new(Some(flush_tx)),
         on_progress,
     };
-    let flusher =
-        Mutex::new(flush::Flusher::new(
+    let flusher = Mutex::new(flush::Flusher::new(
         opts.output.clone(),
         crate::archive::portable_meta_for(opts.profile),
         resumed.reopen.take(),
@@ -318,7 +317,8 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
                 let indices: Vec<usize> = valid.iter().map(|(i, _)| *i).collect();
                 on_progress(Progress::Planned { tasks: indices.len() });
                 let children0 = crate::util::children_cpu_time();
-                let iso_stats = isolate::run(&script, &text, &ctx, &indices, opts.targets, opts.profile, threads, iso, &sink);
+                let iso_stats =
+                    isolate::run(&script, &text, &ctx, &indices, opts.targets, opts.profile, threads, iso, &sink);
                 workers_started = iso_stats.workers_started;
                 crate::util::children_cpu_time() - children0
             }

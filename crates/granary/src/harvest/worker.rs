@@ -39,13 +39,13 @@
 //! before reading it, checks that the answer is for the pipeline asked (index, key, stage
 //! keys, labels, targets), and kills a worker that breaks the protocol (see `isolate.rs`).
 
-use crate::frontend::Profile;
 use super::sink::{compile_failure, process_failure, script_failure};
 use super::Failure;
 use crate::archive::{encode, ArchiveMeta, WriteEntry};
 use crate::compiler::{Compiler, CompilerOptions};
 use crate::descriptor::{Library, ShaderStage, SourceKind, TargetSet};
 use crate::fault::Action;
+use crate::frontend::Profile;
 use crate::script::LazyScript;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
