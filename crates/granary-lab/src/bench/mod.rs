@@ -523,6 +523,7 @@ mod tests {
             max_concurrent_tasks: Some(3),
             capture: Some(capture.clone()),
             cache_functions: true,
+            ..Default::default()
         });
         for p in &pipelines {
             c.compile(p).expect("granary compiles every generated pipeline");
