@@ -71,7 +71,7 @@ fn isolated_workers_use_the_profile_and_resume_refuses_another() {
     let (ba, bb, bc) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), std::fs::read(&c).unwrap());
     assert_eq!(ba, bb, "--isolate wrote other bytes than in-process under the same profile");
     assert_ne!(ba, bc, "profiles vulkan1.3 and default wrote the same archive");
-    let archive = granary::archive::Archive::open(&a).unwrap();
+    let archive = granary::archive::Archive::open(std::path::Path::new(&a)).unwrap();
     assert!(archive.target_options_text().contains("profile=vulkan1.3"), "{}", archive.target_options_text());
     // Resuming a vulkan1.3 archive under the default profile is refused (other writer options).
     let r = run(&a, &["--resume"]);
