@@ -110,3 +110,34 @@ fn a_capability_outside_a_targets_profile_is_rejected_by_name() {
     let err = spv.compile(&compute(Library::wgsl("half", F16), "main")).unwrap_err();
     assert!(err.to_string().contains("SHADER_FLOAT16"), "{err}");
 }
+
+#[test]
+fn a_capture_takes_the_profile_of_its_compiler() {
+    use granary::archive::{Archive, LookupDescriptor};
+    use granary::capture::{Capture, CaptureMode};
+    let dir = tempfile::tempdir().unwrap();
+    let capture = std::sync::Arc::new(Capture::new(CaptureMode::Outputs));
+    let c = Compiler::new(CompilerOptions {
+        profile: Profile::named("vulkan1.3").unwrap(),
+        capture: Some(capture.clone()),
+        ..Default::default()
+    });
+    let desc = compute(Library::wgsl("l", big_library(3)), "main");
+    c.compile(&desc).unwrap();
+    let path = dir.path().join("a.granary");
+    capture.write_archive(&path).unwrap();
+    let a = Archive::open(&path).unwrap();
+    assert!(a.target_options_text().contains("profile=vulkan1.3"));
+    assert_eq!(a.key_context(), c.key_context());
+    assert!(a.lookup(&desc).unwrap().is_some(), "the header describes the keys the compiler computed");
+    // A capture made for one profile refuses a compiler of another.
+    let other = std::sync::Arc::new(Capture::for_profile(CaptureMode::Outputs, Profile::default_profile()));
+    let r = std::panic::catch_unwind(|| {
+        Compiler::new(CompilerOptions {
+            profile: Profile::named("vulkan1.3").unwrap(),
+            capture: Some(other.clone()),
+            ..Default::default()
+        })
+    });
+    assert!(r.is_err());
+}

@@ -97,7 +97,19 @@ impl Compiler {
     }
 
     /// A compiler with a given backend.
+    ///
+    /// # Panics
+    ///
+    /// If the attached capture was made for another profile ([`Capture::for_profile`]): its
+    /// archives' header would not describe the keys this compiler computes.
     pub fn with_backend(options: CompilerOptions, backend: Box<dyn Backend>) -> Self {
+        if let Some(c) = &options.capture {
+            assert!(
+                c.adopt_profile(options.profile),
+                "the capture was made for another profile than the compiler's ('{}')",
+                options.profile.name
+            );
+        }
         let max =
             options.max_concurrent_tasks.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let limiter = Arc::new(TaskLimiter::new(max));
