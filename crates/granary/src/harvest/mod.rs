@@ -398,6 +398,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         },
         threads,
         targets: opts.targets.names(),
+        profile: opts.profile.name.to_string(),
         wall_seconds: wall,
         phases: Phases {
             load_seconds: loaded.as_secs_f64(),
