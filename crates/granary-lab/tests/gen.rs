@@ -149,6 +149,7 @@ fn harvest_all(dir: &Path, summary: &GenSummary) {
             output: dir.join("out.granary"),
             threads: 2,
             targets: granary::descriptor::TargetSet::SPIRV,
+            profile: granary::frontend::Profile::default_profile(),
             flush_every: None,
             resume: false,
             isolate: None,

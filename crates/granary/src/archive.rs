@@ -22,10 +22,16 @@ pub use granary_archive::{
 
 use crate::descriptor::PipelineDescriptor;
 
-/// The header of archives written by this build's naga front end: its writer options (which
-/// every stage key was computed under) and no device.
+/// The header of archives written by this build's naga front end under the `default`
+/// profile: its writer options (which every stage key was computed under) and no device.
 pub fn portable_meta() -> ArchiveMeta {
-    ArchiveMeta::new(crate::frontend::targets::TARGET_OPTIONS, "")
+    portable_meta_for(crate::frontend::Profile::default_profile())
+}
+
+/// [`portable_meta`] for the device profile `profile` (its settings are part of the writer
+/// options text).
+pub fn portable_meta_for(profile: &crate::frontend::Profile) -> ArchiveMeta {
+    ArchiveMeta::new(&crate::frontend::targets::target_options_text(profile), "")
 }
 
 /// Lookup by full descriptor: computes the descriptor's key under the archive's writer

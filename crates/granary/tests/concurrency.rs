@@ -26,6 +26,7 @@ fn sixteen_threads_runs_of_a_thousand_sharing_one_vertex_function() {
         max_concurrent_tasks: Some(16),
         capture: Some(capture.clone()),
         cache_functions: true,
+        ..Default::default()
     }));
     let next = Arc::new(AtomicUsize::new(0));
     let threads: Vec<_> = (0..16)

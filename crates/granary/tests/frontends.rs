@@ -66,5 +66,5 @@ fn glsl_stage_comes_from_the_file_extension() {
     let lib = s.libraries[0].1.as_ref().unwrap();
     assert_eq!(lib.kind(), SourceKind::Glsl);
     assert_eq!(lib.glsl_stage(), Some(ShaderStage::Fragment));
-    granary::frontend::parse_library(lib).expect("parses");
+    granary::frontend::parse_library(lib, naga::valid::Capabilities::all()).expect("parses");
 }

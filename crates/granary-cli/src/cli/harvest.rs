@@ -2,6 +2,7 @@
 
 use anyhow::Context as _;
 use granary::descriptor::TargetSet;
+use granary::frontend::Profile;
 use granary::harvest::{harvest, HarvestOptions, IsolateOptions, Progress};
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -19,6 +20,11 @@ pub struct HarvestArgs {
     /// Output targets, comma-separated: spirv, msl, hlsl, glsl.
     #[arg(long, default_value = "spirv", value_parser = parse_targets)]
     targets: TargetSet,
+    /// Device profile: the language version of each target and the capabilities a shader may
+    /// use (default: SPIR-V 1.3 for Vulkan 1.1, MSL 2.4, HLSL SM 6.0, GLSL 450; vulkan1.1,
+    /// vulkan1.3, metal3-apple, d3d12-sm6.0). Part of every key.
+    #[arg(long, value_name = "NAME", default_value = "default", value_parser = parse_profile)]
+    profile: &'static Profile,
     /// Every N compiled pipelines, append what is new to OUTPUT.journal while compiling
     /// continues (a kill loses at most N pipelines; --resume replays the journal).
     #[arg(long, value_name = "N")]
@@ -60,6 +66,9 @@ pub struct WorkerArgs {
     /// Output targets.
     #[arg(long, default_value = "spirv", value_parser = parse_targets)]
     targets: TargetSet,
+    /// Device profile.
+    #[arg(long, value_name = "NAME", default_value = "default", value_parser = parse_profile)]
+    profile: &'static Profile,
     /// The harvesting parent's process id: the worker exits if it is gone (and, on Linux, is
     /// killed when it dies).
     #[arg(long, value_name = "PID")]
@@ -67,11 +76,15 @@ pub struct WorkerArgs {
 }
 
 pub fn worker(a: WorkerArgs) -> anyhow::Result<i32> {
-    Ok(granary::harvest::worker_main(&a.script, a.targets, a.parent_pid))
+    Ok(granary::harvest::worker_main(&a.script, a.targets, a.profile, a.parent_pid))
 }
 
 fn parse_targets(s: &str) -> Result<TargetSet, String> {
     TargetSet::parse(s)
+}
+
+fn parse_profile(s: &str) -> Result<&'static Profile, String> {
+    Profile::named(s)
 }
 
 pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
@@ -82,6 +95,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         output: a.output.clone(),
         threads,
         targets: a.targets,
+        profile: a.profile,
         flush_every: a.flush_every,
         resume: a.resume,
         isolate: if a.isolate {

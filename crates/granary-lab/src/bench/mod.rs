@@ -346,8 +346,11 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> Result<BenchReport, Bench
     let at_max = g_timings.last().map(|t| t.1).unwrap_or_default();
 
     let indexed: Vec<(usize, &PipelineDescriptor)> = pipelines.iter().enumerate().collect();
-    let ctx =
-        granary::descriptor::KeyContext { target_options: granary::frontend::targets::target_options_fingerprint() };
+    let ctx = granary::descriptor::KeyContext {
+        target_options: granary::frontend::targets::target_options_fingerprint(
+            granary::frontend::Profile::default_profile(),
+        ),
+    };
     let unique = granary::harvest::plan(&indexed, &ctx).functions as u64;
 
     log("the report's workaround");
@@ -523,6 +526,7 @@ mod tests {
             max_concurrent_tasks: Some(3),
             capture: Some(capture.clone()),
             cache_functions: true,
+            ..Default::default()
         });
         for p in &pipelines {
             c.compile(p).expect("granary compiles every generated pipeline");

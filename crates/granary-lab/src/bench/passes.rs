@@ -26,6 +26,7 @@ pub(crate) fn compiler(threads: usize, capture: Option<Arc<Capture>>) -> Compile
         max_concurrent_tasks: Some(threads),
         capture,
         cache_functions: true,
+        ..Default::default()
     })
 }
 

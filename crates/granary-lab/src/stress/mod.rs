@@ -134,6 +134,7 @@ pub(crate) fn compiler(capture: Option<std::sync::Arc<Capture>>, threads: usize)
         max_concurrent_tasks: Some(threads),
         capture,
         cache_functions: true,
+        ..Default::default()
     })
 }
 

@@ -52,7 +52,9 @@ pub struct Capture {
     mode: CaptureMode,
     map: ShardedMap<Captured>,
     records: AtomicU64,
-    meta: ArchiveMeta,
+    /// The header's writer options: set by [`Capture::for_profile`] or by the first compiler
+    /// the capture is attached to; `default`'s when neither happened.
+    meta: std::sync::OnceLock<ArchiveMeta>,
     /// One lock per output path, so writes to a path land in snapshot order.
     writes: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, Arc<std::sync::Mutex<()>>>>,
 }
@@ -67,15 +69,35 @@ pub struct WriteReport {
 }
 
 impl Capture {
-    /// An empty capture.
+    /// An empty capture. Its archives carry the writer options of the profile of the first
+    /// compiler it is attached to (`default` if none).
     pub fn new(mode: CaptureMode) -> Self {
         Capture {
             mode,
             map: ShardedMap::new(),
             records: AtomicU64::new(0),
-            meta: crate::archive::portable_meta(),
+            meta: std::sync::OnceLock::new(),
             writes: Default::default(),
         }
+    }
+
+    /// An empty capture whose archives carry `profile`'s writer options (the header's options
+    /// are what the stage keys were computed under).
+    pub fn for_profile(mode: CaptureMode, profile: &crate::frontend::Profile) -> Self {
+        let c = Self::new(mode);
+        let _ = c.meta.set(crate::archive::portable_meta_for(profile));
+        c
+    }
+
+    /// Takes `profile`'s writer options for its archives unless it has some already; returns
+    /// whether its options are `profile`'s. A compiler calls this when the capture is attached.
+    pub fn adopt_profile(&self, profile: &crate::frontend::Profile) -> bool {
+        let want = crate::archive::portable_meta_for(profile);
+        self.meta.get_or_init(|| want.clone()).target_options == want.target_options
+    }
+
+    fn meta(&self) -> &ArchiveMeta {
+        self.meta.get_or_init(crate::archive::portable_meta)
     }
 
     /// What this capture keeps.
@@ -205,7 +227,7 @@ impl Capture {
         };
         let _in_order = crate::sync::lock_std(&lock);
         let snap = self.snapshot();
-        let bytes = archive::write_entries(path, &snap.entries, &self.meta)?;
+        let bytes = archive::write_entries(path, &snap.entries, self.meta())?;
         Ok(WriteReport { pipelines: snap.entries.len(), bytes })
     }
 

@@ -55,6 +55,9 @@ pub enum CompileError {
 pub struct CompilerOptions {
     /// Output targets (default: SPIR-V).
     pub targets: TargetSet,
+    /// Device profile: language versions and validation capabilities per target (default:
+    /// `default`). Part of every stage key.
+    pub profile: &'static crate::frontend::Profile,
     /// Most compile tasks running at once (default: available cores).
     pub max_concurrent_tasks: Option<usize>,
     /// Capture to record into.
@@ -66,7 +69,13 @@ pub struct CompilerOptions {
 
 impl Default for CompilerOptions {
     fn default() -> Self {
-        CompilerOptions { targets: TargetSet::SPIRV, max_concurrent_tasks: None, capture: None, cache_functions: true }
+        CompilerOptions {
+            targets: TargetSet::SPIRV,
+            profile: crate::frontend::Profile::default_profile(),
+            max_concurrent_tasks: None,
+            capture: None,
+            cache_functions: true,
+        }
     }
 }
 
@@ -88,12 +97,29 @@ impl Compiler {
     }
 
     /// A compiler with a given backend.
+    ///
+    /// # Panics
+    ///
+    /// If the attached capture was made for another profile ([`Capture::for_profile`]): its
+    /// archives' header would not describe the keys this compiler computes.
     pub fn with_backend(options: CompilerOptions, backend: Box<dyn Backend>) -> Self {
+        if let Some(c) = &options.capture {
+            assert!(
+                c.adopt_profile(options.profile),
+                "the capture was made for another profile than the compiler's ('{}')",
+                options.profile.name
+            );
+        }
         let max =
             options.max_concurrent_tasks.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let limiter = Arc::new(TaskLimiter::new(max));
         Compiler {
-            frontend: Frontend::new(options.targets, limiter.clone(), options.cache_functions),
+            frontend: Frontend::with_profile(
+                options.targets,
+                options.profile,
+                limiter.clone(),
+                options.cache_functions,
+            ),
             backend,
             capture: options.capture,
             limiter,

@@ -49,7 +49,8 @@ pub struct ShaderError {
     pub kind: ShaderErrorKind,
     /// naga's message, plus context.
     pub message: String,
-    /// The target whose writer failed, for `Write` errors.
+    /// The target whose writer failed (`Write` errors), or whose profile lacks a capability
+    /// the shader needs (`Validation` errors found per target).
     pub target: Option<Target>,
 }
 

@@ -8,19 +8,25 @@
 //! - Results are immutable `Arc`s; a cached result is never freed while reachable.
 //! - A panic inside naga is caught where it happens and stored as that library's or stage
 //!   function's error ([`ShaderErrorKind::Panic`]), so it is computed once like any result.
-//! - Output bytes depend only on the inputs and [`targets::TARGET_OPTIONS`], never on the
-//!   build profile or thread timing.
+//! - Output bytes depend only on the inputs, [`targets::TARGET_OPTIONS`] and the device
+//!   [`Profile`] (both hashed into every stage key), never on the build profile or thread
+//!   timing.
+//! - A stage output holds its entry point and what that entry point reaches, nothing else.
+//! - A library is validated once, with the union of the requested targets' capabilities; each
+//!   stage function is checked against each target's own capabilities.
 
 mod error;
 mod interface;
 pub mod layout;
 mod parse;
+pub mod profile;
 mod specialize;
 pub mod targets;
 
 pub use error::{ShaderError, ShaderErrorKind};
 pub use interface::{Interface, IoType};
 pub use parse::{parse_library, ParsedLibrary};
+pub use profile::Profile;
 
 use crate::descriptor::{
     stage_key, Blob, FunctionDescriptor, KeyContext, Library, ShaderStage, StageKey, TargetOutputs, TargetSet,
@@ -79,6 +85,7 @@ struct Counters {
 /// Thread safety: `Send + Sync`; every method may be called from any number of threads.
 pub struct Frontend {
     targets: TargetSet,
+    profile: &'static Profile,
     ctx: KeyContext,
     cache_functions: bool,
     limiter: Arc<TaskLimiter>,
@@ -93,9 +100,21 @@ impl Frontend {
     /// specialized and written afresh, for a caller that memoises stage functions itself (the
     /// rayon + DashMap baseline of `granary bench` does, so both sides run the same naga calls).
     pub fn new(targets: TargetSet, limiter: Arc<TaskLimiter>, cache_functions: bool) -> Self {
+        Self::with_profile(targets, Profile::default_profile(), limiter, cache_functions)
+    }
+
+    /// [`Frontend::new`] for the device profile `profile` (language versions and capabilities
+    /// per target).
+    pub fn with_profile(
+        targets: TargetSet,
+        profile: &'static Profile,
+        limiter: Arc<TaskLimiter>,
+        cache_functions: bool,
+    ) -> Self {
         Frontend {
             targets,
-            ctx: KeyContext { target_options: targets::target_options_fingerprint() },
+            profile,
+            ctx: KeyContext { target_options: targets::target_options_fingerprint(profile) },
             cache_functions,
             limiter,
             libraries: ShardedMap::new(),
@@ -112,6 +131,11 @@ impl Frontend {
     /// The targets written.
     pub fn targets(&self) -> TargetSet {
         self.targets
+    }
+
+    /// The device profile.
+    pub fn profile(&self) -> &'static Profile {
+        self.profile
     }
 
     /// Counters so far.
@@ -133,7 +157,7 @@ impl Frontend {
             let t0 = thread_cpu_time();
             // naga may panic on input it accepted; the panic costs this library (and the
             // pipelines that use it), recorded once in its cell, never the thread.
-            let r = crate::util::panic::catch(|| parse_library(lib))
+            let r = crate::util::panic::catch(|| parse_library(lib, self.profile.union_capabilities(self.targets)))
                 .unwrap_or_else(|p| Err(ShaderError::panicked(&lib.display_path(), "parsing and validating", &p)))
                 .map(Arc::new);
             self.counters.parse_cpu_ns.fetch_add((thread_cpu_time() - t0).as_nanos() as u64, Relaxed);
@@ -169,7 +193,8 @@ impl Frontend {
         let file = lib.display_path();
         let result = crate::util::panic::catch(|| {
             crate::fault::at_stage_function(entry);
-            let spec = specialize::specialize(&parsed, &file, entry, stage, &f.resolved_constants())?;
+            let union = self.profile.union_capabilities(self.targets);
+            let spec = specialize::specialize(&parsed, union, &file, entry, stage, &f.resolved_constants())?;
             let naga_stage = parse::naga_stage(stage);
             let resources = layout::reflect(&spec.module, &spec.info, entry, naga_stage, stage, &file)?;
             let bindings = resources.map.clone().unwrap_or_else(|| granary_archive::StageBindingMap {
@@ -180,8 +205,33 @@ impl Frontend {
                 hlsl_immediates_space: None,
             });
             let mut outputs = TargetOutputs::default();
+            let mut checked: Vec<naga::valid::Capabilities> = vec![union];
             for target in self.targets.iter() {
-                let bytes = targets::write(target, &spec.module, &spec.info, naga_stage, entry, &file, &bindings)?;
+                let caps = self.profile.target(target).capabilities;
+                if !checked.contains(&caps) {
+                    // What the entry point reaches, against this target's own capabilities.
+                    parse::validate(&spec.module, caps).map_err(|(message, _)| {
+                        let missing = parse::missing_capabilities(&spec.module, caps);
+                        let needs = if missing.is_empty() {
+                            String::new()
+                        } else {
+                            format!("needs capability {}, ", profile::capability_names(missing))
+                        };
+                        let mut e = ShaderError::new(
+                            &file,
+                            ShaderErrorKind::Validation,
+                            format!(
+                                "{target} {needs}outside profile '{}' (which allows {}): {message}",
+                                self.profile.name,
+                                profile::capability_names(caps)
+                            ),
+                        );
+                        e.target = Some(target);
+                        e
+                    })?;
+                    checked.push(caps);
+                }
+                let bytes = targets::write(target, self.profile, &spec.module, &spec.info, naga_stage, entry, &file, &bindings)?;
                 outputs.0[target as usize] = Some(Blob::new(bytes));
             }
             let interface = interface::reflect(&spec.module, entry, naga_stage);

@@ -35,8 +35,9 @@ fn text<'a>(lib: &'a Library, file: &str) -> Result<&'a str, ShaderError> {
         .map_err(|e| ShaderError::new(file, ShaderErrorKind::Parse, format!("source is not UTF-8: {e}")))
 }
 
-/// Parses and validates `lib`.
-pub fn parse_library(lib: &Library) -> Result<ParsedLibrary, ShaderError> {
+/// Parses and validates `lib`, allowing `capabilities` (the union of what the requested
+/// targets' profiles allow; each target's own set is checked per stage function).
+pub fn parse_library(lib: &Library, capabilities: Capabilities) -> Result<ParsedLibrary, ShaderError> {
     let file = lib.display_path();
     let module = match lib.kind() {
         SourceKind::Wgsl => {
@@ -67,11 +68,43 @@ pub fn parse_library(lib: &Library) -> Result<ParsedLibrary, ShaderError> {
                 .map_err(|e| ShaderError::new(&file, ShaderErrorKind::Parse, e.to_string()))?
         }
     };
-    let info = Validator::new(ValidationFlags::all(), Capabilities::all()).validate(&module).map_err(|e| {
+    let info = validate(&module, capabilities).map_err(|(mut message, e)| {
+        let missing = missing_capabilities(&module, capabilities);
+        if !missing.is_empty() {
+            message = format!(
+                "needs capability {} outside the requested targets' profile: {message}",
+                super::profile::capability_names(missing)
+            );
+        }
         let loc = match lib.kind() {
             SourceKind::Spirv => None,
             _ => std::str::from_utf8(lib.source()).ok().and_then(|s| e.location(s)),
         };
+        ShaderError::new(&file, ShaderErrorKind::Validation, message).at(loc)
+    })?;
+    Ok(ParsedLibrary { module, info })
+}
+
+/// The capabilities outside `allowed` that `module` needs: each one without which it fails to
+/// validate although it validates with every capability. Empty when the module is invalid for
+/// another reason. (naga's own message does not always name the capability: a cast to `f16`
+/// reads "Unable to cast".) Only called on a failure, so its extra validations cost nothing
+/// on success.
+pub(crate) fn missing_capabilities(module: &naga::Module, allowed: Capabilities) -> Capabilities {
+    let all = Capabilities::all();
+    if validate(module, all).is_err() {
+        return Capabilities::empty();
+    }
+    (all - allowed).iter().filter(|c| validate(module, all - *c).is_err()).fold(Capabilities::empty(), |a, c| a | c)
+}
+
+/// Validates `module` with `capabilities`; on failure, naga's message with its whole chain of
+/// causes (a missing capability is named there, e.g. "Capability SHADER_FLOAT16 is required").
+pub(crate) fn validate(
+    module: &naga::Module,
+    capabilities: Capabilities,
+) -> Result<naga::valid::ModuleInfo, (String, Box<naga::WithSpan<naga::valid::ValidationError>>)> {
+    Validator::new(ValidationFlags::all(), capabilities).validate(module).map_err(|e| {
         let mut message = e.as_inner().to_string();
         let mut source = std::error::Error::source(e.as_inner());
         while let Some(s) = source {
@@ -79,7 +112,6 @@ pub fn parse_library(lib: &Library) -> Result<ParsedLibrary, ShaderError> {
             message.push_str(&s.to_string());
             source = s.source();
         }
-        ShaderError::new(&file, ShaderErrorKind::Validation, message).at(loc)
-    })?;
-    Ok(ParsedLibrary { module, info })
+        (message, Box::new(e))
+    })
 }

@@ -1,12 +1,13 @@
 //! Selecting one entry point and applying specialization constants (naga's override
-//! processing).
+//! processing), then reducing the module to that entry point and what it reaches.
 
 use super::error::{ShaderError, ShaderErrorKind};
 use super::parse::{granary_stage, naga_stage, ParsedLibrary};
 use crate::descriptor::{Constant, ConstantId, ConstantValue, ShaderStage};
 use std::borrow::Cow;
 
-/// A module reduced to one entry point with every override replaced by a constant.
+/// A module reduced to one entry point and what it reaches, with every override replaced by a
+/// constant.
 pub struct Specialized<'a> {
     /// The module.
     pub module: Cow<'a, naga::Module>,
@@ -14,9 +15,12 @@ pub struct Specialized<'a> {
     pub info: Cow<'a, naga::valid::ModuleInfo>,
 }
 
-/// Checks the entry point and constants against `parsed`, then runs override processing.
+/// Checks the entry point and constants against `parsed`, runs override processing, and
+/// compacts the module to the entry point (re-validated with `capabilities`, the set the
+/// library was validated with).
 pub fn specialize<'a>(
     parsed: &'a ParsedLibrary,
+    capabilities: naga::valid::Capabilities,
     file: &str,
     entry: &str,
     stage: ShaderStage,
@@ -115,5 +119,30 @@ pub fn specialize<'a>(
         &pipeline_constants,
     )
     .map_err(|e| err(ShaderErrorKind::Constant, format!("override processing failed: {e}")))?;
+    // naga compacts only when it had overrides to apply or other entry points to drop; a
+    // library with one entry point would otherwise be written whole (every unused function,
+    // type and global) into each output.
+    if let Cow::Borrowed(m) = &module {
+        let mut compacted = (*m).clone();
+        compacted.entry_points.retain(|ep| ep.name == entry && granary_stage(ep.stage) == Some(stage));
+        naga::compact::compact(&mut compacted, naga::compact::KeepUnused::No);
+        if !same_size(m, &compacted) {
+            let info = super::parse::validate(&compacted, capabilities).map_err(|(message, _)| {
+                err(ShaderErrorKind::Validation, format!("the module reduced to entry point '{entry}': {message}"))
+            })?;
+            return Ok(Specialized { module: Cow::Owned(compacted), info: Cow::Owned(info) });
+        }
+    }
     Ok(Specialized { module, info })
+}
+
+/// Whether compaction removed nothing (then the original, already validated, is kept).
+fn same_size(a: &naga::Module, b: &naga::Module) -> bool {
+    a.entry_points.len() == b.entry_points.len()
+        && a.functions.len() == b.functions.len()
+        && a.types.len() == b.types.len()
+        && a.constants.len() == b.constants.len()
+        && a.overrides.len() == b.overrides.len()
+        && a.global_variables.len() == b.global_variables.len()
+        && a.global_expressions.len() == b.global_expressions.len()
 }

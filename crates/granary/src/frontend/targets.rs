@@ -6,26 +6,34 @@
 //! hashed into every stage key.
 
 use super::error::{ShaderError, ShaderErrorKind};
+use super::profile::Profile;
 use crate::descriptor::Target;
 use granary_archive::{MslClass, StageBindingMap};
 
-/// Human-readable description of every writer option that affects output. Change it whenever
-/// an option below changes, so keys change with the output.
+/// Human-readable description of every fixed writer option that affects output. Change it
+/// whenever an option below changes, so keys change with the output. The language versions and
+/// capabilities come from the [`Profile`]; [`target_options_text`] joins both.
 pub const TARGET_OPTIONS: &str = "naga=30.0.2;\
-spirv=1.0,adjust-coordinate-space,label-varyings,clamp-frag-depth,no-debug;\
-msl=2.4,binding-map=per-stage-buffer-texture-sampler-counters,immediates=next-buffer,sizes=next-buffer,no-fake-bindings;\
-hlsl=sm6.0,binding-map=space-group-register-binding,arrays-take-n-no-overlap,immediates=b0-space254,sampler-heaps=s0-space252/s0-space253,sampler-index=t-group-space255,no-fake-bindings;\
-glsl=450core,adjust-coordinate-space,binding-map=per-stage-ubo-ssbo-texture-image-counters,arrays-take-n";
+spirv=adjust-coordinate-space,label-varyings,clamp-frag-depth,no-debug,entry-point-only;\
+msl=binding-map=per-stage-buffer-texture-sampler-counters,immediates=next-buffer,sizes=next-buffer,no-fake-bindings;\
+hlsl=binding-map=space-group-register-binding,arrays-take-n-no-overlap,immediates=b0-space254,sampler-heaps=s0-space252/s0-space253,sampler-index=t-group-space255,no-fake-bindings;\
+glsl=core,adjust-coordinate-space,binding-map=per-stage-ubo-ssbo-texture-image-counters,arrays-take-n";
 
-/// The fingerprint of [`TARGET_OPTIONS`], used in every stage key.
-pub fn target_options_fingerprint() -> u128 {
-    crate::descriptor::key::content_hash(TARGET_OPTIONS.as_bytes()).0
+/// The writer options text under `profile`: [`TARGET_OPTIONS`] and the profile's resolved
+/// settings. Stored in the archive header; its hash is in every stage key.
+pub fn target_options_text(profile: &Profile) -> String {
+    format!("{TARGET_OPTIONS};{}", profile.options_text())
 }
 
-fn spirv_options() -> naga::back::spv::Options<'static> {
+/// The fingerprint of [`target_options_text`], used in every stage key.
+pub fn target_options_fingerprint(profile: &Profile) -> u128 {
+    crate::descriptor::key::content_hash(target_options_text(profile).as_bytes()).0
+}
+
+fn spirv_options(profile: &Profile) -> naga::back::spv::Options<'static> {
     use naga::back::spv::WriterFlags;
     naga::back::spv::Options {
-        lang_version: (1, 0),
+        lang_version: profile.spirv.version,
         flags: WriterFlags::ADJUST_COORDINATE_SPACE | WriterFlags::LABEL_VARYINGS | WriterFlags::CLAMP_FRAG_DEPTH,
         ..Default::default()
     }
@@ -37,7 +45,7 @@ fn resource_binding(group: u32, binding: u32) -> naga::ResourceBinding {
 
 /// naga MSL options placing every resource at the slot `map` gives it (the binding rule of
 /// `frontend::layout`); no fake bindings, so a resource without a slot is an error.
-fn msl_options(entry: &str, map: &StageBindingMap) -> naga::back::msl::Options {
+fn msl_options(entry: &str, map: &StageBindingMap, profile: &Profile) -> naga::back::msl::Options {
     use naga::back::msl::{BindSamplerTarget, BindTarget, EntryPointResources};
     let mut resources = naga::back::msl::BindingMap::new();
     for s in &map.slots {
@@ -56,7 +64,7 @@ fn msl_options(entry: &str, map: &StageBindingMap) -> naga::back::msl::Options {
         sizes_buffer: map.msl_sizes_buffer,
     };
     naga::back::msl::Options {
-        lang_version: (2, 4),
+        lang_version: profile.msl.version,
         per_entry_point_map: [(entry.to_string(), ep)].into_iter().collect(),
         fake_missing_bindings: false,
         ..Default::default()
@@ -65,7 +73,7 @@ fn msl_options(entry: &str, map: &StageBindingMap) -> naga::back::msl::Options {
 
 /// naga HLSL options: register and space from the binding map, immediates, sampler heaps and
 /// sampler index buffers at the documented registers; no fake bindings.
-fn hlsl_options(map: &StageBindingMap) -> naga::back::hlsl::Options {
+fn hlsl_options(map: &StageBindingMap, profile: &Profile) -> naga::back::hlsl::Options {
     use super::layout::*;
     use naga::back::hlsl::{BindTarget, SamplerHeapBindTargets, SamplerIndexBufferKey};
     let target = |space: u8, register: u32| BindTarget {
@@ -76,7 +84,7 @@ fn hlsl_options(map: &StageBindingMap) -> naga::back::hlsl::Options {
         restrict_indexing: false,
     };
     let mut options = naga::back::hlsl::Options {
-        shader_model: naga::back::hlsl::ShaderModel::V6_0,
+        shader_model: shader_model(profile.hlsl.version),
         fake_missing_bindings: false,
         immediates_target: map.hlsl_immediates_space.map(|space| target(space, 0)),
         sampler_heap_target: SamplerHeapBindTargets {
@@ -97,9 +105,11 @@ fn hlsl_options(map: &StageBindingMap) -> naga::back::hlsl::Options {
 }
 
 /// naga GLSL options with explicit `layout(binding = n)` from the binding map.
-fn glsl_options(map: &StageBindingMap) -> naga::back::glsl::Options {
+fn glsl_options(map: &StageBindingMap, profile: &Profile) -> naga::back::glsl::Options {
     let mut options = naga::back::glsl::Options {
-        version: naga::back::glsl::Version::Desktop(450),
+        version: naga::back::glsl::Version::Desktop(
+            u16::from(profile.glsl.version.0) * 100 + u16::from(profile.glsl.version.1),
+        ),
         writer_flags: naga::back::glsl::WriterFlags::ADJUST_COORDINATE_SPACE,
         ..Default::default()
     };
@@ -117,10 +127,12 @@ fn entry_error<E: std::fmt::Display>(names: &[Result<String, E>]) -> Option<Stri
     names.iter().find_map(|r| r.as_ref().err().map(|e| e.to_string()))
 }
 
-/// Writes `module`'s entry point `entry` for `target`, binding resources where `bindings`
-/// (the stage's binding map, `frontend::layout::reflect`) puts them.
+/// Writes `module`'s entry point `entry` for `target`, in the language version `profile`
+/// gives it, binding resources where `bindings` (the stage's binding map,
+/// `frontend::layout::reflect`) puts them.
 pub fn write(
     target: Target,
+    profile: &Profile,
     module: &naga::Module,
     info: &naga::valid::ModuleInfo,
     stage: naga::ShaderStage,
@@ -136,12 +148,12 @@ pub fn write(
     match target {
         Target::Spirv => {
             let pipeline = naga::back::spv::PipelineOptions { shader_stage: stage, entry_point: entry.to_string() };
-            let words = naga::back::spv::write_vec(module, info, &spirv_options(), Some(&pipeline))
+            let words = naga::back::spv::write_vec(module, info, &spirv_options(profile), Some(&pipeline))
                 .map_err(|e| fail(e.to_string()))?;
             Ok(words.iter().flat_map(|w| w.to_le_bytes()).collect())
         }
         Target::Msl => {
-            let options = msl_options(entry, bindings);
+            let options = msl_options(entry, bindings, profile);
             let pipeline = naga::back::msl::PipelineOptions {
                 entry_point: Some((stage, entry.to_string())),
                 ..Default::default()
@@ -154,7 +166,7 @@ pub fn write(
             Ok(s.into_bytes())
         }
         Target::Hlsl => {
-            let options = hlsl_options(bindings);
+            let options = hlsl_options(bindings, profile);
             let pipeline = naga::back::hlsl::PipelineOptions { entry_point: Some((stage, entry.to_string())) };
             let mut s = String::new();
             let rinfo = naga::back::hlsl::Writer::new(&mut s, &options, &pipeline)
@@ -166,7 +178,7 @@ pub fn write(
             Ok(s.into_bytes())
         }
         Target::Glsl => {
-            let options = glsl_options(bindings);
+            let options = glsl_options(bindings, profile);
             let pipeline = naga::back::glsl::PipelineOptions {
                 shader_stage: stage,
                 entry_point: entry.to_string(),
@@ -185,5 +197,21 @@ pub fn write(
             .map_err(|e| fail(e.to_string()))?;
             Ok(s.into_bytes())
         }
+    }
+}
+
+fn shader_model(v: (u8, u8)) -> naga::back::hlsl::ShaderModel {
+    use naga::back::hlsl::ShaderModel as M;
+    match v {
+        (5, 0) => M::V5_0,
+        (5, 1) => M::V5_1,
+        (6, 1) => M::V6_1,
+        (6, 2) => M::V6_2,
+        (6, 3) => M::V6_3,
+        (6, 4) => M::V6_4,
+        (6, 5) => M::V6_5,
+        (6, 6) => M::V6_6,
+        (6, 7) => M::V6_7,
+        _ => M::V6_0,
     }
 }

@@ -30,16 +30,13 @@ pub(crate) struct Flusher {
 }
 
 impl Flusher {
-    pub fn new(archive: PathBuf, reopen: Option<JournalReplay>, on_disk: HashSet<u128>) -> Self {
-        Flusher {
-            archive,
-            meta: crate::archive::portable_meta(),
-            journal: None,
-            reopen,
-            on_disk,
-            flushes: 0,
-            bytes_written: 0,
-        }
+    pub fn new(
+        archive: PathBuf,
+        meta: crate::archive::ArchiveMeta,
+        reopen: Option<JournalReplay>,
+        on_disk: HashSet<u128>,
+    ) -> Self {
+        Flusher { archive, meta, journal: None, reopen, on_disk, flushes: 0, bytes_written: 0 }
     }
 
     /// Appends the captured entries that are not on disk yet as one journal record. Returns

@@ -25,6 +25,7 @@ use super::worker::{encode_library, message_header, FRAME_HEADER, MSG_COMPILE, M
 use super::Failure;
 use crate::archive::{Archive, WriteEntry};
 use crate::descriptor::{stage_key, Blob, KeyContext, PipelineDescriptor, TargetSet};
+use crate::frontend::Profile;
 use crate::script::Script;
 use crate::sync::lock_std;
 use std::collections::{HashMap, HashSet};
@@ -159,12 +160,20 @@ fn read_frames(mut out: impl Read, cap: Arc<AtomicU64>, tx: mpsc::Sender<Result<
     }
 }
 
-fn spawn(exe: &Path, script: &Path, text: &Arc<[u8]>, targets: TargetSet) -> std::io::Result<Worker> {
+fn spawn(
+    exe: &Path,
+    script: &Path,
+    text: &Arc<[u8]>,
+    targets: TargetSet,
+    profile: &Profile,
+) -> std::io::Result<Worker> {
     let mut child = Command::new(exe)
         .arg("worker")
         .arg(script)
         .arg("--targets")
         .arg(targets.names())
+        .arg("--profile")
+        .arg(profile.name)
         .arg("--parent-pid")
         .arg(std::process::id().to_string())
         .stdin(Stdio::piped())
@@ -255,6 +264,7 @@ pub(crate) fn run(
     ctx: &KeyContext,
     pipelines: &[usize],
     targets: TargetSet,
+    profile: &'static Profile,
     slots: usize,
     opts: &IsolateOptions,
     sink: &Sink<'_>,
@@ -265,7 +275,7 @@ pub(crate) fn run(
     let started = AtomicUsize::new(0);
     let blobs = BlobTable::default();
     let text: Arc<[u8]> = Arc::from(text.as_bytes());
-    let job = Job { script, text: &text, ctx, targets, opts, sink, blobs: &blobs, started: &started };
+    let job = Job { script, text: &text, ctx, targets, profile, opts, sink, blobs: &blobs, started: &started };
     std::thread::scope(|s| {
         for _ in 0..slots {
             // A slot thread spawns its workers and retires them before it returns (see the
@@ -330,6 +340,7 @@ struct Job<'a> {
     text: &'a Arc<[u8]>,
     ctx: &'a KeyContext,
     targets: TargetSet,
+    profile: &'static Profile,
     opts: &'a IsolateOptions,
     sink: &'a Sink<'a>,
     blobs: &'a BlobTable,
@@ -345,7 +356,7 @@ enum Outcome {
 
 impl Job<'_> {
     fn spawn(&self) -> std::io::Result<Worker> {
-        let w = spawn(&self.opts.worker_exe, &self.script.path, self.text, self.targets)?;
+        let w = spawn(&self.opts.worker_exe, &self.script.path, self.text, self.targets, self.profile)?;
         self.started.fetch_add(1, Ordering::Relaxed);
         Ok(w)
     }

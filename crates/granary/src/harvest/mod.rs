@@ -53,6 +53,9 @@ pub struct HarvestOptions {
     pub threads: usize,
     /// Output targets.
     pub targets: TargetSet,
+    /// Device profile (language versions and validation capabilities per target; part of
+    /// every stage key and of the archive's writer options).
+    pub profile: &'static crate::frontend::Profile,
     /// Every this many compiled pipelines, append what is new to the archive's journal
     /// (`OUTPUT.journal`); the final write folds it into the archive.
     pub flush_every: Option<usize>,
@@ -149,7 +152,7 @@ fn resume(
                 "it was built with writer options '{}' but this granary writes '{}' (another granary or naga \
                  version): harvest afresh without --resume",
                 archive.target_options_text(),
-                crate::frontend::targets::TARGET_OPTIONS
+                crate::frontend::targets::target_options_text(opts.profile)
             )));
         }
         if !archive.is_empty() && archive.targets() != opts.targets {
@@ -248,9 +251,10 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         .map_err(|e| ScriptError::at(&opts.script, "", format!("cannot read script: {e}")))?;
     let script = Script::parse(&text, &opts.script, opts.script.parent().unwrap_or(std::path::Path::new("")))?;
 
-    let capture = Arc::new(Capture::new(CaptureMode::Outputs));
+    let capture = Arc::new(Capture::for_profile(CaptureMode::Outputs, opts.profile));
     let compiler = Compiler::new(CompilerOptions {
         targets: opts.targets,
+        profile: opts.profile,
         max_concurrent_tasks: Some(threads),
         capture: Some(capture.clone()),
         cache_functions: true,
@@ -281,8 +285,12 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         flush_tx: Mutex::new(Some(flush_tx)),
         on_progress,
     };
-    let flusher =
-        Mutex::new(flush::Flusher::new(opts.output.clone(), resumed.reopen.take(), std::mem::take(&mut resumed.kept)));
+    let flusher = Mutex::new(flush::Flusher::new(
+        opts.output.clone(),
+        crate::archive::portable_meta_for(opts.profile),
+        resumed.reopen.take(),
+        std::mem::take(&mut resumed.kept),
+    ));
     let flush_errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
     let mut workers_started = 0;
@@ -309,7 +317,8 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
                 let indices: Vec<usize> = valid.iter().map(|(i, _)| *i).collect();
                 on_progress(Progress::Planned { tasks: indices.len() });
                 let children0 = crate::util::children_cpu_time();
-                let iso_stats = isolate::run(&script, &text, &ctx, &indices, opts.targets, threads, iso, &sink);
+                let iso_stats =
+                    isolate::run(&script, &text, &ctx, &indices, opts.targets, opts.profile, threads, iso, &sink);
                 workers_started = iso_stats.workers_started;
                 crate::util::children_cpu_time() - children0
             }
@@ -389,6 +398,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         },
         threads,
         targets: opts.targets.names(),
+        profile: opts.profile.name.to_string(),
         wall_seconds: wall,
         phases: Phases {
             load_seconds: loaded.as_secs_f64(),

@@ -42,7 +42,12 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
     let refuse = |why: String| HarvestError::Prune { path: archive.display().to_string(), why };
     let input = Archive::read(archive)?;
     input.verify().map_err(|e| refuse(format!("{e}; recover its intact part with `granary salvage` first")))?;
-    let ctx = KeyContext { target_options: crate::frontend::targets::target_options_fingerprint() };
+    // The archive's profile, recognised by its writer options text; keys are computed under it.
+    let profile = crate::frontend::profile::PROFILES
+        .iter()
+        .find(|p| crate::frontend::targets::target_options_text(p) == input.target_options_text())
+        .unwrap_or(crate::frontend::Profile::default_profile());
+    let ctx = KeyContext { target_options: crate::frontend::targets::target_options_fingerprint(profile) };
     if input.key_context() != ctx {
         return Err(refuse(format!(
             "it was built with different writer options (fingerprint {:032x}) than this granary ({:032x}), so its keys cannot \

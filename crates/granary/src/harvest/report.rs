@@ -88,6 +88,8 @@ pub struct HarvestSummary {
     pub threads: usize,
     /// Targets written.
     pub targets: String,
+    /// The device profile (`--profile`).
+    pub profile: String,
     /// Wall time in seconds.
     pub wall_seconds: f64,
     /// The wall time by phase.
@@ -130,8 +132,14 @@ impl HarvestSummary {
             )
         } else {
             format!(
-                "harvested {} of {} pipelines into {} ({} bytes, {} pipelines, targets {})\n",
-                self.succeeded, self.pipelines, self.output, self.archive_bytes, self.archive_pipelines, self.targets
+                "harvested {} of {} pipelines into {} ({} bytes, {} pipelines, targets {}, profile {})\n",
+                self.succeeded,
+                self.pipelines,
+                self.output,
+                self.archive_bytes,
+                self.archive_pipelines,
+                self.targets,
+                self.profile
             )
         };
         if self.resumed > 0 || self.dropped > 0 {

@@ -45,6 +45,7 @@ use crate::archive::{encode, ArchiveMeta, WriteEntry};
 use crate::compiler::{Compiler, CompilerOptions};
 use crate::descriptor::{Library, ShaderStage, SourceKind, TargetSet};
 use crate::fault::Action;
+use crate::frontend::Profile;
 use crate::script::LazyScript;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -164,7 +165,7 @@ fn frame(tag: u8, index: usize, len: u64) -> Vec<u8> {
 /// Runs the worker loop on the standard input and output. `script` names the script in
 /// messages; `parent` is the parent's process id (the worker exits if it is gone). Returns the
 /// process exit status.
-pub fn worker_main(script: &Path, targets: TargetSet, parent: Option<u32>) -> i32 {
+pub fn worker_main(script: &Path, targets: TargetSet, profile: &'static Profile, parent: Option<u32>) -> i32 {
     let (mut input, mut out) = match crate::util::private_stdio() {
         Ok(io) => io,
         Err(e) => {
@@ -199,8 +200,9 @@ pub fn worker_main(script: &Path, targets: TargetSet, parent: Option<u32>) -> i3
             return 2;
         }
     };
-    let compiler = Compiler::new(CompilerOptions { targets, max_concurrent_tasks: Some(1), ..Default::default() });
-    let meta = crate::archive::portable_meta();
+    let compiler =
+        Compiler::new(CompilerOptions { targets, profile, max_concurrent_tasks: Some(1), ..Default::default() });
+    let meta = crate::archive::portable_meta_for(profile);
     loop {
         let (tag, payload) = match read_message(&mut input) {
             Ok(Some(m)) => m,
