@@ -263,4 +263,4 @@ fn example_archive_bytes_are_pinned() {
     assert_eq!((bytes.len(), sum.as_str()), (EXAMPLE_LEN, EXAMPLE_SUM));
 }
 const EXAMPLE_LEN: usize = 2_054_752;
-const EXAMPLE_SUM: &str = "9289cd7192e6f80e";
+const EXAMPLE_SUM: &str = "68b5e8a228183712";

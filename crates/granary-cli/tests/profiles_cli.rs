@@ -42,6 +42,7 @@ fn a_subgroup_shader_is_valid_as_spirv_1_3_and_not_as_1_0() {
         .compile(&PipelineDescriptor::Compute(ComputePipelineDescriptor {
             label: None,
             compute: FunctionDescriptor::library(Library::wgsl("sg", SUBGROUP), "main"),
+            layout: None,
         }))
         .expect("subgroups are in the Vulkan 1.1 profile");
     let spv = e.stages[0].outputs.get(Target::Spirv).unwrap().bytes().to_vec();

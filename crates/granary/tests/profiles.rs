@@ -10,6 +10,7 @@ fn compute(lib: std::sync::Arc<Library>, entry: &str) -> PipelineDescriptor {
     PipelineDescriptor::Compute(ComputePipelineDescriptor {
         label: Some("c".into()),
         compute: FunctionDescriptor::library(lib, entry),
+        layout: None,
     })
 }
 

@@ -231,7 +231,16 @@ impl Frontend {
                     })?;
                     checked.push(caps);
                 }
-                let bytes = targets::write(target, self.profile, &spec.module, &spec.info, naga_stage, entry, &file, &bindings)?;
+                let bytes = targets::write(
+                    target,
+                    self.profile,
+                    &spec.module,
+                    &spec.info,
+                    naga_stage,
+                    entry,
+                    &file,
+                    &bindings,
+                )?;
                 outputs.0[target as usize] = Some(Blob::new(bytes));
             }
             let interface = interface::reflect(&spec.module, entry, naga_stage);

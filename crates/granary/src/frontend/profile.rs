@@ -48,8 +48,11 @@ pub struct Profile {
     pub glsl: TargetProfile,
 }
 
-/// Offered by every desktop-class device of every API granary writes for.
-const BASE: C = C::CUBE_ARRAY_TEXTURES
+/// Offered by every desktop-class device of every API granary writes for. Immediate data
+/// (push constants) is core everywhere: Vulkan push constants, Metal `setBytes` buffers, D3D12
+/// root constants, and a plain uniform block in GLSL.
+const BASE: C = C::IMMEDIATES
+    .union(C::CUBE_ARRAY_TEXTURES)
     .union(C::MULTISAMPLED_SHADING)
     .union(C::EARLY_DEPTH_TEST)
     .union(C::CLIP_DISTANCES)
