@@ -231,16 +231,15 @@ impl Frontend {
                     })?;
                     checked.push(caps);
                 }
-                let bytes = targets::write(
-                    target,
-                    self.profile,
-                    &spec.module,
-                    &spec.info,
-                    naga_stage,
+                let src = targets::StageSource {
+                    module: &spec.module,
+                    info: &spec.info,
+                    stage: naga_stage,
                     entry,
-                    &file,
-                    &bindings,
-                )?;
+                    file: &file,
+                    bindings: &bindings,
+                };
+                let bytes = targets::write(target, self.profile, &src)?;
                 outputs.0[target as usize] = Some(Blob::new(bytes));
             }
             let interface = interface::reflect(&spec.module, entry, naga_stage);

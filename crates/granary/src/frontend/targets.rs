@@ -127,19 +127,26 @@ fn entry_error<E: std::fmt::Display>(names: &[Result<String, E>]) -> Option<Stri
     names.iter().find_map(|r| r.as_ref().err().map(|e| e.to_string()))
 }
 
-/// Writes `module`'s entry point `entry` for `target`, in the language version `profile`
-/// gives it, binding resources where `bindings` (the stage's binding map,
-/// `frontend::layout::reflect`) puts them.
-pub fn write(
-    target: Target,
-    profile: &Profile,
-    module: &naga::Module,
-    info: &naga::valid::ModuleInfo,
-    stage: naga::ShaderStage,
-    entry: &str,
-    file: &str,
-    bindings: &StageBindingMap,
-) -> Result<Vec<u8>, ShaderError> {
+/// One specialized entry point, ready to be written for any target.
+pub struct StageSource<'a> {
+    /// The specialized (and compacted) module.
+    pub module: &'a naga::Module,
+    /// Its validation info.
+    pub info: &'a naga::valid::ModuleInfo,
+    /// The entry point's stage.
+    pub stage: naga::ShaderStage,
+    /// The entry point's name.
+    pub entry: &'a str,
+    /// The library's file (or name), for messages.
+    pub file: &'a str,
+    /// Where each resource lands (`frontend::layout::reflect`).
+    pub bindings: &'a StageBindingMap,
+}
+
+/// Writes `src`'s entry point for `target`, in the language version `profile` gives it,
+/// binding resources where `src.bindings` puts them.
+pub fn write(target: Target, profile: &Profile, src: &StageSource<'_>) -> Result<Vec<u8>, ShaderError> {
+    let StageSource { module, info, stage, entry, file, bindings } = *src;
     let fail = |e: String| {
         let mut err = ShaderError::new(file, ShaderErrorKind::Write, format!("{target} writer: {e}"));
         err.target = Some(target);
