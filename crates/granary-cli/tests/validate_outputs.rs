@@ -1,7 +1,8 @@
 //! Every SPIR-V output passes `spirv-val` (with the target environment the profile declares)
 //! and every GLSL output passes `glslangValidator`, on the bundled example and on a
-//! scaled-down seed workload. The tools are required: a missing tool fails the test (CI
-//! installs them from `.ci/run`), so a skipped validation never looks like a pass.
+//! scaled-down seed workload. In CI (and with `GRANARY_REQUIRE_TOOLS=1`) the tools are
+//! required and a missing tool fails the test; elsewhere a missing tool makes the test say
+//! SKIPPED on stderr (see `common::tool_available`).
 
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
@@ -18,13 +19,9 @@ fn granary(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_granary")).args(args).output().expect("run granary")
 }
 
-fn require(tool: &str, package: &str) {
-    let found = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
-    assert!(
-        found,
-        "`{tool}` is not installed: this test validates every output with it and does not skip \
-         (install the Debian package {package}; .ci/run does)"
-    );
+/// Whether both validators can run (see `common::tool_available`).
+fn tools() -> bool {
+    common::tool_available("spirv-val", "spirv-tools") & common::tool_available("glslangValidator", "glslang-tools")
 }
 
 /// Harvests `script` for every target under `profile`; returns the distinct outputs per
@@ -96,8 +93,6 @@ fn invalid(outputs: &BTreeMap<(u8, Vec<u8>), (ShaderStage, String)>, env: &str, 
 }
 
 fn check(script: &str, dir: &Path) {
-    require("spirv-val", "spirv-tools");
-    require("glslangValidator", "glslang-tools");
     // The validator must reject a broken module, or a pass below would mean nothing.
     let junk = BTreeMap::from([((Target::Spirv as u8, vec![7u8; 20]), (ShaderStage::Vertex, "junk".to_string()))]);
     assert_eq!(invalid(&junk, "vulkan1.1", dir).1.len(), 1, "spirv-val accepted garbage");
@@ -118,12 +113,18 @@ fn check(script: &str, dir: &Path) {
 
 #[test]
 fn example_outputs_are_valid() {
+    if !tools() {
+        return;
+    }
     let dir = common::tempdir();
     check(EXAMPLE, dir.path());
 }
 
 #[test]
 fn seed_workload_outputs_are_valid() {
+    if !tools() {
+        return;
+    }
     let dir = common::tempdir();
     let seed = dir.path().join("seed");
     let o = granary(&[

@@ -97,3 +97,23 @@ impl Fixture {
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
+
+/// Whether the external validator `tool` (from the Debian package `package`) can run. In CI
+/// (`CI` set, as `.ci/run` is run) or with `GRANARY_REQUIRE_TOOLS=1`, a missing tool fails
+/// the test; elsewhere the test says loudly that it skipped and why, so that the README's
+/// test command still runs on a machine with only a Rust toolchain, and never passes silently.
+pub fn tool_available(tool: &str, package: &str) -> bool {
+    let found = std::process::Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
+    let required = std::env::var_os("CI").is_some() || std::env::var_os("GRANARY_REQUIRE_TOOLS").is_some();
+    assert!(
+        found || !required,
+        "`{tool}` is not installed and CI/GRANARY_REQUIRE_TOOLS requires it (Debian package {package}; .ci/run installs it)"
+    );
+    if !found {
+        eprintln!(
+            "SKIPPED: `{tool}` is not installed, so this test validated nothing (install the Debian \
+             package {package}, or run .ci/run, which installs it and requires it)"
+        );
+    }
+    found
+}
