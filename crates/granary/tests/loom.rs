@@ -59,6 +59,7 @@ fn entry(key: u128) -> std::sync::Arc<PipelineEntry> {
             entry_point: "main".into(),
             outputs: TargetOutputs::default(),
         }],
+        layout: None,
     })
 }
 
