@@ -62,7 +62,8 @@ fn incompatibility(a: &Archive, b: &Archive) -> Option<String> {
         // The writer options text ends with the requested targets (`;targets=spirv,msl`):
         // archives harvested for other targets are named as such.
         let requested = |t: &str| t.rsplit_once(";targets=").map(|(rest, names)| (rest.to_string(), names.to_string()));
-        if let (Some((ra, ta)), Some((rb, tb))) = (requested(a.target_options_text()), requested(b.target_options_text()))
+        if let (Some((ra, ta)), Some((rb, tb))) =
+            (requested(a.target_options_text()), requested(b.target_options_text()))
         {
             if ra == rb && ta != tb {
                 return Some(format!("requested targets {ta} vs {tb}"));

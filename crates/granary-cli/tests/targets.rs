@@ -17,9 +17,11 @@ fn granary(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_granary")).args(args).output().expect("run granary")
 }
 
-const VS: &str = "@vertex fn vs(@location(0) p: vec3<f32>) -> @builtin(position) vec4<f32> { return vec4<f32>(p, 1.0); }";
+const VS: &str =
+    "@vertex fn vs(@location(0) p: vec3<f32>) -> @builtin(position) vec4<f32> { return vec4<f32>(p, 1.0); }";
 const PLAIN: &str = "@fragment fn fs() -> @location(0) vec4<f32> { return vec4<f32>(1.0); }";
-const HALF: &str = "enable f16;\n@fragment fn fs() -> @location(0) vec4<f32> { let h: f16 = 0.5h; return vec4<f32>(f32(h * 2.0h)); }";
+const HALF: &str =
+    "enable f16;\n@fragment fn fs() -> @location(0) vec4<f32> { let h: f16 = 0.5h; return vec4<f32>(f32(h * 2.0h)); }";
 const COMPUTE: &str = "@compute @workgroup_size(1) fn main() {}";
 
 fn render(label: &str, fragment: &str, cull: &str) -> serde_json::Value {
@@ -62,8 +64,9 @@ fn harvest(script: &str, out: &Path, extra: &[&str]) -> (i32, serde_json::Value)
     let mut args = vec!["harvest", script, "-o", out.to_str().unwrap(), "-q", "--json", "--targets", ALL3];
     args.extend_from_slice(extra);
     let o = granary(&args);
-    let summary = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)));
+    let summary = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    });
     (o.status.code().unwrap_or(-1), summary)
 }
 
@@ -162,19 +165,16 @@ fn require_all_targets_fails_the_pipelines_that_lost_one() {
 fn j1_j8_and_isolate_agree_and_resume_keeps_the_archive() {
     let dir = common::tempdir();
     let s = script(dir.path());
-    let runs: Vec<(std::path::PathBuf, serde_json::Value)> = [
-        ("j1", vec!["-j", "1"]),
-        ("j8", vec!["-j", "8"]),
-        ("iso", vec!["-j", "3", "--isolate"]),
-    ]
-    .into_iter()
-    .map(|(name, extra)| {
-        let out = dir.path().join(format!("{name}.granary"));
-        let (code, summary) = harvest(&s, &out, &extra);
-        assert_eq!(code, 1, "{name}: {summary}");
-        (out, summary)
-    })
-    .collect();
+    let runs: Vec<(std::path::PathBuf, serde_json::Value)> =
+        [("j1", vec!["-j", "1"]), ("j8", vec!["-j", "8"]), ("iso", vec!["-j", "3", "--isolate"])]
+            .into_iter()
+            .map(|(name, extra)| {
+                let out = dir.path().join(format!("{name}.granary"));
+                let (code, summary) = harvest(&s, &out, &extra);
+                assert_eq!(code, 1, "{name}: {summary}");
+                (out, summary)
+            })
+            .collect();
     let bytes = std::fs::read(&runs[0].0).unwrap();
     for (out, summary) in &runs[1..] {
         assert_eq!(std::fs::read(out).unwrap(), bytes, "{}", out.display());

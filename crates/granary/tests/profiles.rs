@@ -79,8 +79,10 @@ fn the_spirv_version_and_the_keys_follow_the_profile() {
     // Every profile is its own key space, even two that write the same bytes.
     assert_ne!(keys[0], keys[1]);
     assert_ne!(keys[1], keys[2]);
-    let texts: Vec<String> =
-        granary::frontend::profile::PROFILES.iter().map(|p| granary::frontend::targets::target_options_text(p, TargetSet::SPIRV)).collect();
+    let texts: Vec<String> = granary::frontend::profile::PROFILES
+        .iter()
+        .map(|p| granary::frontend::targets::target_options_text(p, TargetSet::SPIRV))
+        .collect();
     for (i, t) in texts.iter().enumerate() {
         assert!(t.contains(&format!("profile={}", granary::frontend::profile::PROFILES[i].name)));
         assert_eq!(texts.iter().filter(|u| *u == t).count(), 1);
@@ -147,7 +149,8 @@ fn a_capture_takes_the_profile_of_its_compiler() {
     assert_eq!(a.key_context(), c.key_context());
     assert!(a.lookup(&desc).unwrap().is_some(), "the header describes the keys the compiler computed");
     // A capture made for one profile refuses a compiler of another.
-    let other = std::sync::Arc::new(Capture::for_profile(CaptureMode::Outputs, Profile::default_profile(), TargetSet::SPIRV));
+    let other =
+        std::sync::Arc::new(Capture::for_profile(CaptureMode::Outputs, Profile::default_profile(), TargetSet::SPIRV));
     let r = std::panic::catch_unwind(|| {
         Compiler::new(CompilerOptions {
             profile: Profile::named("vulkan1.3").unwrap(),

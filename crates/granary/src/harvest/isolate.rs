@@ -488,10 +488,7 @@ impl Job<'_> {
         };
         // What each stage may lack: exactly the targets declared lost for it.
         let lost_bits = |stage: crate::descriptor::ShaderStage| {
-            lost.iter()
-                .filter(|l| l.stage == stage)
-                .filter_map(|l| l.error.target)
-                .fold(0u32, |b, t| b | 1 << t as u32)
+            lost.iter().filter(|l| l.stage == stage).filter_map(|l| l.error.target).fold(0u32, |b, t| b | 1 << t as u32)
         };
         let archive = Archive::from_bytes(bytes).map_err(|e| format!("worker answer is damaged: {e}"))?;
         archive.verify().map_err(|e| format!("worker answer is damaged: {e}"))?;

@@ -5,9 +5,9 @@ use super::{Failure, Progress};
 use crate::capture::Capture;
 use crate::compiler::{CompileError, LostTarget};
 use crate::descriptor::TargetSet;
-use std::collections::BTreeMap;
 use crate::script::ScriptError;
 use crate::sync::lock_std;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 
