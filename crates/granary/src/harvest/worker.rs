@@ -407,6 +407,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn lost_target_answers_round_trip_and_refuse_damage() {
+        let mut error = ShaderError::new("half", ShaderErrorKind::Validation, "glsl needs capability SHADER_FLOAT16");
+        error.target = Some(crate::descriptor::Target::Glsl);
+        error.line = Some(3);
+        let lost = vec![LostTarget { stage: ShaderStage::Fragment, function: "half:fs".into(), error }];
+        let p = encode_lost_answer(b"ARCHIVE", &lost);
+        let (archive, back) = decode_lost_answer(&p).expect("round trip");
+        assert_eq!(archive, b"ARCHIVE");
+        let [l] = &back[..] else { panic!("{} lost", back.len()) };
+        assert_eq!((l.stage, l.function.as_str()), (ShaderStage::Fragment, "half:fs"));
+        assert_eq!(l.error.to_string(), lost[0].error.to_string());
+        assert_eq!(l.error.target, Some(crate::descriptor::Target::Glsl));
+        // Damage: a length past the end, a cut JSON, an unknown target.
+        let mut long = p.clone();
+        long[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(decode_lost_answer(&long).is_none());
+        assert!(decode_lost_answer(&p[..p.len() - 2]).is_none());
+        assert!(decode_lost_answer(&p[..5]).is_none());
+        let bad = String::from_utf8_lossy(&p[15..]).replace("\"glsl\"", "\"dxil\"");
+        let mut unknown = p[..15].to_vec();
+        unknown.extend_from_slice(bad.as_bytes());
+        assert!(decode_lost_answer(&unknown).is_none());
+    }
+
+    #[test]
     fn library_messages_round_trip_to_the_same_identity() {
         for lib in [
             Library::new(
