@@ -166,7 +166,7 @@ fn j1_j8_and_isolate_agree_and_resume_keeps_the_archive() {
     let dir = common::tempdir();
     let s = script(dir.path());
     let runs: Vec<(std::path::PathBuf, serde_json::Value)> =
-        [("j1", vec!["-j", "1"]), ("j8", vec!["-j", "8"]), ("iso", vec!["-j", "3", "--isolate"])]
+        [("j1", vec!["-j", "1"]), ("j8", vec!["-j", "8", "--flush-every", "1"]), ("iso", vec!["-j", "3", "--isolate"])]
             .into_iter()
             .map(|(name, extra)| {
                 let out = dir.path().join(format!("{name}.granary"));
@@ -187,6 +187,11 @@ fn j1_j8_and_isolate_agree_and_resume_keeps_the_archive() {
     assert_eq!(summary["resumed"], 4, "{summary}");
     assert_eq!(summary["target_counts"], runs[0].1["target_counts"]);
     assert_eq!(std::fs::read(&runs[0].0).unwrap(), bytes);
+    // Prune recognises the requested targets from the header and keeps every pipeline.
+    let pruned = dir.path().join("pruned.granary");
+    let o = granary(&["prune", runs[0].0.to_str().unwrap(), "--script", &s, "-o", pruned.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(&pruned).unwrap(), bytes);
 }
 
 #[test]
