@@ -516,27 +516,7 @@ impl Job<'_> {
                 entry.entry.key.0, expected_key.0
             ));
         }
-        let stages = desc.stages();
-        let shape_ok = entry.entry.kind == desc.kind()
-            && entry.entry.stages.len() == stages.len()
-            && entry.entry.stages.iter().zip(&stages).all(|(got, (stage, f))| {
-                got.stage == *stage
-                    && got.key == stage_key(f, *stage, self.ctx)
-                    && self.targets.iter().all(|t| {
-                        let declared_lost = lost_bits(*stage) & (1 << t as u32) != 0;
-                        got.outputs.0[t as usize].is_some() != declared_lost
-                    })
-            });
-        if !shape_ok {
-            return Err("worker answered with an entry whose stages do not match the pipeline".into());
-        }
-        if lost.iter().any(|l| !stages.iter().any(|(s, f)| *s == l.stage && f.describe() == l.function)) {
-            return Err("worker declared a lost target for a function the pipeline does not have".into());
-        }
-        let targets = crate::compiler::entry_targets(&entry.entry, self.targets);
-        if targets.0 == 0 {
-            return Err("worker answered with an entry that has no target left".into());
-        }
+        let targets = check_stages(&entry.entry, desc, self.ctx, self.targets, &lost)?;
         if self.sink.require_all_targets && !lost.is_empty() {
             // All or nothing: the same failure the in-process compiler records.
             let pipeline = desc.label().unwrap_or("<unlabeled>").to_string();
@@ -549,6 +529,47 @@ impl Job<'_> {
         self.sink.compiled_with(index, name, targets, &lost);
         Ok(())
     }
+}
+
+/// Checks an answered entry's stages against the pipeline asked: same kind, stages and stage
+/// keys, and an output for every requested target of every stage except exactly the targets
+/// `lost` declares lost for that stage (each naming one of the pipeline's functions); returns
+/// the targets the pipeline has (never empty).
+fn check_stages(
+    entry: &crate::descriptor::PipelineEntry,
+    desc: &PipelineDescriptor,
+    ctx: &KeyContext,
+    targets: TargetSet,
+    lost: &[crate::compiler::LostTarget],
+) -> Result<TargetSet, String> {
+    let lost_bits = |stage: crate::descriptor::ShaderStage| {
+        lost.iter().filter(|l| l.stage == stage).filter_map(|l| l.error.target).fold(0u32, |b, t| b | 1 << t as u32)
+    };
+    let stages = desc.stages();
+    let shape_ok = entry.kind == desc.kind()
+        && entry.stages.len() == stages.len()
+        && entry.stages.iter().zip(&stages).all(|(got, (stage, f))| {
+            got.stage == *stage
+                && got.key == stage_key(f, *stage, ctx)
+                && targets.iter().all(|t| {
+                    let declared_lost = lost_bits(*stage) & (1 << t as u32) != 0;
+                    got.outputs.0[t as usize].is_some() != declared_lost
+                })
+        });
+    if !shape_ok {
+        return Err("worker answered with an entry whose stages do not match the pipeline".into());
+    }
+    if lost.iter().any(|l| l.error.target.is_none_or(|t| !targets.contains(t))) {
+        return Err("worker declared a lost target that was not requested".into());
+    }
+    if lost.iter().any(|l| !stages.iter().any(|(s, f)| *s == l.stage && f.describe() == l.function)) {
+        return Err("worker declared a lost target for a function the pipeline does not have".into());
+    }
+    let has = crate::compiler::entry_targets(entry, targets);
+    if has.0 == 0 {
+        return Err("worker answered with an entry that has no target left".into());
+    }
+    Ok(has)
 }
 
 /// Kills a worker (if still running) and describes how it ended, with its last stderr line.
@@ -569,7 +590,40 @@ fn kill(mut w: Worker) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::descriptor::{ComputePipelineDescriptor, FunctionDescriptor, Library};
+    use crate::descriptor::{ComputePipelineDescriptor, FunctionDescriptor, Library, Target};
+
+    #[test]
+    fn an_answer_may_lack_exactly_the_targets_it_declares_lost() {
+        // MSL has 16-bit floats under the default profile, GLSL has not.
+        let src = "enable f16;\n@group(0) @binding(0) var<storage, read_write> buf: array<f32>;\n\
+            @compute @workgroup_size(1) fn main() { let h: f16 = f16(buf[0]); buf[0] = f32(h * 2.0h); }\n";
+        let desc = PipelineDescriptor::Compute(ComputePipelineDescriptor {
+            label: None,
+            compute: FunctionDescriptor::library(Library::wgsl("half", src), "main"),
+            layout: None,
+        });
+        let targets = TargetSet::parse("msl,glsl").unwrap();
+        let c = crate::compiler::Compiler::new(crate::compiler::CompilerOptions { targets, ..Default::default() });
+        let o = c.compile_detailed(&desc).unwrap();
+        let ctx = c.key_context();
+        assert_eq!(o.lost.len(), 1);
+        let has = check_stages(&o.entry, &desc, &ctx, targets, &o.lost).unwrap();
+        assert_eq!(has, TargetSet::parse("msl").unwrap());
+        // Not declared: refused.
+        assert!(check_stages(&o.entry, &desc, &ctx, targets, &[]).is_err());
+        // Declared lost but present (MSL), not requested (HLSL), or for another function.
+        let mut other = o.lost.clone();
+        other[0].error.target = Some(Target::Msl);
+        other.push(o.lost[0].clone());
+        assert!(check_stages(&o.entry, &desc, &ctx, targets, &other).is_err());
+        let mut hlsl = o.lost.clone();
+        hlsl.push(o.lost[0].clone());
+        hlsl[1].error.target = Some(Target::Hlsl);
+        assert!(check_stages(&o.entry, &desc, &ctx, targets, &hlsl).is_err());
+        let mut renamed = o.lost.clone();
+        renamed[0].function = "other:main".into();
+        assert!(check_stages(&o.entry, &desc, &ctx, targets, &renamed).is_err());
+    }
 
     #[test]
     fn the_answer_cap_grows_with_sources_and_targets() {
