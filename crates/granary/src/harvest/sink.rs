@@ -74,21 +74,12 @@ impl Sink<'_> {
 }
 
 pub(crate) fn script_failure(index: usize, name: String, e: &ScriptError) -> Failure {
-    Failure {
-        index,
-        pipeline: name,
-        phase: "script".into(),
-        kind: None,
-        file: Some(e.file.display().to_string()),
-        line: e.line.map(|v| v as u64),
-        column: e.column.map(|v| v as u64),
-        json_path: Some(e.json_path.clone()),
-        script_position: None,
-        message: e.to_string(),
-        target: None,
-        function: None,
-        pipelines_affected: None,
-    }
+    let mut f = process_failure(index, name, "script", e.to_string());
+    f.file = Some(e.file.display().to_string());
+    f.line = e.line.map(|v| v as u64);
+    f.column = e.column.map(|v| v as u64);
+    f.json_path = Some(e.json_path.clone());
+    f
 }
 
 pub(crate) fn compile_failure(index: usize, name: String, e: &CompileError) -> Failure {
