@@ -275,8 +275,8 @@ impl Frontend {
                 }
             }
             if outputs.0.iter().all(Option::is_none) {
-                // No target at all: the stage function fails, with the first target's reason
-                // (each target's reason when they differ).
+                // No target left: the stage function fails, with the target's reason (every
+                // target's reason, joined, when more than one was requested).
                 return Err(all_targets_failed(target_failures));
             }
             let interface = interface::reflect(&spec.module, entry, naga_stage);
