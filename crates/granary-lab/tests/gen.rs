@@ -153,6 +153,7 @@ fn harvest_all(dir: &Path, summary: &GenSummary) {
             flush_every: None,
             resume: false,
             isolate: None,
+            require_all_targets: false,
         },
         &|_| {},
     )

@@ -23,15 +23,16 @@ pub use granary_archive::{
 use crate::descriptor::PipelineDescriptor;
 
 /// The header of archives written by this build's naga front end under the `default`
-/// profile: its writer options (which every stage key was computed under) and no device.
+/// profile for SPIR-V (a [`crate::compiler::Compiler`]'s defaults): its writer options (which
+/// every stage key was computed under) and no device.
 pub fn portable_meta() -> ArchiveMeta {
-    portable_meta_for(crate::frontend::Profile::default_profile())
+    portable_meta_for(crate::frontend::Profile::default_profile(), crate::descriptor::TargetSet::SPIRV)
 }
 
-/// [`portable_meta`] for the device profile `profile` (its settings are part of the writer
-/// options text).
-pub fn portable_meta_for(profile: &crate::frontend::Profile) -> ArchiveMeta {
-    ArchiveMeta::new(&crate::frontend::targets::target_options_text(profile), "")
+/// [`portable_meta`] for the device profile `profile` and the requested `targets` (both are
+/// part of the writer options text).
+pub fn portable_meta_for(profile: &crate::frontend::Profile, targets: crate::descriptor::TargetSet) -> ArchiveMeta {
+    ArchiveMeta::new(&crate::frontend::targets::target_options_text(profile, targets), "")
 }
 
 /// Lookup by full descriptor: computes the descriptor's key under the archive's writer

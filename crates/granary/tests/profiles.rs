@@ -79,8 +79,10 @@ fn the_spirv_version_and_the_keys_follow_the_profile() {
     // Every profile is its own key space, even two that write the same bytes.
     assert_ne!(keys[0], keys[1]);
     assert_ne!(keys[1], keys[2]);
-    let texts: Vec<String> =
-        granary::frontend::profile::PROFILES.iter().map(granary::frontend::targets::target_options_text).collect();
+    let texts: Vec<String> = granary::frontend::profile::PROFILES
+        .iter()
+        .map(|p| granary::frontend::targets::target_options_text(p, TargetSet::SPIRV))
+        .collect();
     for (i, t) in texts.iter().enumerate() {
         assert!(t.contains(&format!("profile={}", granary::frontend::profile::PROFILES[i].name)));
         assert_eq!(texts.iter().filter(|u| *u == t).count(), 1);
@@ -94,14 +96,29 @@ const F16: &str = "enable f16;\n@group(0) @binding(0) var<storage, read_write> b
 #[test]
 fn a_capability_outside_a_targets_profile_is_rejected_by_name() {
     // MSL allows 16-bit floats, GLSL does not: the library validates with the union, the
-    // stage function is rejected for GLSL, and the message names the capability and target.
+    // stage function loses GLSL (the message names the capability and target) and the
+    // pipeline lands with MSL.
     let c = compiler(&[Target::Msl, Target::Glsl], "default");
-    let err = c.compile(&compute(Library::wgsl("half", F16), "main")).unwrap_err();
-    let CompileError::Shader { error, .. } = &err else { panic!("{err}") };
+    let o = c.compile_detailed(&compute(Library::wgsl("half", F16), "main")).expect("lands with MSL");
+    assert_eq!(o.targets, TargetSet::parse("msl").unwrap());
+    assert!(o.entry.stages[0].outputs.get(Target::Msl).is_some());
+    assert!(o.entry.stages[0].outputs.get(Target::Glsl).is_none());
+    let [lost] = &o.lost[..] else { panic!("{:?}", o.lost) };
+    let error = &lost.error;
     assert_eq!(error.kind, ShaderErrorKind::Validation);
     assert_eq!(error.target, Some(Target::Glsl));
     assert!(error.message.contains("SHADER_FLOAT16"), "{}", error.message);
     assert!(error.message.contains("profile 'default'"), "{}", error.message);
+    // All or nothing: the lost target fails the pipeline, naming target and capability.
+    let strict = Compiler::new(CompilerOptions {
+        targets: TargetSet::parse("msl,glsl").unwrap(),
+        require_all_targets: true,
+        ..Default::default()
+    });
+    let err = strict.compile(&compute(Library::wgsl("half", F16), "main")).unwrap_err();
+    let CompileError::Targets { lost, .. } = &err else { panic!("{err}") };
+    assert_eq!(lost.len(), 1);
+    assert!(err.to_string().contains("target glsl lost") && err.to_string().contains("SHADER_FLOAT16"), "{err}");
     // MSL alone accepts it.
     let msl = compiler(&[Target::Msl], "default");
     msl.compile(&compute(Library::wgsl("half", F16), "main")).expect("MSL has half");
@@ -132,7 +149,8 @@ fn a_capture_takes_the_profile_of_its_compiler() {
     assert_eq!(a.key_context(), c.key_context());
     assert!(a.lookup(&desc).unwrap().is_some(), "the header describes the keys the compiler computed");
     // A capture made for one profile refuses a compiler of another.
-    let other = std::sync::Arc::new(Capture::for_profile(CaptureMode::Outputs, Profile::default_profile()));
+    let other =
+        std::sync::Arc::new(Capture::for_profile(CaptureMode::Outputs, Profile::default_profile(), TargetSet::SPIRV));
     let r = std::panic::catch_unwind(|| {
         Compiler::new(CompilerOptions {
             profile: Profile::named("vulkan1.3").unwrap(),

@@ -20,6 +20,11 @@ pub struct HarvestArgs {
     /// Output targets, comma-separated: spirv, msl, hlsl, glsl.
     #[arg(long, default_value = "spirv", value_parser = parse_targets)]
     targets: TargetSet,
+    /// All or nothing per pipeline: a pipeline whose stage function could not be written for
+    /// one of --targets fails (by default it lands with the targets left, and the lost target
+    /// is reported).
+    #[arg(long)]
+    require_all_targets: bool,
     /// Device profile: the language version of each target and the capabilities a shader may
     /// use (default: SPIR-V 1.3 for Vulkan 1.1, MSL 2.4, HLSL SM 6.0, GLSL 450; vulkan1.1,
     /// vulkan1.3, metal3-apple, d3d12-sm6.0). Part of every key.
@@ -36,7 +41,8 @@ pub struct HarvestArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
-    /// Write every failure as JSON to FILE.
+    /// Write every failure, then every target lost by a stage function (phase `target`), as
+    /// JSON to FILE.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
     /// No progress bar.
@@ -98,6 +104,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         profile: a.profile,
         flush_every: a.flush_every,
         resume: a.resume,
+        require_all_targets: a.require_all_targets,
         isolate: if a.isolate {
             anyhow::ensure!(a.timeout > 0.0 && a.timeout.is_finite(), "--timeout must be a positive number of seconds");
             Some(IsolateOptions {
@@ -135,7 +142,8 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         bar.finish_and_clear();
     }
     if let Some(path) = &a.report {
-        let text = serde_json::to_string_pretty(&summary.failures)?;
+        let records: Vec<_> = summary.failures.iter().chain(&summary.lost_targets).collect();
+        let text = serde_json::to_string_pretty(&records)?;
         std::fs::write(path, text + "\n").with_context(|| format!("cannot write report {}", path.display()))?;
     }
     if a.json {
@@ -144,6 +152,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         eprint!("{}", summary.to_text());
     }
     // Exit 1 when any pipeline failed, including a harvest in which every pipeline failed and
-    // the existing archive was kept.
-    Ok(if summary.failed > 0 || summary.kept_existing_archive { 1 } else { 0 })
+    // the existing archive was kept, or when a pipeline landed without a requested target.
+    let lost_any = summary.target_counts.iter().any(|t| t.pipelines_without > 0);
+    Ok(if summary.failed > 0 || summary.kept_existing_archive || lost_any { 1 } else { 0 })
 }

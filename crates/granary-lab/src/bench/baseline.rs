@@ -18,7 +18,7 @@ use super::passes::Timing;
 use dashmap::DashMap;
 use granary::backend::{Backend, NoneBackend};
 use granary::compiler::CompileError;
-use granary::descriptor::{stage_key, KeyContext, PipelineDescriptor, PipelineEntry, StageEntry, StageKey, TargetSet};
+use granary::descriptor::{stage_key, KeyContext, PipelineDescriptor, PipelineEntry, StageKey, TargetSet};
 use granary::frontend::{Frontend, FrontendStats, ShaderError, StageFunction};
 use granary::sync::TaskLimiter;
 use granary::util::thread_cpu_time;
@@ -105,21 +105,7 @@ impl Baseline {
         self.backend.link(desc, &functions).map_err(|message| CompileError::Link { pipeline: name(), message })?;
         let layout = granary::backend::merge_layout(desc, &functions)
             .map_err(|message| CompileError::Link { pipeline: name(), message })?;
-        let stage_keys: Vec<StageKey> = functions.iter().map(|f| f.key).collect();
-        Ok(Arc::new(PipelineEntry {
-            key: desc.key_with_stage_keys(&stage_keys),
-            kind: desc.kind(),
-            stages: functions
-                .iter()
-                .map(|f| StageEntry {
-                    key: f.key,
-                    stage: f.stage,
-                    entry_point: f.entry_point.clone(),
-                    outputs: f.outputs.clone(),
-                })
-                .collect(),
-            layout: Some(granary::descriptor::Blob::new(layout.encode())),
-        }))
+        Ok(Arc::new(granary::compiler::pipeline_entry(desc, &functions, &layout)))
     }
 }
 

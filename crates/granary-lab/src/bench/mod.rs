@@ -11,7 +11,7 @@ pub use passes::{granary, workaround, Timing};
 use crate::gen::{seed_scale, SeedScaleOptions};
 use granary::archive::Archive;
 use granary::capture::{Capture, CaptureMode};
-use granary::descriptor::{PipelineDescriptor, PipelineKey, Target};
+use granary::descriptor::{PipelineDescriptor, PipelineKey, Target, TargetSet};
 use granary::script::Script;
 use granary::util::peak_rss_bytes;
 use serde::Serialize;
@@ -349,6 +349,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> Result<BenchReport, Bench
     let ctx = granary::descriptor::KeyContext {
         target_options: granary::frontend::targets::target_options_fingerprint(
             granary::frontend::Profile::default_profile(),
+            TargetSet::SPIRV,
         ),
     };
     let unique = granary::harvest::plan(&indexed, &ctx).functions as u64;

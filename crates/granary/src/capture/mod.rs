@@ -9,7 +9,7 @@
 //!   I/O happen after every lock is released, so compile calls are never blocked by a write.
 
 use crate::archive::{self, ArchiveError, ArchiveMeta, WriteEntry};
-use crate::descriptor::{PipelineDescriptor, PipelineEntry, TargetOutputs};
+use crate::descriptor::{PipelineDescriptor, PipelineEntry, TargetOutputs, TargetSet};
 use crate::sync::ShardedMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -81,18 +81,19 @@ impl Capture {
         }
     }
 
-    /// An empty capture whose archives carry `profile`'s writer options (the header's options
-    /// are what the stage keys were computed under).
-    pub fn for_profile(mode: CaptureMode, profile: &crate::frontend::Profile) -> Self {
+    /// An empty capture whose archives carry the writer options of `profile` and the
+    /// requested `targets` (the header's options are what the stage keys were computed under).
+    pub fn for_profile(mode: CaptureMode, profile: &crate::frontend::Profile, targets: TargetSet) -> Self {
         let c = Self::new(mode);
-        let _ = c.meta.set(crate::archive::portable_meta_for(profile));
+        let _ = c.meta.set(crate::archive::portable_meta_for(profile, targets));
         c
     }
 
-    /// Takes `profile`'s writer options for its archives unless it has some already; returns
-    /// whether its options are `profile`'s. A compiler calls this when the capture is attached.
-    pub fn adopt_profile(&self, profile: &crate::frontend::Profile) -> bool {
-        let want = crate::archive::portable_meta_for(profile);
+    /// Takes the writer options of `profile` and `targets` for its archives unless it has
+    /// some already; returns whether its options are those. A compiler calls this when the
+    /// capture is attached.
+    pub fn adopt_profile(&self, profile: &crate::frontend::Profile, targets: TargetSet) -> bool {
+        let want = crate::archive::portable_meta_for(profile, targets);
         self.meta.get_or_init(|| want.clone()).target_options == want.target_options
     }
 

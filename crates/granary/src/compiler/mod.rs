@@ -5,6 +5,12 @@
 //! - `compile` never holds a lock while compiling; stage functions shared by many pipelines
 //!   are compiled once (the front end's `ComputeOnce` cells) and shared as `Arc`s.
 //! - A pipeline is recorded in the capture only after it compiled and linked, whole.
+//! - A pipeline has a target when every one of its stages has an output for it; a target a
+//!   stage function lost (its writer or its profile refused it) is reported with the pipeline
+//!   ([`CompileOutcome::lost`]), and the pipeline lands with the targets left. It fails when
+//!   no target is left, or on any lost target with [`CompilerOptions::require_all_targets`].
+//!   Stage outputs are recorded as the stage function produced them (never trimmed per
+//!   pipeline), so an entry stays a pure function of its stage keys.
 //! - A panic in code granary does not control (naga, a backend) costs the pipelines that
 //!   depend on the failing piece and nothing else: front-end panics become that stage
 //!   function's cached error, backend panics this pipeline's [`CompileError::Panic`].
@@ -12,7 +18,7 @@
 use crate::backend::{Backend, NoneBackend};
 use crate::capture::Capture;
 use crate::descriptor::{Blob, KeyContext, PipelineDescriptor, PipelineEntry, ShaderStage, StageEntry, TargetSet};
-use crate::frontend::{Frontend, FrontendStats, ShaderError};
+use crate::frontend::{Frontend, FrontendStats, ShaderError, StageFunction};
 use crate::sync::TaskLimiter;
 use std::sync::Arc;
 
@@ -39,6 +45,15 @@ pub enum CompileError {
         /// What does not fit.
         message: String,
     },
+    /// Requested targets were lost (a writer or the profile refused a stage function for
+    /// them) and either none is left or [`CompilerOptions::require_all_targets`] is set.
+    #[error("pipeline '{pipeline}': {}", describe_lost(lost))]
+    Targets {
+        /// Pipeline label.
+        pipeline: String,
+        /// Each stage function's lost targets, with naga's reasons.
+        lost: Vec<LostTarget>,
+    },
     /// Code granary does not control (a backend, a driver) panicked while compiling this
     /// pipeline; the panic was contained and costs this pipeline only.
     #[error("pipeline '{pipeline}': {report}")]
@@ -48,6 +63,81 @@ pub enum CompileError {
         /// The panic's message and location.
         report: crate::util::panic::PanicReport,
     },
+}
+
+/// One target one stage function of a pipeline could not be written for.
+#[derive(Debug, Clone)]
+pub struct LostTarget {
+    /// Which stage.
+    pub stage: ShaderStage,
+    /// The function (`library:entry [constants]`).
+    pub function: String,
+    /// Why: naga's message, with `target` set.
+    pub error: ShaderError,
+}
+
+fn describe_lost(lost: &[LostTarget]) -> String {
+    let parts: Vec<String> = lost
+        .iter()
+        .map(|l| {
+            let t = l.error.target.map_or("?", |t| t.name());
+            format!("target {t} lost: {} function {}: {}", l.stage, l.function, l.error)
+        })
+        .collect();
+    parts.join("; ")
+}
+
+/// A compiled pipeline and the targets it has: see [`Compiler::compile_detailed`].
+#[derive(Debug, Clone)]
+pub struct CompileOutcome {
+    /// The entry, as recorded in the attached capture.
+    pub entry: Arc<PipelineEntry>,
+    /// The requested targets every stage has an output for (never empty).
+    pub targets: TargetSet,
+    /// Every target failure of the pipeline's stage functions (empty when it has every
+    /// requested target).
+    pub lost: Vec<LostTarget>,
+}
+
+/// The [`PipelineEntry`] of `desc` compiled from its stage `functions` (in stage order) with
+/// the encoded `layout`: each stage's outputs as the stage function produced them.
+pub fn pipeline_entry(
+    desc: &PipelineDescriptor,
+    functions: &[Arc<StageFunction>],
+    layout: &granary_archive::PipelineLayout,
+) -> PipelineEntry {
+    let stage_keys: Vec<_> = functions.iter().map(|f| f.key).collect();
+    PipelineEntry {
+        key: desc.key_with_stage_keys(&stage_keys),
+        kind: desc.kind(),
+        stages: functions
+            .iter()
+            .map(|f| StageEntry {
+                key: f.key,
+                stage: f.stage,
+                entry_point: f.entry_point.clone(),
+                outputs: f.outputs.clone(),
+            })
+            .collect(),
+        layout: Some(Blob::new(layout.encode())),
+    }
+}
+
+/// The targets every one of `functions` has an output for, within `requested`.
+pub fn common_targets(requested: TargetSet, functions: &[Arc<StageFunction>]) -> TargetSet {
+    TargetSet(functions.iter().fold(requested.0, |bits, f| bits & f.targets().0))
+}
+
+/// The targets within `requested` that every stage of `entry` has an output for.
+pub fn entry_targets(entry: &PipelineEntry, requested: TargetSet) -> TargetSet {
+    let bits = entry.stages.iter().fold(requested.0, |bits, s| {
+        let have = crate::descriptor::Target::ALL
+            .into_iter()
+            .filter(|t| s.outputs.0[*t as usize].is_some())
+            .fold(0, |b, t| b | 1 << t as u32);
+        bits & have
+    });
+    TargetSet(bits)
 }
 
 /// Options for a [`Compiler`].
@@ -65,6 +155,10 @@ pub struct CompilerOptions {
     /// Cache compiled stage functions (default: true; libraries are always cached). Off only
     /// for a caller that memoises stage functions itself (the benchmark's baseline).
     pub cache_functions: bool,
+    /// All or nothing per pipeline (default: false): a pipeline any of whose stage functions
+    /// lost a requested target fails ([`CompileError::Targets`]) instead of landing with the
+    /// targets left.
+    pub require_all_targets: bool,
 }
 
 impl Default for CompilerOptions {
@@ -75,6 +169,7 @@ impl Default for CompilerOptions {
             max_concurrent_tasks: None,
             capture: None,
             cache_functions: true,
+            require_all_targets: false,
         }
     }
 }
@@ -88,6 +183,7 @@ pub struct Compiler {
     backend: Box<dyn Backend>,
     capture: Option<Arc<Capture>>,
     limiter: Arc<TaskLimiter>,
+    require_all_targets: bool,
 }
 
 impl Compiler {
@@ -105,9 +201,10 @@ impl Compiler {
     pub fn with_backend(options: CompilerOptions, backend: Box<dyn Backend>) -> Self {
         if let Some(c) = &options.capture {
             assert!(
-                c.adopt_profile(options.profile),
-                "the capture was made for another profile than the compiler's ('{}')",
-                options.profile.name
+                c.adopt_profile(options.profile, options.targets),
+                "the capture was made for another profile or targets than the compiler's ('{}', {})",
+                options.profile.name,
+                options.targets.names()
             );
         }
         let max =
@@ -123,6 +220,7 @@ impl Compiler {
             backend,
             capture: options.capture,
             limiter,
+            require_all_targets: options.require_all_targets,
         }
     }
 
@@ -153,9 +251,16 @@ impl Compiler {
 
     /// Compiles one pipeline: each stage function through the front end's caches, then the
     /// backend's link step; on success the entry is recorded in the attached capture.
+    /// [`Compiler::compile_detailed`] also says which targets the pipeline lost.
     pub fn compile(&self, desc: &PipelineDescriptor) -> Result<Arc<PipelineEntry>, CompileError> {
+        self.compile_detailed(desc).map(|o| o.entry)
+    }
+
+    /// [`Compiler::compile`], returning the targets the pipeline has and those it lost.
+    pub fn compile_detailed(&self, desc: &PipelineDescriptor) -> Result<CompileOutcome, CompileError> {
         let name = || desc.label().unwrap_or("<unlabeled>").to_string();
         let mut functions = Vec::with_capacity(2);
+        let mut lost = Vec::new();
         for (stage, f) in desc.stages() {
             let func = self.frontend.function(f, stage).map_err(|error| CompileError::Shader {
                 pipeline: name(),
@@ -163,7 +268,16 @@ impl Compiler {
                 function: f.describe(),
                 error,
             })?;
+            lost.extend(func.target_failures.iter().map(|error| LostTarget {
+                stage,
+                function: f.describe(),
+                error: error.clone(),
+            }));
             functions.push(func);
+        }
+        let targets = common_targets(self.frontend.targets(), &functions);
+        if targets.0 == 0 || (self.require_all_targets && !lost.is_empty()) {
+            return Err(CompileError::Targets { pipeline: name(), lost });
         }
         let layout = {
             let _permit = self.limiter.acquire();
@@ -174,24 +288,10 @@ impl Compiler {
             .map_err(|report| CompileError::Panic { pipeline: name(), report })?
             .map_err(|message| CompileError::Link { pipeline: name(), message })?
         };
-        let stage_keys: Vec<_> = functions.iter().map(|f| f.key).collect();
-        let entry = Arc::new(PipelineEntry {
-            key: desc.key_with_stage_keys(&stage_keys),
-            kind: desc.kind(),
-            stages: functions
-                .iter()
-                .map(|f| StageEntry {
-                    key: f.key,
-                    stage: f.stage,
-                    entry_point: f.entry_point.clone(),
-                    outputs: f.outputs.clone(),
-                })
-                .collect(),
-            layout: Some(Blob::new(layout.encode())),
-        });
+        let entry = Arc::new(pipeline_entry(desc, &functions, &layout));
         if let Some(c) = &self.capture {
             c.record(&entry, desc);
         }
-        Ok(entry)
+        Ok(CompileOutcome { entry, targets, lost })
     }
 }

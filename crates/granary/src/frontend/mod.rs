@@ -8,9 +8,12 @@
 //! - Results are immutable `Arc`s; a cached result is never freed while reachable.
 //! - A panic inside naga is caught where it happens and stored as that library's or stage
 //!   function's error ([`ShaderErrorKind::Panic`]), so it is computed once like any result.
-//! - Output bytes depend only on the inputs, [`targets::TARGET_OPTIONS`] and the device
-//!   [`Profile`] (both hashed into every stage key), never on the build profile or thread
-//!   timing.
+//! - Output bytes depend only on the inputs, [`targets::TARGET_OPTIONS`], the device
+//!   [`Profile`] and the requested targets (all hashed into every stage key), never on the
+//!   build profile or thread timing.
+//! - A target whose writer (or whose profile's capabilities) refuses a stage function is
+//!   recorded in [`StageFunction::target_failures`] and the other targets are kept; only a
+//!   function with no target left is an error.
 //! - A stage output holds its entry point and what that entry point reaches, nothing else.
 //! - A library is validated once, with the union of the requested targets' capabilities; each
 //!   stage function is checked against each target's own capabilities.
@@ -51,6 +54,22 @@ pub struct StageFunction {
     pub interface: Interface,
     /// The resources it uses and where each landed per target.
     pub resources: layout::StageResources,
+    /// The requested targets this function could not be written for, each with
+    /// `target = Some(t)` and naga's message (for a capability check, the capability). A
+    /// stage function with no output at all is an error instead, so at least one requested
+    /// target has an output. Like the outputs, a pure function of the stage key.
+    pub target_failures: Vec<ShaderError>,
+}
+
+impl StageFunction {
+    /// The requested targets this function has an output for.
+    pub fn targets(&self) -> TargetSet {
+        let bits = crate::descriptor::Target::ALL
+            .into_iter()
+            .filter(|t| self.outputs.0[*t as usize].is_some())
+            .fold(0, |bits, t| bits | 1 << t as u32);
+        TargetSet(bits)
+    }
 }
 
 type LibraryCell = Arc<ComputeOnce<Result<Arc<ParsedLibrary>, ShaderError>>>;
@@ -114,7 +133,7 @@ impl Frontend {
         Frontend {
             targets,
             profile,
-            ctx: KeyContext { target_options: targets::target_options_fingerprint(profile) },
+            ctx: KeyContext { target_options: targets::target_options_fingerprint(profile, targets) },
             cache_functions,
             limiter,
             libraries: ShardedMap::new(),
@@ -205,12 +224,13 @@ impl Frontend {
                 hlsl_immediates_space: None,
             });
             let mut outputs = TargetOutputs::default();
+            let mut target_failures = Vec::new();
             let mut checked: Vec<naga::valid::Capabilities> = vec![union];
             for target in self.targets.iter() {
                 let caps = self.profile.target(target).capabilities;
                 if !checked.contains(&caps) {
                     // What the entry point reaches, against this target's own capabilities.
-                    parse::validate(&spec.module, caps).map_err(|(message, _)| {
+                    let checked_caps = parse::validate(&spec.module, caps).map_err(|(message, _)| {
                         let missing = parse::missing_capabilities(&spec.module, caps);
                         let needs = if missing.is_empty() {
                             String::new()
@@ -228,8 +248,15 @@ impl Frontend {
                         );
                         e.target = Some(target);
                         e
-                    })?;
-                    checked.push(caps);
+                    });
+                    match checked_caps {
+                        Ok(_) => checked.push(caps),
+                        Err(e) => {
+                            // This target is lost for this function; the others go on.
+                            target_failures.push(e);
+                            continue;
+                        }
+                    }
                 }
                 let src = targets::StageSource {
                     module: &spec.module,
@@ -239,11 +266,29 @@ impl Frontend {
                     file: &file,
                     bindings: &bindings,
                 };
-                let bytes = targets::write(target, self.profile, &src)?;
-                outputs.0[target as usize] = Some(Blob::new(bytes));
+                match targets::write(target, self.profile, &src) {
+                    Ok(bytes) => outputs.0[target as usize] = Some(Blob::new(bytes)),
+                    Err(mut e) => {
+                        e.target = Some(target);
+                        target_failures.push(e);
+                    }
+                }
+            }
+            if outputs.0.iter().all(Option::is_none) {
+                // No target left: the stage function fails, with the target's reason (every
+                // target's reason, joined, when more than one was requested).
+                return Err(all_targets_failed(target_failures));
             }
             let interface = interface::reflect(&spec.module, entry, naga_stage);
-            Ok(Arc::new(StageFunction { key, stage, entry_point: entry.to_string(), outputs, interface, resources }))
+            Ok(Arc::new(StageFunction {
+                key,
+                stage,
+                entry_point: entry.to_string(),
+                outputs,
+                interface,
+                resources,
+                target_failures,
+            }))
         })
         // A panic inside naga is recorded as this stage function's result: every pipeline
         // sharing it fails with the same reason, and it is not compiled again.
@@ -252,4 +297,21 @@ impl Frontend {
         self.counters.functions_compiled.fetch_add(1, Relaxed);
         result
     }
+}
+
+/// The error of a stage function that no requested target could be written for: the one
+/// failure when there is one, otherwise the first failure's kind and file with every target's
+/// message (each naming its target).
+fn all_targets_failed(mut failures: Vec<ShaderError>) -> ShaderError {
+    if failures.len() <= 1 {
+        if let Some(e) = failures.pop() {
+            return e;
+        }
+        return ShaderError::new("", ShaderErrorKind::Validation, "no target requested".to_string());
+    }
+    let message = failures.iter().map(|e| e.message.clone()).collect::<Vec<_>>().join("; ");
+    let mut e = failures.swap_remove(0);
+    e.message = format!("no requested target could be written: {message}");
+    e.target = None;
+    e
 }

@@ -7,7 +7,7 @@
 
 use super::error::{ShaderError, ShaderErrorKind};
 use super::profile::Profile;
-use crate::descriptor::Target;
+use crate::descriptor::{Target, TargetSet};
 use granary_archive::{MslClass, StageBindingMap};
 
 /// Human-readable description of every fixed writer option that affects output. Change it
@@ -19,15 +19,23 @@ msl=binding-map=per-stage-buffer-texture-sampler-counters,immediates=next-buffer
 hlsl=binding-map=space-group-register-binding,arrays-take-n-no-overlap,immediates=b0-space254,sampler-heaps=s0-space252/s0-space253,sampler-index=t-group-space255,no-fake-bindings;\
 glsl=core,adjust-coordinate-space,binding-map=per-stage-ubo-ssbo-texture-image-counters,arrays-take-n";
 
-/// The writer options text under `profile`: [`TARGET_OPTIONS`] and the profile's resolved
-/// settings. Stored in the archive header; its hash is in every stage key.
-pub fn target_options_text(profile: &Profile) -> String {
-    format!("{TARGET_OPTIONS};{}", profile.options_text())
+/// The writer options text under `profile` for the requested `targets`: [`TARGET_OPTIONS`],
+/// the profile's resolved settings and `targets=` the requested target names. Stored in the
+/// archive header; its hash is in every stage key, so an archive whose pipelines lost a target
+/// is told apart from one harvested without it.
+pub fn target_options_text(profile: &Profile, targets: TargetSet) -> String {
+    format!("{TARGET_OPTIONS};{};targets={}", profile.options_text(), targets.names())
 }
 
 /// The fingerprint of [`target_options_text`], used in every stage key.
-pub fn target_options_fingerprint(profile: &Profile) -> u128 {
-    crate::descriptor::key::content_hash(target_options_text(profile).as_bytes()).0
+pub fn target_options_fingerprint(profile: &Profile, targets: TargetSet) -> u128 {
+    crate::descriptor::key::content_hash(target_options_text(profile, targets).as_bytes()).0
+}
+
+/// The requested targets named in a writer options text (`None` if it names none).
+pub fn requested_targets(options_text: &str) -> Option<TargetSet> {
+    let (_, names) = options_text.rsplit_once(";targets=")?;
+    TargetSet::parse(names).ok()
 }
 
 fn spirv_options(profile: &Profile) -> naga::back::spv::Options<'static> {

@@ -45,11 +45,11 @@ pub(crate) fn run(
                                         if let Some(a) = crate::fault::action_for(desc.label()) {
                                             crate::fault::trigger(a);
                                         }
-                                        compiler.compile(desc)
+                                        compiler.compile_detailed(desc)
                                     });
                                     let name = || script.pipelines[*p].display_name();
                                     match outcome {
-                                        Ok(Ok(_)) => sink.compiled(),
+                                        Ok(Ok(o)) => sink.compiled_with(*p, &name(), o.targets, &o.lost),
                                         Ok(Err(e)) => sink.failed(compile_failure(*p, name(), &e)),
                                         Err(report) => sink.failed(compile_failure(
                                             *p,

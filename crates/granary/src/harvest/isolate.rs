@@ -11,7 +11,8 @@
 //!   length before reading any of it, and never allocates from an announced length.
 //! - An answer must be for the pipeline asked: same index, a one-entry archive that passes the
 //!   archive reader's checks, with the expected key context, targets, pipeline key, kind,
-//!   stage keys, an output for every target of every stage, and exactly the pipeline's label;
+//!   stage keys, an output for every target of every stage except exactly the targets the
+//!   answer declares lost for that stage (tag 2), and exactly the pipeline's label;
 //!   a failure answer must name the same index and pipeline. Anything else fails that pipeline
 //!   with phase `protocol` and the worker is killed.
 //! - Retiring a worker closes its input and waits at most [`RETIRE_GRACE`], then kills it.
@@ -84,7 +85,7 @@ pub fn answer_cap(desc: &PipelineDescriptor, targets: TargetSet) -> u64 {
 }
 
 struct Frame {
-    ok: bool,
+    tag: u8,
     index: u64,
     rss: u64,
     payload: Vec<u8>,
@@ -126,18 +127,18 @@ fn read_frames(mut out: impl Read, cap: Arc<AtomicU64>, tx: mpsc::Sender<Result<
             return; // EOF: the worker exited or died
         }
         let word = |i: usize| u64::from_le_bytes(h[8 + 8 * i..16 + 8 * i].try_into().unwrap_or([0; 8]));
-        if &h[..2] != b"GW" || h[2] > 1 {
+        if &h[..2] != b"GW" || h[2] > 2 {
             let _ = tx.send(Err("worker sent a malformed frame header".into()));
             return;
         }
-        let (ok, len) = (h[2] == 0, word(2));
+        let (tag, len) = (h[2], word(2));
         let in_flight = cap.load(Ordering::SeqCst);
-        let limit = if in_flight == 0 {
-            0
-        } else if ok {
-            in_flight
-        } else {
-            FAILURE_CAP
+        let limit = match tag {
+            _ if in_flight == 0 => 0,
+            0 => in_flight,
+            // The entry, its length and the lost targets' messages.
+            2 => in_flight.saturating_add(8 + FAILURE_CAP),
+            _ => FAILURE_CAP,
         };
         if len > limit {
             let what = if in_flight == 0 {
@@ -153,7 +154,7 @@ fn read_frames(mut out: impl Read, cap: Arc<AtomicU64>, tx: mpsc::Sender<Result<
         if (&mut out).take(len).read_to_end(&mut payload).is_err() || payload.len() as u64 != len {
             return;
         }
-        let f = Frame { ok, index: word(0), rss: word(1), payload };
+        let f = Frame { tag, index: word(0), rss: word(1), payload };
         if tx.send(Ok(f)).is_err() {
             return;
         }
@@ -463,24 +464,39 @@ impl Job<'_> {
                 frame.index
             ));
         }
-        if !frame.ok {
+        if frame.tag == 1 {
             let f: Failure =
                 serde_json::from_slice(&frame.payload).map_err(|e| format!("unreadable failure from worker: {e}"))?;
             if f.index != index || f.pipeline != name {
                 return Err(format!("worker answered with a failure of pipeline {} '{}'", f.index, f.pipeline));
             }
-            if !["shader", "link", "panic", "script"].contains(&f.phase.as_str()) {
+            if !["shader", "link", "panic", "script", "targets"].contains(&f.phase.as_str()) {
                 return Err(format!("worker answered with a failure of unknown phase '{}'", f.phase));
             }
             self.sink.failed(Failure { script_position: None, ..f });
             return Ok(());
         }
-        let archive = Archive::from_bytes(frame.payload).map_err(|e| format!("worker answer is damaged: {e}"))?;
+        let (bytes, lost) = if frame.tag == 2 {
+            let (a, lost) = super::worker::decode_lost_answer(&frame.payload)
+                .ok_or("worker answered with a malformed lost-target answer")?;
+            if lost.is_empty() {
+                return Err("worker answered with lost targets but named none".into());
+            }
+            (a.to_vec(), lost)
+        } else {
+            (frame.payload, Vec::new())
+        };
+        // What each stage may lack: exactly the targets declared lost for it.
+        let lost_bits = |stage: crate::descriptor::ShaderStage| {
+            lost.iter().filter(|l| l.stage == stage).filter_map(|l| l.error.target).fold(0u32, |b, t| b | 1 << t as u32)
+        };
+        let archive = Archive::from_bytes(bytes).map_err(|e| format!("worker answer is damaged: {e}"))?;
         archive.verify().map_err(|e| format!("worker answer is damaged: {e}"))?;
         if archive.key_context() != *self.ctx {
             return Err("worker answered under different writer options".into());
         }
-        if archive.targets() != self.targets {
+        let all_lost = desc.stages().iter().fold(0u32, |b, (stage, _)| b | lost_bits(*stage));
+        if archive.targets().0 & !self.targets.0 != 0 || archive.targets().0 | all_lost != self.targets.0 {
             return Err(format!(
                 "worker answered with targets {} instead of {}",
                 archive.targets().names(),
@@ -500,22 +516,60 @@ impl Job<'_> {
                 entry.entry.key.0, expected_key.0
             ));
         }
-        let stages = desc.stages();
-        let shape_ok = entry.entry.kind == desc.kind()
-            && entry.entry.stages.len() == stages.len()
-            && entry.entry.stages.iter().zip(&stages).all(|(got, (stage, f))| {
-                got.stage == *stage
-                    && got.key == stage_key(f, *stage, self.ctx)
-                    && self.targets.iter().all(|t| got.outputs.0[t as usize].is_some())
-            });
-        if !shape_ok {
-            return Err("worker answered with an entry whose stages do not match the pipeline".into());
+        let targets = check_stages(&entry.entry, desc, self.ctx, self.targets, &lost)?;
+        if self.sink.require_all_targets && !lost.is_empty() {
+            // All or nothing: the same failure the in-process compiler records.
+            let pipeline = desc.label().unwrap_or("<unlabeled>").to_string();
+            let e = crate::compiler::CompileError::Targets { pipeline, lost };
+            self.sink.failed(super::sink::compile_failure(index, name.to_string(), &e));
+            return Ok(());
         }
         let entries = self.blobs.intern(entries);
         self.sink.capture.insert_archived(entries);
-        self.sink.compiled();
+        self.sink.compiled_with(index, name, targets, &lost);
         Ok(())
     }
+}
+
+/// Checks an answered entry's stages against the pipeline asked: same kind, stages and stage
+/// keys, and an output for every requested target of every stage except exactly the targets
+/// `lost` declares lost for that stage (each naming one of the pipeline's functions); returns
+/// the targets the pipeline has (never empty).
+fn check_stages(
+    entry: &crate::descriptor::PipelineEntry,
+    desc: &PipelineDescriptor,
+    ctx: &KeyContext,
+    targets: TargetSet,
+    lost: &[crate::compiler::LostTarget],
+) -> Result<TargetSet, String> {
+    let lost_bits = |stage: crate::descriptor::ShaderStage| {
+        lost.iter().filter(|l| l.stage == stage).filter_map(|l| l.error.target).fold(0u32, |b, t| b | 1 << t as u32)
+    };
+    let stages = desc.stages();
+    let shape_ok = entry.kind == desc.kind()
+        && entry.stages.len() == stages.len()
+        && entry.stages.iter().zip(&stages).all(|(got, (stage, f))| {
+            got.stage == *stage
+                && got.key == stage_key(f, *stage, ctx)
+                && targets.iter().all(|t| {
+                    let declared_lost = lost_bits(*stage) & (1 << t as u32) != 0;
+                    got.outputs.0[t as usize].is_some() != declared_lost
+                })
+        });
+    if !shape_ok {
+        return Err("worker answered with an entry whose stages do not match the pipeline".into());
+    }
+    if lost.iter().any(|l| l.error.target.is_none_or(|t| !targets.contains(t))) {
+        return Err("worker declared a lost target that was not requested".into());
+    }
+    if lost.iter().any(|l| !stages.iter().any(|(s, f)| *s == l.stage && f.describe() == l.function)) {
+        return Err("worker declared a lost target for a function the pipeline does not have".into());
+    }
+    let has = crate::compiler::entry_targets(entry, targets);
+    if has.0 == 0 {
+        return Err("worker answered with an entry that has no target left".into());
+    }
+    Ok(has)
 }
 
 /// Kills a worker (if still running) and describes how it ended, with its last stderr line.
@@ -536,7 +590,40 @@ fn kill(mut w: Worker) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::descriptor::{ComputePipelineDescriptor, FunctionDescriptor, Library};
+    use crate::descriptor::{ComputePipelineDescriptor, FunctionDescriptor, Library, Target};
+
+    #[test]
+    fn an_answer_may_lack_exactly_the_targets_it_declares_lost() {
+        // MSL has 16-bit floats under the default profile, GLSL has not.
+        let src = "enable f16;\n@group(0) @binding(0) var<storage, read_write> buf: array<f32>;\n\
+            @compute @workgroup_size(1) fn main() { let h: f16 = f16(buf[0]); buf[0] = f32(h * 2.0h); }\n";
+        let desc = PipelineDescriptor::Compute(ComputePipelineDescriptor {
+            label: None,
+            compute: FunctionDescriptor::library(Library::wgsl("half", src), "main"),
+            layout: None,
+        });
+        let targets = TargetSet::parse("msl,glsl").unwrap();
+        let c = crate::compiler::Compiler::new(crate::compiler::CompilerOptions { targets, ..Default::default() });
+        let o = c.compile_detailed(&desc).unwrap();
+        let ctx = c.key_context();
+        assert_eq!(o.lost.len(), 1);
+        let has = check_stages(&o.entry, &desc, &ctx, targets, &o.lost).unwrap();
+        assert_eq!(has, TargetSet::parse("msl").unwrap());
+        // Not declared: refused.
+        assert!(check_stages(&o.entry, &desc, &ctx, targets, &[]).is_err());
+        // Declared lost but present (MSL), not requested (HLSL), or for another function.
+        let mut other = o.lost.clone();
+        other[0].error.target = Some(Target::Msl);
+        other.push(o.lost[0].clone());
+        assert!(check_stages(&o.entry, &desc, &ctx, targets, &other).is_err());
+        let mut hlsl = o.lost.clone();
+        hlsl.push(o.lost[0].clone());
+        hlsl[1].error.target = Some(Target::Hlsl);
+        assert!(check_stages(&o.entry, &desc, &ctx, targets, &hlsl).is_err());
+        let mut renamed = o.lost.clone();
+        renamed[0].function = "other:main".into();
+        assert!(check_stages(&o.entry, &desc, &ctx, targets, &renamed).is_err());
+    }
 
     #[test]
     fn the_answer_cap_grows_with_sources_and_targets() {

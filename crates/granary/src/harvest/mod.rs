@@ -25,7 +25,7 @@ mod worker;
 pub use isolate::IsolateOptions;
 pub use plan::{plan, Plan, Task};
 pub use prune::{prune, PruneReport};
-pub use report::{Failure, HarvestSummary, Phases};
+pub use report::{Failure, HarvestSummary, Phases, TargetCount};
 pub use worker::worker_main;
 
 use crate::archive::journal::{journal_path, remove_journal, replay_journal, JournalReplay};
@@ -64,6 +64,9 @@ pub struct HarvestOptions {
     pub resume: bool,
     /// Compile in worker processes instead of threads (`--isolate`).
     pub isolate: Option<IsolateOptions>,
+    /// All or nothing per pipeline (`--require-all-targets`): a pipeline that lost any
+    /// requested target fails instead of landing with the targets left.
+    pub require_all_targets: bool,
 }
 
 /// Progress events, for a progress bar.
@@ -123,6 +126,8 @@ struct Resumed {
     reopen: Option<JournalReplay>,
     /// Keys of the kept entries (already durable in the archive or the journal).
     kept: HashSet<u128>,
+    /// The targets of each kept script pipeline.
+    targets: Vec<(usize, TargetSet)>,
 }
 
 /// `--resume`: verifies the existing output archive, replays its journal, keeps exactly the
@@ -152,16 +157,11 @@ fn resume(
                 "it was built with writer options '{}' but this granary writes '{}' (another granary or naga \
                  version): harvest afresh without --resume",
                 archive.target_options_text(),
-                crate::frontend::targets::target_options_text(opts.profile)
+                crate::frontend::targets::target_options_text(opts.profile, opts.targets)
             )));
         }
-        if !archive.is_empty() && archive.targets() != opts.targets {
-            return Err(resume_err(format!(
-                "it holds targets {} but this harvest asks for {}",
-                archive.targets().names(),
-                opts.targets.names()
-            )));
-        }
+        // The requested targets are part of the writer options (checked above): an archive
+        // whose pipelines lost a target everywhere is still this harvest's archive.
         old.extend(archive.entries()?.into_iter().map(|w| (w.entry.key.0, w.entry)));
     }
     let journal = journal_path(&opts.output);
@@ -176,14 +176,6 @@ fn resume(
                     journal.display()
                 )));
             }
-        }
-        if !r.entries.is_empty() && r.targets != opts.targets {
-            return Err(resume_err(format!(
-                "its journal {} holds targets {} but this harvest asks for {}",
-                journal.display(),
-                r.targets.names(),
-                opts.targets.names()
-            )));
         }
         for w in std::mem::take(&mut r.entries) {
             match old.entry(w.entry.key.0) {
@@ -222,9 +214,13 @@ fn resume(
         }
     }
     let mut kept = Vec::new();
+    let mut kept_targets: HashMap<u128, TargetSet> = HashMap::new();
     for (k, entry) in old {
         match labels.get(&k) {
-            Some(l) => kept.push(WriteEntry { entry, labels: l.clone().into() }),
+            Some(l) => {
+                kept_targets.insert(k, crate::compiler::entry_targets(&entry, opts.targets));
+                kept.push(WriteEntry { entry, labels: l.clone().into() })
+            }
             None => out.dropped += 1,
         }
     }
@@ -232,8 +228,11 @@ fn resume(
     capture.insert_archived(kept);
     let before = valid.len();
     let mut i = 0;
-    valid.retain(|_| {
+    valid.retain(|(index, _)| {
         let keep = !out.kept.contains(&keys[i]);
+        if let Some(t) = kept_targets.get(&keys[i]).filter(|_| !keep) {
+            out.targets.push((*index, *t));
+        }
         i += 1;
         keep
     });
@@ -251,13 +250,14 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         .map_err(|e| ScriptError::at(&opts.script, "", format!("cannot read script: {e}")))?;
     let script = Script::parse(&text, &opts.script, opts.script.parent().unwrap_or(std::path::Path::new("")))?;
 
-    let capture = Arc::new(Capture::for_profile(CaptureMode::Outputs, opts.profile));
+    let capture = Arc::new(Capture::for_profile(CaptureMode::Outputs, opts.profile, opts.targets));
     let compiler = Compiler::new(CompilerOptions {
         targets: opts.targets,
         profile: opts.profile,
         max_concurrent_tasks: Some(threads),
         capture: Some(capture.clone()),
         cache_functions: true,
+        require_all_targets: opts.require_all_targets,
     });
     let ctx = compiler.key_context();
 
@@ -284,10 +284,13 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         flush_every: opts.flush_every,
         flush_tx: Mutex::new(Some(flush_tx)),
         on_progress,
+        targets: Mutex::new(Vec::new()),
+        lost: Mutex::new(std::collections::BTreeMap::new()),
+        require_all_targets: opts.require_all_targets,
     };
     let flusher = Mutex::new(flush::Flusher::new(
         opts.output.clone(),
-        crate::archive::portable_meta_for(opts.profile),
+        crate::archive::portable_meta_for(opts.profile, opts.targets),
         resumed.reopen.take(),
         std::mem::take(&mut resumed.kept),
     ));
@@ -329,6 +332,23 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     let compiled_at = start.elapsed();
     let compiled = sink.compiled.load(Ordering::Relaxed);
     failures.extend(sink.failures.into_inner().unwrap_or_else(|p| p.into_inner()));
+    let mut pipeline_targets = sink.targets.into_inner().unwrap_or_else(|p| p.into_inner());
+    pipeline_targets.append(&mut resumed.targets);
+    let target_counts: Vec<TargetCount> = opts
+        .targets
+        .iter()
+        .map(|t| {
+            let with = pipeline_targets.iter().filter(|(_, set)| set.contains(t)).count();
+            TargetCount {
+                target: t.name().to_string(),
+                pipelines_with: with,
+                pipelines_without: pipeline_targets.len() - with,
+            }
+        })
+        .collect();
+    let mut lost_targets: Vec<Failure> =
+        sink.lost.into_inner().unwrap_or_else(|p| p.into_inner()).into_values().collect();
+    lost_targets.sort_by(|a, b| (a.index, &a.function, &a.target).cmp(&(b.index, &b.function, &b.target)));
     failures.sort_by_key(|f| f.index);
     let flusher = flusher.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut flush_errors = flush_errors.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -354,11 +374,11 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         report
     };
     let written_at = start.elapsed();
-    if !failures.is_empty() {
+    if !failures.is_empty() || !lost_targets.is_empty() {
         // Point each failure at its pipeline's entry in the script.
         if let Ok(text) = std::fs::read_to_string(&opts.script) {
             let lines = crate::script::LineIndex::new(&text);
-            for f in &mut failures {
+            for f in failures.iter_mut().chain(lost_targets.iter_mut()) {
                 if let Some(p) = script.pipelines.get(f.index) {
                     let (l, c) = lines.line_col(p.offset);
                     f.script_position = Some(format!("{}:{l}:{c}", opts.script.display()));
@@ -415,6 +435,8 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         bytes_written,
         peak_rss_bytes: crate::util::peak_rss_bytes(),
         workers_started,
+        target_counts,
+        lost_targets,
         failures,
     })
 }

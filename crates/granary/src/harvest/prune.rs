@@ -4,7 +4,7 @@
 
 use super::HarvestError;
 use crate::archive::{write_entries, Archive, ArchiveMeta, WriteEntry};
-use crate::descriptor::KeyContext;
+use crate::descriptor::{KeyContext, TargetSet};
 use crate::script::Script;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -42,12 +42,14 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
     let refuse = |why: String| HarvestError::Prune { path: archive.display().to_string(), why };
     let input = Archive::read(archive)?;
     input.verify().map_err(|e| refuse(format!("{e}; recover its intact part with `granary salvage` first")))?;
-    // The archive's profile, recognised by its writer options text; keys are computed under it.
+    // The archive's profile and requested targets, recognised by its writer options text;
+    // keys are computed under them.
+    let targets = crate::frontend::targets::requested_targets(input.target_options_text()).unwrap_or(TargetSet::SPIRV);
     let profile = crate::frontend::profile::PROFILES
         .iter()
-        .find(|p| crate::frontend::targets::target_options_text(p) == input.target_options_text())
+        .find(|p| crate::frontend::targets::target_options_text(p, targets) == input.target_options_text())
         .unwrap_or(crate::frontend::Profile::default_profile());
-    let ctx = KeyContext { target_options: crate::frontend::targets::target_options_fingerprint(profile) };
+    let ctx = KeyContext { target_options: crate::frontend::targets::target_options_fingerprint(profile, targets) };
     if input.key_context() != ctx {
         return Err(refuse(format!(
             "it was built with different writer options (fingerprint {:032x}) than this granary ({:032x}), so its keys cannot \

@@ -12,7 +12,10 @@ pub struct Failure {
     pub pipeline: String,
     /// `script`, `shader`, `link`, `panic` (naga or a backend panicked; contained), or with
     /// `--isolate` `crash` / `timeout` / `protocol` (a worker answered wrongly: not for the
-    /// pipeline it was asked about, damaged, or too long).
+    /// pipeline it was asked about, damaged, or too long), `targets` (requested targets were
+    /// lost and none was left, or `--require-all-targets`). In the lost-target list
+    /// ([`HarvestSummary::lost_targets`]) the phase is `target`: one record per stage
+    /// function and target, naming the first pipeline affected.
     pub phase: String,
     /// Shader error category, for `shader` failures.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -34,6 +37,27 @@ pub struct Failure {
     pub script_position: Option<String>,
     /// The full message.
     pub message: String,
+    /// The lost target, for `target` records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The stage function that lost it (`stage library:entry [constants]`), for `target`
+    /// records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    /// How many pipelines lack the target because of this function, for `target` records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipelines_affected: Option<usize>,
+}
+
+/// How many harvested pipelines have one requested target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TargetCount {
+    /// The target.
+    pub target: String,
+    /// Pipelines of the script in the archive with an output for it in every stage.
+    pub pipelines_with: usize,
+    /// Pipelines of the script in the archive without it (a stage function lost it).
+    pub pipelines_without: usize,
 }
 
 /// Where the wall time went.
@@ -118,6 +142,13 @@ pub struct HarvestSummary {
     /// Worker processes started under `--isolate` (first starts, replacements after a crash,
     /// timeout or protocol violation, and recycles); 0 in-process.
     pub workers_started: usize,
+    /// Per requested target: how many of the script's pipelines in the archive have it.
+    pub target_counts: Vec<TargetCount>,
+    /// Targets lost by stage functions of pipelines compiled now (phase `target`, one record
+    /// per function and target, with the pipelines affected); the pipelines still landed with
+    /// their other targets. Resumed pipelines count in `target_counts` but their reasons are
+    /// not in the archive.
+    pub lost_targets: Vec<Failure>,
     /// Every failure.
     pub failures: Vec<Failure>,
 }
@@ -174,6 +205,26 @@ impl HarvestSummary {
             s += &format!("  intermediate flushes:  {} journal records\n", self.flushes);
         }
         s += &format!("  bytes written:         {}\n", self.bytes_written);
+        if self.target_counts.len() > 1 || self.target_counts.iter().any(|t| t.pipelines_without > 0) {
+            for t in &self.target_counts {
+                s += &format!(
+                    "  target {:<15} {} pipelines with it, {} without\n",
+                    format!("{}:", t.target),
+                    t.pipelines_with,
+                    t.pipelines_without
+                );
+            }
+            for l in &self.lost_targets {
+                s += &format!(
+                    "  lost target {} for {} ({} pipelines): {}: {}\n",
+                    l.target.as_deref().unwrap_or("?"),
+                    l.function.as_deref().unwrap_or("?"),
+                    l.pipelines_affected.unwrap_or(0),
+                    l.file.as_deref().unwrap_or("?"),
+                    l.message
+                );
+            }
+        }
         for e in &self.flush_errors {
             s += &format!("  intermediate write failed: {e}\n");
         }

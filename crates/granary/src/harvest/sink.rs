@@ -3,9 +3,11 @@
 
 use super::{Failure, Progress};
 use crate::capture::Capture;
-use crate::compiler::CompileError;
+use crate::compiler::{CompileError, LostTarget};
+use crate::descriptor::TargetSet;
 use crate::script::ScriptError;
 use crate::sync::lock_std;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 
@@ -17,6 +19,12 @@ pub(crate) struct Sink<'a> {
     pub flush_every: Option<usize>,
     pub flush_tx: Mutex<Option<mpsc::Sender<()>>>,
     pub on_progress: &'a (dyn Fn(Progress) + Sync),
+    /// The targets of each compiled pipeline, by script index.
+    pub targets: Mutex<Vec<(usize, TargetSet)>>,
+    /// Lost targets, one row per (function, stage, target), with the pipelines affected.
+    pub lost: Mutex<BTreeMap<(String, u8, u8), Failure>>,
+    /// `--require-all-targets` (the isolate parent enforces it on workers' answers).
+    pub require_all_targets: bool,
 }
 
 impl Sink<'_> {
@@ -28,6 +36,28 @@ impl Sink<'_> {
                 let _ = tx.send(());
             }
         }
+    }
+    /// Pipeline `index` (named `name`) landed with `targets`, having lost `lost` (each stage
+    /// function's target failures).
+    pub fn compiled_with(&self, index: usize, name: &str, targets: TargetSet, lost: &[LostTarget]) {
+        lock_std(&self.targets).push((index, targets));
+        if !lost.is_empty() {
+            let mut rows = lock_std(&self.lost);
+            for l in lost {
+                let Some(t) = l.error.target else { continue };
+                let row = rows
+                    .entry((l.function.clone(), l.stage as u8, t as u8))
+                    .or_insert_with(|| lost_target_row(index, name.to_string(), l));
+                let n = row.pipelines_affected.unwrap_or(0) + 1;
+                row.pipelines_affected = Some(n);
+                // The row names the first pipeline (by script order) that lacks the target.
+                if index < row.index {
+                    row.index = index;
+                    row.pipeline = name.to_string();
+                }
+            }
+        }
+        self.compiled();
     }
     /// No more flushes: lets the flush thread finish.
     pub fn close(&self) {
@@ -44,43 +74,49 @@ impl Sink<'_> {
 }
 
 pub(crate) fn script_failure(index: usize, name: String, e: &ScriptError) -> Failure {
-    Failure {
-        index,
-        pipeline: name,
-        phase: "script".into(),
-        kind: None,
-        file: Some(e.file.display().to_string()),
-        line: e.line.map(|v| v as u64),
-        column: e.column.map(|v| v as u64),
-        json_path: Some(e.json_path.clone()),
-        script_position: None,
-        message: e.to_string(),
-    }
+    let mut f = process_failure(index, name, "script", e.to_string());
+    f.file = Some(e.file.display().to_string());
+    f.line = e.line.map(|v| v as u64);
+    f.column = e.column.map(|v| v as u64);
+    f.json_path = Some(e.json_path.clone());
+    f
 }
 
 pub(crate) fn compile_failure(index: usize, name: String, e: &CompileError) -> Failure {
-    let mut f = Failure {
-        index,
-        pipeline: name,
-        phase: "link".into(),
-        kind: None,
-        file: None,
-        line: None,
-        column: None,
-        json_path: None,
-        script_position: None,
-        message: e.to_string(),
-    };
-    if let CompileError::Panic { .. } = e {
-        f.phase = "panic".into();
+    let mut f = process_failure(index, name, "link", e.to_string());
+    match e {
+        CompileError::Panic { .. } => f.phase = "panic".into(),
+        CompileError::Shader { error, .. } => {
+            f.phase = if error.kind == crate::frontend::ShaderErrorKind::Panic { "panic" } else { "shader" }.into();
+            f.kind = Some(error.kind);
+            f.file = Some(error.file.clone());
+            f.line = error.line.map(u64::from);
+            f.column = error.column.map(u64::from);
+        }
+        CompileError::Targets { lost, .. } => {
+            f.phase = "targets".into();
+            if let Some(l) = lost.first() {
+                f.kind = Some(l.error.kind);
+                f.file = Some(l.error.file.clone());
+                f.line = l.error.line.map(u64::from);
+                f.column = l.error.column.map(u64::from);
+            }
+        }
+        CompileError::Link { .. } => {}
     }
-    if let CompileError::Shader { error, .. } = e {
-        f.phase = if error.kind == crate::frontend::ShaderErrorKind::Panic { "panic" } else { "shader" }.into();
-        f.kind = Some(error.kind);
-        f.file = Some(error.file.clone());
-        f.line = error.line.map(u64::from);
-        f.column = error.column.map(u64::from);
-    }
+    f
+}
+
+/// The record of one target lost by one stage function, first seen in pipeline `index`.
+pub(crate) fn lost_target_row(index: usize, name: String, l: &LostTarget) -> Failure {
+    let mut f = process_failure(index, name, "target", l.error.message.clone());
+    f.kind = Some(l.error.kind);
+    f.file = Some(l.error.file.clone());
+    f.line = l.error.line.map(u64::from);
+    f.column = l.error.column.map(u64::from);
+    f.target = l.error.target.map(|t| t.name().to_string());
+    f.function = Some(format!("{} {}", l.stage, l.function));
+    f.pipelines_affected = Some(0);
     f
 }
 
@@ -96,5 +132,8 @@ pub(crate) fn process_failure(index: usize, name: String, phase: &str, message: 
         json_path: None,
         script_position: None,
         message,
+        target: None,
+        function: None,
+        pipelines_affected: None,
     }
 }

@@ -30,10 +30,14 @@
 //! # Worker → parent frames (the private output)
 //!
 //! One frame answers each compile request, before the next request is sent: a 32-byte header
-//! — `b"GW"`, tag `u8` (0 compiled, 1 failed), `u8` 0, `u32` 0, then `u64` LE each: the
-//! pipeline index answered, the worker's resident memory in bytes, the payload length — and
-//! the payload. A compiled pipeline's payload is a one-entry archive (the parent reads it with
-//! the bounds-checked archive reader); a failure's payload is a [`Failure`] as JSON.
+//! — `b"GW"`, tag `u8` (0 compiled, 1 failed, 2 compiled with lost targets), `u8` 0, `u32` 0,
+//! then `u64` LE each: the pipeline index answered, the worker's resident memory in bytes, the
+//! payload length — and the payload. A compiled pipeline's payload is a one-entry archive (the
+//! parent reads it with the bounds-checked archive reader); a failure's payload is a
+//! [`Failure`] as JSON. Tag 2 answers a pipeline that landed without some requested targets:
+//! `u64` LE archive length, the one-entry archive, then the stage functions' target failures
+//! as a JSON array of `{stage, function, target, kind, file, line, column, message}`; the
+//! parent accepts a stage without an output for exactly the targets declared lost for it.
 //!
 //! The parent trusts none of it: it caps each payload length by what the request can produce
 //! before reading it, checks that the answer is for the pipeline asked (index, key, stage
@@ -42,14 +46,79 @@
 use super::sink::{compile_failure, process_failure, script_failure};
 use super::Failure;
 use crate::archive::{encode, ArchiveMeta, WriteEntry};
-use crate::compiler::{Compiler, CompilerOptions};
+use crate::compiler::{Compiler, CompilerOptions, LostTarget};
 use crate::descriptor::{Library, ShaderStage, SourceKind, TargetSet};
 use crate::fault::Action;
 use crate::frontend::Profile;
+use crate::frontend::{ShaderError, ShaderErrorKind};
 use crate::script::LazyScript;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// One lost target as a tag-2 answer carries it.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct WireLost {
+    stage: u32,
+    function: String,
+    target: String,
+    kind: ShaderErrorKind,
+    file: String,
+    line: Option<u32>,
+    column: Option<u32>,
+    message: String,
+}
+
+impl WireLost {
+    pub(crate) fn from_lost(l: &LostTarget) -> Self {
+        WireLost {
+            stage: l.stage as u32,
+            function: l.function.clone(),
+            target: l.error.target.map_or("", |t| t.name()).to_string(),
+            kind: l.error.kind,
+            file: l.error.file.clone(),
+            line: l.error.line,
+            column: l.error.column,
+            message: l.error.message.clone(),
+        }
+    }
+    /// `None` for an unknown stage or target.
+    pub(crate) fn into_lost(self) -> Option<LostTarget> {
+        let target = crate::descriptor::Target::parse(&self.target)?;
+        Some(LostTarget {
+            stage: ShaderStage::from_u32(self.stage)?,
+            function: self.function,
+            error: ShaderError {
+                file: self.file,
+                line: self.line,
+                column: self.column,
+                kind: self.kind,
+                message: self.message,
+                target: Some(target),
+            },
+        })
+    }
+}
+
+/// The payload of a tag-2 answer.
+pub(crate) fn encode_lost_answer(archive: &[u8], lost: &[LostTarget]) -> Vec<u8> {
+    let wire: Vec<WireLost> = lost.iter().map(WireLost::from_lost).collect();
+    let json = serde_json::to_vec(&wire).unwrap_or_else(|_| b"[]".to_vec());
+    let mut out = Vec::with_capacity(8 + archive.len() + json.len());
+    out.extend_from_slice(&(archive.len() as u64).to_le_bytes());
+    out.extend_from_slice(archive);
+    out.extend_from_slice(&json);
+    out
+}
+
+/// Splits a tag-2 payload into the archive bytes and the lost targets; `None` if malformed.
+pub(crate) fn decode_lost_answer(p: &[u8]) -> Option<(&[u8], Vec<LostTarget>)> {
+    let n = usize::try_from(u64::from_le_bytes(p.get(..8)?.try_into().ok()?)).ok()?;
+    let archive = p.get(8..8usize.checked_add(n)?)?;
+    let wire: Vec<WireLost> = serde_json::from_slice(p.get(8 + n..)?).ok()?;
+    let lost = wire.into_iter().map(WireLost::into_lost).collect::<Option<Vec<_>>>()?;
+    Some((archive, lost))
+}
 
 /// Answer frame header size.
 pub(crate) const FRAME_HEADER: usize = 32;
@@ -202,7 +271,7 @@ pub fn worker_main(script: &Path, targets: TargetSet, profile: &'static Profile,
     };
     let compiler =
         Compiler::new(CompilerOptions { targets, profile, max_concurrent_tasks: Some(1), ..Default::default() });
-    let meta = crate::archive::portable_meta_for(profile);
+    let meta = crate::archive::portable_meta_for(profile, targets);
     loop {
         let (tag, payload) = match read_message(&mut input) {
             Ok(Some(m)) => m,
@@ -294,12 +363,17 @@ fn answer(script: &LazyScript, compiler: &Compiler, meta: &ArchiveMeta, index: u
             Some(a) => crate::fault::trigger(a),
             None => {}
         }
-        compiler.compile(&desc)
+        compiler.compile_detailed(&desc)
     });
     match outcome {
-        Ok(Ok(entry)) => {
+        Ok(Ok(o)) => {
             let labels: Vec<String> = desc.label().map(str::to_owned).into_iter().collect();
-            Answer::Frame(0, encode(&[WriteEntry { entry, labels: labels.into() }], meta))
+            let archive = encode(&[WriteEntry { entry: o.entry, labels: labels.into() }], meta);
+            if o.lost.is_empty() {
+                Answer::Frame(0, archive)
+            } else {
+                Answer::Frame(2, encode_lost_answer(&archive, &o.lost))
+            }
         }
         Ok(Err(e)) => Answer::Frame(1, failure_json(&compile_failure(index, name, &e))),
         Err(report) => {
@@ -331,6 +405,31 @@ fn failure_json(f: &Failure) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lost_target_answers_round_trip_and_refuse_damage() {
+        let mut error = ShaderError::new("half", ShaderErrorKind::Validation, "glsl needs capability SHADER_FLOAT16");
+        error.target = Some(crate::descriptor::Target::Glsl);
+        error.line = Some(3);
+        let lost = vec![LostTarget { stage: ShaderStage::Fragment, function: "half:fs".into(), error }];
+        let p = encode_lost_answer(b"ARCHIVE", &lost);
+        let (archive, back) = decode_lost_answer(&p).expect("round trip");
+        assert_eq!(archive, b"ARCHIVE");
+        let [l] = &back[..] else { panic!("{} lost", back.len()) };
+        assert_eq!((l.stage, l.function.as_str()), (ShaderStage::Fragment, "half:fs"));
+        assert_eq!(l.error.to_string(), lost[0].error.to_string());
+        assert_eq!(l.error.target, Some(crate::descriptor::Target::Glsl));
+        // Damage: a length past the end, a cut JSON, an unknown target.
+        let mut long = p.clone();
+        long[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(decode_lost_answer(&long).is_none());
+        assert!(decode_lost_answer(&p[..p.len() - 2]).is_none());
+        assert!(decode_lost_answer(&p[..5]).is_none());
+        let bad = String::from_utf8_lossy(&p[15..]).replace("\"glsl\"", "\"dxil\"");
+        let mut unknown = p[..15].to_vec();
+        unknown.extend_from_slice(bad.as_bytes());
+        assert!(decode_lost_answer(&unknown).is_none());
+    }
 
     #[test]
     fn library_messages_round_trip_to_the_same_identity() {
