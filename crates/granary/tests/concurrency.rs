@@ -176,3 +176,33 @@ fn concurrent_writes_to_one_path_land_in_snapshot_order() {
         assert_eq!(a.len(), capture.len(), "round {round}: the last write to land is not the newest snapshot");
     }
 }
+
+/// Planning computes stage keys on several threads; the task list it returns (and so the
+/// harvest's schedule and counts) is the same for any thread count.
+#[test]
+fn plan_is_the_same_for_any_thread_count() {
+    use granary::descriptor::stage_key;
+    use granary::harvest::{plan, Task};
+    let fx = common::fixture();
+    let pipelines = fx.runs(7, 300, 5);
+    let indexed: Vec<(usize, &granary::descriptor::PipelineDescriptor)> = pipelines.iter().enumerate().collect();
+    let ctx = Compiler::new(CompilerOptions::default()).key_context();
+    let shape = |threads: usize| {
+        let p = plan(&indexed, &ctx, threads);
+        let tasks: Vec<String> = p
+            .tasks
+            .iter()
+            .map(|t| match t {
+                Task::Library(l) => format!("L{}", l.hash()),
+                Task::Function(f, s) => format!("F{}", stage_key(f, *s, &ctx)),
+                Task::Pipeline(i) => format!("P{i}"),
+            })
+            .collect();
+        (tasks, p.libraries, p.functions, p.stage_references)
+    };
+    let one = shape(1);
+    assert_eq!(one.2, 7 + 5, "7 vertex variants and 5 fragment variants");
+    for threads in [2, 3, 8, 64] {
+        assert!(shape(threads) == one, "plan differs with {threads} threads");
+    }
+}

@@ -352,7 +352,7 @@ pub fn run(opts: &BenchOptions, log: &dyn Fn(&str)) -> Result<BenchReport, Bench
             TargetSet::SPIRV,
         ),
     };
-    let unique = granary::harvest::plan(&indexed, &ctx).functions as u64;
+    let unique = granary::harvest::plan(&indexed, &ctx, 1).functions as u64;
 
     log("the report's workaround");
     let g = at_max; // the scaling pass at the largest thread count
@@ -554,7 +554,7 @@ mod tests {
 
         // Memoised: one compile per unique stage function, as many as granary's front end.
         let indexed: Vec<(usize, &PipelineDescriptor)> = pipelines.iter().enumerate().collect();
-        let unique = granary::harvest::plan(&indexed, &c.key_context()).functions as u64;
+        let unique = granary::harvest::plan(&indexed, &c.key_context(), 2).functions as u64;
         assert_eq!(run.stats.functions_compiled, unique);
         assert_eq!(c.stats().functions_compiled, unique);
         assert_eq!(run.stats.libraries_parsed, c.stats().libraries_parsed);

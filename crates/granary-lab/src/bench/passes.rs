@@ -56,15 +56,17 @@ pub(crate) fn parallel(n: usize, threads: usize, work: impl Fn(usize) + Sync) ->
 }
 
 /// Granary's harvest schedule (libraries, then unique stage functions, then pipelines) with
-/// a fresh compiler recording into `capture`. The timing includes planning (serial, on the
-/// calling thread), since a baseline without granary has no such step.
+/// a fresh compiler recording into `capture`. The timing includes planning (its stage keys
+/// computed on `threads` threads), since a baseline without granary has no such step.
 pub fn granary(pipelines: &[PipelineDescriptor], threads: usize, capture: Option<Arc<Capture>>) -> Timing {
     let c = compiler(threads, capture);
     let t0 = Instant::now();
-    let c0 = thread_cpu_time();
+    // Planning runs on `threads` threads of its own: count the whole process's CPU (nothing
+    // else runs during it).
+    let c0 = granary::util::process_cpu_time();
     let indexed: Vec<(usize, &PipelineDescriptor)> = pipelines.iter().enumerate().collect();
-    let p = plan(&indexed, &c.key_context());
-    let plan_cpu = thread_cpu_time() - c0;
+    let p = plan(&indexed, &c.key_context(), threads);
+    let plan_cpu = granary::util::process_cpu_time().saturating_sub(c0);
     let t = parallel(p.tasks.len(), threads, |i| match &p.tasks[i] {
         Task::Library(l) => {
             let _ = c.frontend().library(l);

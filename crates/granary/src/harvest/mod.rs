@@ -273,7 +273,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     let mut resumed = if opts.resume { resume(opts, &ctx, &capture, &mut valid)? } else { Resumed::default() };
 
     let loaded = start.elapsed();
-    let plan = plan::plan(&valid, &ctx);
+    let plan = plan::plan(&valid, &ctx, threads);
     let planned = start.elapsed();
     let by_index: std::collections::HashMap<usize, &PipelineDescriptor> = valid.iter().copied().collect();
     let (flush_tx, flush_rx) = mpsc::channel::<()>();

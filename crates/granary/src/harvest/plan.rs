@@ -4,7 +4,9 @@
 //! each unique stage function once, before the pipelines that need them: when the pipeline
 //! tasks run, their stage functions are already cached and no thread waits on another.
 
-use crate::descriptor::{stage_key, FunctionDescriptor, KeyContext, Library, PipelineDescriptor, ShaderStage};
+use crate::descriptor::{
+    stage_key, FunctionDescriptor, KeyContext, Library, PipelineDescriptor, ShaderStage, StageKey,
+};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -30,9 +32,26 @@ pub struct Plan {
     pub stage_references: usize,
 }
 
-/// Plans `pipelines` (each with its index into the caller's list).
-pub fn plan(pipelines: &[(usize, &PipelineDescriptor)], ctx: &KeyContext) -> Plan {
-    let mut tasks = Vec::new();
+/// Plans `pipelines` (each with its index into the caller's list), computing stage keys on
+/// up to `threads` threads. The task order does not depend on `threads`: libraries and stage
+/// functions appear in the order of their first use in `pipelines`.
+pub fn plan(pipelines: &[(usize, &PipelineDescriptor)], ctx: &KeyContext, threads: usize) -> Plan {
+    // Hashing every stage reference's canonical encoding is most of the planning work (66,000
+    // stage keys at seed scale): compute them in parallel, in order, then deduplicate serially.
+    let threads = threads.clamp(1, pipelines.len() / 512 + 1);
+    let chunk = pipelines.len().div_ceil(threads).max(1);
+    let keys_of = |part: &[(usize, &PipelineDescriptor)]| -> Vec<StageKey> {
+        part.iter().flat_map(|(_, d)| d.stages().into_iter().map(|(st, f)| stage_key(f, st, ctx))).collect()
+    };
+    let parts: Vec<&[(usize, &PipelineDescriptor)]> = pipelines.chunks(chunk).collect();
+    let keyed: Vec<Vec<StageKey>> = std::thread::scope(|s| {
+        let keys_of = &keys_of;
+        let handles: Vec<_> = parts.iter().map(|part| s.spawn(move || keys_of(part))).collect();
+        // Hashing cannot panic on any input; should a thread die anyway, its chunk is keyed
+        // again here, so every stage reference keeps its own key.
+        handles.into_iter().zip(&parts).map(|(h, part)| h.join().unwrap_or_else(|_| keys_of(part))).collect()
+    });
+    let mut keys = keyed.into_iter().flatten();
     let mut libs = HashSet::new();
     let mut funcs = HashSet::new();
     let mut lib_tasks = Vec::new();
@@ -45,12 +64,14 @@ pub fn plan(pipelines: &[(usize, &PipelineDescriptor)], ctx: &KeyContext) -> Pla
             if libs.insert(lib.hash()) {
                 lib_tasks.push(Task::Library(lib.clone()));
             }
-            if funcs.insert(stage_key(f, stage, ctx)) {
+            let key = keys.next().unwrap_or_else(|| stage_key(f, stage, ctx)); // always `next`
+            if funcs.insert(key) {
                 func_tasks.push(Task::Function(f.clone(), stage));
             }
         }
     }
     let (libraries, functions) = (lib_tasks.len(), func_tasks.len());
+    let mut tasks = Vec::with_capacity(libraries + functions + pipelines.len());
     tasks.extend(lib_tasks);
     tasks.extend(func_tasks);
     tasks.extend(pipelines.iter().map(|(i, _)| Task::Pipeline(*i)));
