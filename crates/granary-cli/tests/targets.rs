@@ -13,6 +13,8 @@ use granary::descriptor::Target;
 use std::path::Path;
 use std::process::Command;
 
+const EXAMPLE_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
+
 fn granary(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_granary")).args(args).output().expect("run granary")
 }
@@ -216,4 +218,48 @@ fn requested_targets_are_part_of_the_writer_options() {
     let o = granary(&["harvest", &s, "-o", a.to_str().unwrap(), "-q", "--targets", "spirv,msl", "--resume"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("targets=spirv,msl,glsl"));
+}
+
+/// A panic inside one target's writer (naga's GLSL writer has `unreachable!`s some inputs
+/// reach) costs that target of that stage function only: injected with
+/// `GRANARY_FAULT=panic-write:glsl/ENTRY`, the pipelines land with their other targets and the
+/// lost-target record carries the panic message and location; in-process and `--isolate` agree.
+#[test]
+fn a_panic_in_one_targets_writer_costs_that_target_only() {
+    let dir = common::tempdir();
+    let out = |name: &str| dir.path().join(name);
+    let run = |o: &std::path::Path, extra: &[&str]| {
+        let r = Command::new(env!("CARGO_BIN_EXE_granary"))
+            .args([
+                "harvest",
+                EXAMPLE_SCRIPT,
+                "-o",
+                o.to_str().unwrap(),
+                "--json",
+                "-j",
+                "2",
+                "--targets",
+                "spirv,glsl",
+            ])
+            .args(extra)
+            .env("GRANARY_FAULT", "panic-write:glsl/fs_unlit")
+            .output()
+            .unwrap();
+        let s: serde_json::Value =
+            serde_json::from_slice(&r.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&r.stderr)));
+        (r.status.code(), s)
+    };
+    let (code, s) = run(&out("a.granary"), &[]);
+    assert_eq!(code, Some(1), "a lost target is a problem to report: {s}");
+    assert_eq!(s["failed"], 0, "{s}");
+    let lost = s["lost_targets"].as_array().unwrap();
+    assert!(!lost.is_empty(), "{s}");
+    for l in lost {
+        assert_eq!(l["target"], "glsl", "{l}");
+        let m = l["message"].as_str().unwrap();
+        assert!(m.contains("injected panic-write fault") && m.contains("fault.rs:"), "{m}");
+    }
+    let (_, iso) = run(&out("b.granary"), &["--isolate"]);
+    assert_eq!(iso["lost_targets"], s["lost_targets"]);
+    assert!(std::fs::read(out("a.granary")).unwrap() == std::fs::read(out("b.granary")).unwrap());
 }

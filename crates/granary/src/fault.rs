@@ -10,7 +10,9 @@
 //!   crashes or never returns.
 //! - `panic:LABEL` — panic while compiling the pipeline labelled `LABEL`; `panic-stage:NAME`
 //!   panics inside the front end while compiling any stage function whose entry point is
-//!   `NAME` (as a panic inside naga would), so every pipeline sharing it is affected.
+//!   `NAME` (as a panic inside naga would), so every pipeline sharing it is affected;
+//!   `panic-write:TARGET/NAME` panics inside the `TARGET` writer (`spirv`, `msl`, `hlsl`,
+//!   `glsl`) for that entry point only, as naga's GLSL writer does on some inputs.
 //! - `print-stdout:LABEL` — an isolated worker prints junk on its standard output (as a
 //!   chatty driver or library would) before compiling `LABEL`.
 //! - `wrong-answer:LABEL` — an isolated worker answers the request for `LABEL` with another
@@ -59,6 +61,7 @@ mod imp {
     pub(super) struct Faults {
         pub at: Vec<(Action, String)>,
         pub panic_stage: Vec<String>,
+        pub panic_write: Vec<String>,
         pub hang_on_exit: bool,
     }
 
@@ -82,6 +85,10 @@ mod imp {
                 "huge-frame" => Action::HugeFrame,
                 "panic-stage" => {
                     f.panic_stage.push(arg.to_string());
+                    continue;
+                }
+                "panic-write" => {
+                    f.panic_write.push(arg.to_string());
                     continue;
                 }
                 "hang-on-exit" => {
@@ -122,6 +129,18 @@ pub fn at_stage_function(entry_point: &str) {
     }
     #[cfg(not(feature = "fault"))]
     let _ = entry_point;
+}
+
+/// Panics if a `panic-write` fault names `target`/`entry_point` (called inside that target's
+/// writer).
+#[inline(always)]
+pub fn at_target_write(target: &str, entry_point: &str) {
+    #[cfg(feature = "fault")]
+    if imp::faults().panic_write.iter().any(|n| n.split_once('/') == Some((target, entry_point))) {
+        panic!("injected panic-write fault in the {target} writer for '{entry_point}'");
+    }
+    #[cfg(not(feature = "fault"))]
+    let _ = (target, entry_point);
 }
 
 /// Whether an isolated worker should hang instead of exiting when its input closes.

@@ -266,7 +266,16 @@ impl Frontend {
                     file: &file,
                     bindings: &bindings,
                 };
-                match targets::write(target, self.profile, &src) {
+                // A panic in one target's writer (naga has a few, e.g. GLSL with binding
+                // arrays) costs that target only, like a writer error.
+                let written = crate::util::panic::catch(|| {
+                    crate::fault::at_target_write(target.name(), entry);
+                    targets::write(target, self.profile, &src)
+                })
+                .unwrap_or_else(|p| {
+                    Err(ShaderError::panicked(&file, &format!("writing {target} for {stage} function '{entry}'"), &p))
+                });
+                match written {
                     Ok(bytes) => outputs.0[target as usize] = Some(Blob::new(bytes)),
                     Err(mut e) => {
                         e.target = Some(target);
