@@ -5,7 +5,7 @@
 //! a compile call, a capture, a snapshot being written — can reach it.
 
 use crate::key::{content_hash, ContentHash, PipelineKey, StageKey};
-use crate::types::{PipelineKind, ShaderStage, Target, TARGET_COUNT};
+use crate::types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 use std::sync::Arc;
 
 /// Immutable bytes identified by their content hash (one stage output for one target).
@@ -38,6 +38,10 @@ impl TargetOutputs {
     /// The output for `target`.
     pub fn get(&self, target: Target) -> Option<&Arc<Blob>> {
         self.0[target as usize].as_ref()
+    }
+    /// The targets that have an output.
+    pub fn targets(&self) -> TargetSet {
+        TargetSet::of(&Target::ALL.into_iter().filter(|t| self.get(*t).is_some()).collect::<Vec<_>>())
     }
 }
 

@@ -24,7 +24,7 @@
 use crate::durable::{parent_dir, sync_dir, SlowHalfway};
 use crate::key::checksum64;
 use crate::{encode, Archive, ArchiveError, ArchiveMeta, WriteEntry};
-use crate::{KeyContext, PipelineEntry, TargetOutputs, TargetSet};
+use crate::{KeyContext, PipelineEntry, TargetOutputs};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{Seek, Write};
@@ -229,8 +229,6 @@ pub struct JournalReplay {
     pub records: usize,
     /// Their entries, record by record (a key may repeat across records).
     pub entries: Vec<WriteEntry>,
-    /// Targets present in the records' outputs.
-    pub targets: TargetSet,
     /// Length of the header and the intact records: where the next append belongs.
     pub valid_len: u64,
     /// Stage functions whose outputs the intact records hold (later records may leave them
@@ -261,7 +259,6 @@ fn replay_bytes(b: &[u8], path: PathBuf) -> Result<JournalReplay, ArchiveError> 
         key_context: None,
         records: 0,
         entries: Vec::new(),
-        targets: TargetSet(0),
         valid_len: 0,
         stages: HashSet::new(),
         damaged_tail: None,
@@ -339,12 +336,11 @@ fn replay_bytes(b: &[u8], path: PathBuf) -> Result<JournalReplay, ArchiveError> 
                         "record built with other writer options than its journal".into(),
                     ));
                 }
-                Ok((a.targets(), a.entries()?))
+                a.entries()
             })
-            .and_then(|(targets, entries)| Ok((targets, restore_outputs(entries, &mut outputs)?)));
+            .and_then(|entries| restore_outputs(entries, &mut outputs));
         match read {
-            Ok((targets, entries)) => {
-                out.targets = TargetSet(out.targets.0 | targets.0);
+            Ok(entries) => {
                 out.entries.extend(entries);
                 out.records += 1;
                 pos += JOURNAL_FRAME_LEN + payload.len();
@@ -446,7 +442,6 @@ mod tests {
         let r = replay_journal(&archive).unwrap().unwrap();
         assert_eq!((r.records, keys(&r), r.valid_len, r.damaged_tail.clone()), (2, vec![1, 2, 3], j.len(), None));
         assert_eq!(r.key_context, Some(KeyContext { target_options: meta.target_options }));
-        assert_eq!(r.targets, TargetSet::SPIRV);
 
         // Cut the file at every length inside the second record: the first always survives.
         let full = std::fs::read(journal_path(&archive)).unwrap();

@@ -155,9 +155,7 @@ pub fn merge_layout(
                 Some(m) => Immediates { size: m.size.max(size), visibility: m.visibility.union(vis) },
             });
         }
-        if let Some(map) = &s.resources.map {
-            maps.push(map.clone());
-        }
+        maps.push(s.resources.map.clone());
     }
     if let Some(x) = desc.explicit_layout() {
         for (i, s) in stages.iter().enumerate() {

@@ -130,14 +130,7 @@ pub fn common_targets(requested: TargetSet, functions: &[Arc<StageFunction>]) ->
 
 /// The targets within `requested` that every stage of `entry` has an output for.
 pub fn entry_targets(entry: &PipelineEntry, requested: TargetSet) -> TargetSet {
-    let bits = entry.stages.iter().fold(requested.0, |bits, s| {
-        let have = crate::descriptor::Target::ALL
-            .into_iter()
-            .filter(|t| s.outputs.0[*t as usize].is_some())
-            .fold(0, |b, t| b | 1 << t as u32);
-        bits & have
-    });
-    TargetSet(bits)
+    TargetSet(entry.stages.iter().fold(requested.0, |bits, s| bits & s.outputs.targets().0))
 }
 
 /// Options for a [`Compiler`].

@@ -38,14 +38,14 @@ pub const HLSL_COMPARISON_SAMPLER_HEAP_SPACE: u8 = 253;
 pub const MAX_GROUP: u32 = 251;
 
 /// What one stage function binds: its resources, immediates and binding map.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StageResources {
     /// Resources the entry point uses, in (group, binding) order, visible to this stage.
     pub bindings: Vec<LayoutBinding>,
     /// Size in bytes of the immediate-data block, if the entry point uses one.
     pub immediates: Option<u32>,
     /// Where each resource landed for each target.
-    pub map: Option<StageBindingMap>,
+    pub map: StageBindingMap,
 }
 
 /// Reflects the resources entry point `entry` of the specialized `module` uses and assigns
@@ -59,11 +59,13 @@ pub fn reflect(
     file: &str,
 ) -> Result<StageResources, ShaderError> {
     let fail = |m: String| ShaderError::new(file, ShaderErrorKind::Write, m);
+    // Specialization already found the entry point; this is its index.
     let Some(index) = module.entry_points.iter().position(|ep| ep.name == entry && ep.stage == naga_stage) else {
-        return Ok(StageResources::default());
+        return Err(ShaderError::new(file, ShaderErrorKind::EntryPoint, format!("no {stage} entry point '{entry}'")));
     };
     let fun = info.get_entry_point(index);
-    let mut out = StageResources::default();
+    let mut bindings = Vec::new();
+    let mut immediates: Option<u32> = None;
     let mut needs_sizes = false;
     for (handle, var) in module.global_variables.iter() {
         if fun[handle].is_empty() {
@@ -72,7 +74,7 @@ pub fn reflect(
         let name = var.name.as_deref().unwrap_or("?");
         if var.space == naga::AddressSpace::Immediate {
             let size = module.types[var.ty].inner.size(module.to_ctx());
-            out.immediates = Some(out.immediates.unwrap_or(0).max(size));
+            immediates = Some(immediates.unwrap_or(0).max(size));
             continue;
         }
         let Some(rb) = var.binding else {
@@ -95,7 +97,7 @@ pub fn reflect(
         {
             needs_sizes = true;
         }
-        out.bindings.push(LayoutBinding {
+        bindings.push(LayoutBinding {
             group: rb.group,
             binding: rb.binding,
             kind,
@@ -103,9 +105,9 @@ pub fn reflect(
             visibility: StageMask::of(stage),
         });
     }
-    out.bindings.sort();
-    out.map = Some(assign(stage, &out.bindings, out.immediates.is_some(), needs_sizes).map_err(fail)?);
-    Ok(out)
+    bindings.sort();
+    let map = assign(stage, &bindings, immediates.is_some(), needs_sizes).map_err(fail)?;
+    Ok(StageResources { bindings, immediates, map })
 }
 
 /// Binding kind and array count (`0` single, `n` sized array, `u32::MAX` unsized) of a

@@ -64,11 +64,7 @@ pub struct StageFunction {
 impl StageFunction {
     /// The requested targets this function has an output for.
     pub fn targets(&self) -> TargetSet {
-        let bits = crate::descriptor::Target::ALL
-            .into_iter()
-            .filter(|t| self.outputs.0[*t as usize].is_some())
-            .fold(0, |bits, t| bits | 1 << t as u32);
-        TargetSet(bits)
+        self.outputs.targets()
     }
 }
 
@@ -199,6 +195,36 @@ impl Frontend {
         cell.get_or_compute(compute).0
     }
 
+    /// Validates the (compacted) `module` with `target`'s capabilities `caps` only; the error
+    /// names the target, the profile and the capabilities the shader needs beyond them.
+    fn check_capabilities(
+        &self,
+        module: &naga::Module,
+        target: crate::descriptor::Target,
+        caps: naga::valid::Capabilities,
+        file: &str,
+    ) -> Result<(), ShaderError> {
+        parse::validate(module, caps).map(|_| ()).map_err(|(message, _)| {
+            let missing = parse::missing_capabilities(module, caps);
+            let needs = if missing.is_empty() {
+                String::new()
+            } else {
+                format!("needs capability {}, ", profile::capability_names(missing))
+            };
+            let mut e = ShaderError::new(
+                file,
+                ShaderErrorKind::Validation,
+                format!(
+                    "{target} {needs}outside profile '{}' (which allows {}): {message}",
+                    self.profile.name,
+                    profile::capability_names(caps)
+                ),
+            );
+            e.target = Some(target);
+            e
+        })
+    }
+
     fn compile_function(
         &self,
         key: StageKey,
@@ -216,43 +242,17 @@ impl Frontend {
             let spec = specialize::specialize(&parsed, union, &file, entry, stage, &f.resolved_constants())?;
             let naga_stage = parse::naga_stage(stage);
             let resources = layout::reflect(&spec.module, &spec.info, entry, naga_stage, stage, &file)?;
-            let bindings = resources.map.clone().unwrap_or_else(|| granary_archive::StageBindingMap {
-                stage,
-                slots: Vec::new(),
-                msl_immediates_buffer: None,
-                msl_sizes_buffer: None,
-                hlsl_immediates_space: None,
-            });
             let mut outputs = TargetOutputs::default();
             let mut target_failures = Vec::new();
             let mut checked: Vec<naga::valid::Capabilities> = vec![union];
             for target in self.targets.iter() {
                 let caps = self.profile.target(target).capabilities;
                 if !checked.contains(&caps) {
-                    // What the entry point reaches, against this target's own capabilities.
-                    let checked_caps = parse::validate(&spec.module, caps).map_err(|(message, _)| {
-                        let missing = parse::missing_capabilities(&spec.module, caps);
-                        let needs = if missing.is_empty() {
-                            String::new()
-                        } else {
-                            format!("needs capability {}, ", profile::capability_names(missing))
-                        };
-                        let mut e = ShaderError::new(
-                            &file,
-                            ShaderErrorKind::Validation,
-                            format!(
-                                "{target} {needs}outside profile '{}' (which allows {}): {message}",
-                                self.profile.name,
-                                profile::capability_names(caps)
-                            ),
-                        );
-                        e.target = Some(target);
-                        e
-                    });
-                    match checked_caps {
-                        Ok(_) => checked.push(caps),
+                    // What the entry point reaches, against this target's own capabilities; a
+                    // refusal loses this target for this function, the others go on.
+                    match self.check_capabilities(&spec.module, target, caps, &file) {
+                        Ok(()) => checked.push(caps),
                         Err(e) => {
-                            // This target is lost for this function; the others go on.
                             target_failures.push(e);
                             continue;
                         }
@@ -264,7 +264,7 @@ impl Frontend {
                     stage: naga_stage,
                     entry,
                     file: &file,
-                    bindings: &bindings,
+                    bindings: &resources.map,
                 };
                 // A panic in one target's writer (naga has a few, e.g. GLSL with binding
                 // arrays) costs that target only, like a writer error.

@@ -375,14 +375,13 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     };
     let written_at = start.elapsed();
     if !failures.is_empty() || !lost_targets.is_empty() {
-        // Point each failure at its pipeline's entry in the script.
-        if let Ok(text) = std::fs::read_to_string(&opts.script) {
-            let lines = crate::script::LineIndex::new(&text);
-            for f in failures.iter_mut().chain(lost_targets.iter_mut()) {
-                if let Some(p) = script.pipelines.get(f.index) {
-                    let (l, c) = lines.line_col(p.offset);
-                    f.script_position = Some(format!("{}:{l}:{c}", opts.script.display()));
-                }
+        // Point each failure at its pipeline's entry in the script (the text that was read,
+        // not the file, which may have changed since).
+        let lines = crate::script::LineIndex::new(&text);
+        for f in failures.iter_mut().chain(lost_targets.iter_mut()) {
+            if let Some(p) = script.pipelines.get(f.index) {
+                let (l, c) = lines.line_col(p.offset);
+                f.script_position = Some(format!("{}:{l}:{c}", opts.script.display()));
             }
         }
     }
