@@ -29,7 +29,7 @@ pub use report::{Failure, HarvestSummary, Phases, TargetCount};
 pub use worker::worker_main;
 
 use crate::archive::journal::{journal_path, remove_journal, replay_journal, JournalReplay};
-use crate::archive::{Archive, ArchiveError, WriteEntry};
+use crate::archive::{Archive, ArchiveError};
 use crate::capture::{Capture, CaptureMode, WriteReport};
 use crate::compiler::{Compiler, CompilerOptions};
 use crate::descriptor::{PipelineDescriptor, PipelineEntry, TargetSet};
@@ -204,26 +204,11 @@ fn resume(
     }
     // The keys the script produces now, each with every label the script gives it.
     let keys: Vec<u128> = valid.iter().map(|(_, d)| d.key(ctx).0).collect();
-    let mut labels: HashMap<u128, Vec<String>> = HashMap::with_capacity(keys.len());
-    for ((_, d), k) in valid.iter().zip(&keys) {
-        let v = labels.entry(*k).or_default();
-        if let Some(l) = d.label() {
-            if !v.iter().any(|x| x == l) {
-                v.push(l.to_string());
-            }
-        }
-    }
-    let mut kept = Vec::new();
-    let mut kept_targets: HashMap<u128, TargetSet> = HashMap::new();
-    for (k, entry) in old {
-        match labels.get(&k) {
-            Some(l) => {
-                kept_targets.insert(k, crate::compiler::entry_targets(&entry, opts.targets));
-                kept.push(WriteEntry { entry, labels: l.clone().into() })
-            }
-            None => out.dropped += 1,
-        }
-    }
+    let labels = prune::labels_by_key(keys.iter().copied().zip(valid.iter().map(|(_, d)| *d)));
+    let (kept, dropped) = prune::keep_scripted(old.into_values(), &labels);
+    out.dropped += dropped;
+    let kept_targets: HashMap<u128, TargetSet> =
+        kept.iter().map(|w| (w.entry.key.0, crate::compiler::entry_targets(&w.entry, opts.targets))).collect();
     out.kept = kept.iter().map(|w| w.entry.key.0).collect();
     capture.insert_archived(kept);
     let before = valid.len();

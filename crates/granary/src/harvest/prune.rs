@@ -4,11 +4,12 @@
 
 use super::HarvestError;
 use crate::archive::{write_entries, Archive, ArchiveMeta, WriteEntry};
-use crate::descriptor::{KeyContext, TargetSet};
+use crate::descriptor::{KeyContext, PipelineDescriptor, PipelineEntry, TargetSet};
 use crate::script::Script;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
 /// What [`prune`] did.
 #[derive(Debug, Clone, Serialize)]
@@ -58,28 +59,12 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
             ctx.target_options
         )));
     }
-    // The key of every valid script pipeline, and every label the script gives each key.
     let keys: Vec<Option<u128>> =
         script.pipelines.iter().map(|p| p.descriptor.as_ref().ok().map(|d| d.key(&ctx).0)).collect();
-    let mut labels: HashMap<u128, Vec<String>> = HashMap::with_capacity(keys.len());
-    for (p, k) in script.pipelines.iter().zip(&keys) {
-        if let (Some(k), Ok(d)) = (k, &p.descriptor) {
-            let v = labels.entry(*k).or_default();
-            if let Some(l) = d.label() {
-                if !v.iter().any(|x| x == l) {
-                    v.push(l.to_string());
-                }
-            }
-        }
-    }
-    let mut kept = Vec::new();
-    let mut dropped = 0;
-    for w in input.entries()? {
-        match labels.get(&w.entry.key.0) {
-            Some(l) => kept.push(WriteEntry { entry: w.entry, labels: l.clone().into() }),
-            None => dropped += 1,
-        }
-    }
+    let labels = labels_by_key(
+        script.pipelines.iter().zip(&keys).filter_map(|(p, k)| Some((*k.as_ref()?, p.descriptor.as_ref().ok()?))),
+    );
+    let (kept, dropped) = keep_scripted(input.entries()?.into_iter().map(|w| w.entry), &labels);
     let have: HashSet<u128> = kept.iter().map(|w| w.entry.key.0).collect();
     let missing = script
         .pipelines
@@ -103,4 +88,38 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
         missing,
         bytes,
     })
+}
+
+/// Every key the script's valid pipelines produce (given with their keys), with every label
+/// the script gives it (in script order). Shared by [`prune`] and `--resume`: both keep
+/// exactly these keys.
+pub(crate) fn labels_by_key<'a>(
+    pipelines: impl Iterator<Item = (u128, &'a PipelineDescriptor)>,
+) -> HashMap<u128, Vec<String>> {
+    let mut labels: HashMap<u128, Vec<String>> = HashMap::new();
+    for (key, d) in pipelines {
+        let v = labels.entry(key).or_default();
+        if let Some(l) = d.label() {
+            if !v.iter().any(|x| x == l) {
+                v.push(l.to_string());
+            }
+        }
+    }
+    labels
+}
+
+/// The `entries` whose keys are in `labels`, relabelled from it, and how many were dropped.
+pub(crate) fn keep_scripted(
+    entries: impl IntoIterator<Item = Arc<PipelineEntry>>,
+    labels: &HashMap<u128, Vec<String>>,
+) -> (Vec<WriteEntry>, usize) {
+    let mut kept = Vec::new();
+    let mut dropped = 0;
+    for entry in entries {
+        match labels.get(&entry.key.0) {
+            Some(l) => kept.push(WriteEntry { entry, labels: l.clone().into() }),
+            None => dropped += 1,
+        }
+    }
+    (kept, dropped)
 }
