@@ -1,0 +1,378 @@
+//! The Vulkan backend: creates every pipeline on a real driver and captures its binaries.
+//!
+//! Invariants:
+//! - One `VkShaderModule` per unique stage function (keyed by its stage key), created once and
+//!   shared by every pipeline that uses it; one pipeline layout per unique layout.
+//! - A pipeline whose colour attachments are all specialized is created whole; one with an
+//!   unspecialized colour format, blend or write mask is created as a graphics pipeline
+//!   library of its vertex-input, pre-rasterization and fragment-shader parts (the
+//!   fragment-output part is linked at run time with the real formats). Without graphics
+//!   pipeline libraries such a pipeline fails with a message that says so.
+//! - Whatever the device cannot do (a format, a sample count, a binding kind) is that
+//!   pipeline's error, found before any driver call.
+
+use crate::devices::{identity_of, select};
+use crate::error::VulkanError;
+use crate::raw::{Driver, Gpu, GraphicsInput, Layout, Module, OpenOptions};
+use crate::state;
+use crate::DeviceIdentity;
+use granary::descriptor::{
+    PipelineDescriptor, PipelineLayout, RenderPipelineDescriptor, ShaderStage, Spec, StageKey, Target, TextureFormat,
+};
+use granary::frontend::StageFunction;
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, OnceLock};
+use vulkanalia::vk;
+
+/// How to open the backend's device.
+#[derive(Clone, Debug, Default)]
+pub struct VulkanOptions {
+    /// `None`: device 0; a number: that index; text: the first device whose name contains it.
+    pub device: Option<String>,
+    /// Keep `VkPipelineCache` data even where `VK_KHR_pipeline_binary` exists.
+    pub no_pipeline_binaries: bool,
+    /// Do not use graphics pipeline libraries even where they exist (pipelines with
+    /// unspecialized colour attachments then fail).
+    pub no_libraries: bool,
+}
+
+/// What capturing one pipeline produced.
+#[derive(Clone, Debug)]
+pub struct PipelineCapture {
+    /// The pipeline was created as a library (vertex input + pre-rasterization + fragment
+    /// shader) whose fragment-output part is linked at run time.
+    pub library: bool,
+    /// `(key, data)` per binary, in the driver's order; empty where only cache data is kept.
+    pub binaries: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// Counters of a backend's work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VulkanStats {
+    /// Pipelines created whole.
+    pub pipelines: u64,
+    /// Pipelines created as libraries.
+    pub libraries: u64,
+    /// Shader modules created.
+    pub modules: u64,
+    /// Nanoseconds spent inside `vkCreate*Pipelines`, summed over threads.
+    pub driver_nanos: u64,
+    /// Binaries captured.
+    pub binaries: u64,
+    /// Bytes of binary data captured.
+    pub binary_bytes: u64,
+}
+
+type Cell<T> = Arc<OnceLock<Result<Arc<T>, String>>>;
+
+#[derive(Clone, Copy)]
+struct FormatSupport {
+    format: vk::Format,
+    color: bool,
+    depth_stencil: bool,
+}
+
+/// The Vulkan backend.
+///
+/// Thread safety: `Send + Sync`. `compile` may run from any number of threads at once, also
+/// while `cache_data` reads the pipeline cache. Shader modules and layouts are created once
+/// (other callers wait on the once-cell) and freed only when the backend and every compile
+/// using them are done (`Arc`). See the `raw` module for the Vulkan synchronization rules and
+/// how each is kept.
+pub struct VulkanBackend {
+    gpu: Arc<Gpu>,
+    identity: Arc<DeviceIdentity>,
+    formats: HashMap<TextureFormat, FormatSupport>,
+    modules: Mutex<HashMap<StageKey, Cell<Module>>>,
+    layouts: Mutex<HashMap<state::LayoutDesc, Cell<Layout>>>,
+    pipelines: AtomicU64,
+    libraries: AtomicU64,
+    module_count: AtomicU64,
+    driver_nanos: AtomicU64,
+    binaries: AtomicU64,
+    binary_bytes: AtomicU64,
+}
+
+impl VulkanBackend {
+    /// Loads Vulkan and opens the selected device.
+    pub fn open(options: &VulkanOptions) -> Result<VulkanBackend, VulkanError> {
+        let driver = Driver::load()?;
+        let info = select(driver.physical_devices()?, options.device.as_deref())?;
+        if !info.dynamic_rendering {
+            return Err(VulkanError::Unsupported {
+                device: info.device_name.clone(),
+                message: format!(
+                    "Vulkan {}.{} without dynamic rendering; the backend needs Vulkan 1.3",
+                    (info.api_version >> 22) & 0x7f,
+                    (info.api_version >> 12) & 0x3ff
+                ),
+            });
+        }
+        let mut formats = HashMap::new();
+        for f in state::TEXTURE_FORMATS {
+            let depth = f.is_depth_stencil();
+            let want = if depth {
+                vk::FormatFeatureFlags::DEPTH_STENCIL_ATTACHMENT
+            } else {
+                vk::FormatFeatureFlags::COLOR_ATTACHMENT
+            };
+            for &candidate in state::texture_format_candidates(f) {
+                let features = driver.optimal_features(info.handle, candidate);
+                if features.contains(want) {
+                    formats.insert(f, FormatSupport { format: candidate, color: !depth, depth_stencil: depth });
+                    break;
+                }
+            }
+        }
+        let gpu = Gpu::open(
+            driver,
+            info,
+            OpenOptions { pipeline_binaries: !options.no_pipeline_binaries, libraries: !options.no_libraries },
+        )?;
+        let identity = Arc::new(identity_of(&gpu.info, gpu.global_key()));
+        Ok(VulkanBackend {
+            gpu,
+            identity,
+            formats,
+            modules: Mutex::default(),
+            layouts: Mutex::default(),
+            pipelines: AtomicU64::new(0),
+            libraries: AtomicU64::new(0),
+            module_count: AtomicU64::new(0),
+            driver_nanos: AtomicU64::new(0),
+            binaries: AtomicU64::new(0),
+            binary_bytes: AtomicU64::new(0),
+        })
+    }
+
+    /// The device identity the captured binaries are valid for.
+    pub fn identity(&self) -> &Arc<DeviceIdentity> {
+        &self.identity
+    }
+
+    /// Whether binaries are captured with `VK_KHR_pipeline_binary` (else cache data is kept).
+    pub fn captures_binaries(&self) -> bool {
+        self.gpu.captures_binaries()
+    }
+
+    /// Whether graphics pipeline libraries are used for unspecialized colour attachments.
+    pub fn uses_libraries(&self) -> bool {
+        self.gpu.libraries()
+    }
+
+    /// The device's `VkPipelineCache` data (empty when binaries are captured instead).
+    pub fn cache_data(&self) -> Result<Vec<u8>, VulkanError> {
+        self.gpu.cache_data()
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> VulkanStats {
+        VulkanStats {
+            pipelines: self.pipelines.load(Relaxed),
+            libraries: self.libraries.load(Relaxed),
+            modules: self.module_count.load(Relaxed),
+            driver_nanos: self.driver_nanos.load(Relaxed),
+            binaries: self.binaries.load(Relaxed),
+            binary_bytes: self.binary_bytes.load(Relaxed),
+        }
+    }
+
+    fn device_name(&self) -> &str {
+        &self.identity.device_name
+    }
+
+    fn module(&self, f: &StageFunction) -> Result<Arc<Module>, String> {
+        let cell = {
+            let mut map = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+            map.entry(f.key).or_default().clone()
+        };
+        cell.get_or_init(|| {
+            let spirv = f.outputs.get(Target::Spirv).ok_or_else(|| {
+                format!(
+                    "{} function '{}' has no SPIR-V output; the Vulkan backend needs the spirv target",
+                    f.stage, f.entry_point
+                )
+            })?;
+            let m = self.gpu.module(spirv.bytes()).map_err(|e| e.to_string())?;
+            self.module_count.fetch_add(1, Relaxed);
+            Ok(Arc::new(m))
+        })
+        .clone()
+    }
+
+    fn layout(&self, layout: &PipelineLayout) -> Result<Arc<Layout>, String> {
+        let desc = state::layout_desc(layout)?;
+        if desc.sets.len() as u32 > self.gpu.info.max_bound_descriptor_sets {
+            return Err(format!(
+                "the layout uses {} descriptor sets; device '{}' binds at most {}",
+                desc.sets.len(),
+                self.device_name(),
+                self.gpu.info.max_bound_descriptor_sets
+            ));
+        }
+        let cell = {
+            let mut map = self.layouts.lock().unwrap_or_else(|p| p.into_inner());
+            map.entry(desc.clone()).or_default().clone()
+        };
+        cell.get_or_init(|| self.gpu.layout(&desc).map(Arc::new).map_err(|e| e.to_string())).clone()
+    }
+
+    fn format(&self, f: TextureFormat, what: &str) -> Result<FormatSupport, String> {
+        let s = self.formats.get(&f).copied();
+        let ok = s.is_some_and(|s| if f.is_depth_stencil() { s.depth_stencil } else { s.color });
+        match s {
+            Some(s) if ok => Ok(s),
+            _ => Err(format!(
+                "{what}: format {} is not usable as an attachment on device '{}'",
+                serde_name(f),
+                self.device_name()
+            )),
+        }
+    }
+
+    /// Creates one pipeline on the device, captures it and destroys it. `functions` are the
+    /// pipeline's stage functions in stage order; `layout` its resource layout.
+    pub fn compile(
+        &self,
+        desc: &PipelineDescriptor,
+        functions: &[Arc<StageFunction>],
+        layout: &PipelineLayout,
+    ) -> Result<PipelineCapture, String> {
+        let modules = functions.iter().map(|f| self.module(f)).collect::<Result<Vec<_>, _>>()?;
+        let pipeline_layout = self.layout(layout)?;
+        let (created, library) = match desc {
+            PipelineDescriptor::Compute(_) => {
+                let (m, f) = (&modules[0], &functions[0]);
+                let entry = entry_name(&f.entry_point)?;
+                (self.gpu.create_compute(m, &entry, &pipeline_layout).map_err(|e| e.to_string())?, false)
+            }
+            PipelineDescriptor::Render(r) => {
+                let input = self.graphics_input(r, functions, &modules, &pipeline_layout)?;
+                let library = input.output.is_none();
+                (self.gpu.create_graphics(&input).map_err(|e| e.to_string())?, library)
+            }
+        };
+        if library {
+            self.libraries.fetch_add(1, Relaxed);
+        } else {
+            self.pipelines.fetch_add(1, Relaxed);
+        }
+        self.driver_nanos.fetch_add(created.driver_time.as_nanos() as u64, Relaxed);
+        self.binaries.fetch_add(created.binaries.len() as u64, Relaxed);
+        self.binary_bytes.fetch_add(created.binaries.iter().map(|(_, d)| d.len() as u64).sum(), Relaxed);
+        Ok(PipelineCapture { library, binaries: created.binaries })
+    }
+
+    fn graphics_input<'a>(
+        &self,
+        r: &RenderPipelineDescriptor,
+        functions: &[Arc<StageFunction>],
+        modules: &'a [Arc<Module>],
+        layout: &'a Layout,
+    ) -> Result<GraphicsInput<'a>, String> {
+        let mut stages = Vec::with_capacity(functions.len());
+        for (f, m) in functions.iter().zip(modules) {
+            stages.push((&**m, state::stage_flag(f.stage), entry_name(&f.entry_point)?));
+        }
+        debug_assert!(functions.first().is_some_and(|f| f.stage == ShaderStage::Vertex));
+        let (bindings, attributes) = state::vertex_input(r)?;
+        let samples = state::samples(r.sample_count)?;
+        if samples.bits() & self.gpu.info.sample_counts == 0 {
+            return Err(format!("sample_count {} is not supported by device '{}'", r.sample_count, self.device_name()));
+        }
+        let output = if state::needs_libraries(r) {
+            if !self.gpu.libraries() {
+                let which = r
+                    .color_attachments
+                    .iter()
+                    .position(|c| {
+                        matches!(c.format, Spec::Unspecialized)
+                            || matches!(c.blend, Spec::Unspecialized)
+                            || matches!(c.write_mask, Spec::Unspecialized)
+                    })
+                    .unwrap_or(0);
+                return Err(format!(
+                    "color_attachments[{which}] is unspecialized and device '{}' has no graphics pipeline \
+                     libraries (VK_EXT_graphics_pipeline_library) to leave the fragment output open; \
+                     specialize its format, blend and write_mask in the script",
+                    self.device_name()
+                ));
+            }
+            None
+        } else {
+            let mut out = Vec::with_capacity(r.color_attachments.len());
+            for (i, c) in r.color_attachments.iter().enumerate() {
+                let (Spec::Is(format), Spec::Is(blend), Spec::Is(writes)) = (c.format, c.blend, c.write_mask) else {
+                    return Err(format!("color_attachments[{i}] is unspecialized"));
+                };
+                let f = self.format(format, &format!("color_attachments[{i}]"))?;
+                out.push((f.format, state::blend_attachment(blend, writes)));
+            }
+            Some(out)
+        };
+        let (mut depth_format, mut stencil_format) = (vk::Format::UNDEFINED, vk::Format::UNDEFINED);
+        let mut depth_bias = None;
+        let depth_stencil = match &r.depth_stencil {
+            None => None,
+            Some(ds) => {
+                let f = self.format(ds.format, "depth_stencil")?;
+                let (has_depth, has_stencil) = state::depth_stencil_aspects(ds.format);
+                if has_depth {
+                    depth_format = f.format;
+                }
+                if has_stencil {
+                    stencil_format = f.format;
+                }
+                if ds.depth_bias != 0 || ds.depth_bias_slope_scale != 0.0 || ds.depth_bias_clamp != 0.0 {
+                    depth_bias = Some((true, ds.depth_bias as f32, ds.depth_bias_slope_scale, ds.depth_bias_clamp));
+                }
+                let depth_test = has_depth
+                    && (ds.depth_compare != granary::descriptor::CompareFunction::Always || ds.depth_write);
+                let mut s = vk::PipelineDepthStencilStateCreateInfo {
+                    depth_test_enable: vk::Bool32::from(depth_test),
+                    depth_write_enable: vk::Bool32::from(has_depth && ds.depth_write),
+                    depth_compare_op: state::compare(ds.depth_compare),
+                    max_depth_bounds: 1.0,
+                    ..Default::default()
+                };
+                if let Some(st) = ds.stencil.filter(|_| has_stencil) {
+                    s.stencil_test_enable = vk::TRUE;
+                    s.front = state::stencil_face(st.front, st.read_mask, st.write_mask);
+                    s.back = state::stencil_face(st.back, st.read_mask, st.write_mask);
+                }
+                Some(s)
+            }
+        };
+        let strip = matches!(
+            r.primitive.topology,
+            granary::descriptor::Topology::LineStrip | granary::descriptor::Topology::TriangleStrip
+        );
+        Ok(GraphicsInput {
+            stages,
+            bindings,
+            attributes,
+            topology: state::topology(r.primitive.topology),
+            primitive_restart: strip && r.primitive.strip_index_format.is_some(),
+            cull: state::cull(r.primitive.cull),
+            front_face: state::front_face(r.primitive.front_face),
+            depth_bias,
+            samples,
+            alpha_to_coverage: r.alpha_to_coverage,
+            depth_stencil,
+            depth_format,
+            stencil_format,
+            output,
+            layout,
+        })
+    }
+}
+
+fn entry_name(name: &str) -> Result<CString, String> {
+    CString::new(name).map_err(|_| format!("entry point {name:?} contains a NUL byte"))
+}
+
+fn serde_name(f: TextureFormat) -> String {
+    serde_json::to_value(f).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| format!("{f:?}"))
+}

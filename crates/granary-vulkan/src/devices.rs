@@ -1,0 +1,104 @@
+//! `granary devices`: every Vulkan device with the identity that decides whether a binary is
+//! valid on it, and what it supports.
+
+use crate::error::VulkanError;
+use crate::raw::{Driver, Gpu, OpenOptions, PhysicalInfo};
+use crate::DeviceIdentity;
+use std::sync::Arc;
+
+/// One Vulkan device as `granary devices` lists it.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    /// Index in the loader's order (what `--device N` takes).
+    pub index: usize,
+    /// The identity binaries are checked against. Its `binary_global_key` is filled where the
+    /// device has `VK_KHR_pipeline_binary` (the device is opened briefly to read it).
+    pub identity: DeviceIdentity,
+    /// `VK_KHR_pipeline_binary` (with maintenance5): driver binaries can be captured.
+    pub pipeline_binaries: bool,
+    /// The driver's internal cache can be switched off while capturing.
+    pub internal_cache_control: bool,
+    /// `VK_EXT_graphics_pipeline_library`.
+    pub graphics_pipeline_library: bool,
+    /// Fast linking of graphics pipeline libraries.
+    pub fast_linking: bool,
+    /// Dynamic rendering (Vulkan 1.3), which the backend requires.
+    pub dynamic_rendering: bool,
+    /// `VkPipelineCache` data is always available; kept for the listing.
+    pub cache_data: bool,
+    /// Device API version as `major.minor.patch`.
+    pub api: String,
+}
+
+/// The identity of a physical device with the given global key.
+pub(crate) fn identity_of(info: &PhysicalInfo, global_key: &[u8]) -> DeviceIdentity {
+    DeviceIdentity {
+        vendor_id: info.vendor_id,
+        device_id: info.device_id,
+        driver_id: info.driver_id,
+        driver_version: info.driver_version,
+        api_version: info.api_version,
+        pipeline_cache_uuid: info.pipeline_cache_uuid,
+        binary_global_key: global_key.to_vec(),
+        device_name: info.device_name.clone(),
+        driver_name: info.driver_name.clone(),
+        driver_info: info.driver_info.clone(),
+    }
+}
+
+fn api_string(v: u32) -> String {
+    format!("{}.{}.{}", (v >> 22) & 0x7f, (v >> 12) & 0x3ff, v & 0xfff)
+}
+
+/// Lists every Vulkan device. Fails only when no loader can be opened or the instance cannot
+/// be created; a device that cannot be opened to read its global key is listed without one.
+pub fn list_devices() -> Result<Vec<DeviceInfo>, VulkanError> {
+    let driver = Driver::load()?;
+    list_with(&driver)
+}
+
+pub(crate) fn list_with(driver: &Arc<Driver>) -> Result<Vec<DeviceInfo>, VulkanError> {
+    let mut out = Vec::new();
+    for (index, info) in driver.physical_devices()?.into_iter().enumerate() {
+        let key = if info.pipeline_binaries && info.dynamic_rendering {
+            Gpu::open(driver.clone(), info.clone(), OpenOptions { pipeline_binaries: true, libraries: false })
+                .map(|g| g.global_key().to_vec())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        out.push(DeviceInfo {
+            index,
+            identity: identity_of(&info, &key),
+            pipeline_binaries: info.pipeline_binaries,
+            internal_cache_control: info.internal_cache_control,
+            graphics_pipeline_library: info.graphics_pipeline_library,
+            fast_linking: info.fast_linking,
+            dynamic_rendering: info.dynamic_rendering,
+            cache_data: true,
+            api: api_string(info.api_version),
+        });
+    }
+    Ok(out)
+}
+
+/// Picks a device: `None` → the first; a number → that index; otherwise the first whose name
+/// contains the text (case-insensitive).
+pub(crate) fn select(devices: Vec<PhysicalInfo>, wanted: Option<&str>) -> Result<PhysicalInfo, VulkanError> {
+    let available =
+        || devices.iter().enumerate().map(|(i, d)| format!("{i}: {}", d.device_name)).collect::<Vec<_>>().join(", ");
+    let found = match wanted {
+        None => devices.first().cloned(),
+        Some(w) => match w.parse::<usize>() {
+            Ok(i) => devices.get(i).cloned(),
+            Err(_) => {
+                let lw = w.to_lowercase();
+                devices.iter().find(|d| d.device_name.to_lowercase().contains(&lw)).cloned()
+            }
+        },
+    };
+    found.ok_or_else(|| VulkanError::NoSuchDevice {
+        wanted: wanted.unwrap_or("the first device").to_string(),
+        available: if devices.is_empty() { "none".to_string() } else { available() },
+    })
+}

@@ -1,0 +1,24 @@
+#![warn(missing_docs)]
+//! granary's Vulkan backend: creates every pipeline of a harvest on a real driver, from all
+//! cores, and captures the driver's binaries per device (`VK_KHR_pipeline_binary`), or the
+//! driver's `VkPipelineCache` data where that extension is missing.
+//!
+//! The Vulkan library is loaded at run time ([`vulkanalia`]'s `libloading` loader), so a
+//! program linking this crate starts, and everything that is not Vulkan works, on a machine
+//! without a Vulkan driver: only [`VulkanBackend::open`] and [`list_devices`] fail, with
+//! [`VulkanError::NoLoader`].
+//!
+//! Thread safety: [`VulkanBackend`] is `Send + Sync`; see its rustdoc and the `raw` module for
+//! which Vulkan calls need external synchronization and how the backend provides it.
+
+mod backend;
+mod devices;
+mod error;
+mod raw;
+mod shim;
+mod state;
+
+pub use backend::{PipelineCapture, VulkanBackend, VulkanOptions, VulkanStats};
+pub use devices::{list_devices, DeviceInfo};
+pub use error::VulkanError;
+pub use shim::DeviceIdentity;
