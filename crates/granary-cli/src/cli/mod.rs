@@ -15,6 +15,7 @@ macro_rules! outln {
 }
 
 mod bench;
+mod devices;
 mod gen;
 mod harvest;
 mod inspect;
@@ -64,6 +65,9 @@ enum Command {
     Stress(stress::StressArgs),
     /// Measure scaling, baselines, write latency and lookups on a generated workload.
     Bench(bench::BenchArgs),
+    /// List the Vulkan devices, with the identity that decides whether a binary is valid on
+    /// each and what each supports.
+    Devices(devices::DevicesArgs),
     /// Internal: compile pipelines for `harvest --isolate` (reads indices on stdin).
     #[command(hide = true)]
     Worker(harvest::WorkerArgs),
@@ -81,6 +85,7 @@ pub fn main() -> i32 {
         Command::Gen(a) => gen::run(a),
         Command::Salvage(a) => salvage::run(a),
         Command::Prune(a) => prune::run(a),
+        Command::Devices(a) => devices::run(a),
         Command::Worker(a) => harvest::worker(a),
         Command::Stress(a) => stress::run_cli(a),
         Command::Bench(a) => bench::run_cli(a),
