@@ -59,6 +59,7 @@
 //!
 //! The format is specified byte by byte in the repository's `docs/FORMAT.md`.
 
+mod device;
 mod entry;
 mod error;
 mod fault;
@@ -79,6 +80,10 @@ mod salvage;
 #[cfg(feature = "write")]
 mod writer;
 
+pub use device::{
+    BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity, BINARY_SET_FLAGS, BINARY_SET_LIBRARY,
+    MAX_BINARIES_PER_SET, MAX_BINARY_KEY, MAX_IDENTITY_STRING,
+};
 pub use entry::{Blob, PipelineEntry, StageEntry, TargetOutputs, WriteEntry};
 pub use error::ArchiveError;
 pub use key::{checksum64, content_hash, ContentHash, KeyContext, PipelineKey, StageKey};
@@ -86,7 +91,7 @@ pub use layout::{
     BindingKind, Immediates, LayoutBinding, LayoutError, MslClass, PipelineLayout, SlotAssignment, StageBindingMap,
     StageMask,
 };
-pub use reader::{Archive, PipelineRef, StageRef, VerifyReport};
+pub use reader::{Archive, BinaryRef, BinarySetRef, DeviceRef, PipelineRef, StageRef, VerifyReport};
 pub use types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 
 #[cfg(feature = "write")]
@@ -96,7 +101,7 @@ pub use merge::{check_unique_labels, merge, write_entries};
 #[cfg(feature = "write")]
 pub use salvage::{salvage, SalvageReport};
 #[cfg(feature = "write")]
-pub use writer::{encode, prepare, ArchiveMeta, Layout};
+pub use writer::{check_device_data, encode, prepare, ArchiveMeta, Layout};
 
 /// A small archive for the crate-level example (two compute pipelines, SPIR-V only). Not API.
 #[doc(hidden)]
@@ -118,7 +123,8 @@ pub fn __doc_example_archive() -> Vec<u8> {
                 layout: None,
             }),
             labels: vec![label.to_string()].into(),
+            binaries: Vec::new(),
         }
     };
-    encode(&[entry(0xa1, "post/tonemap"), entry(0xb2, "post/bloom")], &ArchiveMeta::new("example", ""))
+    encode(&[entry(0xa1, "post/tonemap"), entry(0xb2, "post/bloom")], &ArchiveMeta::new("example"))
 }

@@ -19,6 +19,10 @@ pub use granary_archive::{
     layout, BindingKind, Immediates, LayoutBinding, LayoutError, MslClass, PipelineLayout, SlotAssignment,
     StageBindingMap, StageMask,
 };
+pub use granary_archive::{
+    check_device_data, BinaryRef, BinarySet, BinarySetRef, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity,
+    DeviceRef, BINARY_SET_LIBRARY,
+};
 
 use crate::descriptor::PipelineDescriptor;
 
@@ -32,7 +36,7 @@ pub fn portable_meta() -> ArchiveMeta {
 /// [`portable_meta`] for the device profile `profile` and the requested `targets` (both are
 /// part of the writer options text).
 pub fn portable_meta_for(profile: &crate::frontend::Profile, targets: crate::descriptor::TargetSet) -> ArchiveMeta {
-    ArchiveMeta::new(&crate::frontend::targets::target_options_text(profile, targets), "")
+    ArchiveMeta::new(&crate::frontend::targets::target_options_text(profile, targets))
 }
 
 /// Lookup by full descriptor: computes the descriptor's key under the archive's writer

@@ -118,7 +118,7 @@ fn synthetic(key: u128, byte: u8, labels: &[&str]) -> WriteEntry {
         }],
         layout: None,
     });
-    WriteEntry { entry, labels: labels.iter().map(|l| l.to_string()).collect::<Vec<_>>().into() }
+    WriteEntry { entry, labels: labels.iter().map(|l| l.to_string()).collect::<Vec<_>>().into(), binaries: Vec::new() }
 }
 
 fn open_synthetic(entries: &[WriteEntry]) -> Archive {
@@ -294,13 +294,13 @@ fn pinned_archive_bytes() {
         })
     };
     let entries = vec![
-        WriteEntry { entry: entry(5, 1, Some(&layout)), labels: vec!["b".to_string(), "a".to_string()].into() },
-        WriteEntry { entry: entry(2, 1, None), labels: vec!["c".to_string()].into() },
+        WriteEntry { entry: entry(5, 1, Some(&layout)), labels: vec!["b".to_string(), "a".to_string()].into(), binaries: Vec::new() },
+        WriteEntry { entry: entry(2, 1, None), labels: vec!["c".to_string()].into(), binaries: Vec::new() },
     ];
     let meta = ArchiveMeta {
         target_options: granary::descriptor::key::content_hash(b"opts").0,
         target_options_text: "opts".into(),
-        device: String::new(),
+        device_caches: Vec::new(),
     };
     let bytes = archive::encode(&entries, &meta);
     let a = Archive::from_bytes(bytes.clone()).unwrap();
