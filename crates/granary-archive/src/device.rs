@@ -112,7 +112,8 @@ impl DeviceIdentity {
         };
         let key = field("binary key", MAX_BINARY_KEY)?;
         let mut text = |name: &str| -> Result<String, String> {
-            String::from_utf8(field(name, MAX_IDENTITY_STRING)?).map_err(|_| format!("device identity: {name} is not UTF-8"))
+            String::from_utf8(field(name, MAX_IDENTITY_STRING)?)
+                .map_err(|_| format!("device identity: {name} is not UTF-8"))
         };
         let device_name = text("device name")?;
         let driver_name = text("driver name")?;
@@ -181,11 +182,7 @@ impl DeviceIdentity {
         }
         if self.binary_global_key != other.binary_global_key {
             let k = |k: &[u8]| if k.is_empty() { "none".to_string() } else { hex(k) };
-            d.push(format!(
-                "binary_global_key {} vs {}",
-                k(&self.binary_global_key),
-                k(&other.binary_global_key)
-            ));
+            d.push(format!("binary_global_key {} vs {}", k(&self.binary_global_key), k(&other.binary_global_key)));
         }
         for (name, a, b) in [
             ("device_name", &self.device_name, &other.device_name),
@@ -337,6 +334,10 @@ mod tests {
         e.device_name = "x".into();
         let m = d.mismatch(&e).unwrap();
         assert!(m.contains("driver_version 0x91000000 vs 0x1") && m.contains("device_name"), "{m}");
-        assert!(d.describe().starts_with("NVIDIA H200 (vendor 0x10de, device 0x2335), NVIDIA 580.1"), "{}", d.describe());
+        assert!(
+            d.describe().starts_with("NVIDIA H200 (vendor 0x10de, device 0x2335), NVIDIA 580.1"),
+            "{}",
+            d.describe()
+        );
     }
 }

@@ -133,7 +133,8 @@ pub fn merge(inputs: &[Archive]) -> Result<(Vec<WriteEntry>, ArchiveMeta), Archi
                     have.labels = labels.into();
                     let mut all = std::mem::take(&mut have.binaries);
                     all.extend(w.binaries);
-                    have.binaries = crate::device::resolve_binaries(&all).into_values().map(|(b, _)| b.clone()).collect();
+                    have.binaries =
+                        crate::device::resolve_binaries(&all).into_values().map(|(b, _)| b.clone()).collect();
                 }
             }
         }

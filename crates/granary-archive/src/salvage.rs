@@ -255,7 +255,8 @@ fn salvage_devices(
         (checksum64(&r[..size - 8]) == u64_at(r, size - 8).ok()?).then(|| r.to_vec())
     };
     let binary = |i: usize, cache: bool| -> Result<(Vec<u8>, Arc<Blob>), String> {
-        let r = record(b.binaries, BINARY_RECORD, i).ok_or_else(|| format!("binary record {i} is damaged or missing"))?;
+        let r =
+            record(b.binaries, BINARY_RECORD, i).ok_or_else(|| format!("binary record {i} is damaged or missing"))?;
         let blob = u32_at(&r, 0).map_err(|e| e.to_string())?;
         let key_len = u32_at(&r, 4).map_err(|e| e.to_string())? as usize;
         let ok = if cache { key_len == 0 } else { (1..=MAX_BINARY_KEY).contains(&key_len) };

@@ -3,10 +3,10 @@
 //! `encode` is a pure function of the *set* of entries (with their labels): input order,
 //! duplicates and the history that produced them do not change a byte.
 
+use crate::device::resolve_binaries;
 use crate::format::*;
 use crate::key::checksum64;
-use crate::device::resolve_binaries;
-use crate::{Blob, BinarySet, DeviceCache, DeviceIdentity, PipelineEntry, TargetSet, WriteEntry};
+use crate::{BinarySet, Blob, DeviceCache, DeviceIdentity, PipelineEntry, TargetSet, WriteEntry};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::sync::Arc;
@@ -120,15 +120,15 @@ impl DeviceAcc<'_> {
 /// [`prepare`] and [`encode`] leave out what does not pass.
 pub fn check_device_data(entries: &[WriteEntry], meta: &ArchiveMeta) -> Result<(), String> {
     let mut devices: HashMap<u128, (Arc<DeviceIdentity>, BTreeSet<u128>)> = HashMap::new();
-    let check_identity =
-        |devices: &mut HashMap<u128, (Arc<DeviceIdentity>, BTreeSet<u128>)>, d: &Arc<DeviceIdentity>| {
-            let id = d.id();
-            if !devices.contains_key(&id) {
-                DeviceIdentity::parse(&d.encode()).map_err(|e| format!("device {}: {e}", d.device_name))?;
-                devices.insert(id, (d.clone(), BTreeSet::new()));
-            }
-            Ok::<u128, String>(id)
-        };
+    let check_identity = |devices: &mut HashMap<u128, (Arc<DeviceIdentity>, BTreeSet<u128>)>,
+                          d: &Arc<DeviceIdentity>| {
+        let id = d.id();
+        if !devices.contains_key(&id) {
+            DeviceIdentity::parse(&d.encode()).map_err(|e| format!("device {}: {e}", d.device_name))?;
+            devices.insert(id, (d.clone(), BTreeSet::new()));
+        }
+        Ok::<u128, String>(id)
+    };
     for w in entries {
         for b in &w.binaries {
             check_identity(&mut devices, &b.device)?;
@@ -314,14 +314,9 @@ pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> Layout<'a> 
         }
         let rec_start = device_bytes.len();
         device_bytes.extend_from_slice(&id.to_le_bytes());
-        for v in [
-            blob_of(&d.identity_blob),
-            first_pipeline,
-            d.pipelines.len() as u32,
-            first_cache,
-            d.caches.len() as u32,
-            0,
-        ] {
+        for v in
+            [blob_of(&d.identity_blob), first_pipeline, d.pipelines.len() as u32, first_cache, d.caches.len() as u32, 0]
+        {
             device_bytes.extend_from_slice(&v.to_le_bytes());
         }
         let c = checksum64(&device_bytes[rec_start..]);

@@ -43,7 +43,12 @@ fn entry(k: u128) -> WriteEntry {
     outputs.0[Target::Spirv as usize] = Some(Blob::new(vec![k as u8; 40]));
     let stage = StageEntry { key: StageKey(k * 7), stage: ShaderStage::Compute, entry_point: "main".into(), outputs };
     WriteEntry {
-        entry: Arc::new(PipelineEntry { key: PipelineKey(k), kind: PipelineKind::Compute, stages: vec![stage], layout: None }),
+        entry: Arc::new(PipelineEntry {
+            key: PipelineKey(k),
+            kind: PipelineKind::Compute,
+            stages: vec![stage],
+            layout: None,
+        }),
         labels: vec![format!("p{k}")].into(),
         binaries: Vec::new(),
     }
@@ -99,7 +104,10 @@ fn set_bytes(a: &Archive, d: &DeviceIdentity, key: u128) -> Option<(u32, Vec<(Ve
     let dev = a.device_for(d).unwrap()?;
     let p = a.get(PipelineKey(key)).unwrap().unwrap();
     let set = dev.binaries(&p).unwrap()?;
-    Some((set.flags(), set.iter().map(|b| b.map(|b| (b.key.to_vec(), b.data.to_vec()))).collect::<Result<_, _>>().unwrap()))
+    Some((
+        set.flags(),
+        set.iter().map(|b| b.map(|b| (b.key.to_vec(), b.data.to_vec()))).collect::<Result<_, _>>().unwrap(),
+    ))
 }
 
 #[test]
@@ -204,7 +212,8 @@ fn merge_is_order_independent_and_unions_devices() {
     // on lavapipe only (cache data).
     let mut lp_only = vec![entry(1), entry(5)];
     for w in &mut lp_only {
-        w.binaries = vec![DeviceBinaries { device: lavapipe(), set: Arc::new(BinarySet { flags: 0, binaries: vec![] }) }];
+        w.binaries =
+            vec![DeviceBinaries { device: lavapipe(), set: Arc::new(BinarySet { flags: 0, binaries: vec![] }) }];
     }
     let nv = |process| {
         let mut w = vec![with_binaries(1, process), with_binaries(2, process)];
@@ -358,10 +367,15 @@ fn the_journal_carries_binaries_and_caches() {
     assert_eq!((r.records, r.device_caches.len()), (3, 2));
     // A set the format cannot hold is refused, not silently dropped.
     let mut bad = entry(9);
-    bad.binaries =
-        vec![DeviceBinaries { device: nvidia(), set: Arc::new(BinarySet { flags: 0, binaries: vec![bin(&[1; 33], vec![1])] }) }];
+    bad.binaries = vec![DeviceBinaries {
+        device: nvidia(),
+        set: Arc::new(BinarySet { flags: 0, binaries: vec![bin(&[1; 33], vec![1])] }),
+    }];
     assert!(matches!(j.append(&[bad.clone()]), Err(ArchiveError::Incompatible(_))));
-    assert!(matches!(write_entries(&dir.path().join("bad.granary"), &[bad], &meta()), Err(ArchiveError::Incompatible(_))));
+    assert!(matches!(
+        write_entries(&dir.path().join("bad.granary"), &[bad], &meta()),
+        Err(ArchiveError::Incompatible(_))
+    ));
 }
 
 #[test]
@@ -406,5 +420,8 @@ fn identity_parse_is_strict() {
     not_utf8[name_at] = 0xff;
     assert!(DeviceIdentity::parse(&not_utf8).unwrap_err().contains("UTF-8"));
     let line = lavapipe().describe();
-    assert!(line.contains("llvmpipe Mesa 25.0.7 (driver id 13, version 0x601000)") && line.ends_with("binary key none"), "{line}");
+    assert!(
+        line.contains("llvmpipe Mesa 25.0.7 (driver id 13, version 0x601000)") && line.ends_with("binary key none"),
+        "{line}"
+    );
 }

@@ -63,7 +63,10 @@ impl Archive {
             return Err(ArchiveError::corrupt(at + 36, format!("device record {i}: reserved field is not zero")));
         }
         if blob >= self.blob_count {
-            return Err(ArchiveError::corrupt(at + 16, format!("device record {i}: identity blob is past the blob index")));
+            return Err(ArchiveError::corrupt(
+                at + 16,
+                format!("device record {i}: identity blob is past the blob index"),
+            ));
         }
         let (hash, bytes) = self.blob(blob)?;
         if hash != id {
@@ -119,7 +122,10 @@ impl Archive {
         let first = u32_at(rec, 8)? as usize;
         let count = u32_at(rec, 12)? as usize;
         if pipeline >= self.pipeline_count {
-            return Err(ArchiveError::corrupt(at, format!("device-pipeline record {i}: pipeline {pipeline} is past the table")));
+            return Err(ArchiveError::corrupt(
+                at,
+                format!("device-pipeline record {i}: pipeline {pipeline} is past the table"),
+            ));
         }
         if flags & !BINARY_SET_FLAGS != 0 {
             return Err(ArchiveError::corrupt(at + 4, format!("device-pipeline record {i}: unknown flags {flags:#x}")));
@@ -143,7 +149,10 @@ impl Archive {
         if !ok {
             return Err(ArchiveError::corrupt(
                 at + 4,
-                format!("binary record {i}: key length {key_len} is invalid for a {} record", if cache { "cache" } else { "binary" }),
+                format!(
+                    "binary record {i}: key length {key_len} is invalid for a {} record",
+                    if cache { "cache" } else { "binary" }
+                ),
             ));
         }
         let key = &rec[8..8 + key_len];
@@ -371,7 +380,10 @@ impl Archive {
             ));
         }
         if next_bin != self.binary_count {
-            return Err(ArchiveError::corrupt(self.section(Section::Binaries).0, "binary table has records no device uses"));
+            return Err(ArchiveError::corrupt(
+                self.section(Section::Binaries).0,
+                "binary table has records no device uses",
+            ));
         }
         Ok(())
     }
