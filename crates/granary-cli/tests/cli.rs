@@ -262,5 +262,5 @@ fn example_archive_bytes_are_pinned() {
     let sum = format!("{:016x}", granary::descriptor::key::checksum64(&bytes));
     assert_eq!((bytes.len(), sum.as_str()), (EXAMPLE_LEN, EXAMPLE_SUM));
 }
-const EXAMPLE_LEN: usize = 2_054_768;
-const EXAMPLE_SUM: &str = "d08a3da5e84c572f";
+const EXAMPLE_LEN: usize = 2_054_864;
+const EXAMPLE_SUM: &str = "453b7f45954ee0e1";
