@@ -42,18 +42,24 @@ fn valid_archive() -> &'static (Vec<u8>, Vec<granary::descriptor::PipelineKey>) 
             })
         };
         let (nv, lp) = (device("gpu", vec![5; 8]), device("cpu", Vec::new()));
-        let dictionary = archive::DeviceBinary { key: vec![0xd1; 32], data: granary::descriptor::Blob::new(vec![0xd1; 96]) };
+        let dictionary =
+            archive::DeviceBinary { key: vec![0xd1; 32], data: granary::descriptor::Blob::new(vec![0xd1; 96]) };
         let mut entries = capture.snapshot().entries;
         for (i, w) in entries.iter_mut().enumerate() {
-            let own = archive::DeviceBinary { key: vec![i as u8], data: granary::descriptor::Blob::new(vec![i as u8; 40]) };
+            let own =
+                archive::DeviceBinary { key: vec![i as u8], data: granary::descriptor::Blob::new(vec![i as u8; 40]) };
             let set = archive::BinarySet { flags: (i % 2) as u32, binaries: vec![own, dictionary.clone()] };
             w.binaries = vec![
                 archive::DeviceBinaries { device: nv.clone(), set: Arc::new(set) },
-                archive::DeviceBinaries { device: lp.clone(), set: Arc::new(archive::BinarySet { flags: 0, binaries: vec![] }) },
+                archive::DeviceBinaries {
+                    device: lp.clone(),
+                    set: Arc::new(archive::BinarySet { flags: 0, binaries: vec![] }),
+                },
             ];
         }
         let mut meta = granary::archive::portable_meta();
-        meta.device_caches = vec![archive::DeviceCache { device: lp, data: granary::descriptor::Blob::new(vec![9; 64]) }];
+        meta.device_caches =
+            vec![archive::DeviceCache { device: lp, data: granary::descriptor::Blob::new(vec![9; 64]) }];
         (archive::encode(&entries, &meta), keys)
     })
 }
