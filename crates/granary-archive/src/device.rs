@@ -278,6 +278,7 @@ pub struct DeviceCache {
 
 /// At most one set per device, the one with the smaller [`BinarySet::hash`] where several
 /// compete; sorted by device id. Order of `all` does not matter.
+#[cfg(feature = "write")]
 pub(crate) fn resolve_binaries<'a>(
     all: impl IntoIterator<Item = &'a DeviceBinaries>,
 ) -> std::collections::BTreeMap<u128, (&'a DeviceBinaries, u128)> {

@@ -123,9 +123,9 @@ pub fn check_device_data(entries: &[WriteEntry], meta: &ArchiveMeta) -> Result<(
     let check_identity = |devices: &mut HashMap<u128, (Arc<DeviceIdentity>, BTreeSet<u128>)>,
                           d: &Arc<DeviceIdentity>| {
         let id = d.id();
-        if !devices.contains_key(&id) {
+        if let std::collections::hash_map::Entry::Vacant(v) = devices.entry(id) {
             DeviceIdentity::parse(&d.encode()).map_err(|e| format!("device {}: {e}", d.device_name))?;
-            devices.insert(id, (d.clone(), BTreeSet::new()));
+            v.insert((d.clone(), BTreeSet::new()));
         }
         Ok::<u128, String>(id)
     };

@@ -65,7 +65,7 @@ fn dictionary(process: u8) -> DeviceBinary {
 
 fn nvidia_set(k: u128, process: u8) -> Arc<BinarySet> {
     Arc::new(BinarySet {
-        flags: if k % 2 == 0 { BINARY_SET_LIBRARY } else { 0 },
+        flags: if k.is_multiple_of(2) { BINARY_SET_LIBRARY } else { 0 },
         binaries: vec![
             bin(&[k as u8, 1], vec![k as u8 ^ process; 1000 + k as usize]),
             dictionary(process),
@@ -100,7 +100,10 @@ fn sample() -> Vec<WriteEntry> {
     vec![with_binaries(1, 0), with_binaries(2, 0), with_binaries(3, 0), entry(4)]
 }
 
-fn set_bytes(a: &Archive, d: &DeviceIdentity, key: u128) -> Option<(u32, Vec<(Vec<u8>, Vec<u8>)>)> {
+/// (key, bytes) of each binary.
+type Binaries = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn set_bytes(a: &Archive, d: &DeviceIdentity, key: u128) -> Option<(u32, Binaries)> {
     let dev = a.device_for(d).unwrap()?;
     let p = a.get(PipelineKey(key)).unwrap().unwrap();
     let set = dev.binaries(&p).unwrap()?;
@@ -140,7 +143,8 @@ fn two_devices_round_trip_with_a_shared_dictionary_stored_once_and_order_kept() 
     assert_eq!(lp.pipeline_count(), 3);
     let p1 = a.get(PipelineKey(1)).unwrap().unwrap();
     let set = lp.binaries(&p1).unwrap().expect("compiled on lavapipe");
-    assert!(set.is_empty() && set.len() == 0);
+    assert!(set.is_empty());
+    assert_eq!(set.len(), 0);
     let mut got: Vec<Vec<u8>> = lp.caches().unwrap().into_iter().map(<[u8]>::to_vec).collect();
     got.sort();
     let mut want: Vec<Vec<u8>> = caches().iter().map(|c| c.data.bytes().to_vec()).collect();
@@ -317,12 +321,9 @@ fn every_flipped_byte_and_every_cut_is_refused_without_a_panic() {
         for bit in [0x01u8, 0x80] {
             let mut b = bytes.clone();
             b[i] ^= bit;
-            match Archive::from_bytes(b.clone()) {
-                Ok(a) => {
-                    assert!(a.verify().is_err(), "flip {bit:#x} at byte {i} passed verify");
-                    read_all(&a);
-                }
-                Err(_) => {}
+            if let Ok(a) = Archive::from_bytes(b.clone()) {
+                assert!(a.verify().is_err(), "flip {bit:#x} at byte {i} passed verify");
+                read_all(&a);
             }
             let _ = salvage(&b);
         }

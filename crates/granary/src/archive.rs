@@ -11,6 +11,10 @@
 //!   read from the file; a damaged file yields [`ArchiveError::Corrupt`] with the offset.
 
 pub use granary_archive::{
+    check_device_data, BinaryRef, BinarySet, BinarySetRef, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity,
+    DeviceRef, BINARY_SET_LIBRARY,
+};
+pub use granary_archive::{
     check_unique_labels, encode, format, journal, merge, prepare, remove_stale_temporaries, salvage, write_atomic,
     write_atomic_with, write_entries, Archive, ArchiveError, ArchiveMeta, Layout, PipelineRef, SalvageReport, StageRef,
     VerifyReport, WriteEntry,
@@ -18,10 +22,6 @@ pub use granary_archive::{
 pub use granary_archive::{
     layout, BindingKind, Immediates, LayoutBinding, LayoutError, MslClass, PipelineLayout, SlotAssignment,
     StageBindingMap, StageMask,
-};
-pub use granary_archive::{
-    check_device_data, BinaryRef, BinarySet, BinarySetRef, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity,
-    DeviceRef, BINARY_SET_LIBRARY,
 };
 
 use crate::descriptor::PipelineDescriptor;
