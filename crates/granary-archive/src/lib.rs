@@ -62,6 +62,7 @@
 mod device;
 mod entry;
 mod error;
+#[cfg(feature = "write")]
 mod fault;
 pub mod format;
 pub mod key;
