@@ -35,6 +35,30 @@
 //! # }
 //! ```
 //!
+//! # Driver binaries
+//!
+//! An archive may also hold, per device, the driver binaries of each pipeline
+//! (`VK_KHR_pipeline_binary`) or the device's `VkPipelineCache` data. They are valid only on a
+//! device whose [`DeviceIdentity`] is equal in every field:
+//! [`Archive::device_for`] finds that device's section (exact match, or `None`), and
+//! [`DeviceRef::binaries`] gives a pipeline's binaries in the driver's order, each checked
+//! against its content hash before it is returned; [`DeviceRef::caches`] gives the cache
+//! blobs.
+//!
+//! ```no_run
+//! # fn f(archive: &granary_archive::Archive, me: &granary_archive::DeviceIdentity,
+//! #      pipeline: &granary_archive::PipelineRef<'_>) -> Result<(), granary_archive::ArchiveError> {
+//! if let Some(device) = archive.device_for(me)? {
+//!     if let Some(set) = device.binaries(pipeline)? {
+//!         for binary in set.iter() {
+//!             let binary = binary?; // key and bytes, hash-checked
+//!             let _ = (binary.key, binary.data); // hand to vkCreatePipelineBinariesKHR
+//!         }
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
 //! # Contracts
 //!
 //! **Thread safety.** [`Archive`] is `Send + Sync`; every method takes `&self` and may be

@@ -400,6 +400,29 @@ fn salvage_keeps_intact_binaries_and_reports_dropped_ones() {
     assert_eq!(p3.binaries[0].device, lavapipe());
     let p1 = entries.iter().find(|w| w.entry.key.0 == 1).unwrap();
     assert_eq!(p1.binaries.len(), 2);
+
+    // Damage a device record: that device's binary sets and caches are all dropped, the other
+    // device's kept, and the loss reported.
+    use granary_archive::format::{Section, DEVICE_RECORD, FIXED_HEADER, SECTION_ROW};
+    let row = FIXED_HEADER + (Section::Devices as usize - 1) * SECTION_ROW;
+    let table = u64::from_le_bytes(bytes[row + 8..row + 16].try_into().unwrap()) as usize;
+    let a = Archive::from_bytes(bytes.clone()).unwrap();
+    let lavapipe_first = a.devices().unwrap()[0].identity() == &*lavapipe();
+    let mut bad = bytes.clone();
+    let victim = if lavapipe_first { 0 } else { 1 };
+    bad[table + victim * DEVICE_RECORD + 20] ^= 1;
+    let (entries, m, report) = salvage(&bad).unwrap();
+    assert_eq!((report.devices, report.binary_sets, report.caches), (1, 3, 0));
+    assert!(
+        report.device_data_lost[0].starts_with(&format!("device record {victim}")),
+        "{:?}",
+        report.device_data_lost
+    );
+    assert!(m.device_caches.is_empty());
+    assert!(entries
+        .iter()
+        .filter(|w| w.entry.key.0 <= 3)
+        .all(|w| w.binaries.len() == 1 && w.binaries[0].device == nvidia()));
 }
 
 #[test]

@@ -5,7 +5,8 @@
 //! archives this build's front end writes). Specified byte by byte in docs/FORMAT.md.
 //!
 //! Invariants (kept by `granary-archive`):
-//! - [`encode`] is a pure function of the set of `(entry, labels)` it is given.
+//! - [`encode`] is a pure function of the set of `(entry, labels, device binaries)` it is given
+//!   and of its meta (writer options, device pipeline caches as a set).
 //! - Files are only ever replaced whole ([`write_atomic`]); an archive on disk is complete.
 //! - The reader never panics, never reads out of bounds and never allocates from a length it
 //!   read from the file; a damaged file yields [`ArchiveError::Corrupt`] with the offset.
