@@ -1,4 +1,4 @@
-//! Byte layout of archive format v2 (docs/FORMAT.md is the prose version of this file).
+//! Byte layout of archive format v3 (docs/FORMAT.md is the prose version of this file).
 //!
 //! All integers little-endian. Sections start at 16-byte aligned offsets; blobs inside the
 //! blob-data section start at 16-byte aligned offsets too, so a mapped SPIR-V blob can be read
@@ -7,13 +7,13 @@
 /// File magic.
 pub const MAGIC: [u8; 8] = *b"GRANARY\0";
 /// Format version this build writes and reads.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Bytes of the fixed header before the section table.
 pub const FIXED_HEADER: usize = 64;
 /// Bytes per section-table row.
 pub const SECTION_ROW: usize = 32;
-/// Number of sections in v1.
-pub const SECTION_COUNT: usize = 7;
+/// Number of sections in v3.
+pub const SECTION_COUNT: usize = 10;
 /// Total header size: fixed part, section table, header checksum.
 pub const HEADER_LEN: usize = FIXED_HEADER + SECTION_ROW * SECTION_COUNT + 8;
 /// Section alignment.
@@ -24,12 +24,16 @@ pub const NO_BLOB: u32 = u32::MAX;
 pub const MAX_NAME: usize = 64 * 1024;
 /// Largest number of stages one pipeline may have.
 pub const MAX_STAGES_PER_PIPELINE: u32 = 8;
+/// Most device sections one archive may hold.
+pub const MAX_DEVICES: usize = 1024;
+/// Most `VkPipelineCache` blobs one device may have.
+pub const MAX_CACHES_PER_DEVICE: usize = 256;
 
 /// Section kinds, in file order. Each appears exactly once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum Section {
-    /// Generator string and device identity.
+    /// Generator string, writer options and a reserved (empty) string.
     Meta = 1,
     /// Concatenated UTF-8 strings (labels, entry points).
     Strings = 2,
@@ -43,6 +47,12 @@ pub enum Section {
     Stages = 6,
     /// Label index: sorted by label bytes.
     Labels = 7,
+    /// Device records: sorted by identity id.
+    Devices = 8,
+    /// Device-pipeline records: per device contiguous, sorted by pipeline index.
+    DevicePipelines = 9,
+    /// Binary records (driver binaries, then each device's pipeline-cache blobs).
+    Binaries = 10,
 }
 
 impl Section {
@@ -55,6 +65,9 @@ impl Section {
         Section::Pipelines,
         Section::Stages,
         Section::Labels,
+        Section::Devices,
+        Section::DevicePipelines,
+        Section::Binaries,
     ];
     /// Fixed record size, or `None` for byte sections.
     pub fn record_size(self) -> Option<usize> {
@@ -63,6 +76,9 @@ impl Section {
             Section::Pipelines => Some(PIPELINE_RECORD),
             Section::Stages => Some(STAGE_RECORD),
             Section::Labels => Some(LABEL_RECORD),
+            Section::Devices => Some(DEVICE_RECORD),
+            Section::DevicePipelines => Some(DEVICE_PIPELINE_RECORD),
+            Section::Binaries => Some(BINARY_RECORD),
             _ => None,
         }
     }
@@ -76,6 +92,9 @@ impl Section {
             Section::Pipelines => "pipeline table",
             Section::Stages => "stage table",
             Section::Labels => "label index",
+            Section::Devices => "device table",
+            Section::DevicePipelines => "device-pipeline table",
+            Section::Binaries => "binary table",
         }
     }
 }
@@ -95,6 +114,18 @@ pub const STAGE_RECORD: usize = 56;
 /// checksum of the preceding 12 bytes followed by the label bytes). Sorted by (label, pipeline).
 pub const LABEL_RECORD: usize = 16;
 
+/// Device record: id u128 (content hash of the identity blob), identity blob u32,
+/// first_pipeline u32 and pipeline_count u32 (its device-pipeline records), first_cache u32 and
+/// cache_count u32 (its cache records in the binary table), reserved u32 (zero), checksum u64
+/// (of the preceding 40 bytes).
+pub const DEVICE_RECORD: usize = 48;
+/// Device-pipeline record: pipeline u32 (pipeline-table index), flags u32, first_binary u32,
+/// binary_count u32, checksum u64 (of the preceding 16 bytes).
+pub const DEVICE_PIPELINE_RECORD: usize = 24;
+/// Binary record: blob u32, key_len u32 (1..=32 for a driver binary, 0 for a cache record),
+/// key [32] (zero-padded), checksum u64 (of the preceding 40 bytes).
+pub const BINARY_RECORD: usize = 48;
+
 /// Rounds `n` up to [`ALIGN`].
 pub fn align_up(n: usize) -> usize {
     n.div_ceil(ALIGN) * ALIGN
@@ -104,7 +135,7 @@ pub fn align_up(n: usize) -> usize {
 mod tests {
     #[test]
     fn header_length_matches_docs_format_md() {
-        assert_eq!(super::HEADER_LEN, 296);
-        assert_eq!(super::align_up(super::HEADER_LEN), 304);
+        assert_eq!(super::HEADER_LEN, 392);
+        assert_eq!(super::align_up(super::HEADER_LEN), 400);
     }
 }

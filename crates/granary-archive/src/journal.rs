@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 /// Journal file magic.
 pub const JOURNAL_MAGIC: [u8; 8] = *b"GRNJRNL\0";
 /// Journal format version this build writes and reads.
-pub const JOURNAL_VERSION: u32 = 1;
+pub const JOURNAL_VERSION: u32 = 2;
 /// Bytes of the journal header.
 pub const JOURNAL_HEADER_LEN: usize = 40;
 /// Bytes of a record frame before its payload (length and checksum).
@@ -69,6 +69,8 @@ pub struct Journal {
     broken: bool,
     /// Stage functions whose outputs a record of this journal holds.
     stages: HashSet<u128>,
+    /// Device caches (device id, content hash) a record of this journal holds.
+    caches: HashSet<(u128, u128)>,
 }
 
 impl Journal {
@@ -93,6 +95,7 @@ impl Journal {
             len: JOURNAL_HEADER_LEN as u64,
             broken: false,
             stages: HashSet::new(),
+            caches: HashSet::new(),
         })
     }
 
@@ -112,7 +115,16 @@ impl Journal {
         let file = std::fs::OpenOptions::new().write(true).open(&path).map_err(io)?;
         file.set_len(valid_len).map_err(io)?;
         file.sync_all().map_err(io)?;
-        Ok(Journal { path, file, meta: meta.clone(), len: valid_len, broken: false, stages: replay.stages.clone() })
+        let caches = replay.device_caches.iter().map(|c| (c.device.id(), c.data.hash().0)).collect();
+        Ok(Journal {
+            path,
+            file,
+            meta: meta.clone(),
+            len: valid_len,
+            broken: false,
+            stages: replay.stages.clone(),
+            caches,
+        })
     }
 
     /// The journal's path.
@@ -130,14 +142,26 @@ impl Journal {
         self.len <= JOURNAL_HEADER_LEN as u64
     }
 
-    /// Appends one record holding `entries` and flushes it to disk. Returns the bytes
-    /// appended (frame and payload). Cost is proportional to `entries` and their stage
-    /// functions not yet in the journal, not to the journal.
+    /// Sets the device pipeline caches the next records carry (each cache is written into
+    /// one record of the journal only; replay returns them all).
+    pub fn set_device_caches(&mut self, caches: Vec<crate::DeviceCache>) {
+        self.meta.device_caches = caches;
+    }
+
+    /// Appends one record holding `entries` (with their device binaries) and the device
+    /// caches of the journal's meta that no earlier record holds, and flushes it to disk.
+    /// Returns the bytes appended (frame and payload). Cost is proportional to `entries` and
+    /// their stage functions not yet in the journal, not to the journal.
     pub fn append(&mut self, entries: &[WriteEntry]) -> Result<usize, ArchiveError> {
         let io = |e| ArchiveError::io(&self.path, e);
         if self.broken {
             return Err(io(std::io::Error::other("an earlier append failed and could not be undone")));
         }
+        crate::writer::check_device_data(entries, &self.meta).map_err(ArchiveError::Incompatible)?;
+        let mut record_meta = self.meta.clone();
+        record_meta.device_caches.retain(|c| !self.caches.contains(&(c.device.id(), c.data.hash().0)));
+        let new_caches: Vec<(u128, u128)> =
+            record_meta.device_caches.iter().map(|c| (c.device.id(), c.data.hash().0)).collect();
         // Leave out the outputs of stage functions an earlier record holds.
         let mut new_stages = HashSet::new();
         let stripped: Vec<WriteEntry> = entries
@@ -154,10 +178,10 @@ impl Journal {
                 for s in e.stages.iter_mut().filter(|s| known(s)) {
                     s.outputs = TargetOutputs::default();
                 }
-                WriteEntry { entry: std::sync::Arc::new(e), labels: w.labels.clone() }
+                WriteEntry { entry: std::sync::Arc::new(e), labels: w.labels.clone(), binaries: w.binaries.clone() }
             })
             .collect();
-        let payload = encode(&stripped, &self.meta);
+        let payload = encode(&stripped, &record_meta);
         let mut frame = [0u8; JOURNAL_FRAME_LEN];
         frame[..8].copy_from_slice(&(payload.len() as u64).to_le_bytes());
         frame[8..].copy_from_slice(&checksum64(&payload).to_le_bytes());
@@ -183,6 +207,7 @@ impl Journal {
             Ok(()) => {
                 self.len += total as u64;
                 self.stages.extend(new_stages);
+                self.caches.extend(new_caches);
                 Ok(total)
             }
             Err(e) => {
@@ -227,8 +252,11 @@ pub struct JournalReplay {
     pub key_context: Option<KeyContext>,
     /// Intact records read.
     pub records: usize,
-    /// Their entries, record by record (a key may repeat across records).
+    /// Their entries with their device binaries, record by record (a key may repeat across
+    /// records).
     pub entries: Vec<WriteEntry>,
+    /// The device pipeline caches the intact records hold.
+    pub device_caches: Vec<crate::DeviceCache>,
     /// Length of the header and the intact records: where the next append belongs.
     pub valid_len: u64,
     /// Stage functions whose outputs the intact records hold (later records may leave them
@@ -259,6 +287,7 @@ fn replay_bytes(b: &[u8], path: PathBuf) -> Result<JournalReplay, ArchiveError> 
         key_context: None,
         records: 0,
         entries: Vec::new(),
+        device_caches: Vec::new(),
         valid_len: 0,
         stages: HashSet::new(),
         damaged_tail: None,
@@ -336,12 +365,13 @@ fn replay_bytes(b: &[u8], path: PathBuf) -> Result<JournalReplay, ArchiveError> 
                         "record built with other writer options than its journal".into(),
                     ));
                 }
-                a.entries()
+                Ok((a.entries()?, a.device_caches()?))
             })
-            .and_then(|entries| restore_outputs(entries, &mut outputs));
+            .and_then(|(entries, caches)| Ok((restore_outputs(entries, &mut outputs)?, caches)));
         match read {
-            Ok(entries) => {
+            Ok((entries, caches)) => {
                 out.entries.extend(entries);
+                out.device_caches.extend(caches);
                 out.records += 1;
                 pos += JOURNAL_FRAME_LEN + payload.len();
                 out.valid_len = pos as u64;
@@ -386,7 +416,7 @@ fn restore_outputs(
                 })?;
             }
         }
-        out.push(WriteEntry { entry: std::sync::Arc::new(e), labels: w.labels });
+        out.push(WriteEntry { entry: std::sync::Arc::new(e), labels: w.labels, binaries: w.binaries });
     }
     known.extend(added);
     Ok(out)
@@ -421,6 +451,7 @@ mod tests {
                 layout: None,
             }),
             labels: vec![format!("p{k}")].into(),
+            binaries: Vec::new(),
         }
     }
 
@@ -432,7 +463,7 @@ mod tests {
     fn records_round_trip_and_a_torn_tail_is_ignored_at_every_cut() {
         let dir = tempfile::tempdir().unwrap();
         let archive = dir.path().join("out.granary");
-        let meta = ArchiveMeta::new("test options", "");
+        let meta = ArchiveMeta::new("test options");
         assert!(replay_journal(&archive).unwrap().is_none());
         let mut j = Journal::create(&archive, &meta).unwrap();
         let a = j.append(&[entry(1), entry(2)]).unwrap();
@@ -499,7 +530,7 @@ mod tests {
     fn a_stage_function_is_written_once_per_journal_and_restored_exactly() {
         let dir = tempfile::tempdir().unwrap();
         let archive = dir.path().join("s.granary");
-        let meta = ArchiveMeta::new("test options", "");
+        let meta = ArchiveMeta::new("test options");
         let mut j = Journal::create(&archive, &meta).unwrap();
         let first = j.append(&[sharing(1, 1000)]).unwrap();
         let second = j.append(&[sharing(2, 1000), sharing(3, 1000)]).unwrap();

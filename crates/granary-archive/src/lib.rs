@@ -35,6 +35,30 @@
 //! # }
 //! ```
 //!
+//! # Driver binaries
+//!
+//! An archive may also hold, per device, the driver binaries of each pipeline
+//! (`VK_KHR_pipeline_binary`) or the device's `VkPipelineCache` data. They are valid only on a
+//! device whose [`DeviceIdentity`] is equal in every field:
+//! [`Archive::device_for`] finds that device's section (exact match, or `None`), and
+//! [`DeviceRef::binaries`] gives a pipeline's binaries in the driver's order, each checked
+//! against its content hash before it is returned; [`DeviceRef::caches`] gives the cache
+//! blobs.
+//!
+//! ```no_run
+//! # fn f(archive: &granary_archive::Archive, me: &granary_archive::DeviceIdentity,
+//! #      pipeline: &granary_archive::PipelineRef<'_>) -> Result<(), granary_archive::ArchiveError> {
+//! if let Some(device) = archive.device_for(me)? {
+//!     if let Some(set) = device.binaries(pipeline)? {
+//!         for binary in set.iter() {
+//!             let binary = binary?; // key and bytes, hash-checked
+//!             let _ = (binary.key, binary.data); // hand to vkCreatePipelineBinariesKHR
+//!         }
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
 //! # Contracts
 //!
 //! **Thread safety.** [`Archive`] is `Send + Sync`; every method takes `&self` and may be
@@ -59,8 +83,10 @@
 //!
 //! The format is specified byte by byte in the repository's `docs/FORMAT.md`.
 
+mod device;
 mod entry;
 mod error;
+#[cfg(feature = "write")]
 mod fault;
 pub mod format;
 pub mod key;
@@ -79,6 +105,10 @@ mod salvage;
 #[cfg(feature = "write")]
 mod writer;
 
+pub use device::{
+    BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity, BINARY_SET_FLAGS, BINARY_SET_LIBRARY,
+    MAX_BINARIES_PER_SET, MAX_BINARY_KEY, MAX_IDENTITY_STRING,
+};
 pub use entry::{Blob, PipelineEntry, StageEntry, TargetOutputs, WriteEntry};
 pub use error::ArchiveError;
 pub use key::{checksum64, content_hash, ContentHash, KeyContext, PipelineKey, StageKey};
@@ -86,7 +116,7 @@ pub use layout::{
     BindingKind, Immediates, LayoutBinding, LayoutError, MslClass, PipelineLayout, SlotAssignment, StageBindingMap,
     StageMask,
 };
-pub use reader::{Archive, PipelineRef, StageRef, VerifyReport};
+pub use reader::{Archive, BinaryRef, BinarySetRef, DeviceRef, PipelineRef, StageRef, VerifyReport};
 pub use types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 
 #[cfg(feature = "write")]
@@ -96,7 +126,7 @@ pub use merge::{check_unique_labels, merge, write_entries};
 #[cfg(feature = "write")]
 pub use salvage::{salvage, SalvageReport};
 #[cfg(feature = "write")]
-pub use writer::{encode, prepare, ArchiveMeta, Layout};
+pub use writer::{check_device_data, encode, prepare, ArchiveMeta, Layout};
 
 /// A small archive for the crate-level example (two compute pipelines, SPIR-V only). Not API.
 #[doc(hidden)]
@@ -118,7 +148,8 @@ pub fn __doc_example_archive() -> Vec<u8> {
                 layout: None,
             }),
             labels: vec![label.to_string()].into(),
+            binaries: Vec::new(),
         }
     };
-    encode(&[entry(0xa1, "post/tonemap"), entry(0xb2, "post/bloom")], &ArchiveMeta::new("example", ""))
+    encode(&[entry(0xa1, "post/tonemap"), entry(0xb2, "post/bloom")], &ArchiveMeta::new("example"))
 }

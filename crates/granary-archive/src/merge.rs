@@ -8,9 +8,12 @@ use std::path::Path;
 
 /// Encodes `entries` and streams them to `path` atomically. Returns the file size.
 ///
-/// Refuses ([`ArchiveError::Conflict`]) entries in which one label names two pipelines.
+/// Refuses ([`ArchiveError::Conflict`]) entries in which one label names two pipelines, and
+/// ([`ArchiveError::Incompatible`]) device data the format cannot hold
+/// ([`check_device_data`](crate::check_device_data)).
 pub fn write_entries(path: &Path, entries: &[WriteEntry], meta: &ArchiveMeta) -> Result<usize, ArchiveError> {
     check_unique_labels(entries)?;
+    crate::writer::check_device_data(entries, meta).map_err(ArchiveError::Incompatible)?;
     let layout = prepare(entries, meta);
     let mut written = 0;
     write_atomic_with(path, layout.len(), |w| {
@@ -71,9 +74,6 @@ fn incompatibility(a: &Archive, b: &Archive) -> Option<String> {
         }
         return Some(format!("writer options '{}' vs '{}'", a.target_options_text(), b.target_options_text()));
     }
-    if a.device() != b.device() {
-        return Some(format!("device '{}' vs '{}'", a.device(), b.device()));
-    }
     // The requested targets are part of the writer options: two archives of the same options
     // may still hold different targets (a pipeline keeps the targets its stages could be
     // written for), and their entries are comparable.
@@ -88,8 +88,12 @@ fn name_of(a: &Archive, i: usize) -> String {
 ///
 /// Exact or refused: the result is a pure function of the *set* of inputs (any order gives
 /// the same entries, hence the same bytes), and
-/// - inputs must agree on writer options (which include the requested targets) and device
+/// - inputs must agree on writer options (which include the requested targets)
 ///   ([`ArchiveError::Incompatible`] names the two inputs and what differs);
+/// - device sections are unioned: per (pipeline, device) where two inputs hold different
+///   driver binary sets, the set with the smaller [`BinarySet::hash`](crate::BinarySet::hash)
+///   is kept (binaries are not reproducible run to run; this is not a conflict), and device
+///   pipeline caches are unioned;
 /// - one key with different contents in two inputs, or one label naming different pipelines,
 ///   is an [`ArchiveError::Conflict`] naming the key or label and both inputs — never "the
 ///   first one wins".
@@ -127,19 +131,36 @@ pub fn merge(inputs: &[Archive]) -> Result<(Vec<WriteEntry>, ArchiveMeta), Archi
                     labels.extend(w.labels.iter().filter(|l| !have.labels.contains(l)).cloned());
                     labels.sort();
                     have.labels = labels.into();
+                    let mut all = std::mem::take(&mut have.binaries);
+                    all.extend(w.binaries);
+                    have.binaries =
+                        crate::device::resolve_binaries(&all).into_values().map(|(b, _)| b.clone()).collect();
                 }
             }
         }
     }
     let all: Vec<WriteEntry> = by_key.into_values().map(|(w, _)| w).collect();
     check_unique_labels(&all)?;
-    let meta = inputs
+    let mut meta = inputs
         .get(reference)
-        .map(|a| ArchiveMeta {
-            target_options: a.key_context().target_options,
-            target_options_text: a.target_options_text().to_string(),
-            device: a.device().to_string(),
-        })
+        .map(|a| ArchiveMeta::new(a.target_options_text()))
         .ok_or_else(|| ArchiveError::Incompatible("nothing to merge: no input archives".into()))?;
+    let mut caches: std::collections::BTreeMap<(u128, u128), crate::DeviceCache> = std::collections::BTreeMap::new();
+    for a in inputs {
+        for c in a.device_caches().map_err(|e| e.with_path_opt(a.path()))? {
+            caches.entry((c.device.id(), c.data.hash().0)).or_insert(c);
+        }
+    }
+    meta.device_caches = caches.into_values().collect();
     Ok((all, meta))
+}
+
+impl Archive {
+    /// The archive's [`ArchiveMeta`]: its writer options and every device's pipeline caches
+    /// (checked), so that it can be rewritten as it was.
+    pub fn meta(&self) -> Result<ArchiveMeta, ArchiveError> {
+        let mut meta = ArchiveMeta::new(self.target_options_text());
+        meta.device_caches = self.device_caches()?;
+        Ok(meta)
+    }
 }

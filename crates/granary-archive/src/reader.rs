@@ -19,7 +19,9 @@ use std::sync::Arc;
 
 type Result<T> = std::result::Result<T, ArchiveError>;
 
+mod device;
 mod verify;
+pub use device::{BinaryRef, BinarySetRef, DeviceRef};
 pub use verify::VerifyReport;
 
 enum Data {
@@ -51,12 +53,14 @@ pub struct Archive {
     targets: TargetSet,
     target_options: u128,
     target_options_text: String,
-    device: String,
     sections: [(usize, usize); SECTION_COUNT],
     pipeline_count: usize,
     blob_count: usize,
     stage_count: usize,
     label_count: usize,
+    device_count: usize,
+    device_pipeline_count: usize,
+    binary_count: usize,
 }
 
 pub(super) fn u32_at(b: &[u8], off: usize) -> Result<u32> {
@@ -214,6 +218,15 @@ impl Archive {
         }
         let stage_count = count(Section::Stages);
         let label_count = count(Section::Labels);
+        let device_count = count(Section::Devices);
+        if device_count > MAX_DEVICES {
+            return Err(ArchiveError::corrupt(
+                FIXED_HEADER + (Section::Devices as usize - 1) * SECTION_ROW + 16,
+                format!("{device_count} devices (at most {MAX_DEVICES})"),
+            ));
+        }
+        let device_pipeline_count = count(Section::DevicePipelines);
+        let binary_count = count(Section::Binaries);
         let (moff, mlen) = sections[Section::Meta as usize - 1];
         let meta = &b[moff..moff + mlen];
         let mut pos = 0usize;
@@ -230,7 +243,13 @@ impl Archive {
             strings.push(s.to_string());
             pos = end.unwrap_or(usize::MAX);
         }
-        let device = strings.pop().unwrap_or_default();
+        if strings.last().is_some_and(|s| !s.is_empty()) {
+            return Err(ArchiveError::corrupt(moff + pos, "reserved meta string is not empty"));
+        }
+        if pos != mlen {
+            return Err(ArchiveError::corrupt(moff + pos.min(mlen), "trailing bytes in the meta section"));
+        }
+        strings.pop();
         let target_options_text = strings.pop().unwrap_or_default();
         if content_hash(target_options_text.as_bytes()).0 != target_options {
             return Err(ArchiveError::corrupt(
@@ -244,12 +263,14 @@ impl Archive {
             targets,
             target_options,
             target_options_text,
-            device,
             sections,
             pipeline_count,
             blob_count,
             stage_count,
             label_count,
+            device_count,
+            device_pipeline_count,
+            binary_count,
         })
     }
 
@@ -310,10 +331,6 @@ impl Archive {
     /// The writer options in words.
     pub fn target_options_text(&self) -> &str {
         &self.target_options_text
-    }
-    /// The device identity binaries are valid for (empty for portable targets).
-    pub fn device(&self) -> &str {
-        &self.device
     }
     /// File size in bytes.
     pub fn size(&self) -> usize {
@@ -421,7 +438,7 @@ impl Archive {
     }
 
     /// The bytes of blob `i`, checked against its content hash.
-    fn blob(&self, i: usize) -> Result<(u128, &[u8])> {
+    pub(crate) fn blob(&self, i: usize) -> Result<(u128, &[u8])> {
         let (at, rec) = self.record(Section::BlobIndex, i)?;
         if checksum64(&rec[..32]) != u64_at(rec, 32)? {
             return Err(ArchiveError::corrupt(at, format!("blob index record {i} checksum mismatch")));
@@ -447,7 +464,7 @@ impl Archive {
 /// A pipeline inside an [`Archive`].
 #[derive(Clone, Copy)]
 pub struct PipelineRef<'a> {
-    archive: &'a Archive,
+    pub(crate) archive: &'a Archive,
     index: usize,
     key: PipelineKey,
     kind: PipelineKind,

@@ -10,6 +10,7 @@ use crate::key::{checksum64, content_hash};
 use crate::reader::{u128_at, u32_at, u64_at};
 use crate::ArchiveError;
 use crate::{ArchiveMeta, WriteEntry};
+use crate::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity, MAX_BINARY_KEY};
 use crate::{
     Blob, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry, StageKey, TargetOutputs, TARGET_COUNT,
 };
@@ -30,6 +31,15 @@ pub struct SalvageReport {
     pub lost: Vec<String>,
     /// Labels recovered.
     pub labels: usize,
+    /// Devices whose record and identity were recovered.
+    pub devices: usize,
+    /// (pipeline, device) binary sets recovered.
+    pub binary_sets: usize,
+    /// Pipeline caches recovered.
+    pub caches: usize,
+    /// Device data dropped (a device record, a pipeline's binary set on a device, or a
+    /// pipeline cache), with the reason for each.
+    pub device_data_lost: Vec<String>,
 }
 
 fn section_range(b: &[u8], i: usize) -> Option<(usize, usize)> {
@@ -86,12 +96,8 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
         meta_strings.push(s.to_string());
         pos += 4 + len as usize;
     }
-    let meta = match meta_strings.as_slice() {
-        [_, text, device] => ArchiveMeta {
-            target_options: content_hash(text.as_bytes()).0,
-            target_options_text: text.clone(),
-            device: device.clone(),
-        },
+    let mut meta = match meta_strings.as_slice() {
+        [_, text, _reserved] => ArchiveMeta::new(text),
         _ => {
             return Err(ArchiveError::corrupt(
                 sec[0].0,
@@ -201,12 +207,122 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
             report.labels += 1;
         }
     }
+    let mut binaries = salvage_devices(
+        &Body {
+            devices: body(Section::Devices),
+            pipelines: body(Section::DevicePipelines),
+            binaries: body(Section::Binaries),
+        },
+        &blobs,
+        &kept,
+        &mut meta,
+        &mut report,
+    );
     let mut entries: Vec<(usize, Arc<PipelineEntry>)> = kept.into_iter().collect();
     entries.sort_by_key(|(i, _)| *i);
     report.recovered = entries.len();
     let out = entries
         .into_iter()
-        .map(|(i, entry)| WriteEntry { entry, labels: labels.remove(&i).unwrap_or_default().into() })
+        .map(|(i, entry)| WriteEntry {
+            entry,
+            labels: labels.remove(&i).unwrap_or_default().into(),
+            binaries: binaries.remove(&i).unwrap_or_default(),
+        })
         .collect();
     Ok((out, meta, report))
+}
+
+struct Body<'a> {
+    devices: &'a [u8],
+    pipelines: &'a [u8],
+    binaries: &'a [u8],
+}
+
+/// Recovers the device sections: a device whose record and identity blob check out; per
+/// recovered pipeline its binary set when the device-pipeline record and every binary record
+/// and blob of the set check out (a set is kept whole or dropped, never mixed); every intact
+/// cache record. What is dropped is reported.
+fn salvage_devices(
+    b: &Body<'_>,
+    blobs: &HashMap<u32, Arc<Blob>>,
+    kept: &HashMap<usize, Arc<PipelineEntry>>,
+    meta: &mut ArchiveMeta,
+    report: &mut SalvageReport,
+) -> HashMap<usize, Vec<DeviceBinaries>> {
+    let mut out: HashMap<usize, Vec<DeviceBinaries>> = HashMap::new();
+    let record = |bytes: &[u8], size: usize, i: usize| -> Option<Vec<u8>> {
+        let r = bytes.get(i.checked_mul(size)?..i.checked_mul(size)?.checked_add(size)?)?;
+        (checksum64(&r[..size - 8]) == u64_at(r, size - 8).ok()?).then(|| r.to_vec())
+    };
+    let binary = |i: usize, cache: bool| -> Result<(Vec<u8>, Arc<Blob>), String> {
+        let r =
+            record(b.binaries, BINARY_RECORD, i).ok_or_else(|| format!("binary record {i} is damaged or missing"))?;
+        let blob = u32_at(&r, 0).map_err(|e| e.to_string())?;
+        let key_len = u32_at(&r, 4).map_err(|e| e.to_string())? as usize;
+        let ok = if cache { key_len == 0 } else { (1..=MAX_BINARY_KEY).contains(&key_len) };
+        if !ok || r[8 + key_len..8 + MAX_BINARY_KEY].iter().any(|x| *x != 0) {
+            return Err(format!("binary record {i} has an invalid key"));
+        }
+        let data = blobs.get(&blob).cloned().ok_or_else(|| format!("blob {blob} is damaged or missing"))?;
+        Ok((r[8..8 + key_len].to_vec(), data))
+    };
+    for (i, _) in b.devices.chunks_exact(DEVICE_RECORD).enumerate().take(MAX_DEVICES) {
+        let Some(r) = record(b.devices, DEVICE_RECORD, i) else {
+            report.device_data_lost.push(format!("device record {i}: checksum mismatch"));
+            continue;
+        };
+        let field = |o: usize| u32_at(&r, o).map(|v| v as usize).unwrap_or(usize::MAX);
+        let identity = blobs
+            .get(&(field(16) as u32))
+            .filter(|blob| u128_at(&r, 0).ok() == Some(blob.hash().0))
+            .ok_or_else(|| "identity blob is damaged or missing".to_string())
+            .and_then(|blob| DeviceIdentity::parse(blob.bytes()));
+        let identity = match identity {
+            Ok(d) => Arc::new(d),
+            Err(why) => {
+                report.device_data_lost.push(format!("device record {i}: {why}"));
+                continue;
+            }
+        };
+        report.devices += 1;
+        let name = &identity.device_name;
+        let (first, count) = (field(20), field(24).min(b.pipelines.len() / DEVICE_PIPELINE_RECORD));
+        for j in first..first.saturating_add(count) {
+            let set = (|| -> Result<(usize, BinarySet), String> {
+                let r = record(b.pipelines, DEVICE_PIPELINE_RECORD, j)
+                    .ok_or_else(|| format!("device-pipeline record {j} is damaged or missing"))?;
+                let p = u32_at(&r, 0).map_err(|e| e.to_string())? as usize;
+                let flags = u32_at(&r, 4).map_err(|e| e.to_string())?;
+                let first = u32_at(&r, 8).map_err(|e| e.to_string())? as usize;
+                let n = u32_at(&r, 12).map_err(|e| e.to_string())? as usize;
+                if flags & !crate::BINARY_SET_FLAGS != 0 || n > crate::MAX_BINARIES_PER_SET {
+                    return Err(format!("device-pipeline record {j} is invalid"));
+                }
+                let binaries = (first..first.saturating_add(n))
+                    .map(|k| binary(k, false).map(|(key, data)| DeviceBinary { key, data }))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| format!("pipeline {p}: {e}"))?;
+                Ok((p, BinarySet { flags, binaries }))
+            })();
+            match set {
+                Ok((p, set)) if kept.contains_key(&p) => {
+                    report.binary_sets += 1;
+                    out.entry(p).or_default().push(DeviceBinaries { device: identity.clone(), set: Arc::new(set) });
+                }
+                Ok(_) => {}
+                Err(why) => report.device_data_lost.push(format!("{name}: {why}")),
+            }
+        }
+        let (first, count) = (field(28), field(32).min(MAX_CACHES_PER_DEVICE));
+        for k in first..first.saturating_add(count) {
+            match binary(k, true) {
+                Ok((_, data)) => {
+                    report.caches += 1;
+                    meta.device_caches.push(DeviceCache { device: identity.clone(), data });
+                }
+                Err(why) => report.device_data_lost.push(format!("{name}: pipeline cache: {why}")),
+            }
+        }
+    }
+    out
 }

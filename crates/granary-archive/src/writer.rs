@@ -3,9 +3,10 @@
 //! `encode` is a pure function of the *set* of entries (with their labels): input order,
 //! duplicates and the history that produced them do not change a byte.
 
+use crate::device::resolve_binaries;
 use crate::format::*;
 use crate::key::checksum64;
-use crate::{Blob, PipelineEntry, TargetSet, WriteEntry};
+use crate::{BinarySet, Blob, DeviceCache, DeviceIdentity, PipelineEntry, TargetSet, WriteEntry};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::sync::Arc;
@@ -18,19 +19,19 @@ pub struct ArchiveMeta {
     pub target_options: u128,
     /// The same options in words.
     pub target_options_text: String,
-    /// Identity of the device driver binaries are valid for; empty for portable targets.
-    pub device: String,
+    /// `VkPipelineCache` data per device (any order; duplicates are stored once). A device
+    /// may have several.
+    pub device_caches: Vec<DeviceCache>,
 }
 
 impl ArchiveMeta {
     /// Meta for archives whose stage keys were computed under the writer options described by
-    /// `target_options_text` (the fingerprint is its content hash), for `device` (empty for
-    /// portable targets).
-    pub fn new(target_options_text: &str, device: &str) -> Self {
+    /// `target_options_text` (the fingerprint is its content hash), without device caches.
+    pub fn new(target_options_text: &str) -> Self {
         ArchiveMeta {
             target_options: crate::key::content_hash(target_options_text.as_bytes()).0,
             target_options_text: target_options_text.to_string(),
-            device: device.to_string(),
+            device_caches: Vec::new(),
         }
     }
 }
@@ -60,7 +61,8 @@ impl Strings {
 pub struct Layout<'a> {
     meta: ArchiveMeta,
     sections: [Vec<u8>; SECTION_COUNT],
-    blobs: Vec<&'a Blob>,
+    blobs: Vec<Arc<Blob>>,
+    _entries: std::marker::PhantomData<&'a [WriteEntry]>,
     blob_data_len: usize,
     blob_data_checksum: u64,
     targets: u32,
@@ -89,29 +91,122 @@ impl Layout<'_> {
     }
 }
 
+/// One device's part of an archive being written.
+struct DeviceAcc<'a> {
+    identity: Arc<DeviceIdentity>,
+    identity_blob: Arc<Blob>,
+    /// (pipeline-table index, its set), in pipeline order.
+    pipelines: Vec<(u32, &'a BinarySet)>,
+    /// Cache blobs by content hash.
+    caches: BTreeMap<u128, Arc<Blob>>,
+}
+
+impl DeviceAcc<'_> {
+    fn new(identity: &Arc<DeviceIdentity>) -> Self {
+        DeviceAcc {
+            identity: identity.clone(),
+            identity_blob: Blob::new(identity.encode()),
+            pipelines: Vec::new(),
+            caches: BTreeMap::new(),
+        }
+    }
+}
+
+/// Why the writer cannot store the device data of `entries` and `meta`, if it cannot: a binary
+/// set [`BinarySet::check`] refuses, more than [`MAX_DEVICES`] devices, more than
+/// [`MAX_CACHES_PER_DEVICE`] cache blobs for one device, an identity whose binary key or
+/// strings are over their caps. [`write_entries`](crate::write_entries) and the journal refuse
+/// such input with [`ArchiveError::Incompatible`](crate::ArchiveError::Incompatible);
+/// [`prepare`] and [`encode`] leave out what does not pass.
+pub fn check_device_data(entries: &[WriteEntry], meta: &ArchiveMeta) -> Result<(), String> {
+    let mut devices: HashMap<u128, (Arc<DeviceIdentity>, BTreeSet<u128>)> = HashMap::new();
+    let check_identity = |devices: &mut HashMap<u128, (Arc<DeviceIdentity>, BTreeSet<u128>)>,
+                          d: &Arc<DeviceIdentity>| {
+        let id = d.id();
+        if let std::collections::hash_map::Entry::Vacant(v) = devices.entry(id) {
+            DeviceIdentity::parse(&d.encode()).map_err(|e| format!("device {}: {e}", d.device_name))?;
+            v.insert((d.clone(), BTreeSet::new()));
+        }
+        Ok::<u128, String>(id)
+    };
+    for w in entries {
+        for b in &w.binaries {
+            check_identity(&mut devices, &b.device)?;
+            b.set.check().map_err(|e| format!("pipeline {:032x} on {}: {e}", w.entry.key.0, b.device.device_name))?;
+        }
+    }
+    for c in &meta.device_caches {
+        let id = check_identity(&mut devices, &c.device)?;
+        if let Some((d, caches)) = devices.get_mut(&id) {
+            caches.insert(c.data.hash().0);
+            if caches.len() > MAX_CACHES_PER_DEVICE {
+                return Err(format!("more than {MAX_CACHES_PER_DEVICE} pipeline caches for {}", d.device_name));
+            }
+        }
+    }
+    if devices.len() > MAX_DEVICES {
+        return Err(format!("{} devices (at most {MAX_DEVICES})", devices.len()));
+    }
+    Ok(())
+}
+
 /// Sorts, deduplicates and lays out `entries` for writing.
 pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> Layout<'a> {
-    // Canonical entry set: one per key, labels merged and sorted.
-    let mut by_key: BTreeMap<u128, (&Arc<PipelineEntry>, BTreeSet<&str>)> = BTreeMap::new();
+    // Canonical entry set: one per key, labels merged and sorted, device binaries gathered.
+    type Slot<'a> = (&'a Arc<PipelineEntry>, BTreeSet<&'a str>, Vec<&'a crate::DeviceBinaries>);
+    let mut by_key: BTreeMap<u128, Slot<'a>> = BTreeMap::new();
     for w in entries {
-        let slot = by_key.entry(w.entry.key.0).or_insert_with(|| (&w.entry, BTreeSet::new()));
+        let slot = by_key.entry(w.entry.key.0).or_insert_with(|| (&w.entry, BTreeSet::new(), Vec::new()));
         slot.1.extend(w.labels.iter().map(String::as_str));
+        slot.2.extend(w.binaries.iter());
+    }
+
+    // Devices, sorted by identity id: per pipeline at most one set (the smaller hash wins).
+    let mut devices: BTreeMap<u128, DeviceAcc<'a>> = BTreeMap::new();
+    for (i, (_, _, bins)) in by_key.values().enumerate() {
+        for (id, (b, _)) in resolve_binaries(bins.iter().copied().filter(|b| b.set.check().is_ok())) {
+            devices.entry(id).or_insert_with(|| DeviceAcc::new(&b.device)).pipelines.push((i as u32, &b.set));
+        }
+    }
+    for c in &meta.device_caches {
+        let d = devices.entry(c.device.id()).or_insert_with(|| DeviceAcc::new(&c.device));
+        d.caches.insert(c.data.hash().0, c.data.clone());
+    }
+    devices.retain(|_, d| DeviceIdentity::parse(d.identity_blob.bytes()).is_ok());
+    while devices.len() > MAX_DEVICES {
+        devices.pop_last();
+    }
+    for d in devices.values_mut() {
+        while d.caches.len() > MAX_CACHES_PER_DEVICE {
+            d.caches.pop_last();
+        }
     }
 
     // Blobs, sorted by content hash; targets present.
-    let mut blobs: BTreeMap<u128, &Blob> = BTreeMap::new();
+    let mut blobs: BTreeMap<u128, Arc<Blob>> = BTreeMap::new();
     let mut targets = 0u32;
-    for (entry, _) in by_key.values() {
+    for (entry, _, _) in by_key.values() {
         for s in &entry.stages {
             for (t, b) in s.outputs.0.iter().enumerate() {
                 if let Some(b) = b {
-                    blobs.insert(b.hash().0, b);
+                    blobs.insert(b.hash().0, b.clone());
                     targets |= 1 << t;
                 }
             }
         }
         if let Some(l) = &entry.layout {
-            blobs.insert(l.hash().0, l);
+            blobs.insert(l.hash().0, l.clone());
+        }
+    }
+    for d in devices.values() {
+        blobs.insert(d.identity_blob.hash().0, d.identity_blob.clone());
+        for (_, set) in &d.pipelines {
+            for b in &set.binaries {
+                blobs.insert(b.data.hash().0, b.data.clone());
+            }
+        }
+        for (h, c) in &d.caches {
+            blobs.insert(*h, c.clone());
         }
     }
     let blob_index: HashMap<u128, u32> = blobs.keys().enumerate().map(|(i, h)| (*h, i as u32)).collect();
@@ -121,7 +216,7 @@ pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> Layout<'a> 
     let mut stages = Vec::new();
     let mut labels: Vec<(&str, u32, (u32, u32))> = Vec::new();
     let mut stage_count = 0u32;
-    for (i, (key, (entry, lbls))) in by_key.iter().enumerate() {
+    for (i, (key, (entry, lbls, _))) in by_key.iter().enumerate() {
         let rec_start = pipelines.len();
         pipelines.extend_from_slice(&key.to_le_bytes());
         pipelines.extend_from_slice(&(entry.kind as u32).to_le_bytes());
@@ -183,15 +278,74 @@ pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> Layout<'a> 
         off = align_up(end);
     }
 
+    // Device sections: devices by id; each device's pipelines by index; the binary table holds,
+    // device by device, its pipelines' binaries in order and then its cache records.
+    let mut device_bytes = Vec::with_capacity(devices.len() * DEVICE_RECORD);
+    let mut dp_bytes = Vec::new();
+    let mut bin_bytes = Vec::new();
+    let blob_of = |b: &Blob| blob_index.get(&b.hash().0).copied().unwrap_or(NO_BLOB);
+    let binary_record = |out: &mut Vec<u8>, blob: u32, key: &[u8]| {
+        let rec_start = out.len();
+        out.extend_from_slice(&blob.to_le_bytes());
+        out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        let mut padded = [0u8; crate::MAX_BINARY_KEY];
+        padded[..key.len()].copy_from_slice(key);
+        out.extend_from_slice(&padded);
+        let c = checksum64(&out[rec_start..]);
+        out.extend_from_slice(&c.to_le_bytes());
+    };
+    for (id, d) in &devices {
+        let first_pipeline = (dp_bytes.len() / DEVICE_PIPELINE_RECORD) as u32;
+        for (pipeline, set) in &d.pipelines {
+            let rec_start = dp_bytes.len();
+            dp_bytes.extend_from_slice(&pipeline.to_le_bytes());
+            dp_bytes.extend_from_slice(&set.flags.to_le_bytes());
+            dp_bytes.extend_from_slice(&((bin_bytes.len() / BINARY_RECORD) as u32).to_le_bytes());
+            dp_bytes.extend_from_slice(&(set.binaries.len() as u32).to_le_bytes());
+            let c = checksum64(&dp_bytes[rec_start..]);
+            dp_bytes.extend_from_slice(&c.to_le_bytes());
+            for b in &set.binaries {
+                binary_record(&mut bin_bytes, blob_of(&b.data), &b.key);
+            }
+        }
+        let first_cache = (bin_bytes.len() / BINARY_RECORD) as u32;
+        for c in d.caches.values() {
+            binary_record(&mut bin_bytes, blob_of(c), &[]);
+        }
+        let rec_start = device_bytes.len();
+        device_bytes.extend_from_slice(&id.to_le_bytes());
+        for v in
+            [blob_of(&d.identity_blob), first_pipeline, d.pipelines.len() as u32, first_cache, d.caches.len() as u32, 0]
+        {
+            device_bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        let c = checksum64(&device_bytes[rec_start..]);
+        device_bytes.extend_from_slice(&c.to_le_bytes());
+        debug_assert_eq!(d.identity.id(), *id);
+    }
+
+    // The third meta string is reserved (empty) since format version 3.
     let mut meta_bytes = Vec::new();
-    for s in ["granary", meta.target_options_text.as_str(), meta.device.as_str()] {
+    for s in ["granary", meta.target_options_text.as_str(), ""] {
         meta_bytes.extend_from_slice(&(s.len() as u32).to_le_bytes());
         meta_bytes.extend_from_slice(s.as_bytes());
     }
     Layout {
         meta: meta.clone(),
-        sections: [meta_bytes, strings.bytes, blob_records, Vec::new(), pipelines, stages, label_bytes],
+        sections: [
+            meta_bytes,
+            strings.bytes,
+            blob_records,
+            Vec::new(),
+            pipelines,
+            stages,
+            label_bytes,
+            device_bytes,
+            dp_bytes,
+            bin_bytes,
+        ],
         blobs: blobs.into_values().collect(),
+        _entries: std::marker::PhantomData,
         blob_data_len: off,
         blob_data_checksum: data_hash.digest(),
         targets,

@@ -262,5 +262,72 @@ fn example_archive_bytes_are_pinned() {
     let sum = format!("{:016x}", granary::descriptor::key::checksum64(&bytes));
     assert_eq!((bytes.len(), sum.as_str()), (EXAMPLE_LEN, EXAMPLE_SUM));
 }
-const EXAMPLE_LEN: usize = 2_054_768;
-const EXAMPLE_SUM: &str = "d08a3da5e84c572f";
+const EXAMPLE_LEN: usize = 2_054_864;
+const EXAMPLE_SUM: &str = "453b7f45954ee0e1";
+
+/// Device sections (driver binaries, pipeline caches) survive `merge` and `salvage`, and
+/// `ls` reports them.
+#[test]
+fn ls_merge_and_salvage_carry_device_sections() {
+    use granary::archive::{self, BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity};
+    use granary::descriptor::Blob;
+    use std::sync::Arc;
+    let dir = common::tempdir();
+    let plain = dir.path().join("plain.granary");
+    harvest(&plain, &[]);
+    let ar = Archive::read(&plain).unwrap();
+    let device = Arc::new(DeviceIdentity {
+        vendor_id: 0x10de,
+        device_id: 0x2335,
+        driver_id: 4,
+        driver_version: 0x9100_4000,
+        api_version: 0x0040_3000,
+        pipeline_cache_uuid: [1; 16],
+        binary_global_key: vec![2; 16],
+        device_name: "Test GPU".into(),
+        driver_name: "test".into(),
+        driver_info: "1.2.3".into(),
+    });
+    let dictionary = DeviceBinary { key: vec![0xd1; 32], data: Blob::new(vec![0xd1; 5000]) };
+    let mut entries = ar.entries().unwrap();
+    for (i, w) in entries.iter_mut().enumerate() {
+        let own = DeviceBinary {
+            key: (i as u32 + 1).to_le_bytes().to_vec(),
+            data: Blob::new((i as u32).to_le_bytes().repeat(25)),
+        };
+        w.binaries = vec![DeviceBinaries {
+            device: device.clone(),
+            set: Arc::new(BinarySet { flags: 0, binaries: vec![own, dictionary.clone()] }),
+        }];
+    }
+    let mut meta = ar.meta().unwrap();
+    meta.device_caches = vec![DeviceCache { device: device.clone(), data: Blob::new(vec![3; 77]) }];
+    let with = dir.path().join("with.granary");
+    archive::write_entries(&with, &entries, &meta).unwrap();
+
+    // merge: the plain harvest and the one with binaries.
+    let merged = dir.path().join("merged.granary");
+    let o = granary(&["merge", plain.to_str().unwrap(), with.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(&merged).unwrap(), std::fs::read(&with).unwrap(), "merged = the archive with binaries");
+
+    let o = granary(&["ls", merged.to_str().unwrap(), "--json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let n = entries.len();
+    assert_eq!(v["devices"][0]["pipelines"], n);
+    assert_eq!(v["devices"][0]["binary_bytes"], 100 * n + 5000, "the shared dictionary counted once");
+    assert_eq!(v["devices"][0]["cache_bytes"], 77);
+    assert!(v["devices"][0]["device"].as_str().unwrap().starts_with("Test GPU (vendor 0x10de"));
+    assert_eq!(v["pipelines"][0]["devices"][0]["binaries"], 2);
+    assert_eq!(v["pipelines"][0]["devices"][0]["bytes"], 5100);
+    let o = granary(&["ls", merged.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("device Test GPU (vendor 0x10de, device 0x2335)"), "{text}");
+
+    // salvage of an intact archive keeps every binary set and cache.
+    let saved = dir.path().join("saved.granary");
+    let o = granary(&["salvage", merged.to_str().unwrap(), "-o", saved.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(std::fs::read(&saved).unwrap(), std::fs::read(&with).unwrap());
+}

@@ -174,7 +174,7 @@ fn foreign_meta() -> ArchiveMeta {
     ArchiveMeta {
         target_options: granary::descriptor::key::content_hash(text.as_bytes()).0,
         target_options_text: text.into(),
-        device: String::new(),
+        device_caches: Vec::new(),
     }
 }
 
@@ -195,7 +195,7 @@ fn prune_keeps_exactly_what_the_script_produces() {
     // no label names two pipelines; prune must supply the edited script's labels).
     let mut union = Archive::read(&a).unwrap().entries().unwrap();
     for w in Archive::read(&e).unwrap().entries().unwrap() {
-        union.push(archive::WriteEntry { entry: w.entry, labels: Vec::new().into() });
+        union.push(archive::WriteEntry { entry: w.entry, labels: Vec::new().into(), binaries: Vec::new() });
     }
     let m = dir.path().join("union.granary");
     archive::write_entries(&m, &union, &granary::archive::portable_meta()).unwrap();

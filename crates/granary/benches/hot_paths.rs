@@ -66,7 +66,11 @@ fn archive_bytes() -> &'static Vec<u8> {
     A.get_or_init(|| {
         let e: Vec<WriteEntry> = entries(10_000)
             .into_iter()
-            .map(|(entry, d)| WriteEntry { entry, labels: vec![d.label().unwrap_or("").to_string()].into() })
+            .map(|(entry, d)| WriteEntry {
+                entry,
+                labels: vec![d.label().unwrap_or("").to_string()].into(),
+                binaries: Vec::new(),
+            })
             .collect();
         encode(&e, &portable_meta())
     })
@@ -101,8 +105,10 @@ fn capture_snapshot(b: divan::Bencher, n: u32) {
 
 #[divan::bench(args = [1_000, 10_000])]
 fn archive_encode(b: divan::Bencher, n: u32) {
-    let e: Vec<WriteEntry> =
-        entries(n).into_iter().map(|(entry, _)| WriteEntry { entry, labels: Arc::from(Vec::new()) }).collect();
+    let e: Vec<WriteEntry> = entries(n)
+        .into_iter()
+        .map(|(entry, _)| WriteEntry { entry, labels: Arc::from(Vec::new()), binaries: Vec::new() })
+        .collect();
     b.bench(|| encode(&e, &portable_meta()).len());
 }
 

@@ -5,11 +5,16 @@
 //! archives this build's front end writes). Specified byte by byte in docs/FORMAT.md.
 //!
 //! Invariants (kept by `granary-archive`):
-//! - [`encode`] is a pure function of the set of `(entry, labels)` it is given.
+//! - [`encode`] is a pure function of the set of `(entry, labels, device binaries)` it is given
+//!   and of its meta (writer options, device pipeline caches as a set).
 //! - Files are only ever replaced whole ([`write_atomic`]); an archive on disk is complete.
 //! - The reader never panics, never reads out of bounds and never allocates from a length it
 //!   read from the file; a damaged file yields [`ArchiveError::Corrupt`] with the offset.
 
+pub use granary_archive::{
+    check_device_data, BinaryRef, BinarySet, BinarySetRef, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity,
+    DeviceRef, BINARY_SET_LIBRARY,
+};
 pub use granary_archive::{
     check_unique_labels, encode, format, journal, merge, prepare, remove_stale_temporaries, salvage, write_atomic,
     write_atomic_with, write_entries, Archive, ArchiveError, ArchiveMeta, Layout, PipelineRef, SalvageReport, StageRef,
@@ -32,7 +37,7 @@ pub fn portable_meta() -> ArchiveMeta {
 /// [`portable_meta`] for the device profile `profile` and the requested `targets` (both are
 /// part of the writer options text).
 pub fn portable_meta_for(profile: &crate::frontend::Profile, targets: crate::descriptor::TargetSet) -> ArchiveMeta {
-    ArchiveMeta::new(&crate::frontend::targets::target_options_text(profile, targets), "")
+    ArchiveMeta::new(&crate::frontend::targets::target_options_text(profile, targets))
 }
 
 /// Lookup by full descriptor: computes the descriptor's key under the archive's writer

@@ -118,7 +118,7 @@ fn synthetic(key: u128, byte: u8, labels: &[&str]) -> WriteEntry {
         }],
         layout: None,
     });
-    WriteEntry { entry, labels: labels.iter().map(|l| l.to_string()).collect::<Vec<_>>().into() }
+    WriteEntry { entry, labels: labels.iter().map(|l| l.to_string()).collect::<Vec<_>>().into(), binaries: Vec::new() }
 }
 
 fn open_synthetic(entries: &[WriteEntry]) -> Archive {
@@ -293,14 +293,47 @@ fn pinned_archive_bytes() {
             layout: layout.map(|l| Blob::new(l.encode())),
         })
     };
+    // Device sections (format v3): pipeline 5 has a two-binary library set on one device;
+    // another device has only pipeline-cache data and pipeline 2 compiled into it.
+    let device = |name: &str, key: Vec<u8>| {
+        Arc::new(archive::DeviceIdentity {
+            vendor_id: 0x10de,
+            device_id: 0x2335,
+            driver_id: 4,
+            driver_version: 0x9100_4000,
+            api_version: 0x0040_3000,
+            pipeline_cache_uuid: [0xab; 16],
+            binary_global_key: key,
+            device_name: name.into(),
+            driver_name: "drv".into(),
+            driver_info: "1.0".into(),
+        })
+    };
+    let (gpu, cpu) = (device("gpu", vec![0x42; 20]), device("cpu", Vec::new()));
+    let set = archive::BinarySet {
+        flags: archive::BINARY_SET_LIBRARY,
+        binaries: vec![
+            archive::DeviceBinary { key: vec![1, 2], data: Blob::new(vec![7; 33]) },
+            archive::DeviceBinary { key: vec![3; 32], data: Blob::new(vec![8; 5]) },
+        ],
+    };
+    let empty = archive::BinarySet { flags: 0, binaries: Vec::new() };
     let entries = vec![
-        WriteEntry { entry: entry(5, 1, Some(&layout)), labels: vec!["b".to_string(), "a".to_string()].into() },
-        WriteEntry { entry: entry(2, 1, None), labels: vec!["c".to_string()].into() },
+        WriteEntry {
+            entry: entry(5, 1, Some(&layout)),
+            labels: vec!["b".to_string(), "a".to_string()].into(),
+            binaries: vec![archive::DeviceBinaries { device: gpu.clone(), set: Arc::new(set) }],
+        },
+        WriteEntry {
+            entry: entry(2, 1, None),
+            labels: vec!["c".to_string()].into(),
+            binaries: vec![archive::DeviceBinaries { device: cpu.clone(), set: Arc::new(empty) }],
+        },
     ];
     let meta = ArchiveMeta {
         target_options: granary::descriptor::key::content_hash(b"opts").0,
         target_options_text: "opts".into(),
-        device: String::new(),
+        device_caches: vec![archive::DeviceCache { device: cpu.clone(), data: Blob::new(vec![9; 17]) }],
     };
     let bytes = archive::encode(&entries, &meta);
     let a = Archive::from_bytes(bytes.clone()).unwrap();
@@ -312,11 +345,15 @@ fn pinned_archive_bytes() {
         v.sort_by_key(|e| e.key.0);
         v
     });
+    assert_eq!(a.devices().unwrap().len(), 2);
+    let set = a.device_for(&gpu).unwrap().unwrap().binaries(&a.get(PipelineKey(5)).unwrap().unwrap()).unwrap().unwrap();
+    assert_eq!((set.flags(), set.get(1).unwrap().key), (archive::BINARY_SET_LIBRARY, &[3u8; 32][..]));
+    assert_eq!(a.device_for(&cpu).unwrap().unwrap().caches().unwrap(), vec![&[9u8; 17][..]]);
     assert_eq!(bytes.len(), PIN_LEN);
     assert_eq!(format!("{:016x}", granary::descriptor::key::checksum64(&bytes)), PIN_SUM);
 }
-const PIN_LEN: usize = 896;
-const PIN_SUM: &str = "c6a2e9a20ab8042f";
+const PIN_LEN: usize = 1744;
+const PIN_SUM: &str = "0052663b382bc524";
 
 /// naga's output, pinned: if this fails, the front end writes different bytes for the same
 /// input (a naga update or an option change), so `frontend::targets::TARGET_OPTIONS` must

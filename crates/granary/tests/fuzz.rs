@@ -25,7 +25,42 @@ fn valid_archive() -> &'static (Vec<u8>, Vec<granary::descriptor::PipelineKey>) 
             ..Default::default()
         });
         let keys = pipelines.iter().map(|p| c.compile(p).unwrap().key).collect();
-        (archive::encode(&capture.snapshot().entries, &granary::archive::portable_meta()), keys)
+        // Device sections too: driver binaries on one device (a shared "dictionary" blob),
+        // pipeline-cache data on another.
+        let device = |name: &str, key: Vec<u8>| {
+            Arc::new(archive::DeviceIdentity {
+                vendor_id: 0x10de,
+                device_id: 7,
+                driver_id: 4,
+                driver_version: 1,
+                api_version: 2,
+                pipeline_cache_uuid: [3; 16],
+                binary_global_key: key,
+                device_name: name.into(),
+                driver_name: "drv".into(),
+                driver_info: "1.0".into(),
+            })
+        };
+        let (nv, lp) = (device("gpu", vec![5; 8]), device("cpu", Vec::new()));
+        let dictionary =
+            archive::DeviceBinary { key: vec![0xd1; 32], data: granary::descriptor::Blob::new(vec![0xd1; 96]) };
+        let mut entries = capture.snapshot().entries;
+        for (i, w) in entries.iter_mut().enumerate() {
+            let own =
+                archive::DeviceBinary { key: vec![i as u8], data: granary::descriptor::Blob::new(vec![i as u8; 40]) };
+            let set = archive::BinarySet { flags: (i % 2) as u32, binaries: vec![own, dictionary.clone()] };
+            w.binaries = vec![
+                archive::DeviceBinaries { device: nv.clone(), set: Arc::new(set) },
+                archive::DeviceBinaries {
+                    device: lp.clone(),
+                    set: Arc::new(archive::BinarySet { flags: 0, binaries: vec![] }),
+                },
+            ];
+        }
+        let mut meta = granary::archive::portable_meta();
+        meta.device_caches =
+            vec![archive::DeviceCache { device: lp, data: granary::descriptor::Blob::new(vec![9; 64]) }];
+        (archive::encode(&entries, &meta), keys)
     })
 }
 
@@ -52,6 +87,21 @@ fn read_everything(bytes: Vec<u8>, keys: &[granary::descriptor::PipelineKey]) ->
         let _ = p.map(|p| p.stages());
     }
     let _ = a.entries();
+    let _ = a.meta();
+    if let Ok(devices) = a.devices() {
+        for d in devices {
+            let _ = d.caches();
+            let _ = a.device_for(d.identity());
+            for p in a.iter().take(64).flatten() {
+                if let Ok(Some(set)) = d.binaries(&p) {
+                    for b in set.iter() {
+                        let _ = b.map(|b| b.data.len());
+                    }
+                }
+                let _ = p.device_binaries();
+            }
+        }
+    }
     let _ = archive::salvage(&bytes);
     a.verify().is_ok()
 }
@@ -86,7 +136,7 @@ proptest! {
 
     #[test]
     fn archive_reader_survives_hostile_header_fields(
-        field in 0usize..60, value in any::<u64>(),
+        field in 0usize..96, value in any::<u64>(),
     ) {
         // Overwrite an aligned header word and fix up the header checksum, so the hostile
         // value reaches the bounds checks instead of being caught by the checksum.
@@ -121,6 +171,15 @@ proptest! {
         let s = Script::parse(&top.to_string(), Path::new("fuzz.json"), Path::new("."));
         prop_assert!(s.is_ok());
     }
+}
+
+#[test]
+fn the_fuzzed_archive_is_valid_and_has_device_sections() {
+    let (bytes, keys) = valid_archive();
+    assert!(read_everything(bytes.clone(), keys));
+    let a = Archive::from_bytes(bytes.clone()).unwrap();
+    assert_eq!(a.devices().unwrap().len(), 2);
+    assert_eq!(a.verify().unwrap().device_pipelines, 2 * a.len());
 }
 
 /// 1,500 cases per property in CI; `PROPTEST_CASES` sets more for long runs.

@@ -14,6 +14,13 @@ pub struct VerifyReport {
     pub blobs: usize,
     /// Label records.
     pub labels: usize,
+    /// Device sections.
+    pub devices: usize,
+    /// Device-pipeline records (pipelines with binaries or compiled into a device's caches,
+    /// counted per device).
+    pub device_pipelines: usize,
+    /// Binary records (driver binaries and pipeline-cache records).
+    pub binaries: usize,
     /// File size.
     pub bytes: usize,
 }
@@ -113,17 +120,26 @@ impl Archive {
             }
             prev = Some(cur);
         }
+        self.verify_devices()?;
         Ok(VerifyReport {
             pipelines: self.pipeline_count,
             stages: self.stage_count,
             blobs: self.blob_count,
             labels: self.label_count,
+            devices: self.device_count,
+            device_pipelines: self.device_pipeline_count,
+            binaries: self.binary_count,
             bytes: b.len(),
         })
     }
 
-    /// Reads every pipeline back as owned entries (for merge and resume).
+    /// Reads every pipeline back as owned entries, with their device binaries (for merge and
+    /// resume).
     pub fn entries(&self) -> Result<Vec<WriteEntry>> {
+        let devices = self.devices()?;
+        let identities: Vec<Arc<crate::DeviceIdentity>> =
+            devices.iter().map(|d| Arc::new(d.identity().clone())).collect();
+        let mut binary_blobs = std::collections::HashMap::new();
         let mut labels: Vec<Vec<String>> = vec![Vec::new(); self.pipeline_count];
         for (l, p) in self.labels()? {
             labels[p].push(l.to_string());
@@ -154,9 +170,17 @@ impl Archive {
             let layout = p
                 .layout_bytes()?
                 .map(|bytes| blobs.entry(p.layout).or_insert_with(|| Blob::new(bytes.to_vec())).clone());
+            let mut binaries = Vec::new();
+            for (d, identity) in devices.iter().zip(&identities) {
+                if let Some(set) = d.binaries(&p)? {
+                    let set = super::device::owned_set(self, &set, &mut binary_blobs)?;
+                    binaries.push(crate::DeviceBinaries { device: identity.clone(), set: Arc::new(set) });
+                }
+            }
             out.push(WriteEntry {
                 entry: Arc::new(PipelineEntry { key: p.key, kind: p.kind, stages, layout }),
                 labels: labels.into(),
+                binaries,
             });
         }
         Ok(out)

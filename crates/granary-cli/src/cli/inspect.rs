@@ -84,6 +84,9 @@ struct LsRow<'a> {
     stages: Vec<LsStage<'a>>,
     /// The resource layout and binding maps (docs/FORMAT.md §1.6); null if archived without.
     layout: Option<serde_json::Value>,
+    /// Per device with a record for this pipeline: its index in the archive's `devices`, how
+    /// many driver binaries and their bytes (0 and 0: compiled into the device's caches).
+    devices: Vec<serde_json::Value>,
 }
 
 fn stages_json(m: archive::StageMask) -> Vec<&'static str> {
@@ -158,6 +161,10 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
     for (l, p) in ar.labels()? {
         labels[p].push(l);
     }
+    let devices = ar.devices()?;
+    // Per device: pipelines, binary bytes (each distinct blob counted once), cache bytes.
+    let mut device_bytes = vec![(0usize, 0usize); devices.len()];
+    let mut seen: Vec<std::collections::HashSet<*const u8>> = vec![Default::default(); devices.len()];
     let mut rows = Vec::with_capacity(ar.len());
     for (p, labels) in ar.iter().zip(labels) {
         let p = p?;
@@ -172,14 +179,45 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
             stages.push(LsStage { stage: s.stage.name(), entry_point: s.entry_point, key: s.key.to_hex(), outputs });
         }
         let layout = p.layout()?.map(|l| layout_json(&l));
-        rows.push(LsRow { key: p.key().to_hex(), kind: p.kind().name(), labels, stages, layout });
+        let mut on = Vec::new();
+        for (i, d) in devices.iter().enumerate() {
+            if let Some(set) = d.binaries(&p)? {
+                let mut bytes = 0;
+                for b in set.iter() {
+                    let b = b?;
+                    bytes += b.data.len();
+                    if seen[i].insert(b.data.as_ptr()) {
+                        device_bytes[i].0 += b.data.len();
+                    }
+                }
+                on.push(serde_json::json!({"device": i, "binaries": set.len(), "bytes": bytes, "flags": set.flags()}));
+            }
+        }
+        rows.push(LsRow { key: p.key().to_hex(), kind: p.kind().name(), labels, stages, layout, devices: on });
+    }
+    for (i, d) in devices.iter().enumerate() {
+        device_bytes[i].1 = d.caches()?.iter().map(|c| c.len()).sum();
     }
     if a.json {
+        let devices_json: Vec<_> = devices
+            .iter()
+            .zip(&device_bytes)
+            .map(|(d, (binary_bytes, cache_bytes))| {
+                serde_json::json!({
+                    "device": d.identity().describe(),
+                    "pipeline_binaries": d.has_pipeline_binaries(),
+                    "pipelines": d.pipeline_count(),
+                    "binary_bytes": binary_bytes,
+                    "cache_bytes": cache_bytes,
+                })
+            })
+            .collect();
         super::print_json(&serde_json::json!({
             "archive": a.archive.display().to_string(),
             "bytes": ar.size(),
             "targets": ar.targets().names(),
             "blobs": ar.blob_count(),
+            "devices": devices_json,
             "pipelines": rows,
         }))?;
         return Ok(0);
@@ -196,6 +234,13 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
         ar.size(),
         ar.targets().names()
     );
+    for (d, (binary_bytes, cache_bytes)) in devices.iter().zip(&device_bytes) {
+        outln!(
+            "device {}: {} pipelines, {binary_bytes} bytes of driver binaries, {cache_bytes} bytes of pipeline caches",
+            d.identity().describe(),
+            d.pipeline_count()
+        );
+    }
     Ok(0)
 }
 

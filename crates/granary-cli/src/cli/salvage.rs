@@ -35,6 +35,18 @@ pub fn run(a: SalvageArgs) -> anyhow::Result<i32> {
         for l in &report.lost {
             outln!("  lost: {l}");
         }
+        if report.devices > 0 || !report.device_data_lost.is_empty() {
+            outln!(
+                "recovered {} devices, {} pipeline binary sets, {} pipeline caches",
+                report.devices,
+                report.binary_sets,
+                report.caches
+            );
+        }
+        for l in &report.device_data_lost {
+            outln!("  lost device data: {l}");
+        }
     }
-    Ok(if report.lost.is_empty() && report.header_intact { 0 } else { 1 })
+    let intact = report.lost.is_empty() && report.device_data_lost.is_empty() && report.header_intact;
+    Ok(if intact { 0 } else { 1 })
 }

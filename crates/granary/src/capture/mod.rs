@@ -211,7 +211,10 @@ impl Capture {
         items.sort_unstable_by_key(|(k, _)| *k);
         let descriptors =
             items.iter().filter_map(|(_, c)| c.descriptor.clone().map(|d| (d.label().map(str::to_owned), d))).collect();
-        let entries = items.into_iter().map(|(_, c)| WriteEntry { entry: c.entry, labels: c.labels }).collect();
+        let entries = items
+            .into_iter()
+            .map(|(_, c)| WriteEntry { entry: c.entry, labels: c.labels, binaries: Vec::new() })
+            .collect();
         Snapshot { entries, descriptors }
     }
 

@@ -330,7 +330,7 @@ impl BlobTable {
                         *b = table.entry(b.hash().0).or_insert_with(|| b.clone()).clone();
                     }
                 }
-                WriteEntry { entry: Arc::new(e), labels: w.labels }
+                WriteEntry { entry: Arc::new(e), labels: w.labels, binaries: w.binaries }
             })
             .collect()
     }

@@ -64,7 +64,14 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
     let labels = labels_by_key(
         script.pipelines.iter().zip(&keys).filter_map(|(p, k)| Some((*k.as_ref()?, p.descriptor.as_ref().ok()?))),
     );
-    let (kept, dropped) = keep_scripted(input.entries()?.into_iter().map(|w| w.entry), &labels);
+    let entries = input.entries()?;
+    // Driver binaries stay with the pipelines that are kept.
+    let mut binaries: HashMap<u128, Vec<crate::archive::DeviceBinaries>> =
+        entries.iter().map(|w| (w.entry.key.0, w.binaries.clone())).collect();
+    let (mut kept, dropped) = keep_scripted(entries.into_iter().map(|w| w.entry), &labels);
+    for w in &mut kept {
+        w.binaries = binaries.remove(&w.entry.key.0).unwrap_or_default();
+    }
     let have: HashSet<u128> = kept.iter().map(|w| w.entry.key.0).collect();
     let missing = script
         .pipelines
@@ -73,11 +80,8 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
         .filter(|(_, k)| k.is_none_or(|k| !have.contains(&k)))
         .map(|(p, _)| p.display_name())
         .collect();
-    let meta = ArchiveMeta {
-        target_options: ctx.target_options,
-        target_options_text: input.target_options_text().to_string(),
-        device: input.device().to_string(),
-    };
+    // The writer options checked above, and every device's pipeline caches.
+    let meta: ArchiveMeta = input.meta()?;
     let bytes = write_entries(output, &kept, &meta)?;
     Ok(PruneReport {
         output: output.display().to_string(),
@@ -117,7 +121,7 @@ pub(crate) fn keep_scripted(
     let mut dropped = 0;
     for entry in entries {
         match labels.get(&entry.key.0) {
-            Some(l) => kept.push(WriteEntry { entry, labels: l.clone().into() }),
+            Some(l) => kept.push(WriteEntry { entry, labels: l.clone().into(), binaries: Vec::new() }),
             None => dropped += 1,
         }
     }

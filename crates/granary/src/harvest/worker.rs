@@ -368,7 +368,7 @@ fn answer(script: &LazyScript, compiler: &Compiler, meta: &ArchiveMeta, index: u
     match outcome {
         Ok(Ok(o)) => {
             let labels: Vec<String> = desc.label().map(str::to_owned).into_iter().collect();
-            let archive = encode(&[WriteEntry { entry: o.entry, labels: labels.into() }], meta);
+            let archive = encode(&[WriteEntry { entry: o.entry, labels: labels.into(), binaries: Vec::new() }], meta);
             if o.lost.is_empty() {
                 Answer::Frame(0, archive)
             } else {

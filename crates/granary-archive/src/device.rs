@@ -1,0 +1,344 @@
+//! Devices and the driver binaries an archive holds for them (docs/FORMAT.md §1.10).
+//!
+//! A Vulkan driver hands back, per pipeline, an ordered list of binaries
+//! (`VK_KHR_pipeline_binary`), each a short key and opaque bytes; or, without that extension,
+//! only whole-device `VkPipelineCache` data. Both are valid only on a device whose
+//! [`DeviceIdentity`] is equal in every field. The archive stores the bytes as ordinary
+//! content-addressed blobs (a dictionary binary shared by many pipelines is stored once) and
+//! keeps every set exactly as the driver returned it: its order, its flags, never mixed with
+//! another set.
+
+use crate::entry::Blob;
+use std::sync::Arc;
+
+/// Largest driver binary key (`VK_MAX_PIPELINE_BINARY_KEY_SIZE_KHR`).
+pub const MAX_BINARY_KEY: usize = 32;
+/// Largest device, driver name or driver info string in an identity (bytes; Vulkan's arrays
+/// are 256 bytes including the terminating NUL).
+pub const MAX_IDENTITY_STRING: usize = 256;
+/// Magic of an encoded [`DeviceIdentity`].
+pub const IDENTITY_MAGIC: [u8; 4] = *b"GDEV";
+/// Version of the encoded [`DeviceIdentity`].
+pub const IDENTITY_VERSION: u32 = 1;
+
+/// Identity deciding whether driver binaries are valid on a device. Binaries are valid only on
+/// a device whose identity is equal in every field.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DeviceIdentity {
+    /// `VkPhysicalDeviceProperties::vendorID`.
+    pub vendor_id: u32,
+    /// `VkPhysicalDeviceProperties::deviceID`.
+    pub device_id: u32,
+    /// `VkPhysicalDeviceDriverProperties::driverID`.
+    pub driver_id: u32,
+    /// `VkPhysicalDeviceProperties::driverVersion`.
+    pub driver_version: u32,
+    /// `VkPhysicalDeviceProperties::apiVersion`.
+    pub api_version: u32,
+    /// `VkPhysicalDeviceProperties::pipelineCacheUUID`.
+    pub pipeline_cache_uuid: [u8; 16],
+    /// The driver's global pipeline-binary key (`vkGetPipelineKeyKHR` without a create info);
+    /// empty when the device has no `VK_KHR_pipeline_binary`, else 1..=32 bytes.
+    pub binary_global_key: Vec<u8>,
+    /// `VkPhysicalDeviceProperties::deviceName`.
+    pub device_name: String,
+    /// `VkPhysicalDeviceDriverProperties::driverName`.
+    pub driver_name: String,
+    /// `VkPhysicalDeviceDriverProperties::driverInfo`.
+    pub driver_info: String,
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+impl DeviceIdentity {
+    /// The canonical bytes: magic `GDEV`, version u32 (1), the five u32 fields, the 16 UUID
+    /// bytes, then the binary key, device name, driver name and driver info, each as a u32
+    /// length followed by its bytes. All integers little-endian.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut o = Vec::with_capacity(64 + self.binary_global_key.len() + self.device_name.len() + 64);
+        o.extend_from_slice(&IDENTITY_MAGIC);
+        o.extend_from_slice(&IDENTITY_VERSION.to_le_bytes());
+        for v in [self.vendor_id, self.device_id, self.driver_id, self.driver_version, self.api_version] {
+            o.extend_from_slice(&v.to_le_bytes());
+        }
+        o.extend_from_slice(&self.pipeline_cache_uuid);
+        for s in [
+            self.binary_global_key.as_slice(),
+            self.device_name.as_bytes(),
+            self.driver_name.as_bytes(),
+            self.driver_info.as_bytes(),
+        ] {
+            o.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            o.extend_from_slice(s);
+        }
+        o
+    }
+
+    /// Parses bytes written by [`encode`](Self::encode). Strict: wrong magic or version, a
+    /// binary key over 32 bytes, a string over 256 bytes or not UTF-8, bytes cut short or
+    /// trailing bytes are refused.
+    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+        let mut at = 0usize;
+        let mut take = |n: usize| -> Result<&[u8], String> {
+            let s = at
+                .checked_add(n)
+                .and_then(|end| bytes.get(at..end))
+                .ok_or_else(|| format!("device identity cut short at byte {at}"))?;
+            at += n;
+            Ok(s)
+        };
+        let u32_of = |s: &[u8]| u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+        if take(4)? != IDENTITY_MAGIC {
+            return Err("device identity: bad magic".into());
+        }
+        let version = u32_of(take(4)?);
+        if version != IDENTITY_VERSION {
+            return Err(format!("device identity version {version} is not supported (this granary reads 1)"));
+        }
+        let mut v = [0u32; 5];
+        for x in &mut v {
+            *x = u32_of(take(4)?);
+        }
+        let mut uuid = [0u8; 16];
+        uuid.copy_from_slice(take(16)?);
+        let mut field = |name: &str, cap: usize| -> Result<Vec<u8>, String> {
+            let len = u32_of(take(4)?) as usize;
+            if len > cap {
+                return Err(format!("device identity: {name} is {len} bytes (at most {cap})"));
+            }
+            Ok(take(len)?.to_vec())
+        };
+        let key = field("binary key", MAX_BINARY_KEY)?;
+        let mut text = |name: &str| -> Result<String, String> {
+            String::from_utf8(field(name, MAX_IDENTITY_STRING)?)
+                .map_err(|_| format!("device identity: {name} is not UTF-8"))
+        };
+        let device_name = text("device name")?;
+        let driver_name = text("driver name")?;
+        let driver_info = text("driver info")?;
+        if at != bytes.len() {
+            return Err(format!("device identity: {} trailing bytes", bytes.len() - at));
+        }
+        Ok(DeviceIdentity {
+            vendor_id: v[0],
+            device_id: v[1],
+            driver_id: v[2],
+            driver_version: v[3],
+            api_version: v[4],
+            pipeline_cache_uuid: uuid,
+            binary_global_key: key,
+            device_name,
+            driver_name,
+            driver_info,
+        })
+    }
+
+    /// The identity's content hash (XXH3-128 of [`encode`](Self::encode)); device sections
+    /// are sorted by it.
+    pub fn id(&self) -> u128 {
+        crate::key::content_hash(&self.encode()).0
+    }
+
+    /// One line for people: name, vendor and device ids, driver, cache UUID and binary key.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} (vendor {:#06x}, device {:#06x}), {} {} (driver id {}, version {:#x}), cache UUID {}, binary key {}",
+            self.device_name,
+            self.vendor_id,
+            self.device_id,
+            self.driver_name,
+            self.driver_info,
+            self.driver_id,
+            self.driver_version,
+            hex(&self.pipeline_cache_uuid),
+            if self.binary_global_key.is_empty() { "none".to_string() } else { hex(&self.binary_global_key) }
+        )
+    }
+
+    /// `None` when the identities are equal; else every differing field with both values
+    /// (`"driver_version 0x1 vs 0x2; device_name 'a' vs 'b'"`).
+    pub fn mismatch(&self, other: &DeviceIdentity) -> Option<String> {
+        let mut d = Vec::new();
+        let nums = [
+            ("vendor_id", self.vendor_id, other.vendor_id),
+            ("device_id", self.device_id, other.device_id),
+            ("driver_id", self.driver_id, other.driver_id),
+            ("driver_version", self.driver_version, other.driver_version),
+            ("api_version", self.api_version, other.api_version),
+        ];
+        for (name, a, b) in nums {
+            if a != b {
+                d.push(format!("{name} {a:#x} vs {b:#x}"));
+            }
+        }
+        if self.pipeline_cache_uuid != other.pipeline_cache_uuid {
+            d.push(format!(
+                "pipeline_cache_uuid {} vs {}",
+                hex(&self.pipeline_cache_uuid),
+                hex(&other.pipeline_cache_uuid)
+            ));
+        }
+        if self.binary_global_key != other.binary_global_key {
+            let k = |k: &[u8]| if k.is_empty() { "none".to_string() } else { hex(k) };
+            d.push(format!("binary_global_key {} vs {}", k(&self.binary_global_key), k(&other.binary_global_key)));
+        }
+        for (name, a, b) in [
+            ("device_name", &self.device_name, &other.device_name),
+            ("driver_name", &self.driver_name, &other.driver_name),
+            ("driver_info", &self.driver_info, &other.driver_info),
+        ] {
+            if a != b {
+                d.push(format!("{name} '{a}' vs '{b}'"));
+            }
+        }
+        (!d.is_empty()).then(|| d.join("; "))
+    }
+}
+
+/// The set is a graphics pipeline library (vertex input + pre-rasterization + fragment
+/// shader); the caller links a fragment-output library at run time.
+pub const BINARY_SET_LIBRARY: u32 = 1;
+/// Every [`BinarySet::flags`] bit this format knows.
+pub const BINARY_SET_FLAGS: u32 = BINARY_SET_LIBRARY;
+/// Most binaries one set may hold.
+pub const MAX_BINARIES_PER_SET: usize = 64;
+
+/// A set of driver binaries of one pipeline on one device, exactly as the driver returned
+/// them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BinarySet {
+    /// [`BINARY_SET_LIBRARY`] or 0.
+    pub flags: u32,
+    /// The binaries, in the driver's order. Empty: the pipeline was compiled on the device
+    /// but its binaries live only in the device's `VkPipelineCache` data.
+    pub binaries: Vec<DeviceBinary>,
+}
+
+/// One driver binary: its key and its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceBinary {
+    /// The driver's key (1..=32 bytes).
+    pub key: Vec<u8>,
+    /// The driver's bytes.
+    pub data: Arc<Blob>,
+}
+
+impl BinarySet {
+    /// XXH3-128 of the canonical description (flags u32, count u32, then per binary its key
+    /// length u32, key bytes and the content hash of its bytes): the deterministic tie-break
+    /// between two sets for one pipeline and device (the smaller wins).
+    pub fn hash(&self) -> u128 {
+        let mut b = Vec::with_capacity(8 + self.binaries.len() * (4 + MAX_BINARY_KEY + 16));
+        b.extend_from_slice(&self.flags.to_le_bytes());
+        b.extend_from_slice(&(self.binaries.len() as u32).to_le_bytes());
+        for x in &self.binaries {
+            b.extend_from_slice(&(x.key.len() as u32).to_le_bytes());
+            b.extend_from_slice(&x.key);
+            b.extend_from_slice(&x.data.hash().0.to_le_bytes());
+        }
+        crate::key::content_hash(&b).0
+    }
+
+    /// Why the writer cannot store this set, if it cannot: unknown flags, more than
+    /// [`MAX_BINARIES_PER_SET`] binaries, a key empty or over 32 bytes.
+    pub fn check(&self) -> Result<(), String> {
+        if self.flags & !BINARY_SET_FLAGS != 0 {
+            return Err(format!("unknown binary set flags {:#x}", self.flags));
+        }
+        if self.binaries.len() > MAX_BINARIES_PER_SET {
+            return Err(format!("{} binaries in one set (at most {MAX_BINARIES_PER_SET})", self.binaries.len()));
+        }
+        if let Some(b) = self.binaries.iter().find(|b| b.key.is_empty() || b.key.len() > MAX_BINARY_KEY) {
+            return Err(format!("binary key of {} bytes (1..={MAX_BINARY_KEY})", b.key.len()));
+        }
+        Ok(())
+    }
+}
+
+/// One pipeline's binaries for one device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceBinaries {
+    /// The device they are valid on.
+    pub device: Arc<DeviceIdentity>,
+    /// The binaries.
+    pub set: Arc<BinarySet>,
+}
+
+/// `VkPipelineCache` data of one device (a device may have several, from several harvests; a
+/// loader merges them with `vkMergePipelineCaches`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceCache {
+    /// The device it is valid on.
+    pub device: Arc<DeviceIdentity>,
+    /// The cache bytes.
+    pub data: Arc<Blob>,
+}
+
+/// At most one set per device, the one with the smaller [`BinarySet::hash`] where several
+/// compete; sorted by device id. Order of `all` does not matter.
+#[cfg(feature = "write")]
+pub(crate) fn resolve_binaries<'a>(
+    all: impl IntoIterator<Item = &'a DeviceBinaries>,
+) -> std::collections::BTreeMap<u128, (&'a DeviceBinaries, u128)> {
+    let mut out: std::collections::BTreeMap<u128, (&DeviceBinaries, u128)> = std::collections::BTreeMap::new();
+    for b in all {
+        let h = b.set.hash();
+        match out.entry(b.device.id()) {
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert((b, h));
+            }
+            std::collections::btree_map::Entry::Occupied(mut o) => {
+                if h < o.get().1 {
+                    o.insert((b, h));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ident() -> DeviceIdentity {
+        DeviceIdentity {
+            vendor_id: 0x10de,
+            device_id: 0x2335,
+            driver_id: 4,
+            driver_version: 0x9100_0000,
+            api_version: 0x0040_3000,
+            pipeline_cache_uuid: [7; 16],
+            binary_global_key: vec![1, 2, 3],
+            device_name: "NVIDIA H200".into(),
+            driver_name: "NVIDIA".into(),
+            driver_info: "580.1".into(),
+        }
+    }
+
+    #[test]
+    fn identity_round_trips_and_refuses_every_cut_and_trailing_byte() {
+        let d = ident();
+        let b = d.encode();
+        assert_eq!(DeviceIdentity::parse(&b), Ok(d.clone()));
+        for cut in 0..b.len() {
+            assert!(DeviceIdentity::parse(&b[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut t = b.clone();
+        t.push(0);
+        assert!(DeviceIdentity::parse(&t).unwrap_err().contains("trailing"));
+        assert_eq!(d.mismatch(&d), None);
+        let mut e = d.clone();
+        e.driver_version = 1;
+        e.device_name = "x".into();
+        let m = d.mismatch(&e).unwrap();
+        assert!(m.contains("driver_version 0x91000000 vs 0x1") && m.contains("device_name"), "{m}");
+        assert!(
+            d.describe().starts_with("NVIDIA H200 (vendor 0x10de, device 0x2335), NVIDIA 580.1"),
+            "{}",
+            d.describe()
+        );
+    }
+}

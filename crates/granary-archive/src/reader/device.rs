@@ -1,0 +1,390 @@
+//! Reading device sections: identities, per-pipeline driver binaries, pipeline caches.
+
+use super::*;
+use crate::device::{BINARY_SET_FLAGS, MAX_BINARIES_PER_SET, MAX_BINARY_KEY};
+use crate::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity};
+
+/// One device section of an [`Archive`]: the identity its binaries are valid on, its
+/// per-pipeline binary sets and its `VkPipelineCache` blobs.
+#[derive(Clone)]
+pub struct DeviceRef<'a> {
+    archive: &'a Archive,
+    index: usize,
+    identity: DeviceIdentity,
+    first_pipeline: usize,
+    pipeline_count: usize,
+    first_cache: usize,
+    cache_count: usize,
+}
+
+/// One pipeline's driver binaries for one device, in the driver's order.
+#[derive(Clone, Copy)]
+pub struct BinarySetRef<'a> {
+    archive: &'a Archive,
+    flags: u32,
+    first: usize,
+    count: usize,
+}
+
+/// One driver binary: its key and its bytes, checked against their content hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BinaryRef<'a> {
+    /// The driver's key (1..=32 bytes).
+    pub key: &'a [u8],
+    /// The driver's bytes.
+    pub data: &'a [u8],
+}
+
+impl Archive {
+    /// Number of device sections.
+    pub fn device_count(&self) -> usize {
+        self.device_count
+    }
+
+    fn device_id_at(&self, i: usize) -> Result<u128> {
+        let (_, rec) = self.record(Section::Devices, i)?;
+        u128_at(rec, 0)
+    }
+
+    /// The device section at index `i` (sorted by identity id): record checked, identity blob
+    /// checked against its hash and parsed, its ranges checked.
+    pub(crate) fn device_at(&self, i: usize) -> Result<DeviceRef<'_>> {
+        let (at, rec) = self.record(Section::Devices, i)?;
+        if checksum64(&rec[..40]) != u64_at(rec, 40)? {
+            return Err(ArchiveError::corrupt(at, format!("device record {i} checksum mismatch")));
+        }
+        let id = u128_at(rec, 0)?;
+        let blob = u32_at(rec, 16)? as usize;
+        let first_pipeline = u32_at(rec, 20)? as usize;
+        let pipeline_count = u32_at(rec, 24)? as usize;
+        let first_cache = u32_at(rec, 28)? as usize;
+        let cache_count = u32_at(rec, 32)? as usize;
+        if u32_at(rec, 36)? != 0 {
+            return Err(ArchiveError::corrupt(at + 36, format!("device record {i}: reserved field is not zero")));
+        }
+        if blob >= self.blob_count {
+            return Err(ArchiveError::corrupt(
+                at + 16,
+                format!("device record {i}: identity blob is past the blob index"),
+            ));
+        }
+        let (hash, bytes) = self.blob(blob)?;
+        if hash != id {
+            return Err(ArchiveError::corrupt(at, format!("device record {i}: id is not its identity's hash")));
+        }
+        let identity = DeviceIdentity::parse(bytes)
+            .map_err(|e| ArchiveError::corrupt(at + 16, format!("device record {i}: {e}")))?;
+        if pipeline_count > self.pipeline_count
+            || first_pipeline.checked_add(pipeline_count).is_none_or(|e| e > self.device_pipeline_count)
+        {
+            return Err(ArchiveError::corrupt(at + 20, format!("device record {i}: invalid device-pipeline range")));
+        }
+        if cache_count > MAX_CACHES_PER_DEVICE
+            || first_cache.checked_add(cache_count).is_none_or(|e| e > self.binary_count)
+        {
+            return Err(ArchiveError::corrupt(at + 28, format!("device record {i}: invalid cache range")));
+        }
+        Ok(DeviceRef { archive: self, index: i, identity, first_pipeline, pipeline_count, first_cache, cache_count })
+    }
+
+    /// Every device section, in identity-id order.
+    pub fn devices(&self) -> Result<Vec<DeviceRef<'_>>> {
+        (0..self.device_count).map(|i| self.device_at(i)).collect()
+    }
+
+    /// The device section whose identity equals `identity` in every field (binary search by
+    /// identity id, then an exact comparison), or `None`.
+    pub fn device_for(&self, identity: &DeviceIdentity) -> Result<Option<DeviceRef<'_>>> {
+        let id = identity.id();
+        let (mut lo, mut hi) = (0usize, self.device_count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.device_id_at(mid)?.cmp(&id) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => {
+                    let d = self.device_at(mid)?;
+                    return Ok((d.identity == *identity).then_some(d));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The device-pipeline record at index `i`: (pipeline index, flags, first binary, count).
+    fn device_pipeline(&self, i: usize) -> Result<(usize, u32, usize, usize)> {
+        let (at, rec) = self.record(Section::DevicePipelines, i)?;
+        if checksum64(&rec[..16]) != u64_at(rec, 16)? {
+            return Err(ArchiveError::corrupt(at, format!("device-pipeline record {i} checksum mismatch")));
+        }
+        let pipeline = u32_at(rec, 0)? as usize;
+        let flags = u32_at(rec, 4)?;
+        let first = u32_at(rec, 8)? as usize;
+        let count = u32_at(rec, 12)? as usize;
+        if pipeline >= self.pipeline_count {
+            return Err(ArchiveError::corrupt(
+                at,
+                format!("device-pipeline record {i}: pipeline {pipeline} is past the table"),
+            ));
+        }
+        if flags & !BINARY_SET_FLAGS != 0 {
+            return Err(ArchiveError::corrupt(at + 4, format!("device-pipeline record {i}: unknown flags {flags:#x}")));
+        }
+        if count > MAX_BINARIES_PER_SET || first.checked_add(count).is_none_or(|e| e > self.binary_count) {
+            return Err(ArchiveError::corrupt(at + 8, format!("device-pipeline record {i}: invalid binary range")));
+        }
+        Ok((pipeline, flags, first, count))
+    }
+
+    /// Binary record `i`: (blob index, key), record checked (key length, zero padding). With
+    /// `cache`, the key must be empty; otherwise 1..=32 bytes.
+    fn binary_record(&self, i: usize, cache: bool) -> Result<(usize, &[u8])> {
+        let (at, rec) = self.record(Section::Binaries, i)?;
+        if checksum64(&rec[..40]) != u64_at(rec, 40)? {
+            return Err(ArchiveError::corrupt(at, format!("binary record {i} checksum mismatch")));
+        }
+        let blob = u32_at(rec, 0)? as usize;
+        let key_len = u32_at(rec, 4)? as usize;
+        let ok = if cache { key_len == 0 } else { (1..=MAX_BINARY_KEY).contains(&key_len) };
+        if !ok {
+            return Err(ArchiveError::corrupt(
+                at + 4,
+                format!(
+                    "binary record {i}: key length {key_len} is invalid for a {} record",
+                    if cache { "cache" } else { "binary" }
+                ),
+            ));
+        }
+        let key = &rec[8..8 + key_len];
+        if rec[8 + key_len..8 + MAX_BINARY_KEY].iter().any(|b| *b != 0) {
+            return Err(ArchiveError::corrupt(at + 8 + key_len, format!("binary record {i}: key padding is not zero")));
+        }
+        if blob >= self.blob_count {
+            return Err(ArchiveError::corrupt(at, format!("binary record {i}: blob {blob} is past the blob index")));
+        }
+        Ok((blob, key))
+    }
+
+    /// Every pipeline-cache blob as owned [`DeviceCache`]s, each checked (for merge, prune and
+    /// rewriting an archive with its device caches).
+    pub fn device_caches(&self) -> Result<Vec<DeviceCache>> {
+        let mut out = Vec::new();
+        for d in self.devices()? {
+            let identity = Arc::new(d.identity.clone());
+            for c in d.caches()? {
+                out.push(DeviceCache { device: identity.clone(), data: Blob::new(c.to_vec()) });
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl<'a> DeviceRef<'a> {
+    /// Position in the device table.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+    /// The identity the binaries are valid on.
+    pub fn identity(&self) -> &DeviceIdentity {
+        &self.identity
+    }
+    /// Pipelines with a record for this device (with binaries, or compiled into its caches).
+    pub fn pipeline_count(&self) -> usize {
+        self.pipeline_count
+    }
+    /// Whether the device has `VK_KHR_pipeline_binary` (its identity has a global key).
+    pub fn has_pipeline_binaries(&self) -> bool {
+        !self.identity.binary_global_key.is_empty()
+    }
+
+    fn set_at(&self, j: usize) -> Result<(usize, BinarySetRef<'a>)> {
+        let (pipeline, flags, first, count) = self.archive.device_pipeline(self.first_pipeline + j)?;
+        Ok((pipeline, BinarySetRef { archive: self.archive, flags, first, count }))
+    }
+
+    /// The `j`-th pipeline record of this device (pipeline-table index and its binaries), in
+    /// pipeline order.
+    pub fn pipeline_binaries(&self, j: usize) -> Result<(usize, BinarySetRef<'a>)> {
+        if j >= self.pipeline_count {
+            return Err(ArchiveError::Incompatible(format!("device pipeline {j} of {}", self.pipeline_count)));
+        }
+        self.set_at(j)
+    }
+
+    /// The binaries of `pipeline` (a pipeline of the same archive) for this device, found by
+    /// binary search; `None` when the pipeline was not compiled on this device. Each binary's
+    /// bytes are checked against their content hash when read.
+    pub fn binaries(&self, pipeline: &PipelineRef<'_>) -> Result<Option<BinarySetRef<'a>>> {
+        if !std::ptr::eq(pipeline.archive, self.archive) {
+            return Err(ArchiveError::Incompatible("the pipeline belongs to another archive".into()));
+        }
+        let want = pipeline.index();
+        let (mut lo, mut hi) = (0usize, self.pipeline_count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let (p, set) = self.set_at(mid)?;
+            match p.cmp(&want) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(Some(set)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The device's `VkPipelineCache` blobs, each checked against its content hash.
+    pub fn caches(&self) -> Result<Vec<&'a [u8]>> {
+        (self.first_cache..self.first_cache + self.cache_count)
+            .map(|i| {
+                let (blob, _) = self.archive.binary_record(i, true)?;
+                self.archive.blob(blob).map(|b| b.1)
+            })
+            .collect()
+    }
+}
+
+impl<'a> BinarySetRef<'a> {
+    /// [`BINARY_SET_LIBRARY`](crate::BINARY_SET_LIBRARY) or 0.
+    pub fn flags(&self) -> u32 {
+        self.flags
+    }
+    /// Number of binaries.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+    /// Whether the set has no binaries (the pipeline lives in the device's cache data).
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    /// Binary `i`: its record checked and its bytes checked against their content hash
+    /// before they are returned (a tampered binary never reaches the driver).
+    pub fn get(&self, i: usize) -> Result<BinaryRef<'a>> {
+        if i >= self.count {
+            return Err(ArchiveError::Incompatible(format!("binary {i} of a set of {}", self.count)));
+        }
+        let (blob, key) = self.archive.binary_record(self.first + i, false)?;
+        let (_, data) = self.archive.blob(blob)?;
+        Ok(BinaryRef { key, data })
+    }
+    /// The binaries in the driver's order.
+    pub fn iter(&self) -> impl Iterator<Item = Result<BinaryRef<'a>>> + 'a {
+        let set = *self;
+        (0..set.count).map(move |i| set.get(i))
+    }
+    fn first(&self) -> usize {
+        self.first
+    }
+}
+
+impl PipelineRef<'_> {
+    /// Every device's binaries for this pipeline, as owned data (for merge, resume and
+    /// salvage), in device order. Blobs are read and checked.
+    pub fn device_binaries(&self) -> Result<Vec<DeviceBinaries>> {
+        let mut cache = std::collections::HashMap::new();
+        let mut out = Vec::new();
+        for d in self.archive.devices()? {
+            if let Some(set) = d.binaries(self)? {
+                out.push(DeviceBinaries {
+                    device: Arc::new(d.identity.clone()),
+                    set: Arc::new(owned_set(self.archive, &set, &mut cache)?),
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// An owned copy of `set`, sharing blobs through `cache` (blob index → blob).
+pub(super) fn owned_set(
+    archive: &Archive,
+    set: &BinarySetRef<'_>,
+    cache: &mut std::collections::HashMap<usize, Arc<Blob>>,
+) -> Result<BinarySet> {
+    let mut binaries = Vec::with_capacity(set.len());
+    for i in 0..set.len() {
+        let (blob, key) = archive.binary_record(set.first() + i, false)?;
+        let data = match cache.get(&blob) {
+            Some(b) => b.clone(),
+            None => {
+                let b = Blob::new(archive.blob(blob)?.1.to_vec());
+                cache.insert(blob, b.clone());
+                b
+            }
+        };
+        binaries.push(DeviceBinary { key: key.to_vec(), data });
+    }
+    Ok(BinarySet { flags: set.flags(), binaries })
+}
+
+impl Archive {
+    /// Checks every device section (for [`Archive::verify`]): records, sort orders, ranges
+    /// (each device's pipelines, binaries and caches contiguous and covering the tables
+    /// exactly), identity blobs, key lengths and padding, every referenced blob's hash.
+    pub(super) fn verify_devices(&self) -> Result<()> {
+        let mut prev: Option<u128> = None;
+        let mut next_dp = 0usize;
+        let mut next_bin = 0usize;
+        let dev_off = self.section(Section::Devices).0;
+        for i in 0..self.device_count {
+            let d = self.device_at(i)?;
+            let at = dev_off + i * DEVICE_RECORD;
+            let id = self.device_id_at(i)?;
+            if prev.is_some_and(|p| p >= id) {
+                return Err(ArchiveError::corrupt(at, "device table is not strictly sorted by id"));
+            }
+            prev = Some(id);
+            if d.pipeline_count == 0 && d.cache_count == 0 {
+                return Err(ArchiveError::corrupt(at, format!("device record {i} has neither pipelines nor caches")));
+            }
+            if d.first_pipeline != next_dp {
+                return Err(ArchiveError::corrupt(at + 20, "device-pipeline ranges are not contiguous"));
+            }
+            next_dp += d.pipeline_count;
+            let mut prev_pipeline: Option<usize> = None;
+            for j in 0..d.pipeline_count {
+                let (p, set) = d.set_at(j)?;
+                let rec_at = self.section(Section::DevicePipelines).0 + (d.first_pipeline + j) * DEVICE_PIPELINE_RECORD;
+                if prev_pipeline.is_some_and(|q| q >= p) {
+                    return Err(ArchiveError::corrupt(rec_at, "device-pipeline records are not strictly sorted"));
+                }
+                prev_pipeline = Some(p);
+                if set.first != next_bin {
+                    return Err(ArchiveError::corrupt(rec_at + 8, "binary ranges are not contiguous"));
+                }
+                next_bin += set.count;
+                for b in set.iter() {
+                    b?;
+                }
+            }
+            if d.first_cache != next_bin {
+                return Err(ArchiveError::corrupt(at + 28, "cache ranges are not contiguous"));
+            }
+            next_bin += d.cache_count;
+            let mut prev_blob: Option<usize> = None;
+            for c in d.first_cache..d.first_cache + d.cache_count {
+                let (blob, _) = self.binary_record(c, true)?;
+                if prev_blob.is_some_and(|q| q >= blob) {
+                    return Err(ArchiveError::corrupt(
+                        self.section(Section::Binaries).0 + c * BINARY_RECORD,
+                        "cache records are not strictly sorted",
+                    ));
+                }
+                prev_blob = Some(blob);
+                self.blob(blob)?;
+            }
+        }
+        if next_dp != self.device_pipeline_count {
+            return Err(ArchiveError::corrupt(
+                self.section(Section::DevicePipelines).0,
+                "device-pipeline table has records no device uses",
+            ));
+        }
+        if next_bin != self.binary_count {
+            return Err(ArchiveError::corrupt(
+                self.section(Section::Binaries).0,
+                "binary table has records no device uses",
+            ));
+        }
+        Ok(())
+    }
+}
