@@ -154,6 +154,7 @@ fn harvest_all(dir: &Path, summary: &GenSummary) {
             resume: false,
             isolate: None,
             require_all_targets: false,
+            backend: None,
         },
         &|_| {},
     )

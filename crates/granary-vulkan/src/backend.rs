@@ -19,7 +19,9 @@ use crate::DeviceIdentity;
 use granary::descriptor::{
     PipelineDescriptor, PipelineLayout, RenderPipelineDescriptor, ShaderStage, Spec, StageKey, Target, TextureFormat,
 };
+use granary::backend::BackendReport;
 use granary::frontend::StageFunction;
+use granary_archive::{Blob, BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, BINARY_SET_LIBRARY};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -375,4 +377,51 @@ fn entry_name(name: &str) -> Result<CString, String> {
 
 fn serde_name(f: TextureFormat) -> String {
     serde_json::to_value(f).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| format!("{f:?}"))
+}
+
+impl granary::backend::Backend for VulkanBackend {
+    fn name(&self) -> &'static str {
+        "vulkan"
+    }
+
+    fn link(&self, desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result<(), String> {
+        granary::backend::link_check(desc, stages)
+    }
+
+    fn compile(
+        &self,
+        desc: &PipelineDescriptor,
+        stages: &[Arc<StageFunction>],
+        layout: &PipelineLayout,
+    ) -> Result<Option<DeviceBinaries>, String> {
+        let c = VulkanBackend::compile(self, desc, stages, layout)?;
+        let set = BinarySet {
+            flags: if c.library { BINARY_SET_LIBRARY } else { 0 },
+            binaries: c.binaries.into_iter().map(|(key, data)| DeviceBinary { key, data: Blob::new(data) }).collect(),
+        };
+        Ok(Some(DeviceBinaries { device: self.identity.clone(), set: Arc::new(set) }))
+    }
+
+    fn device_caches(&self) -> Vec<DeviceCache> {
+        match self.cache_data() {
+            Ok(d) if !d.is_empty() => vec![DeviceCache { device: self.identity.clone(), data: Blob::new(d) }],
+            _ => Vec::new(),
+        }
+    }
+
+    fn report(&self) -> Option<BackendReport> {
+        let s = self.stats();
+        Some(BackendReport {
+            backend: "vulkan".into(),
+            device: self.identity.describe(),
+            captures: if self.captures_binaries() { "pipeline-binaries" } else { "cache-data" }.into(),
+            libraries: self.uses_libraries(),
+            pipelines_created: s.pipelines,
+            libraries_created: s.libraries,
+            shader_modules: s.modules,
+            driver_seconds: s.driver_nanos as f64 / 1e9,
+            binaries: s.binaries,
+            binary_bytes: s.binary_bytes,
+        })
+    }
 }

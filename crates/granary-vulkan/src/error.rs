@@ -11,6 +11,9 @@ pub enum VulkanError {
         /// The loader's message.
         reason: String,
     },
+    /// The loader found no Vulkan driver (ICD) for this machine.
+    #[error("the Vulkan loader found no driver (VK_ERROR_INCOMPATIBLE_DRIVER). Install one (Debian: `apt-get install mesa-vulkan-drivers` for the CPU driver lavapipe) or point VK_DRIVER_FILES at a driver's ICD JSON file")]
+    NoDriver,
     /// A Vulkan call returned an error code.
     #[error("{call} failed: {code}")]
     Call {

@@ -15,10 +15,10 @@ mod backend;
 mod devices;
 mod error;
 mod raw;
-mod shim;
+
 mod state;
 
 pub use backend::{PipelineCapture, VulkanBackend, VulkanOptions, VulkanStats};
 pub use devices::{list_devices, DeviceInfo};
 pub use error::VulkanError;
-pub use shim::DeviceIdentity;
+pub use granary_archive::DeviceIdentity;

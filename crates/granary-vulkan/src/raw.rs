@@ -108,8 +108,13 @@ impl Driver {
         };
         let info = vk::InstanceCreateInfo { application_info: &app, ..Default::default() };
         // SAFETY: `info` and what it points to (`app`, `name`) live until the call returns.
-        let instance = unsafe { entry.create_instance(&info, None) }
-            .map_err(|e| VulkanError::call("vkCreateInstance", e))?;
+        let instance = unsafe { entry.create_instance(&info, None) }.map_err(|e| {
+            if e == vk::ErrorCode::INCOMPATIBLE_DRIVER {
+                VulkanError::NoDriver
+            } else {
+                VulkanError::call("vkCreateInstance", e)
+            }
+        })?;
         Ok(Arc::new(Driver { _entry: entry, instance }))
     }
 

@@ -21,7 +21,11 @@ fn example_on_driver() {
         let fs: Vec<_> = desc.stages().iter().map(|(s, f)| compiler.frontend().function(f, *s).unwrap()).collect();
         let layout = granary::backend::merge_layout(desc, &fs).unwrap();
         match backend.compile(desc, &fs, &layout) {
-            Ok(c) => { ok += 1; eprintln!("{} lib={} bins={}", p.display_name(), c.library, c.binaries.len()); }
+            Ok(c) => {
+                ok += 1;
+                let sizes: Vec<String> = c.binaries.iter().map(|(k, d)| format!("{}B key {}", d.len(), k.len())).collect();
+                eprintln!("{} lib={} bins={:?}", p.display_name(), c.library, sizes);
+            }
             Err(e) => eprintln!("{}: {e}", p.display_name()),
         }
     }

@@ -63,6 +63,87 @@ pub struct HarvestArgs {
     /// With --isolate: replace a worker whose resident memory exceeds MIB mebibytes.
     #[arg(long, value_name = "MIB", requires = "isolate")]
     worker_memory_limit: Option<u64>,
+    #[command(flatten)]
+    device: DeviceArgs,
+}
+
+/// Backend and device selection, shared by `harvest` and `stress`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct DeviceArgs {
+    /// none: the front end's translations only. vulkan: also create every pipeline on a Vulkan
+    /// driver from all threads and store the driver's binaries for that device
+    /// (VK_KHR_pipeline_binary), or its VkPipelineCache data where the extension is missing.
+    /// Needs the spirv target. See `granary devices`.
+    #[arg(long, value_enum, default_value = "none")]
+    pub backend: BackendKind,
+    /// With --backend vulkan: the device, by index or part of its name (`granary devices`
+    /// lists them) [default: 0].
+    #[arg(long, value_name = "N|NAME")]
+    pub device: Option<String>,
+    /// With --backend vulkan: keep the driver's VkPipelineCache data even where
+    /// VK_KHR_pipeline_binary exists.
+    #[arg(long)]
+    pub no_pipeline_binaries: bool,
+    /// With --backend vulkan: do not use graphics pipeline libraries even where the device has
+    /// them, as on a device without them (pipelines with unspecialized colour attachments then
+    /// fail, saying so).
+    #[arg(long)]
+    pub no_pipeline_libraries: bool,
+}
+
+/// `--backend`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendKind {
+    /// Link checks only; the archive holds naga's translations.
+    None,
+    /// Real driver pipelines and their binaries.
+    Vulkan,
+}
+
+impl DeviceArgs {
+    /// The backend these arguments ask for (`None` for `none`).
+    pub fn open(&self, targets: TargetSet) -> anyhow::Result<Option<std::sync::Arc<dyn granary::backend::Backend>>> {
+        match self.backend {
+            BackendKind::None => {
+                anyhow::ensure!(
+                    self.device.is_none() && !self.no_pipeline_binaries && !self.no_pipeline_libraries,
+                    "--device, --no-pipeline-binaries and --no-pipeline-libraries need --backend vulkan"
+                );
+                Ok(None)
+            }
+            BackendKind::Vulkan => {
+                anyhow::ensure!(
+                    targets.contains(granary::descriptor::Target::Spirv),
+                    "--backend vulkan creates pipelines from SPIR-V: add spirv to --targets"
+                );
+                let b = granary_vulkan::VulkanBackend::open(&granary_vulkan::VulkanOptions {
+                    device: self.device.clone(),
+                    no_pipeline_binaries: self.no_pipeline_binaries,
+                    no_libraries: self.no_pipeline_libraries,
+                })
+                .context("cannot open the Vulkan device")?;
+                Ok(Some(std::sync::Arc::new(b)))
+            }
+        }
+    }
+
+    /// The same selection as worker arguments.
+    pub fn worker_args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.backend == BackendKind::Vulkan {
+            v.push("--backend=vulkan".to_string());
+            if let Some(d) = &self.device {
+                v.push(format!("--device={d}"));
+            }
+            if self.no_pipeline_binaries {
+                v.push("--no-pipeline-binaries".into());
+            }
+            if self.no_pipeline_libraries {
+                v.push("--no-pipeline-libraries".into());
+            }
+        }
+        v
+    }
 }
 
 #[derive(clap::Args)]
@@ -105,6 +186,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         flush_every: a.flush_every,
         resume: a.resume,
         require_all_targets: a.require_all_targets,
+        backend: a.device.open(a.targets)?,
         isolate: if a.isolate {
             anyhow::ensure!(a.timeout > 0.0 && a.timeout.is_finite(), "--timeout must be a positive number of seconds");
             Some(IsolateOptions {

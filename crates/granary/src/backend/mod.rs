@@ -1,20 +1,47 @@
 //! Layer 4 — per-pipeline compilation after the front end.
 //!
 //! A backend turns a pipeline's stage functions and fixed-function state into whatever the
-//! target needs at pipeline level. `none` performs link checks only; a `vulkan` backend
-//! (driver pipelines through `ash`, binaries captured per device) slots in behind the same
-//! trait.
+//! target needs at pipeline level. `none` performs link checks only; the Vulkan backend
+//! (crate `granary-vulkan`: driver pipelines, binaries captured per device) implements the
+//! same trait, so this crate never depends on a driver.
 //!
-//! Invariant: a backend is `Send + Sync` and keeps no per-call state between calls.
+//! Invariant: a backend is `Send + Sync`; what it keeps between calls (shader modules,
+//! layouts, a pipeline cache) is shared, internally synchronized state, never per-call state.
 
 mod link;
 
 pub use link::check as link_check;
 pub use link::merge_layout;
 
-use crate::descriptor::PipelineDescriptor;
+use crate::descriptor::{PipelineDescriptor, PipelineLayout};
 use crate::frontend::StageFunction;
+use granary_archive::{DeviceBinaries, DeviceCache};
 use std::sync::Arc;
+
+/// What a device backend did, for harvest summaries.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct BackendReport {
+    /// The backend's name.
+    pub backend: String,
+    /// The device, in words (its identity's `describe()`).
+    pub device: String,
+    /// `pipeline-binaries` (`VK_KHR_pipeline_binary`) or `cache-data` (`VkPipelineCache`).
+    pub captures: String,
+    /// Whether unspecialized colour attachments are compiled as graphics pipeline libraries.
+    pub libraries: bool,
+    /// Whole pipelines created on the device.
+    pub pipelines_created: u64,
+    /// Pipelines created as libraries (fragment output linked at run time).
+    pub libraries_created: u64,
+    /// Shader modules created (one per unique stage function).
+    pub shader_modules: u64,
+    /// Seconds spent inside the driver's pipeline-creation calls, summed over threads.
+    pub driver_seconds: f64,
+    /// Binaries captured.
+    pub binaries: u64,
+    /// Bytes of binary data captured (before deduplication in the archive).
+    pub binary_bytes: u64,
+}
 
 /// Per-pipeline compilation.
 ///
@@ -23,8 +50,30 @@ use std::sync::Arc;
 pub trait Backend: Send + Sync {
     /// Short name for reports.
     fn name(&self) -> &'static str;
-    /// Checks and compiles one pipeline. Returns a message describing the failure.
+    /// Checks that the stages and state of one pipeline fit together. Returns a message
+    /// describing the failure.
     fn link(&self, desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result<(), String>;
+    /// Compiles one linked pipeline on a device and returns its binaries for that device
+    /// (`None` for backends without a device). Called after [`Backend::link`] succeeded, with
+    /// the pipeline's resource layout. An `Err` is the device's message; it fails this
+    /// pipeline only.
+    fn compile(
+        &self,
+        _desc: &PipelineDescriptor,
+        _stages: &[Arc<StageFunction>],
+        _layout: &PipelineLayout,
+    ) -> Result<Option<DeviceBinaries>, String> {
+        Ok(None)
+    }
+    /// Device-level data to store with the archive (a device's `VkPipelineCache` data), as it
+    /// is now. May be called while compiles run.
+    fn device_caches(&self) -> Vec<DeviceCache> {
+        Vec::new()
+    }
+    /// What the backend did so far (`None` for backends without a device).
+    fn report(&self) -> Option<BackendReport> {
+        None
+    }
 }
 
 /// The `none` backend: link checks only; the archive holds the front end's outputs.
@@ -37,5 +86,11 @@ impl Backend for NoneBackend {
     }
     fn link(&self, desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result<(), String> {
         link_check(desc, stages)
+    }
+}
+
+impl std::fmt::Debug for dyn Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Backend({})", self.name())
     }
 }

@@ -9,7 +9,9 @@
 //!   I/O happen after every lock is released, so compile calls are never blocked by a write.
 
 use crate::archive::{self, ArchiveError, ArchiveMeta, WriteEntry};
+use crate::backend::Backend;
 use crate::descriptor::{PipelineDescriptor, PipelineEntry, TargetOutputs, TargetSet};
+use granary_archive::{DeviceBinaries, DeviceCache};
 use crate::sync::ShardedMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -32,6 +34,25 @@ struct Captured {
     entry: Arc<PipelineEntry>,
     labels: Arc<[String]>,
     descriptor: Option<Arc<PipelineDescriptor>>,
+    /// At most one binary set per device (the smaller `BinarySet::hash` where two meet).
+    binaries: Vec<DeviceBinaries>,
+}
+
+/// Adds `new` to `have`: one set per device; where a device already has a different set, the
+/// one with the smaller [`granary_archive::BinarySet::hash`] stays, so the result does not
+/// depend on arrival order. (Driver binaries of one pipeline differ from compile to compile;
+/// that is normal, not a conflict.)
+fn add_binaries(have: &mut Vec<DeviceBinaries>, new: impl IntoIterator<Item = DeviceBinaries>) {
+    for b in new {
+        match have.iter_mut().find(|h| h.device == b.device) {
+            None => have.push(b),
+            Some(h) => {
+                if h.set != b.set && b.set.hash() < h.set.hash() {
+                    *h = b;
+                }
+            }
+        }
+    }
 }
 
 /// A point-in-time copy of a capture's contents, sorted by key.
@@ -57,6 +78,11 @@ pub struct Capture {
     meta: std::sync::OnceLock<ArchiveMeta>,
     /// One lock per output path, so writes to a path land in snapshot order.
     writes: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, Arc<std::sync::Mutex<()>>>>,
+    /// Backends of the compilers attached to this capture: their device caches (a
+    /// `VkPipelineCache`'s data) go into every archive written.
+    backends: std::sync::Mutex<Vec<Arc<dyn Backend>>>,
+    /// Device caches carried over from an archive (resume).
+    caches: std::sync::Mutex<Vec<DeviceCache>>,
 }
 
 /// What one `write_archive` wrote.
@@ -78,7 +104,34 @@ impl Capture {
             records: AtomicU64::new(0),
             meta: std::sync::OnceLock::new(),
             writes: Default::default(),
+            backends: Default::default(),
+            caches: Default::default(),
         }
+    }
+
+    /// Keeps `backend` so that archives written from this capture carry its device caches.
+    /// A compiler calls this when the capture is attached to it.
+    pub fn attach_backend(&self, backend: Arc<dyn Backend>) {
+        let mut b = crate::sync::lock_std(&self.backends);
+        if !b.iter().any(|x| Arc::ptr_eq(x, &backend)) {
+            b.push(backend);
+        }
+    }
+
+    /// Adds device caches read from an existing archive (resume); written with every archive.
+    pub fn insert_device_caches(&self, caches: Vec<DeviceCache>) {
+        crate::sync::lock_std(&self.caches).extend(caches);
+    }
+
+    /// Every device cache an archive written now carries: those carried over, then each
+    /// attached backend's current data.
+    pub fn device_caches(&self) -> Vec<DeviceCache> {
+        let mut out = crate::sync::lock_std(&self.caches).clone();
+        let backends = crate::sync::lock_std(&self.backends).clone();
+        for b in backends {
+            out.extend(b.device_caches());
+        }
+        out
     }
 
     /// An empty capture whose archives carry the writer options of `profile` and the
@@ -109,6 +162,17 @@ impl Capture {
     /// Records a compiled pipeline. Recording the same key again merges its label into the
     /// existing entry.
     pub fn record(&self, entry: &Arc<PipelineEntry>, desc: &PipelineDescriptor) {
+        self.record_with_binaries(entry, None, desc)
+    }
+
+    /// [`Capture::record`] with the pipeline's binaries for one device. Recording the same key
+    /// again merges labels and keeps one binary set per device (the smaller set hash).
+    pub fn record_with_binaries(
+        &self,
+        entry: &Arc<PipelineEntry>,
+        binaries: Option<DeviceBinaries>,
+        desc: &PipelineDescriptor,
+    ) {
         self.records.fetch_add(1, Relaxed);
         let label = desc.label().map(str::to_owned);
         let keep_outputs = self.mode != CaptureMode::Descriptors;
@@ -127,6 +191,7 @@ impl Capture {
             entry,
             labels: label.iter().cloned().collect::<Vec<_>>().into(),
             descriptor: keep_desc.then(|| Arc::new(desc.clone())),
+            binaries: if keep_outputs { binaries.into_iter().collect() } else { Vec::new() },
         };
         let key = fresh.entry.key.0;
         self.map.with_entry(key, move |m| match m.get_mut(&key) {
@@ -142,6 +207,7 @@ impl Capture {
                         existing.descriptor = Some(new.clone());
                     }
                 }
+                add_binaries(&mut existing.binaries, fresh.binaries);
                 if let Some(l) = label {
                     if !existing.labels.contains(&l) {
                         let mut v: Vec<String> = existing.labels.to_vec();
@@ -163,7 +229,9 @@ impl Capture {
                     entry: w.entry.clone(),
                     labels: Arc::from(Vec::new()),
                     descriptor: None,
+                    binaries: Vec::new(),
                 });
+                add_binaries(&mut slot.binaries, w.binaries.iter().cloned());
                 let mut v: Vec<String> = slot.labels.to_vec();
                 for l in w.labels.iter() {
                     if !v.contains(l) {
@@ -213,7 +281,7 @@ impl Capture {
             items.iter().filter_map(|(_, c)| c.descriptor.clone().map(|d| (d.label().map(str::to_owned), d))).collect();
         let entries = items
             .into_iter()
-            .map(|(_, c)| WriteEntry { entry: c.entry, labels: c.labels, binaries: Vec::new() })
+            .map(|(_, c)| WriteEntry { entry: c.entry, labels: c.labels, binaries: c.binaries })
             .collect();
         Snapshot { entries, descriptors }
     }
@@ -231,7 +299,9 @@ impl Capture {
         };
         let _in_order = crate::sync::lock_std(&lock);
         let snap = self.snapshot();
-        let bytes = archive::write_entries(path, &snap.entries, self.meta())?;
+        let mut meta = self.meta().clone();
+        meta.device_caches = self.device_caches();
+        let bytes = archive::write_entries(path, &snap.entries, &meta)?;
         Ok(WriteReport { pipelines: snap.entries.len(), bytes })
     }
 

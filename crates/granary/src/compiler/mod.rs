@@ -54,6 +54,14 @@ pub enum CompileError {
         /// Each stage function's lost targets, with naga's reasons.
         lost: Vec<LostTarget>,
     },
+    /// The device backend (a Vulkan driver) refused or failed the pipeline.
+    #[error("pipeline '{pipeline}': device: {message}")]
+    Device {
+        /// Pipeline label.
+        pipeline: String,
+        /// The backend's message (which call failed and why, or the unsupported state).
+        message: String,
+    },
     /// Code granary does not control (a backend, a driver) panicked while compiling this
     /// pipeline; the panic was contained and costs this pipeline only.
     #[error("pipeline '{pipeline}': {report}")]
@@ -92,6 +100,8 @@ fn describe_lost(lost: &[LostTarget]) -> String {
 pub struct CompileOutcome {
     /// The entry, as recorded in the attached capture.
     pub entry: Arc<PipelineEntry>,
+    /// The pipeline's binaries on the backend's device (`None` for backends without one).
+    pub binaries: Option<granary_archive::DeviceBinaries>,
     /// The requested targets every stage has an output for (never empty).
     pub targets: TargetSet,
     /// Every target failure of the pipeline's stage functions (empty when it has every
@@ -173,7 +183,7 @@ impl Default for CompilerOptions {
 /// also while the attached capture is being written. Nothing is externally synchronized.
 pub struct Compiler {
     frontend: Frontend,
-    backend: Box<dyn Backend>,
+    backend: Arc<dyn Backend>,
     capture: Option<Arc<Capture>>,
     limiter: Arc<TaskLimiter>,
     require_all_targets: bool,
@@ -182,7 +192,7 @@ pub struct Compiler {
 impl Compiler {
     /// A compiler with the `none` backend.
     pub fn new(options: CompilerOptions) -> Self {
-        Self::with_backend(options, Box::new(NoneBackend))
+        Self::with_backend(options, Arc::new(NoneBackend))
     }
 
     /// A compiler with a given backend.
@@ -191,7 +201,7 @@ impl Compiler {
     ///
     /// If the attached capture was made for another profile ([`Capture::for_profile`]): its
     /// archives' header would not describe the keys this compiler computes.
-    pub fn with_backend(options: CompilerOptions, backend: Box<dyn Backend>) -> Self {
+    pub fn with_backend(options: CompilerOptions, backend: Arc<dyn Backend>) -> Self {
         if let Some(c) = &options.capture {
             assert!(
                 c.adopt_profile(options.profile, options.targets),
@@ -199,6 +209,7 @@ impl Compiler {
                 options.profile.name,
                 options.targets.names()
             );
+            c.attach_backend(backend.clone());
         }
         let max =
             options.max_concurrent_tasks.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -237,6 +248,11 @@ impl Compiler {
         self.frontend.stats()
     }
 
+    /// The backend.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
     /// The attached capture.
     pub fn capture(&self) -> Option<&Arc<Capture>> {
         self.capture.as_ref()
@@ -272,19 +288,23 @@ impl Compiler {
         if targets.0 == 0 || (self.require_all_targets && !lost.is_empty()) {
             return Err(CompileError::Targets { pipeline: name(), lost });
         }
-        let layout = {
+        let (layout, binaries) = {
             let _permit = self.limiter.acquire();
-            crate::util::panic::catch(|| {
+            let layout = crate::util::panic::catch(|| {
                 self.backend.link(desc, &functions)?;
                 crate::backend::merge_layout(desc, &functions)
             })
             .map_err(|report| CompileError::Panic { pipeline: name(), report })?
-            .map_err(|message| CompileError::Link { pipeline: name(), message })?
+            .map_err(|message| CompileError::Link { pipeline: name(), message })?;
+            let binaries = crate::util::panic::catch(|| self.backend.compile(desc, &functions, &layout))
+                .map_err(|report| CompileError::Panic { pipeline: name(), report })?
+                .map_err(|message| CompileError::Device { pipeline: name(), message })?;
+            (layout, binaries)
         };
         let entry = Arc::new(pipeline_entry(desc, &functions, &layout));
         if let Some(c) = &self.capture {
-            c.record(&entry, desc);
+            c.record_with_binaries(&entry, binaries.clone(), desc);
         }
-        Ok(CompileOutcome { entry, targets, lost })
+        Ok(CompileOutcome { entry, binaries, targets, lost })
     }
 }

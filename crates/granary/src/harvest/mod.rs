@@ -32,7 +32,8 @@ use crate::archive::journal::{journal_path, remove_journal, replay_journal, Jour
 use crate::archive::{Archive, ArchiveError};
 use crate::capture::{Capture, CaptureMode, WriteReport};
 use crate::compiler::{Compiler, CompilerOptions};
-use crate::descriptor::{PipelineDescriptor, PipelineEntry, TargetSet};
+use crate::archive::WriteEntry;
+use crate::descriptor::{PipelineDescriptor, TargetSet};
 use crate::script::{Script, ScriptError};
 use crate::sync::lock_std;
 use crate::util::process_cpu_time;
@@ -67,6 +68,10 @@ pub struct HarvestOptions {
     /// All or nothing per pipeline (`--require-all-targets`): a pipeline that lost any
     /// requested target fails instead of landing with the targets left.
     pub require_all_targets: bool,
+    /// The backend (`None`: `none`, the front end's translations only). A device backend
+    /// (`granary-vulkan`) creates every pipeline on its driver and adds the driver's binaries
+    /// to the archive; it needs the SPIR-V target.
+    pub backend: Option<Arc<dyn crate::backend::Backend>>,
 }
 
 /// Progress events, for a progress bar.
@@ -144,7 +149,9 @@ fn resume(
     let resume_err = |why: String| HarvestError::Resume { path: opts.output.display().to_string(), why };
     let mut out = Resumed::default();
     // Every old entry, archive first, then the journal's records in order.
-    let mut old: HashMap<u128, Arc<PipelineEntry>> = HashMap::new();
+    // Driver binaries come along: an entry's binary sets from the archive and the journal are
+    // combined (one per device, the smaller set hash), as a merge would.
+    let mut old: HashMap<u128, WriteEntry> = HashMap::new();
     if opts.output.exists() {
         let archive = Archive::read(&opts.output)?;
         archive.verify().map_err(|e| {
@@ -162,7 +169,8 @@ fn resume(
         }
         // The requested targets are part of the writer options (checked above): an archive
         // whose pipelines lost a target everywhere is still this harvest's archive.
-        old.extend(archive.entries()?.into_iter().map(|w| (w.entry.key.0, w.entry)));
+        old.extend(archive.entries()?.into_iter().map(|w| (w.entry.key.0, w)));
+        capture.insert_device_caches(archive.meta()?.device_caches);
     }
     let journal = journal_path(&opts.output);
     let replay = replay_journal(&opts.output).map_err(|e| {
@@ -177,19 +185,21 @@ fn resume(
                 )));
             }
         }
+        capture.insert_device_caches(std::mem::take(&mut r.device_caches));
         for w in std::mem::take(&mut r.entries) {
             match old.entry(w.entry.key.0) {
                 std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(w.entry);
+                    v.insert(w);
                 }
-                std::collections::hash_map::Entry::Occupied(o) => {
-                    if **o.get() != *w.entry {
+                std::collections::hash_map::Entry::Occupied(mut o) => {
+                    if *o.get().entry != *w.entry {
                         return Err(resume_err(format!(
                             "the archive and its journal {} hold different bytes for pipeline {:032x}; delete the journal or run without --resume",
                             journal.display(),
                             w.entry.key.0
                         )));
                     }
+                    o.get_mut().binaries.extend(w.binaries);
                 }
             }
         }
@@ -236,14 +246,19 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     let script = Script::parse(&text, &opts.script, opts.script.parent().unwrap_or(std::path::Path::new("")))?;
 
     let capture = Arc::new(Capture::for_profile(CaptureMode::Outputs, opts.profile, opts.targets));
-    let compiler = Compiler::new(CompilerOptions {
-        targets: opts.targets,
-        profile: opts.profile,
-        max_concurrent_tasks: Some(threads),
-        capture: Some(capture.clone()),
-        cache_functions: true,
-        require_all_targets: opts.require_all_targets,
-    });
+    let backend: Arc<dyn crate::backend::Backend> =
+        opts.backend.clone().unwrap_or_else(|| Arc::new(crate::backend::NoneBackend));
+    let compiler = Compiler::with_backend(
+        CompilerOptions {
+            targets: opts.targets,
+            profile: opts.profile,
+            max_concurrent_tasks: Some(threads),
+            capture: Some(capture.clone()),
+            cache_functions: true,
+            require_all_targets: opts.require_all_targets,
+        },
+        backend.clone(),
+    );
     let ctx = compiler.key_context();
 
     let mut failures: Vec<Failure> = Vec::new();
@@ -383,6 +398,8 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     let stage_references: usize = valid.iter().map(|(_, d)| d.stages().len()).sum();
     Ok(HarvestSummary {
         output: opts.output.display().to_string(),
+        backend: backend.name().to_string(),
+        device: backend.report(),
         pipelines: script.pipelines.len(),
         succeeded,
         failed: failures.len(),

@@ -4,12 +4,11 @@
 
 use super::HarvestError;
 use crate::archive::{write_entries, Archive, ArchiveMeta, WriteEntry};
-use crate::descriptor::{KeyContext, PipelineDescriptor, PipelineEntry, TargetSet};
+use crate::descriptor::{KeyContext, PipelineDescriptor, TargetSet};
 use crate::script::Script;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::Arc;
 
 /// What [`prune`] did.
 #[derive(Debug, Clone, Serialize)]
@@ -64,14 +63,8 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
     let labels = labels_by_key(
         script.pipelines.iter().zip(&keys).filter_map(|(p, k)| Some((*k.as_ref()?, p.descriptor.as_ref().ok()?))),
     );
-    let entries = input.entries()?;
     // Driver binaries stay with the pipelines that are kept.
-    let mut binaries: HashMap<u128, Vec<crate::archive::DeviceBinaries>> =
-        entries.iter().map(|w| (w.entry.key.0, w.binaries.clone())).collect();
-    let (mut kept, dropped) = keep_scripted(entries.into_iter().map(|w| w.entry), &labels);
-    for w in &mut kept {
-        w.binaries = binaries.remove(&w.entry.key.0).unwrap_or_default();
-    }
+    let (kept, dropped) = keep_scripted(input.entries()?, &labels);
     let have: HashSet<u128> = kept.iter().map(|w| w.entry.key.0).collect();
     let missing = script
         .pipelines
@@ -112,16 +105,17 @@ pub(crate) fn labels_by_key<'a>(
     labels
 }
 
-/// The `entries` whose keys are in `labels`, relabelled from it, and how many were dropped.
+/// The `entries` whose keys are in `labels`, relabelled from it (their driver binaries kept),
+/// and how many were dropped.
 pub(crate) fn keep_scripted(
-    entries: impl IntoIterator<Item = Arc<PipelineEntry>>,
+    entries: impl IntoIterator<Item = WriteEntry>,
     labels: &HashMap<u128, Vec<String>>,
 ) -> (Vec<WriteEntry>, usize) {
     let mut kept = Vec::new();
     let mut dropped = 0;
-    for entry in entries {
-        match labels.get(&entry.key.0) {
-            Some(l) => kept.push(WriteEntry { entry, labels: l.clone().into(), binaries: Vec::new() }),
+    for w in entries {
+        match labels.get(&w.entry.key.0) {
+            Some(l) => kept.push(WriteEntry { labels: l.clone().into(), ..w }),
             None => dropped += 1,
         }
     }

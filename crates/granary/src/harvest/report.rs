@@ -78,6 +78,12 @@ pub struct Phases {
 pub struct HarvestSummary {
     /// The archive written.
     pub output: String,
+    /// The backend: `none` (the front end's translations only) or a device backend's name.
+    pub backend: String,
+    /// What the device backend did (device, what it captures, driver time, binaries);
+    /// absent for the `none` backend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::backend::BackendReport>,
     /// Pipelines in the script.
     pub pipelines: usize,
     /// Pipelines in the final archive that came from this script (compiled now or resumed).
@@ -184,6 +190,22 @@ impl HarvestSummary {
         }
         if let Some(d) = &self.journal_damage {
             s += &format!("  journal tail ignored:  {d}\n");
+        }
+        if let Some(d) = &self.device {
+            s += &format!("  device ({}):       {}\n", d.backend, d.device);
+            let cpu = self.task_cpu_seconds;
+            s += &format!(
+                "  driver:                {} pipelines and {} libraries created, {} shader modules; {:.3} s in the driver ({:.0}% of task CPU)\n",
+                d.pipelines_created,
+                d.libraries_created,
+                d.shader_modules,
+                d.driver_seconds,
+                if cpu > 0.0 { 100.0 * d.driver_seconds / cpu } else { 0.0 }
+            );
+            s += &format!(
+                "  captured:              {} ({} binaries, {} bytes before deduplication)\n",
+                d.captures, d.binaries, d.binary_bytes
+            );
         }
         s += &format!(
             "  libraries parsed:      {}\n  stage functions:       {} unique, {} references, reuse ratio {:.2}\n",

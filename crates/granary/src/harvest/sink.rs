@@ -102,6 +102,7 @@ pub(crate) fn compile_failure(index: usize, name: String, e: &CompileError) -> F
                 f.column = l.error.column.map(u64::from);
             }
         }
+        CompileError::Device { .. } => f.phase = "device".into(),
         CompileError::Link { .. } => {}
     }
     f
