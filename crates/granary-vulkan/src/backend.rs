@@ -251,7 +251,7 @@ impl VulkanBackend {
                 (self.gpu.create_compute(m, &entry, &pipeline_layout).map_err(|e| e.to_string())?, false)
             }
             PipelineDescriptor::Render(r) => {
-                let input = self.graphics_input(r, functions, &modules, &pipeline_layout)?;
+                let input = self.graphics_input(desc, r, functions, &modules, &pipeline_layout)?;
                 let library = input.output.is_none();
                 (self.gpu.create_graphics(&input).map_err(|e| e.to_string())?, library)
             }
@@ -269,6 +269,7 @@ impl VulkanBackend {
 
     fn graphics_input<'a>(
         &self,
+        desc: &PipelineDescriptor,
         r: &RenderPipelineDescriptor,
         functions: &[Arc<StageFunction>],
         modules: &'a [Arc<Module>],
@@ -284,7 +285,7 @@ impl VulkanBackend {
         if samples.bits() & self.gpu.info.sample_counts == 0 {
             return Err(format!("sample_count {} is not supported by device '{}'", r.sample_count, self.device_name()));
         }
-        let output = if state::needs_libraries(r) {
+        let output = if granary::backend::needs_libraries(desc) {
             if !self.gpu.libraries() {
                 let which = r
                     .color_attachments
@@ -409,6 +410,10 @@ impl granary::backend::Backend for VulkanBackend {
         }
     }
 
+    fn device(&self) -> Option<Arc<DeviceIdentity>> {
+        Some(self.identity.clone())
+    }
+
     fn report(&self) -> Option<BackendReport> {
         let s = self.stats();
         Some(BackendReport {
@@ -422,6 +427,7 @@ impl granary::backend::Backend for VulkanBackend {
             driver_seconds: s.driver_nanos as f64 / 1e9,
             binaries: s.binaries,
             binary_bytes: s.binary_bytes,
+            in_workers: false,
         })
     }
 }

@@ -6,7 +6,7 @@
 
 use granary::descriptor::{
     Blend, BlendFactor, BlendOp, BindingKind, ColorWrites, CompareFunction, CullMode, FrontFace, PipelineLayout,
-    RenderPipelineDescriptor, ShaderStage, Spec, StageMask, StencilFace, StencilOp, StepMode, TextureFormat,
+    RenderPipelineDescriptor, ShaderStage, StageMask, StencilFace, StencilOp, StepMode, TextureFormat,
     Topology, VertexFormat,
 };
 use vulkanalia::vk;
@@ -355,16 +355,6 @@ pub fn vertex_input(
         }
     }
     Ok((bindings, attributes))
-}
-
-/// Whether the pipeline must be built as graphics pipeline libraries: some colour
-/// attachment's format, blend or write mask is unspecialized.
-pub fn needs_libraries(r: &RenderPipelineDescriptor) -> bool {
-    r.color_attachments.iter().any(|c| {
-        matches!(c.format, Spec::Unspecialized)
-            || matches!(c.blend, Spec::Unspecialized)
-            || matches!(c.write_mask, Spec::Unspecialized)
-    })
 }
 
 /// The sample count flag of `n` samples.

@@ -20,6 +20,10 @@
 //! - `huge-frame:LABEL` — an isolated worker answers the request for `LABEL` with a frame that
 //!   announces an absurd payload length.
 //! - `hang-on-exit:ANY` — an isolated worker never exits after its input closes.
+//! - `device-crash:LABEL`, `device-fail:LABEL` — with a device backend (`--backend vulkan`),
+//!   at the device compile step of the pipeline labelled `LABEL` (with the device open and
+//!   its shader modules shared with other pipelines): raise SIGSEGV, as a crashing driver
+//!   would, or fail the way a driver call returning an error code does.
 //! - `slow-write:MS` — every atomic file write sleeps `MS` milliseconds after writing half of
 //!   the temporary file (and every journal append pauses likewise), so that kill tests can land
 //!   in the middle of an archive write or a journal append.
@@ -63,6 +67,8 @@ mod imp {
         pub panic_stage: Vec<String>,
         pub panic_write: Vec<String>,
         pub hang_on_exit: bool,
+        pub device_crash: Vec<String>,
+        pub device_fail: Vec<String>,
     }
 
     pub(super) fn faults() -> &'static Faults {
@@ -89,6 +95,14 @@ mod imp {
                 }
                 "panic-write" => {
                     f.panic_write.push(arg.to_string());
+                    continue;
+                }
+                "device-crash" => {
+                    f.device_crash.push(arg.to_string());
+                    continue;
+                }
+                "device-fail" => {
+                    f.device_fail.push(arg.to_string());
                     continue;
                 }
                 "hang-on-exit" => {
@@ -141,6 +155,27 @@ pub fn at_target_write(target: &str, entry_point: &str) {
     }
     #[cfg(not(feature = "fault"))]
     let _ = (target, entry_point);
+}
+
+/// At a device backend's compile step for the pipeline labelled `label`: raises SIGSEGV for
+/// a `device-crash` fault, returns the injected driver error for a `device-fail` fault.
+#[inline(always)]
+pub fn at_device_compile(label: Option<&str>) -> Result<(), String> {
+    #[cfg(feature = "fault")]
+    if let Some(label) = label {
+        let f = imp::faults();
+        if f.device_crash.iter().any(|l| l == label) {
+            trigger(Action::Segv);
+        }
+        if f.device_fail.iter().any(|l| l == label) {
+            return Err(format!(
+                "vkCreateGraphicsPipelines failed: ERROR_UNKNOWN (injected device-fail fault at '{label}')"
+            ));
+        }
+    }
+    #[cfg(not(feature = "fault"))]
+    let _ = label;
+    Ok(())
 }
 
 /// Whether an isolated worker should hang instead of exiting when its input closes.

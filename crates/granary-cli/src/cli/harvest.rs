@@ -160,10 +160,13 @@ pub struct WorkerArgs {
     /// killed when it dies).
     #[arg(long, value_name = "PID")]
     parent_pid: Option<u32>,
+    #[command(flatten)]
+    device: DeviceArgs,
 }
 
 pub fn worker(a: WorkerArgs) -> anyhow::Result<i32> {
-    Ok(granary::harvest::worker_main(&a.script, a.targets, a.profile, a.parent_pid))
+    let backend = a.device.open(a.targets)?;
+    Ok(granary::harvest::worker_main(&a.script, a.targets, a.profile, a.parent_pid, backend))
 }
 
 fn parse_targets(s: &str) -> Result<TargetSet, String> {
@@ -177,6 +180,7 @@ fn parse_profile(s: &str) -> Result<&'static Profile, String> {
 pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     anyhow::ensure!(threads >= 1, "-j must be at least 1");
+    let backend = a.device.open(a.targets)?;
     let opts = HarvestOptions {
         script: a.script.clone(),
         output: a.output.clone(),
@@ -186,7 +190,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         flush_every: a.flush_every,
         resume: a.resume,
         require_all_targets: a.require_all_targets,
-        backend: a.device.open(a.targets)?,
+        backend: backend.clone(),
         isolate: if a.isolate {
             anyhow::ensure!(a.timeout > 0.0 && a.timeout.is_finite(), "--timeout must be a positive number of seconds");
             Some(IsolateOptions {
@@ -194,6 +198,8 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
                 timeout: Some(std::time::Duration::from_secs_f64(a.timeout)),
                 recycle_after: a.recycle_after,
                 memory_limit: a.worker_memory_limit.map(|m| m << 20),
+                worker_args: a.device.worker_args(),
+                device: backend.as_ref().and_then(|b| b.device()),
             })
         } else {
             None

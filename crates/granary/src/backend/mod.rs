@@ -41,6 +41,9 @@ pub struct BackendReport {
     pub binaries: u64,
     /// Bytes of binary data captured (before deduplication in the archive).
     pub binary_bytes: u64,
+    /// The pipelines were created in `--isolate` worker processes, each with its own device:
+    /// the counters above are the harvesting process's own (zero), not the workers'.
+    pub in_workers: bool,
 }
 
 /// Per-pipeline compilation.
@@ -73,6 +76,25 @@ pub trait Backend: Send + Sync {
     /// What the backend did so far (`None` for backends without a device).
     fn report(&self) -> Option<BackendReport> {
         None
+    }
+    /// The device whose binaries [`Backend::compile`] returns (`None` without a device).
+    fn device(&self) -> Option<Arc<granary_archive::DeviceIdentity>> {
+        None
+    }
+}
+
+/// Whether a device backend compiles `desc` as a graphics pipeline library with the
+/// fragment-output part left for run time: a render pipeline with a colour attachment whose
+/// format, blend or write mask is unspecialized.
+pub fn needs_libraries(desc: &PipelineDescriptor) -> bool {
+    use crate::descriptor::Spec;
+    match desc {
+        PipelineDescriptor::Render(r) => r.color_attachments.iter().any(|c| {
+            matches!(c.format, Spec::Unspecialized)
+                || matches!(c.blend, Spec::Unspecialized)
+                || matches!(c.write_mask, Spec::Unspecialized)
+        }),
+        PipelineDescriptor::Compute(_) => false,
     }
 }
 

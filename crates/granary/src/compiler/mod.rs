@@ -184,6 +184,8 @@ impl Default for CompilerOptions {
 pub struct Compiler {
     frontend: Frontend,
     backend: Arc<dyn Backend>,
+    /// The backend has a device (its compile step is where device faults are injected).
+    device_backend: bool,
     capture: Option<Arc<Capture>>,
     limiter: Arc<TaskLimiter>,
     require_all_targets: bool,
@@ -221,6 +223,7 @@ impl Compiler {
                 limiter.clone(),
                 options.cache_functions,
             ),
+            device_backend: backend.device().is_some(),
             backend,
             capture: options.capture,
             limiter,
@@ -296,7 +299,12 @@ impl Compiler {
             })
             .map_err(|report| CompileError::Panic { pipeline: name(), report })?
             .map_err(|message| CompileError::Link { pipeline: name(), message })?;
-            let binaries = crate::util::panic::catch(|| self.backend.compile(desc, &functions, &layout))
+            let binaries = crate::util::panic::catch(|| {
+                if self.device_backend {
+                    crate::fault::at_device_compile(desc.label())?;
+                }
+                self.backend.compile(desc, &functions, &layout)
+            })
                 .map_err(|report| CompileError::Panic { pipeline: name(), report })?
                 .map_err(|message| CompileError::Device { pipeline: name(), message })?;
             (layout, binaries)

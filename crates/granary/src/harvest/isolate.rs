@@ -48,6 +48,12 @@ pub struct IsolateOptions {
     pub recycle_after: usize,
     /// Replace a worker whose resident memory exceeds this many bytes.
     pub memory_limit: Option<u64>,
+    /// Extra arguments for `granary worker` selecting its backend (each worker opens its own
+    /// device, e.g. `--backend=vulkan --device=0`); empty for the `none` backend.
+    pub worker_args: Vec<String>,
+    /// The device the workers' binaries must be for (the identity the parent read from the
+    /// same device); `None` for the `none` backend, whose answers must carry no binaries.
+    pub device: Option<Arc<granary_archive::DeviceIdentity>>,
 }
 
 /// What the isolated runner did, for the summary.
@@ -66,6 +72,9 @@ pub const ANSWER_OVERHEAD: u64 = 1 << 20;
 /// Allowance per stage and target besides the source-proportional part (helper functions a
 /// writer adds whatever the source size).
 pub const STAGE_TARGET_OVERHEAD: u64 = 256 << 10;
+/// Allowance for a pipeline's driver binaries in a worker's answer (a device backend only):
+/// NVIDIA's sets measure 8–200 KB (a dictionary binary included); this is far above that.
+pub const BINARY_ALLOWANCE: u64 = 32 << 20;
 /// Output bytes allowed per source byte of a stage's library, per target. Writers emit one
 /// entry point of the library, so its output is bounded by a small multiple of the source; 64
 /// is far above anything measured (at most 1.6 output bytes per source byte for any stage and
@@ -167,10 +176,12 @@ fn spawn(
     text: &Arc<[u8]>,
     targets: TargetSet,
     profile: &Profile,
+    extra: &[String],
 ) -> std::io::Result<Worker> {
     let mut child = Command::new(exe)
         .arg("worker")
         .arg(script)
+        .args(extra)
         .arg("--targets")
         .arg(targets.names())
         .arg("--profile")
@@ -357,7 +368,14 @@ enum Outcome {
 
 impl Job<'_> {
     fn spawn(&self) -> std::io::Result<Worker> {
-        let w = spawn(&self.opts.worker_exe, &self.script.path, self.text, self.targets, self.profile)?;
+        let w = spawn(
+            &self.opts.worker_exe,
+            &self.script.path,
+            self.text,
+            self.targets,
+            self.profile,
+            &self.opts.worker_args,
+        )?;
         self.started.fetch_add(1, Ordering::Relaxed);
         Ok(w)
     }
@@ -396,7 +414,8 @@ impl Job<'_> {
                 w.send(message_header(MSG_LIBRARY, payload.len()), Out::Owned(payload));
             }
         }
-        let cap = answer_cap(desc, self.targets);
+        let cap = answer_cap(desc, self.targets)
+            .saturating_add(if self.opts.device.is_some() { BINARY_ALLOWANCE } else { 0 });
         w.cap.store(cap, Ordering::SeqCst);
         w.send(message_header(MSG_COMPILE, 8), Out::Owned((index as u64).to_le_bytes().to_vec()));
         let r = match opts.timeout {
@@ -470,7 +489,7 @@ impl Job<'_> {
             if f.index != index || f.pipeline != name {
                 return Err(format!("worker answered with a failure of pipeline {} '{}'", f.index, f.pipeline));
             }
-            if !["shader", "link", "panic", "script", "targets"].contains(&f.phase.as_str()) {
+            if !["shader", "link", "panic", "script", "targets", "device"].contains(&f.phase.as_str()) {
                 return Err(format!("worker answered with a failure of unknown phase '{}'", f.phase));
             }
             self.sink.failed(Failure { script_position: None, ..f });
@@ -517,6 +536,7 @@ impl Job<'_> {
             ));
         }
         let targets = check_stages(&entry.entry, desc, self.ctx, self.targets, &lost)?;
+        check_binaries(&entry.binaries, self.opts.device.as_deref(), desc)?;
         if self.sink.require_all_targets && !lost.is_empty() {
             // All or nothing: the same failure the in-process compiler records.
             let pipeline = desc.label().unwrap_or("<unlabeled>").to_string();
@@ -528,6 +548,47 @@ impl Job<'_> {
         self.sink.capture.insert_archived(entries);
         self.sink.compiled_with(index, name, targets, &lost);
         Ok(())
+    }
+}
+
+/// Checks an answered entry's driver binaries: exactly one set, for the parent's device, when
+/// a device backend is in use (non-empty where the device has pipeline binaries, empty where
+/// it keeps cache data only, marked as a library exactly when the pipeline needs one), none
+/// otherwise. Sets of one pipeline differ from compile to compile, so the bytes themselves are
+/// not compared with anything; the archive's checksums already covered them.
+fn check_binaries(
+    binaries: &[granary_archive::DeviceBinaries],
+    device: Option<&granary_archive::DeviceIdentity>,
+    desc: &PipelineDescriptor,
+) -> Result<(), String> {
+    match (device, binaries) {
+        (None, []) => Ok(()),
+        (None, _) => Err("worker answered with driver binaries, but no device backend is in use".into()),
+        (Some(d), [b]) => {
+            if *b.device != *d {
+                let why = b.device.mismatch(d).unwrap_or_default();
+                return Err(format!("worker answered with binaries for another device ({why})"));
+            }
+            b.set.check().map_err(|e| format!("worker answered with a malformed binary set: {e}"))?;
+            let wants_binaries = !d.binary_global_key.is_empty();
+            if wants_binaries == b.set.binaries.is_empty() {
+                return Err(format!(
+                    "worker answered with {} binaries on a device that {}",
+                    b.set.binaries.len(),
+                    if wants_binaries { "captures pipeline binaries" } else { "keeps pipeline-cache data only" }
+                ));
+            }
+            let library = b.set.flags & granary_archive::BINARY_SET_LIBRARY != 0;
+            if library != crate::backend::needs_libraries(desc) {
+                return Err(format!(
+                    "worker answered with a {} where the pipeline needs a {}",
+                    if library { "pipeline library" } else { "whole pipeline" },
+                    if library { "whole pipeline" } else { "pipeline library" }
+                ));
+            }
+            Ok(())
+        }
+        (Some(_), _) => Err(format!("worker answered with {} binary sets instead of one", binaries.len())),
     }
 }
 

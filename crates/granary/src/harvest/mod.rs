@@ -399,7 +399,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     Ok(HarvestSummary {
         output: opts.output.display().to_string(),
         backend: backend.name().to_string(),
-        device: backend.report(),
+        device: backend.report().map(|r| crate::backend::BackendReport { in_workers: opts.isolate.is_some(), ..r }),
         pipelines: script.pipelines.len(),
         succeeded,
         failed: failures.len(),

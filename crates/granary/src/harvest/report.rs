@@ -194,7 +194,13 @@ impl HarvestSummary {
         if let Some(d) = &self.device {
             s += &format!("  device ({}):       {}\n", d.backend, d.device);
             let cpu = self.task_cpu_seconds;
-            s += &format!(
+            if d.in_workers {
+                s += &format!(
+                    "  driver:                pipelines created in {} worker processes, each with its own device (driver counters not collected)\n",
+                    self.workers_started
+                );
+            } else {
+                s += &format!(
                 "  driver:                {} pipelines and {} libraries created, {} shader modules; {:.3} s in the driver ({:.0}% of task CPU)\n",
                 d.pipelines_created,
                 d.libraries_created,
@@ -202,10 +208,11 @@ impl HarvestSummary {
                 d.driver_seconds,
                 if cpu > 0.0 { 100.0 * d.driver_seconds / cpu } else { 0.0 }
             );
-            s += &format!(
-                "  captured:              {} ({} binaries, {} bytes before deduplication)\n",
-                d.captures, d.binaries, d.binary_bytes
-            );
+                s += &format!(
+                    "  captured:              {} ({} binaries, {} bytes before deduplication)\n",
+                    d.captures, d.binaries, d.binary_bytes
+                );
+            }
         }
         s += &format!(
             "  libraries parsed:      {}\n  stage functions:       {} unique, {} references, reuse ratio {:.2}\n",

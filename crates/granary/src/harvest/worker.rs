@@ -234,7 +234,13 @@ fn frame(tag: u8, index: usize, len: u64) -> Vec<u8> {
 /// Runs the worker loop on the standard input and output. `script` names the script in
 /// messages; `parent` is the parent's process id (the worker exits if it is gone). Returns the
 /// process exit status.
-pub fn worker_main(script: &Path, targets: TargetSet, profile: &'static Profile, parent: Option<u32>) -> i32 {
+pub fn worker_main(
+    script: &Path,
+    targets: TargetSet,
+    profile: &'static Profile,
+    parent: Option<u32>,
+    backend: Option<Arc<dyn crate::backend::Backend>>,
+) -> i32 {
     let (mut input, mut out) = match crate::util::private_stdio() {
         Ok(io) => io,
         Err(e) => {
@@ -269,8 +275,11 @@ pub fn worker_main(script: &Path, targets: TargetSet, profile: &'static Profile,
             return 2;
         }
     };
-    let compiler =
-        Compiler::new(CompilerOptions { targets, profile, max_concurrent_tasks: Some(1), ..Default::default() });
+    let options = CompilerOptions { targets, profile, max_concurrent_tasks: Some(1), ..Default::default() };
+    let compiler = match backend {
+        Some(b) => Compiler::with_backend(options, b),
+        None => Compiler::new(options),
+    };
     let meta = crate::archive::portable_meta_for(profile, targets);
     loop {
         let (tag, payload) = match read_message(&mut input) {
@@ -368,7 +377,8 @@ fn answer(script: &LazyScript, compiler: &Compiler, meta: &ArchiveMeta, index: u
     match outcome {
         Ok(Ok(o)) => {
             let labels: Vec<String> = desc.label().map(str::to_owned).into_iter().collect();
-            let archive = encode(&[WriteEntry { entry: o.entry, labels: labels.into(), binaries: Vec::new() }], meta);
+            let binaries = o.binaries.into_iter().collect();
+            let archive = encode(&[WriteEntry { entry: o.entry, labels: labels.into(), binaries }], meta);
             if o.lost.is_empty() {
                 Answer::Frame(0, archive)
             } else {
