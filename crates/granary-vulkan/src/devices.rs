@@ -28,6 +28,8 @@ pub struct DeviceInfo {
     pub cache_data: bool,
     /// Device API version as `major.minor.patch`.
     pub api: String,
+    /// MSAA sample counts usable for colour and depth attachments (e.g. `[1, 4]`).
+    pub sample_counts: Vec<u32>,
 }
 
 /// The identity of a physical device with the given global key.
@@ -77,6 +79,7 @@ pub(crate) fn list_with(driver: &Arc<Driver>) -> Result<Vec<DeviceInfo>, VulkanE
             dynamic_rendering: info.dynamic_rendering,
             cache_data: true,
             api: api_string(info.api_version),
+            sample_counts: (0..7).map(|i| 1u32 << i).filter(|n| info.sample_counts & n != 0).collect(),
         });
     }
     Ok(out)

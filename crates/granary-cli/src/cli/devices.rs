@@ -39,6 +39,7 @@ pub(crate) fn device_json(d: &DeviceInfo) -> serde_json::Value {
         "driver_info": id.driver_info,
         "driver_version": id.driver_version,
         "api_version": d.api,
+        "sample_counts": d.sample_counts,
         "pipeline_cache_uuid": hex(&id.pipeline_cache_uuid),
         "pipeline_binary_global_key": if id.binary_global_key.is_empty() { None } else { Some(hex(&id.binary_global_key)) },
         "identity": id.describe(),
@@ -76,6 +77,7 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<i32> {
             id.driver_version
         );
         outln!("    pipeline cache UUID {}", hex(&id.pipeline_cache_uuid));
+        outln!("    sample counts {:?}", d.sample_counts);
         if !id.binary_global_key.is_empty() {
             outln!("    pipeline binary global key {}", hex(&id.binary_global_key));
         }

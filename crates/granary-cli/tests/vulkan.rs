@@ -1,0 +1,338 @@
+//! `--backend vulkan` end to end on a real Vulkan driver (lavapipe in CI; any device here).
+//!
+//! Each test asks `granary devices` for a device first: without one it prints one `SKIPPED`
+//! line and checks nothing, unless `GRANARY_REQUIRE_VULKAN=1` (set by `.ci/run`) makes that a
+//! failure.
+
+#[path = "../../granary/tests/common/mod.rs"]
+mod common;
+
+use granary::archive::{Archive, WriteEntry};
+use granary::descriptor::PipelineDescriptor;
+use granary::script::Script;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
+const EXAMPLE_PIPELINES: usize = 335;
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_granary"))
+}
+
+fn granary(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(bin());
+    c.args(args).env_remove("GRANARY_FAULT");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run granary")
+}
+
+/// The first device, or `None` (skipped) without a driver.
+fn device() -> Option<Value> {
+    common::vulkan_device(&bin())
+}
+
+/// Whether the device captures real driver binaries (else its pipeline-cache data).
+fn captures_binaries(d: &Value) -> bool {
+    d["captures"] == "pipeline-binaries"
+}
+
+/// Harvests `script` into `out` with `extra` arguments; returns the exit code and summary.
+fn harvest(script: &str, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
+    let mut args = vec!["harvest", script, "-o", out.to_str().unwrap(), "--json", "-q"];
+    args.extend_from_slice(extra);
+    let o = granary(&args, env);
+    let summary = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("summary JSON ({e}): {}", String::from_utf8_lossy(&o.stderr)));
+    (o.status.code().unwrap_or(-1), summary)
+}
+
+/// The archive re-encoded without its device sections: what the `none` backend writes.
+fn portable_entries(path: &Path) -> Vec<u8> {
+    let a = Archive::read(path).expect("archive");
+    a.verify().expect("verifies");
+    let entries: Vec<WriteEntry> =
+        a.entries().expect("entries").into_iter().map(|w| WriteEntry { binaries: Vec::new(), ..w }).collect();
+    let meta = granary::archive::ArchiveMeta { device_caches: Vec::new(), ..a.meta().expect("meta") };
+    granary::archive::encode(&entries, &meta)
+}
+
+fn needs_libraries(label: &str) -> bool {
+    let script = Script::load(Path::new(EXAMPLE)).expect("example");
+    let d: &PipelineDescriptor = script
+        .pipelines
+        .iter()
+        .find(|p| p.label.as_deref() == Some(label))
+        .and_then(|p| p.descriptor.as_ref().ok())
+        .expect("pipeline");
+    granary::backend::needs_libraries(d)
+}
+
+#[test]
+fn devices_lists_the_identity_and_what_each_device_supports() {
+    let Some(d) = device() else { return };
+    for field in ["device_name", "driver_name", "driver_info", "pipeline_cache_uuid", "identity"] {
+        assert!(d[field].as_str().is_some_and(|s| !s.is_empty()), "{field} in {d}");
+    }
+    assert_eq!(d["pipeline_cache_uuid"].as_str().map(str::len), Some(32));
+    assert!(d["supports"]["dynamic_rendering"].as_bool().is_some());
+    // The global key is listed exactly where pipeline binaries exist.
+    assert_eq!(d["pipeline_binary_global_key"].is_string(), d["supports"]["pipeline_binaries"] == true, "{d}");
+    let text = granary(&["devices"], &[]);
+    assert!(text.status.success());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains(d["device_name"].as_str().unwrap()) && text.contains("pipeline cache UUID"), "{text}");
+}
+
+/// The bundled example on the driver: every pipeline created, -j1 and -j2 agree, the
+/// translations are exactly the `none` backend's, every pipeline has one binary set for the
+/// device, built as a library exactly when a colour attachment is unspecialized.
+#[test]
+fn the_example_harvests_on_the_driver_and_j1_equals_j2() {
+    let Some(d) = device() else { return };
+    let dir = common::tempdir();
+    let (a, b, none) = (dir.path().join("a.granary"), dir.path().join("b.granary"), dir.path().join("n.granary"));
+    let (code, s) = harvest(EXAMPLE, &a, &["--backend", "vulkan", "-j", "1"], &[]);
+    assert_eq!((code, s["succeeded"].as_u64()), (0, Some(EXAMPLE_PIPELINES as u64)), "{s}");
+    assert_eq!(s["backend"], "vulkan");
+    let dev = &s["device"];
+    let created = dev["pipelines_created"].as_u64().unwrap() + dev["libraries_created"].as_u64().unwrap();
+    assert_eq!(created, EXAMPLE_PIPELINES as u64, "each pipeline created on the driver once: {dev}");
+    assert_eq!(dev["shader_modules"], s["unique_stage_functions"], "one shader module per stage function: {s}");
+    let (code, _) = harvest(EXAMPLE, &b, &["--backend", "vulkan", "-j", "2"], &[]);
+    assert_eq!(code, 0);
+    let (code, _) = harvest(EXAMPLE, &none, &["-j", "2"], &[]);
+    assert_eq!(code, 0);
+
+    // The translations do not change with the backend.
+    let portable = portable_entries(&none);
+    assert_eq!(portable_entries(&a), portable);
+    assert_eq!(portable_entries(&b), portable);
+    if captures_binaries(&d) {
+        // Driver binaries are not reproducible byte for byte; everything else is.
+        eprintln!("device captures binaries: -j1/-j2 compared without their bytes");
+    } else {
+        // Cache-data devices record no per-pipeline bytes: the files are identical.
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "-j1 and -j2 differ");
+    }
+
+    let archive = Archive::read(&b).unwrap();
+    let devices = archive.devices().unwrap();
+    assert_eq!(devices.len(), 1);
+    let dev = &devices[0];
+    assert_eq!(dev.pipeline_count(), EXAMPLE_PIPELINES);
+    assert_eq!(dev.identity().device_name, d["device_name"].as_str().unwrap());
+    assert_eq!(dev.has_pipeline_binaries(), captures_binaries(&d));
+    if !captures_binaries(&d) {
+        assert!(!dev.caches().unwrap().is_empty(), "a cache-data device stores its VkPipelineCache data");
+    }
+    let mut libraries = 0;
+    for p in archive.iter() {
+        let p = p.unwrap();
+        let set = dev.binaries(&p).unwrap().expect("every pipeline has a set for the device");
+        let label = archive.entries().unwrap()[p.index()].labels[0].clone();
+        let library = set.flags() & granary::archive::BINARY_SET_LIBRARY != 0;
+        assert_eq!(library, needs_libraries(&label), "{label}");
+        libraries += usize::from(library);
+        assert_eq!(set.is_empty(), !captures_binaries(&d), "{label}");
+        for binary in set.iter() {
+            let binary = binary.unwrap();
+            assert!(!binary.key.is_empty() && !binary.data.is_empty());
+        }
+    }
+    assert!(libraries > 0 && libraries < EXAMPLE_PIPELINES, "{libraries} libraries");
+    let ls = granary(&["ls", b.to_str().unwrap()], &[]);
+    assert!(String::from_utf8_lossy(&ls.stdout).contains(&format!("{EXAMPLE_PIPELINES} pipelines")));
+}
+
+/// The report's workload: every colour attachment unspecialized, runs sharing one vertex
+/// function. Every pipeline harvests, as a library.
+#[test]
+fn the_seed_workload_with_every_attachment_unspecialized_harvests_as_libraries() {
+    let Some(d) = device() else { return };
+    let dir = common::tempdir();
+    let w = dir.path().join("w");
+    let g = granary(
+        &["gen", "seed-scale", "-o", w.to_str().unwrap(), "--pipelines", "240", "--vertex-functions", "60", "--max-run", "60"],
+        &[],
+    );
+    assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));
+    let script = w.join("pipelines.json");
+    let out = dir.path().join("seed.granary");
+    let (code, s) = harvest(script.to_str().unwrap(), &out, &["--backend", "vulkan", "-j", "2"], &[]);
+    // The only pipelines allowed to fail are those whose MSAA sample count the device lacks
+    // (lavapipe has 1 and 4 samples, the workload also uses 2), each saying so.
+    let supported: Vec<u64> = d["sample_counts"].as_array().unwrap().iter().filter_map(Value::as_u64).collect();
+    let failures = s["failures"].as_array().unwrap();
+    for f in failures {
+        let m = f["message"].as_str().unwrap();
+        assert!(m.contains("is not supported by device") && m.contains("sample_count"), "{m}");
+        let n: u64 = m.split("sample_count ").nth(1).and_then(|t| t.split(' ').next()).unwrap().parse().unwrap();
+        assert!(!supported.contains(&n), "{m}: the device supports {supported:?}");
+    }
+    let landed = 240 - failures.len() as u64;
+    assert_eq!(s["succeeded"].as_u64(), Some(landed), "{s}");
+    assert_eq!(code, if failures.is_empty() { 0 } else { 1 });
+    assert!(landed >= 200, "{s}");
+    assert_eq!(s["device"]["libraries_created"].as_u64(), Some(landed), "{s}");
+    let archive = Archive::read(&out).unwrap();
+    let dev = &archive.devices().unwrap()[0];
+    for p in archive.iter() {
+        let set = dev.binaries(&p.unwrap()).unwrap().unwrap();
+        assert_eq!(set.flags() & granary::archive::BINARY_SET_LIBRARY, granary::archive::BINARY_SET_LIBRARY);
+    }
+}
+
+/// Without graphics pipeline libraries (as on a device that lacks them), exactly the
+/// pipelines with an unspecialized colour attachment fail, with a message that says why and
+/// what to do; the rest land.
+#[test]
+fn without_pipeline_libraries_unspecialized_pipelines_fail_saying_so() {
+    if device().is_none() {
+        return;
+    }
+    let dir = common::tempdir();
+    let out = dir.path().join("a.granary");
+    let (code, s) = harvest(EXAMPLE, &out, &["--backend", "vulkan", "--no-pipeline-libraries", "-j", "2"], &[]);
+    assert_eq!(code, 1, "{s}");
+    let failures = s["failures"].as_array().unwrap();
+    let expected = Script::load(Path::new(EXAMPLE))
+        .unwrap()
+        .pipelines
+        .iter()
+        .filter(|p| p.descriptor.as_ref().is_ok_and(granary::backend::needs_libraries))
+        .count();
+    assert_eq!(failures.len(), expected);
+    for f in failures {
+        assert_eq!(f["phase"], "device", "{f}");
+        let m = f["message"].as_str().unwrap();
+        assert!(m.contains("is unspecialized") && m.contains("no graphics pipeline libraries"), "{m}");
+        assert!(needs_libraries(f["pipeline"].as_str().unwrap()));
+    }
+    assert_eq!(s["succeeded"].as_u64().unwrap() as usize, EXAMPLE_PIPELINES - expected);
+    assert_eq!(Archive::read(&out).unwrap().devices().unwrap()[0].pipeline_count(), EXAMPLE_PIPELINES - expected);
+}
+
+/// State the device cannot take is that pipeline's error, found before any driver call, and a
+/// driver call that fails (injected) costs its pipeline only; both in-process.
+#[test]
+fn a_pipeline_the_device_refuses_costs_only_that_pipeline() {
+    let Some(d) = device() else { return };
+    let supported: Vec<u64> = d["sample_counts"].as_array().unwrap().iter().filter_map(Value::as_u64).collect();
+    // A sample count the script accepts and the device lacks (lavapipe: 2; most GPUs: 64).
+    let Some(samples) = [2u64, 8, 16, 32, 64].into_iter().find(|n| !supported.contains(n)) else {
+        panic!("the device supports every sample count: {supported:?}");
+    };
+    let dir = common::tempdir();
+    let text = std::fs::read_to_string(EXAMPLE).unwrap();
+    let mut script: Value = serde_json::from_str(&text).unwrap();
+    let base = Path::new(EXAMPLE).parent().unwrap();
+    // Library paths stay valid from the new folder.
+    for lib in script["libraries"].as_array_mut().unwrap() {
+        if let Some(p) = lib.get("path").and_then(Value::as_str).map(str::to_string) {
+            lib["path"] = Value::String(base.join(p).display().to_string());
+        }
+    }
+    let pipelines = script["pipelines"].as_array_mut().unwrap();
+    let mut bad = pipelines.iter().find(|p| p["label"] == "post/blit/rgba16float").unwrap().clone();
+    bad["label"] = Value::String("post/blit/unsupported-msaa".into());
+    bad["render"]["sample_count"] = Value::from(samples);
+    pipelines.push(bad);
+    let path = dir.path().join("pipelines.json");
+    std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
+    let out = dir.path().join("a.granary");
+    let (code, s) = harvest(
+        path.to_str().unwrap(),
+        &out,
+        &["--backend", "vulkan", "-j", "2"],
+        &[("GRANARY_FAULT", "device-fail:post/fxaa/low")],
+    );
+    assert_eq!(code, 1, "{s}");
+    let failures = s["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 2, "{s}");
+    let by = |label: &str| failures.iter().find(|f| f["pipeline"] == label).unwrap_or_else(|| panic!("{label}: {s}"));
+    let msaa = by("post/blit/unsupported-msaa");
+    assert_eq!(msaa["phase"], "device");
+    assert!(msaa["message"].as_str().unwrap().contains(&format!("sample_count {samples} is not supported")), "{msaa}");
+    let fail = by("post/fxaa/low");
+    assert_eq!(fail["phase"], "device");
+    assert!(fail["message"].as_str().unwrap().contains("vkCreateGraphicsPipelines failed"), "{fail}");
+    assert_eq!(s["succeeded"].as_u64().unwrap() as usize, EXAMPLE_PIPELINES - 1);
+    assert!(s["failures"][0]["script_position"].as_str().is_some());
+}
+
+/// `--isolate`: each worker owns a device; a driver crash (injected SIGSEGV at the device
+/// compile step) costs that pipeline only, and without one the archive equals in-process.
+#[test]
+fn isolated_workers_own_a_device_and_a_driver_crash_costs_one_pipeline() {
+    let Some(d) = device() else { return };
+    let dir = common::tempdir();
+    let (iso, inproc, crashed) =
+        (dir.path().join("i.granary"), dir.path().join("p.granary"), dir.path().join("c.granary"));
+    let (code, s) = harvest(EXAMPLE, &iso, &["--backend", "vulkan", "--isolate", "-j", "2"], &[]);
+    assert_eq!(code, 0, "{s}");
+    assert_eq!(s["device"]["in_workers"], true);
+    harvest(EXAMPLE, &inproc, &["--backend", "vulkan", "-j", "2"], &[]);
+    assert_eq!(portable_entries(&iso), portable_entries(&inproc));
+    if !captures_binaries(&d) {
+        assert_eq!(std::fs::read(&iso).unwrap(), std::fs::read(&inproc).unwrap());
+    }
+    let (code, s) = harvest(
+        EXAMPLE,
+        &crashed,
+        &["--backend", "vulkan", "--isolate", "-j", "2"],
+        &[("GRANARY_FAULT", "device-crash:post/fxaa/low")],
+    );
+    assert_eq!(code, 1, "{s}");
+    let failures = s["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{s}");
+    assert_eq!(failures[0]["pipeline"], "post/fxaa/low");
+    assert!(failures[0]["message"].as_str().unwrap().contains("SIGSEGV"), "{s}");
+    let archive = Archive::read(&crashed).unwrap();
+    assert_eq!(archive.devices().unwrap()[0].pipeline_count(), EXAMPLE_PIPELINES - 1);
+    assert!(archive.lookup_label("post/fxaa/low").unwrap().is_none());
+}
+
+/// `--resume` keeps the device's records of the pipelines it keeps; merging the archives of
+/// two halves of a script harvested on the device gives the whole.
+#[test]
+fn resume_and_merge_keep_device_sections() {
+    let Some(d) = device() else { return };
+    let dir = common::tempdir();
+    let out = dir.path().join("a.granary");
+    let (code, _) = harvest(EXAMPLE, &out, &["--backend", "vulkan", "-j", "2"], &[]);
+    assert_eq!(code, 0);
+    let before = std::fs::read(&out).unwrap();
+    let (code, s) = harvest(EXAMPLE, &out, &["--backend", "vulkan", "-j", "2", "--resume"], &[]);
+    assert_eq!((code, s["resumed"].as_u64()), (0, Some(EXAMPLE_PIPELINES as u64)), "{s}");
+    let after = Archive::read(&out).unwrap();
+    assert_eq!(after.devices().unwrap()[0].pipeline_count(), EXAMPLE_PIPELINES);
+    if !captures_binaries(&d) {
+        assert_eq!(std::fs::read(&out).unwrap(), before, "a resume that compiles nothing changes nothing");
+    }
+}
+
+/// Every command that does not need Vulkan works where no Vulkan driver can be found, and the
+/// ones that need it say so.
+#[test]
+fn without_a_driver_only_vulkan_commands_fail_and_they_say_why() {
+    let dir = common::tempdir();
+    let env = [("VK_DRIVER_FILES", "/nonexistent/icd.json"), ("VK_ICD_FILENAMES", "/nonexistent/icd.json")];
+    let out = dir.path().join("a.granary");
+    let (code, s) = harvest(EXAMPLE, &out, &["-j", "2"], &env);
+    assert_eq!(code, 0, "{s}");
+    let o = granary(&["devices"], &env);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("Vulkan"), "{err}");
+    let o = granary(&["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "--backend", "vulkan"], &env);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot open the Vulkan device"));
+    // The binary does not link the Vulkan loader: it is opened at run time.
+    if let Ok(ldd) = Command::new("ldd").arg(bin()).output() {
+        assert!(!String::from_utf8_lossy(&ldd.stdout).contains("libvulkan"), "granary links libvulkan");
+    }
+}
