@@ -183,14 +183,25 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
         for (i, d) in devices.iter().enumerate() {
             if let Some(set) = d.binaries(&p)? {
                 let mut bytes = 0;
+                let mut list = Vec::with_capacity(set.len());
                 for b in set.iter() {
                     let b = b?;
                     bytes += b.data.len();
                     if seen[i].insert(b.data.as_ptr()) {
                         device_bytes[i].0 += b.data.len();
                     }
+                    let key: String = b.key.iter().map(|x| format!("{x:02x}")).collect();
+                    let hash = granary::descriptor::key::content_hash(b.data).0;
+                    list.push(serde_json::json!({"key": key, "bytes": b.data.len(), "hash": format!("{hash:032x}")}));
                 }
-                on.push(serde_json::json!({"device": i, "binaries": set.len(), "bytes": bytes, "flags": set.flags()}));
+                on.push(serde_json::json!({
+                    "device": i,
+                    "library": set.flags() & granary::archive::BINARY_SET_LIBRARY != 0,
+                    "flags": set.flags(),
+                    "binaries": set.len(),
+                    "bytes": bytes,
+                    "binary_list": list,
+                }));
             }
         }
         rows.push(LsRow { key: p.key().to_hex(), kind: p.kind().name(), labels, stages, layout, devices: on });
