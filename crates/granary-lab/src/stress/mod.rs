@@ -25,7 +25,7 @@ use crate::gen::{seed_scale, SeedScaleOptions};
 use granary::archive::{encode, portable_meta, Archive, DeviceIdentity, WriteEntry, BINARY_SET_LIBRARY};
 use granary::backend::Backend;
 use granary::capture::{Capture, CaptureMode};
-use granary::compiler::{Compiler, CompilerOptions};
+use granary::compiler::{CompileError, Compiler, CompilerOptions};
 use granary::descriptor::{PipelineDescriptor, PipelineKey, Spec, TargetSet};
 use granary::script::Script;
 use serde::Serialize;
@@ -105,6 +105,9 @@ pub struct StressReport {
     pub threads: usize,
     /// Pipelines per iteration.
     pub pipelines: usize,
+    /// Pipelines of the script left out because the device rejected them on a single thread
+    /// (device backends only; not a race).
+    pub device_rejected: Rejected,
     /// The backend: `none` or the device backend's name.
     pub backend: String,
     /// The device, in words (device backends only).
@@ -140,8 +143,8 @@ pub enum StressError {
     #[error(transparent)]
     Script(#[from] granary::script::ScriptError),
     /// Some pipelines of the script do not compile even on one thread.
-    #[error("the workload has {0} pipelines that fail on a single thread; stress needs a clean workload")]
-    Unclean(usize),
+    #[error("the workload has {0} pipelines that fail on a single thread; stress needs a clean workload (first: {1})")]
+    Unclean(usize, String),
     /// Temporary files.
     #[error("work folder: {0}")]
     Io(#[from] std::io::Error),
@@ -176,6 +179,18 @@ pub(crate) struct Workload {
     pub dir: PathBuf,
     pub backend: Option<Arc<dyn Backend>>,
     pub device: Option<DeviceExpect>,
+    /// Pipelines of the script the device rejected on a single thread (left out).
+    pub rejected: Rejected,
+}
+
+/// Pipelines the device backend rejected on a single thread (an unsupported sample count or
+/// format): they are left out of the workload.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Rejected {
+    /// How many.
+    pub count: usize,
+    /// The first one's error.
+    pub first: Option<String>,
 }
 
 impl Workload {
@@ -246,27 +261,40 @@ fn load(opts: &StressOptions, dir: &Path) -> Result<Workload, StressError> {
         }
     };
     let script = Script::load(&script_path)?;
-    let pipelines: Vec<PipelineDescriptor> = script.pipelines.into_iter().filter_map(|p| p.descriptor.ok()).collect();
+    let all: Vec<PipelineDescriptor> = script.pipelines.into_iter().filter_map(|p| p.descriptor.ok()).collect();
     let capture = Arc::new(Capture::new(CaptureMode::Outputs));
     let c = compiler(Some(capture.clone()), 1, opts.backend.clone());
     let mut failed = 0;
+    let mut first_error = None;
     let mut identity = None;
     let mut libraries = HashSet::new();
-    for p in &pipelines {
-        match c.compile_detailed(p) {
-            Err(_) => failed += 1,
+    let mut pipelines = Vec::with_capacity(all.len());
+    let mut rejected = Rejected::default();
+    for p in all {
+        match c.compile_detailed(&p) {
+            // A state the device does not support (a sample count, a format) is a property of
+            // the device, not a race: such pipelines leave the workload, counted.
+            Err(e @ CompileError::Device { .. }) => {
+                rejected.count += 1;
+                rejected.first.get_or_insert_with(|| e.to_string());
+            }
+            Err(e) => {
+                failed += 1;
+                first_error.get_or_insert_with(|| e.to_string());
+            }
             Ok(o) => {
                 if let Some(b) = o.binaries {
                     identity.get_or_insert_with(|| (*b.device).clone());
                 }
-                if needs_library(p) {
+                if needs_library(&p) {
                     libraries.insert(o.entry.key);
                 }
+                pipelines.push(p);
             }
         }
     }
     if failed > 0 {
-        return Err(StressError::Unclean(failed));
+        return Err(StressError::Unclean(failed, first_error.unwrap_or_default()));
     }
     let device = match &opts.backend {
         None => None,
@@ -278,10 +306,19 @@ fn load(opts: &StressOptions, dir: &Path) -> Result<Workload, StressError> {
             None => return Err(StressError::NoDevice(b.name().into())),
         },
     };
+    // Stage functions of the rejected pipelines were compiled too: count the kept ones' alone.
+    let unique_functions = if rejected.count == 0 {
+        c.stats().functions_compiled
+    } else {
+        let f = compiler(None, 1, None);
+        pipelines.iter().filter(|p| f.compile(p).is_ok()).count();
+        f.stats().functions_compiled
+    };
     Ok(Workload {
         reference: encode_capture(&capture),
         reference_stripped: strip(&capture.snapshot().entries),
-        unique_functions: c.stats().functions_compiled,
+        unique_functions,
+        rejected,
         pipelines,
         dir: dir.to_path_buf(),
         backend: opts.backend.clone(),
@@ -301,6 +338,7 @@ pub fn run(opts: &StressOptions) -> Result<StressReport, StressError> {
         mode: opts.mode.name().into(),
         threads,
         pipelines: w.pipelines.len(),
+        device_rejected: w.rejected.clone(),
         backend: opts.backend.as_ref().map_or("none", |b| b.name()).into(),
         device: device_report.as_ref().map(|r| r.device.clone()),
         captures: device_report.map(|r| r.captures),
@@ -514,6 +552,7 @@ mod tests {
             dir: dir.path().into(),
             backend: None,
             device: None,
+            rejected: Rejected::default(),
         };
         check_final(&w, &empty, "m", &mut v);
         assert_eq!(v.len(), 2);
