@@ -78,3 +78,44 @@ fn stress_device_options_need_the_vulkan_backend() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// A workload of whole pipelines and graphics pipeline libraries (every other pipeline's
+/// colour attachments specialized) through `--script`: the driver's LIBRARY flags are checked
+/// on both sides and every invariant holds.
+#[test]
+fn stress_vulkan_mixed_libraries_and_whole_pipelines() {
+    if !vulkan_device_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("w");
+    let o = granary().args(["gen", "seed-scale", "--pipelines", "60", "--seed", "4", "-o"]).arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let script = out.join("pipelines.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&script).unwrap()).unwrap();
+    let mut specialized = 0;
+    for (i, p) in v["pipelines"].as_array_mut().unwrap().iter_mut().enumerate() {
+        if i % 2 == 0 {
+            for c in p["render"]["color_attachments"].as_array_mut().unwrap() {
+                *c = serde_json::json!({"format": "rgba16float", "blend": "off", "write_mask": "rgba"});
+            }
+            specialized += 1;
+        }
+    }
+    assert!(specialized > 0);
+    std::fs::write(&script, serde_json::to_vec(&v).unwrap()).unwrap();
+    let o = granary()
+        .args(["stress", "--mode", "rotate", "--mode", "seed-mix", "--backend", "vulkan", "-j", "2", "--json"])
+        .arg("--script")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for r in v.as_array().unwrap() {
+        assert!(r["violations"].as_array().unwrap().is_empty(), "{}: {:?}", r["mode"], r["violations"]);
+        let pipelines = r["pipelines"].as_u64().unwrap();
+        assert!(pipelines >= 40, "{}: only {pipelines} of 60 pipelines kept", r["mode"]);
+        assert_eq!(r["driver_creates"].as_u64(), Some(pipelines));
+    }
+}

@@ -669,6 +669,57 @@ mod tests {
         }
     }
 
+    /// A generated workload with every other pipeline's colour attachments specialized
+    /// (`rgba16float`, blend off, all channels), so both whole pipelines and libraries occur.
+    fn half_specialized(dir: &Path, pipelines: usize) -> PathBuf {
+        let gen = SeedScaleOptions { pipelines, vertex_functions: pipelines / 2, max_run: pipelines / 4, seed: 5 };
+        let script = seed_scale(&gen, dir).unwrap().script;
+        let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&script).unwrap()).unwrap();
+        for (i, p) in v["pipelines"].as_array_mut().unwrap().iter_mut().enumerate() {
+            if i % 2 == 0 {
+                for c in p["render"]["color_attachments"].as_array_mut().unwrap() {
+                    *c = serde_json::json!({"format": "rgba16float", "blend": "off", "write_mask": "rgba"});
+                }
+            }
+        }
+        std::fs::write(&script, serde_json::to_vec(&v).unwrap()).unwrap();
+        script
+    }
+
+    /// With whole pipelines and libraries in one workload, every mode holds on both kinds of
+    /// device, and the LIBRARY flag is checked on both sides.
+    #[test]
+    fn library_flag_holds_for_whole_pipelines_and_libraries() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = half_specialized(dir.path(), 40);
+        for binaries in [true, false] {
+            let dev = FakeDevice::new(binaries);
+            for mode in Mode::ALL {
+                let mut o = options(mode, dev.clone());
+                o.script = Some(script.clone());
+                let r = run(&o).unwrap();
+                assert!(r.violations.is_empty(), "{} binaries={binaries}: {:?}", mode.name(), r.violations);
+                assert_eq!(r.pipelines, 40);
+            }
+            let (whole, libs) = (dev.created.load(Relaxed), dev.libraries.load(Relaxed));
+            assert!(whole > 0 && libs > 0, "{whole} whole pipelines, {libs} libraries");
+        }
+        // A whole pipeline flagged as a library is caught.
+        let dev = FakeDevice::new(true);
+        let mut o = options(Mode::SharedVertex, dev);
+        o.script = Some(script);
+        let w = load(&o, dir.path()).unwrap();
+        let reference = Archive::from_bytes(w.reference.clone()).unwrap();
+        let mut e = reference.entries().unwrap();
+        let i = e.iter().position(|x| !w.device.as_ref().unwrap().libraries.contains(&x.entry.key)).unwrap();
+        let set = &mut e[i].binaries[0].set;
+        assert_eq!(set.flags & BINARY_SET_LIBRARY, 0);
+        *set = Arc::new(BinarySet { flags: BINARY_SET_LIBRARY, binaries: set.binaries.clone() });
+        let mut v = Vec::new();
+        check_final(&w, &encode(&e, &portable_meta()), "m", &mut v);
+        assert!(v.len() == 1 && v[0].contains("1 binary sets have the LIBRARY flag wrong"), "{v:?}");
+    }
+
     /// The final-archive device checks fail where they should: a pipeline without a binary
     /// set, a wrong LIBRARY flag, empty binaries on a binary-capturing device, a missing
     /// device section, and differing front-end contents are each reported.
