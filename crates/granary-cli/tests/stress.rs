@@ -14,6 +14,7 @@ fn every_race_mode_holds_its_invariants() {
             seed: 7,
             rotate_every: Some(40),
             work_dir: None,
+            backend: None,
         })
         .expect("stress run");
         assert!(r.violations.is_empty(), "{}: {:?}", mode.name(), r.violations);
@@ -43,4 +44,6 @@ fn stress_cli_reports_and_exits_zero() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v.as_array().unwrap().len(), 2);
     assert!(v[0]["violations"].as_array().unwrap().is_empty());
+    assert_eq!(v[0]["backend"], "none");
+    assert!(v[0]["device"].is_null());
 }

@@ -1,9 +1,19 @@
 //! `granary stress`.
 
+use super::harvest::DeviceArgs;
+use granary::descriptor::TargetSet;
 use granary_lab::stress::{run, Mode, StressOptions};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
+#[command(after_help = "With --backend vulkan, every compiler of a run (the single-thread reference, each \
+generation, each per-thread compiler) creates its pipelines on the one device, and the final archive's device \
+section is checked as well: one binary set per pipeline for that device, the LIBRARY flag exactly on pipelines \
+with an unspecialized colour format, blend or write mask, binaries present where the device captures them \
+(VK_KHR_pipeline_binary) and empty where it keeps VkPipelineCache data, and each pipeline created on the \
+driver once per iteration. Driver binaries are not reproducible, so then the final archive is compared with \
+the reference without its device data; in cache-data mode (e.g. lavapipe) the whole archive must still be \
+byte-identical.")]
 pub struct StressArgs {
     /// Scenario: shared-vertex, flush-during-compile, rotate, per-thread, seed-mix, or all.
     #[arg(long, value_parser = parse_mode)]
@@ -30,6 +40,9 @@ pub struct StressArgs {
     /// Print the reports as JSON.
     #[arg(long)]
     json: bool,
+    // --backend, --device, --no-pipeline-binaries, --no-pipeline-libraries (shared with harvest).
+    #[command(flatten)]
+    device: DeviceArgs,
 }
 
 #[derive(Clone)]
@@ -50,6 +63,7 @@ pub fn run_cli(a: StressArgs) -> anyhow::Result<i32> {
     let modes: Vec<Mode> =
         if a.mode.is_empty() { Mode::ALL.to_vec() } else { a.mode.into_iter().flat_map(|m| m.0).collect() };
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let backend = a.device.open(TargetSet::SPIRV)?;
     let mut failed = false;
     let mut reports = Vec::new();
     for mode in modes {
@@ -62,6 +76,7 @@ pub fn run_cli(a: StressArgs) -> anyhow::Result<i32> {
             seed: a.seed,
             rotate_every: a.rotate_every,
             work_dir: None,
+            backend: backend.clone(),
         })?;
         failed |= !r.violations.is_empty();
         if !a.json {
@@ -77,6 +92,21 @@ pub fn run_cli(a: StressArgs) -> anyhow::Result<i32> {
                 r.wall_seconds,
                 if r.violations.is_empty() { "all invariants held".to_string() } else { format!("{} VIOLATIONS", r.violations.len()) }
             );
+            if let Some(d) = &r.device {
+                outln!(
+                    "  backend {} on {d} ({}), {} pipelines created on the device",
+                    r.backend,
+                    r.captures.as_deref().unwrap_or("?"),
+                    r.driver_creates
+                );
+            }
+            if r.device_rejected.count > 0 {
+                outln!(
+                    "  left out: {} pipelines the device rejects on a single thread (first: {})",
+                    r.device_rejected.count,
+                    r.device_rejected.first.as_deref().unwrap_or("")
+                );
+            }
             for c in &r.checks {
                 outln!("  checked: {c}");
             }

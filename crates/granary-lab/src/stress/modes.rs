@@ -1,7 +1,13 @@
 //! The five scenarios.
 
-use super::{check_final, check_write, compiler, Mode, StressReport, Workload};
-use granary::archive::{encode, merge, portable_meta, Archive, WriteEntry};
+//!
+//! Every compiler here comes from [`Workload::compiler`], so with a device backend they all
+//! share its one device. Final archives are encoded with their device data: a capture through
+//! [`encode_capture`] (its entries' binary sets and its backends' caches), merged pieces from
+//! the files as written (binary sets and caches as `write_archive` put them there).
+
+use super::{check_final, check_write, encode_capture, Mode, StressReport, Workload};
+use granary::archive::{encode, merge, Archive};
 use granary::capture::{Capture, CaptureMode};
 use granary::compiler::Compiler;
 use granary::descriptor::PipelineKey;
@@ -17,6 +23,8 @@ struct Run<'a> {
     compiles: AtomicUsize,
     writes: AtomicUsize,
     writes_checked: AtomicUsize,
+    /// Pipelines created on the device before the iteration began.
+    driver_before: u64,
 }
 
 impl<'a> Run<'a> {
@@ -28,6 +36,7 @@ impl<'a> Run<'a> {
             compiles: AtomicUsize::new(0),
             writes: AtomicUsize::new(0),
             writes_checked: AtomicUsize::new(0),
+            driver_before: w.driver_creates(),
         }
     }
     fn violation(&self, v: String) {
@@ -46,12 +55,7 @@ impl<'a> Run<'a> {
     }
     /// Writes `capture` while others may compile into it, then checks the file against the
     /// keys in `returned` (compiles into this capture that returned before the write).
-    fn write_and_check(
-        &self,
-        capture: &Capture,
-        name: &str,
-        returned: &Mutex<Vec<PipelineKey>>,
-    ) -> Option<Vec<WriteEntry>> {
+    fn write_and_check(&self, capture: &Capture, name: &str, returned: &Mutex<Vec<PipelineKey>>) -> Option<Archive> {
         let before = lock_std(returned).clone();
         let path = self.w.dir.join(name);
         if let Err(e) = capture.write_archive(&path) {
@@ -66,10 +70,19 @@ impl<'a> Run<'a> {
         for x in v {
             self.violation(x);
         }
-        Archive::read(&path).and_then(|a| a.entries()).ok()
+        Archive::read(&path).ok()
     }
     fn finish(self, final_bytes: Vec<u8>, mode: Mode, report: &mut StressReport) {
         let mut v = self.violations.into_inner().unwrap_or_else(|p| p.into_inner());
+        let created = self.w.driver_creates().saturating_sub(self.driver_before);
+        report.driver_creates += created;
+        if self.w.device.is_some() && created != self.w.pipelines.len() as u64 {
+            v.push(format!(
+                "{}: {created} pipelines created on the device for {} pipelines (each should be created exactly once)",
+                mode.name(),
+                self.w.pipelines.len()
+            ));
+        }
         check_final(self.w, &final_bytes, mode.name(), &mut v);
         report.violations.extend(v);
         report.compiles += self.compiles.into_inner();
@@ -100,13 +113,9 @@ pub(super) fn run(mode: Mode, w: &Workload, threads: usize, rotate_every: usize,
     run.finish(bytes, mode, report);
 }
 
-fn encode_capture(c: &Capture) -> Vec<u8> {
-    encode(&c.snapshot().entries, &portable_meta())
-}
-
 fn shared_vertex(run: &Run<'_>, threads: usize) -> Vec<u8> {
     let capture = Arc::new(Capture::new(CaptureMode::Outputs));
-    let c = compiler(Some(capture.clone()), threads);
+    let c = run.w.compiler(Some(capture.clone()), threads);
     let returned = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         let hs = (0..threads).map(|_| s.spawn(|| while run.step(&c, &returned) {})).collect();
@@ -124,7 +133,7 @@ fn shared_vertex(run: &Run<'_>, threads: usize) -> Vec<u8> {
 
 fn flush_during_compile(run: &Run<'_>, threads: usize) -> Vec<u8> {
     let capture = Arc::new(Capture::new(CaptureMode::Outputs));
-    let c = compiler(Some(capture.clone()), threads);
+    let c = run.w.compiler(Some(capture.clone()), threads);
     let done = AtomicBool::new(false);
     let writing = AtomicBool::new(false);
     let returned = Mutex::new(Vec::new());
@@ -159,10 +168,10 @@ struct Generation {
     returned: Mutex<Vec<PipelineKey>>,
 }
 
-fn generation(threads: usize) -> Arc<Generation> {
+fn generation(w: &Workload, threads: usize) -> Arc<Generation> {
     let capture = Arc::new(Capture::new(CaptureMode::Outputs));
     Arc::new(Generation {
-        compiler: compiler(Some(capture.clone()), threads),
+        compiler: w.compiler(Some(capture.clone()), threads),
         capture,
         returned: Mutex::new(Vec::new()),
     })
@@ -175,8 +184,8 @@ fn generation(threads: usize) -> Arc<Generation> {
 /// per-thread compilers, all at once.
 fn rotate(run: &Run<'_>, threads: usize, k: usize, mix: bool) -> Vec<u8> {
     let k = k.max(1);
-    let current = RwLock::new(generation(threads));
-    let pieces: Mutex<Vec<Vec<WriteEntry>>> = Mutex::new(Vec::new());
+    let current = RwLock::new(generation(run.w, threads));
+    let pieces: Mutex<Vec<Archive>> = Mutex::new(Vec::new());
     let rotated = AtomicUsize::new(0);
     let done = AtomicBool::new(false);
     let shared_threads = if mix { threads.div_ceil(2) } else { threads };
@@ -207,7 +216,7 @@ fn rotate(run: &Run<'_>, threads: usize, k: usize, mix: bool) -> Vec<u8> {
                     let old = {
                         let mut cur = current.write().unwrap_or_else(|p| p.into_inner());
                         if Arc::ptr_eq(&cur, &gen) {
-                            Some(std::mem::replace(&mut *cur, generation(threads)))
+                            Some(std::mem::replace(&mut *cur, generation(run.w, threads)))
                         } else {
                             None
                         }
@@ -223,7 +232,7 @@ fn rotate(run: &Run<'_>, threads: usize, k: usize, mix: bool) -> Vec<u8> {
             for _ in shared_threads..threads {
                 hs.push(s.spawn(|| {
                     let capture = Arc::new(Capture::new(CaptureMode::Outputs));
-                    let c = compiler(Some(capture.clone()), 1);
+                    let c = run.w.compiler(Some(capture.clone()), 1);
                     let returned = Mutex::new(Vec::new());
                     while run.step(&c, &returned) {}
                     drop(c);
@@ -252,10 +261,7 @@ fn rotate(run: &Run<'_>, threads: usize, k: usize, mix: bool) -> Vec<u8> {
     });
     let last = current.into_inner().unwrap_or_else(|p| p.into_inner());
     rotate_now(last);
-    let archives: Vec<Archive> = lock_std(&pieces)
-        .drain(..)
-        .filter_map(|entries| Archive::from_bytes(encode(&entries, &portable_meta())).ok())
-        .collect();
+    let archives = pieces.into_inner().unwrap_or_else(|p| p.into_inner());
     match merge(&archives) {
         Ok((entries, meta)) => encode(&entries, &meta),
         Err(e) => {
@@ -273,7 +279,7 @@ fn per_thread(run: &Run<'_>, threads: usize) -> Vec<u8> {
                 let pieces = &pieces;
                 s.spawn(move || {
                     let capture = Arc::new(Capture::new(CaptureMode::Outputs));
-                    let c = compiler(Some(capture.clone()), 1);
+                    let c = run.w.compiler(Some(capture.clone()), 1);
                     let returned = Mutex::new(Vec::new());
                     while run.step(&c, &returned) {}
                     run.write_and_check(&capture, &format!("thread-{t}.granary"), &returned);
