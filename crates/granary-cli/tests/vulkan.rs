@@ -156,7 +156,18 @@ fn the_seed_workload_with_every_attachment_unspecialized_harvests_as_libraries()
     let dir = common::tempdir();
     let w = dir.path().join("w");
     let g = granary(
-        &["gen", "seed-scale", "-o", w.to_str().unwrap(), "--pipelines", "240", "--vertex-functions", "60", "--max-run", "60"],
+        &[
+            "gen",
+            "seed-scale",
+            "-o",
+            w.to_str().unwrap(),
+            "--pipelines",
+            "240",
+            "--vertex-functions",
+            "60",
+            "--max-run",
+            "60",
+        ],
         &[],
     );
     assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));

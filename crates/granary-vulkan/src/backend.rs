@@ -16,12 +16,12 @@ use crate::error::VulkanError;
 use crate::raw::{Driver, Gpu, GraphicsInput, Layout, Module, OpenOptions};
 use crate::state;
 use crate::DeviceIdentity;
+use granary::backend::BackendReport;
 use granary::descriptor::{
     PipelineDescriptor, PipelineLayout, RenderPipelineDescriptor, ShaderStage, Spec, StageKey, Target, TextureFormat,
 };
-use granary::backend::BackendReport;
 use granary::frontend::StageFunction;
-use granary_archive::{Blob, BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, BINARY_SET_LIBRARY};
+use granary_archive::{BinarySet, Blob, DeviceBinaries, DeviceBinary, DeviceCache, BINARY_SET_LIBRARY};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -331,8 +331,8 @@ impl VulkanBackend {
                 if ds.depth_bias != 0 || ds.depth_bias_slope_scale != 0.0 || ds.depth_bias_clamp != 0.0 {
                     depth_bias = Some((true, ds.depth_bias as f32, ds.depth_bias_slope_scale, ds.depth_bias_clamp));
                 }
-                let depth_test = has_depth
-                    && (ds.depth_compare != granary::descriptor::CompareFunction::Always || ds.depth_write);
+                let depth_test =
+                    has_depth && (ds.depth_compare != granary::descriptor::CompareFunction::Always || ds.depth_write);
                 let mut s = vk::PipelineDepthStencilStateCreateInfo {
                     depth_test_enable: vk::Bool32::from(depth_test),
                     depth_write_enable: vk::Bool32::from(has_depth && ds.depth_write),

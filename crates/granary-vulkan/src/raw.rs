@@ -202,7 +202,8 @@ impl Driver {
                 driver_name: string_of(driver.driver_name.as_bytes()),
                 driver_info: string_of(driver.driver_info.as_bytes()),
                 pipeline_binaries: has_binary_ext && pb.pipeline_binaries == vk::TRUE && m5.maintenance5 == vk::TRUE,
-                internal_cache_control: has_binary_ext && binary_props.pipeline_binary_internal_cache_control == vk::TRUE,
+                internal_cache_control: has_binary_ext
+                    && binary_props.pipeline_binary_internal_cache_control == vk::TRUE,
                 graphics_pipeline_library: has_gpl_ext && gpl.graphics_pipeline_library == vk::TRUE,
                 fast_linking: has_gpl_ext && gpl_props.graphics_pipeline_library_fast_linking == vk::TRUE,
                 dynamic_rendering: v13 && f13.dynamic_rendering == vk::TRUE,
@@ -251,11 +252,14 @@ pub struct Gpu {
     global_key: Vec<u8>,
 }
 
+/// `(key, data)` of one pipeline binary, as the driver returned it.
+pub type RawBinary = (Vec<u8>, Vec<u8>);
+
 /// A pipeline's captured result.
 #[derive(Debug)]
 pub struct Created {
     /// `(key, data)` of each binary, in the driver's order (empty without pipeline binaries).
-    pub binaries: Vec<(Vec<u8>, Vec<u8>)>,
+    pub binaries: Vec<RawBinary>,
     /// Time inside `vkCreate*Pipelines`.
     pub driver_time: Duration,
 }
@@ -379,13 +383,12 @@ impl Gpu {
 
     /// Creates a shader module from SPIR-V bytes.
     pub fn module(self: &Arc<Self>, spirv: &[u8]) -> Result<Module, VulkanError> {
-        if spirv.len() % 4 != 0 || spirv.is_empty() {
+        if !spirv.len().is_multiple_of(4) || spirv.is_empty() {
             return Err(VulkanError::call("vkCreateShaderModule", "SPIR-V length is not a positive multiple of 4"));
         }
         // Copy to a `u32` buffer: the archive's bytes are 16-byte aligned, but a `Vec<u8>` from
         // elsewhere need not be.
-        let words: Vec<u32> =
-            spirv.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let words: Vec<u32> = spirv.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         let info = vk::ShaderModuleCreateInfo { code_size: spirv.len(), code: words.as_ptr(), ..Default::default() };
         // SAFETY: `words` lives until the call returns; `code_size` is its length in bytes.
         let handle = unsafe { self.device.create_shader_module(&info, None) }
@@ -463,7 +466,8 @@ impl Gpu {
             primitive_restart_enable: vk::Bool32::from(input.primitive_restart),
             ..Default::default()
         };
-        let viewport = vk::PipelineViewportStateCreateInfo { viewport_count: 1, scissor_count: 1, ..Default::default() };
+        let viewport =
+            vk::PipelineViewportStateCreateInfo { viewport_count: 1, scissor_count: 1, ..Default::default() };
         let (bias_enable, bias_constant, bias_slope, bias_clamp) = input.depth_bias.unwrap_or((false, 0.0, 0.0, 0.0));
         let raster = vk::PipelineRasterizationStateCreateInfo {
             polygon_mode: vk::PolygonMode::FILL,
@@ -595,7 +599,7 @@ impl Gpu {
 
     /// The pipeline's binaries (`VK_KHR_pipeline_binary`), copied out; the binaries are
     /// destroyed and the pipeline's captured data released before returning.
-    fn capture(&self, pipeline: &PipelineGuard<'_>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, VulkanError> {
+    fn capture(&self, pipeline: &PipelineGuard<'_>) -> Result<Vec<RawBinary>, VulkanError> {
         if !self.binaries {
             return Ok(Vec::new());
         }
@@ -633,7 +637,7 @@ impl Gpu {
         Ok(out)
     }
 
-    fn binary_data(&self, binary: vk::PipelineBinaryKHR) -> Result<(Vec<u8>, Vec<u8>), VulkanError> {
+    fn binary_data(&self, binary: vk::PipelineBinaryKHR) -> Result<RawBinary, VulkanError> {
         let info = vk::PipelineBinaryDataInfoKHR { pipeline_binary: binary, ..Default::default() };
         let mut key = vk::PipelineBinaryKeyKHR::default();
         let mut size = 0usize;

@@ -5,9 +5,9 @@
 //! error (never a driver call with an invalid value).
 
 use granary::descriptor::{
-    Blend, BlendFactor, BlendOp, BindingKind, ColorWrites, CompareFunction, CullMode, FrontFace, PipelineLayout,
-    RenderPipelineDescriptor, ShaderStage, StageMask, StencilFace, StencilOp, StepMode, TextureFormat,
-    Topology, VertexFormat,
+    BindingKind, Blend, BlendFactor, BlendOp, ColorWrites, CompareFunction, CullMode, FrontFace, PipelineLayout,
+    RenderPipelineDescriptor, ShaderStage, StageMask, StencilFace, StencilOp, StepMode, TextureFormat, Topology,
+    VertexFormat,
 };
 use vulkanalia::vk;
 
@@ -343,9 +343,8 @@ pub fn vertex_input(
             },
         });
         for (j, a) in buffer.attributes.iter().enumerate() {
-            let offset = u32::try_from(a.offset).map_err(|_| {
-                format!("vertex_buffers[{i}].attributes[{j}].offset {} does not fit 32 bits", a.offset)
-            })?;
+            let offset = u32::try_from(a.offset)
+                .map_err(|_| format!("vertex_buffers[{i}].attributes[{j}].offset {} does not fit 32 bits", a.offset))?;
             attributes.push(vk::VertexInputAttributeDescription {
                 location: a.location,
                 binding: i as u32,

@@ -55,7 +55,8 @@ fn the_backend_is_send_and_sync() {
 fn every_example_pipeline_is_created_with_one_module_per_stage_function() {
     let Some(b) = backend() else { return };
     let pipelines = example();
-    let unique: std::collections::HashSet<_> = pipelines.iter().flat_map(|(_, fs, _)| fs.iter().map(|f| f.key)).collect();
+    let unique: std::collections::HashSet<_> =
+        pipelines.iter().flat_map(|(_, fs, _)| fs.iter().map(|f| f.key)).collect();
     let mut libraries = 0;
     for (desc, fs, layout) in &pipelines {
         let c = b.compile(desc, fs, layout).unwrap_or_else(|e| panic!("{:?}: {e}", desc.label()));
@@ -110,6 +111,7 @@ fn threads_sharing_shader_modules_while_the_cache_is_read() {
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     assert!(reader.join().expect("reader") > 0);
     assert_eq!(compiled, pipelines.len());
-    let unique: std::collections::HashSet<_> = pipelines.iter().flat_map(|(_, fs, _)| fs.iter().map(|f| f.key)).collect();
+    let unique: std::collections::HashSet<_> =
+        pipelines.iter().flat_map(|(_, fs, _)| fs.iter().map(|f| f.key)).collect();
     assert_eq!(b.stats().modules as usize, unique.len());
 }

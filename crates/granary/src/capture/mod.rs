@@ -11,8 +11,8 @@
 use crate::archive::{self, ArchiveError, ArchiveMeta, WriteEntry};
 use crate::backend::Backend;
 use crate::descriptor::{PipelineDescriptor, PipelineEntry, TargetOutputs, TargetSet};
-use granary_archive::{DeviceBinaries, DeviceCache};
 use crate::sync::ShardedMap;
+use granary_archive::{DeviceBinaries, DeviceCache};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;

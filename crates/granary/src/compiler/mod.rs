@@ -305,8 +305,8 @@ impl Compiler {
                 }
                 self.backend.compile(desc, &functions, &layout)
             })
-                .map_err(|report| CompileError::Panic { pipeline: name(), report })?
-                .map_err(|message| CompileError::Device { pipeline: name(), message })?;
+            .map_err(|report| CompileError::Panic { pipeline: name(), report })?
+            .map_err(|message| CompileError::Device { pipeline: name(), message })?;
             (layout, binaries)
         };
         let entry = Arc::new(pipeline_entry(desc, &functions, &layout));

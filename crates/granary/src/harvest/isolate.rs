@@ -414,8 +414,11 @@ impl Job<'_> {
                 w.send(message_header(MSG_LIBRARY, payload.len()), Out::Owned(payload));
             }
         }
-        let cap = answer_cap(desc, self.targets)
-            .saturating_add(if self.opts.device.is_some() { BINARY_ALLOWANCE } else { 0 });
+        let cap = answer_cap(desc, self.targets).saturating_add(if self.opts.device.is_some() {
+            BINARY_ALLOWANCE
+        } else {
+            0
+        });
         w.cap.store(cap, Ordering::SeqCst);
         w.send(message_header(MSG_COMPILE, 8), Out::Owned((index as u64).to_le_bytes().to_vec()));
         let r = match opts.timeout {

@@ -29,10 +29,10 @@ pub use report::{Failure, HarvestSummary, Phases, TargetCount};
 pub use worker::worker_main;
 
 use crate::archive::journal::{journal_path, remove_journal, replay_journal, JournalReplay};
+use crate::archive::WriteEntry;
 use crate::archive::{Archive, ArchiveError};
 use crate::capture::{Capture, CaptureMode, WriteReport};
 use crate::compiler::{Compiler, CompilerOptions};
-use crate::archive::WriteEntry;
 use crate::descriptor::{PipelineDescriptor, TargetSet};
 use crate::script::{Script, ScriptError};
 use crate::sync::lock_std;

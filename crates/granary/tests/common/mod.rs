@@ -138,7 +138,9 @@ pub fn vulkan_device(granary: &std::path::Path) -> Option<serde_json::Value> {
         "no Vulkan device and GRANARY_REQUIRE_VULKAN=1 requires one ({why}); Debian: apt-get install libvulkan1 mesa-vulkan-drivers"
     );
     if first.is_none() {
-        eprintln!("SKIPPED: no Vulkan driver ({why}); this test checked nothing (GRANARY_REQUIRE_VULKAN=1 makes it fail)");
+        eprintln!(
+            "SKIPPED: no Vulkan driver ({why}); this test checked nothing (GRANARY_REQUIRE_VULKAN=1 makes it fail)"
+        );
     }
     first
 }
