@@ -89,6 +89,8 @@ pub struct VulkanBackend {
     formats: HashMap<TextureFormat, FormatSupport>,
     modules: Mutex<HashMap<StageKey, Cell<Module>>>,
     layouts: Mutex<HashMap<state::LayoutDesc, Cell<Layout>>>,
+    /// Captured binary bytes by content hash (see `intern`).
+    blobs: Mutex<HashMap<u128, Arc<Blob>>>,
     pipelines: AtomicU64,
     libraries: AtomicU64,
     module_count: AtomicU64,
@@ -140,6 +142,7 @@ impl VulkanBackend {
             formats,
             modules: Mutex::default(),
             layouts: Mutex::default(),
+            blobs: Mutex::default(),
             pipelines: AtomicU64::new(0),
             libraries: AtomicU64::new(0),
             module_count: AtomicU64::new(0),
@@ -179,6 +182,15 @@ impl VulkanBackend {
             binaries: self.binaries.load(Relaxed),
             binary_bytes: self.binary_bytes.load(Relaxed),
         }
+    }
+
+    /// The one in-memory copy of a binary's bytes: NVIDIA returns the same dictionary binary
+    /// (hundreds of KB) with every pipeline after its first few hundred compiles; without
+    /// interning a 33,000-pipeline harvest held 27 GB of copies (measured, BENCHMARKS.md).
+    fn intern(&self, data: Vec<u8>) -> Arc<Blob> {
+        let blob = Blob::new(data);
+        let mut map = self.blobs.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(blob.hash().0).or_insert(blob).clone()
     }
 
     fn device_name(&self) -> &str {
@@ -398,7 +410,7 @@ impl granary::backend::Backend for VulkanBackend {
         let c = VulkanBackend::compile(self, desc, stages, layout)?;
         let set = BinarySet {
             flags: if c.library { BINARY_SET_LIBRARY } else { 0 },
-            binaries: c.binaries.into_iter().map(|(key, data)| DeviceBinary { key, data: Blob::new(data) }).collect(),
+            binaries: c.binaries.into_iter().map(|(key, data)| DeviceBinary { key, data: self.intern(data) }).collect(),
         };
         Ok(Some(DeviceBinaries { device: self.identity.clone(), set: Arc::new(set) }))
     }

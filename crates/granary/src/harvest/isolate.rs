@@ -341,7 +341,28 @@ impl BlobTable {
                         *b = table.entry(b.hash().0).or_insert_with(|| b.clone()).clone();
                     }
                 }
-                WriteEntry { entry: Arc::new(e), labels: w.labels, binaries: w.binaries }
+                // Driver binaries too: NVIDIA repeats one large dictionary binary in every
+                // pipeline's set (per worker process), so interning keeps one copy per worker.
+                let binaries = w
+                    .binaries
+                    .into_iter()
+                    .map(|d| {
+                        let set = granary_archive::BinarySet {
+                            flags: d.set.flags,
+                            binaries: d
+                                .set
+                                .binaries
+                                .iter()
+                                .map(|b| granary_archive::DeviceBinary {
+                                    key: b.key.clone(),
+                                    data: table.entry(b.data.hash().0).or_insert_with(|| b.data.clone()).clone(),
+                                })
+                                .collect(),
+                        };
+                        granary_archive::DeviceBinaries { device: d.device, set: Arc::new(set) }
+                    })
+                    .collect();
+                WriteEntry { entry: Arc::new(e), labels: w.labels, binaries }
             })
             .collect()
     }
