@@ -47,7 +47,7 @@ pub struct PipelineCapture {
     /// shader) whose fragment-output part is linked at run time.
     pub library: bool,
     /// `(key, data)` per binary, in the driver's order; empty where only cache data is kept.
-    pub binaries: Vec<(Vec<u8>, Vec<u8>)>,
+    pub binaries: Vec<(Vec<u8>, Arc<Blob>)>,
 }
 
 /// Counters of a backend's work.
@@ -172,6 +172,20 @@ impl VulkanBackend {
         self.gpu.cache_data()
     }
 
+    /// Drops the backend's shader modules and pipeline layouts (each is destroyed once no
+    /// compile in flight still holds it); later compiles create them again. For callers that
+    /// know a set of stage functions is finished with (drivers may keep compiled code per
+    /// module).
+    pub fn clear_module_cache(&self) {
+        self.modules.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.layouts.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// Bytes of distinct captured binary data held in memory (each distinct binary once).
+    pub fn interned_bytes(&self) -> u64 {
+        self.blobs.lock().unwrap_or_else(|p| p.into_inner()).values().map(|b| b.bytes().len() as u64).sum()
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> VulkanStats {
         VulkanStats {
@@ -187,10 +201,10 @@ impl VulkanBackend {
     /// The one in-memory copy of a binary's bytes: NVIDIA returns the same dictionary binary
     /// (hundreds of KB) with every pipeline after its first few hundred compiles; without
     /// interning a 33,000-pipeline harvest held 27 GB of copies (measured, BENCHMARKS.md).
-    fn intern(&self, data: Vec<u8>) -> Arc<Blob> {
-        let blob = Blob::new(data);
+    fn intern(&self, data: &[u8]) -> Arc<Blob> {
+        let hash = granary::descriptor::key::content_hash(data).0;
         let mut map = self.blobs.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(blob.hash().0).or_insert(blob).clone()
+        map.entry(hash).or_insert_with(|| Blob::new(data.to_vec())).clone()
     }
 
     fn device_name(&self) -> &str {
@@ -260,12 +274,13 @@ impl VulkanBackend {
             PipelineDescriptor::Compute(_) => {
                 let (m, f) = (&modules[0], &functions[0]);
                 let entry = entry_name(&f.entry_point)?;
-                (self.gpu.create_compute(m, &entry, &pipeline_layout).map_err(|e| e.to_string())?, false)
+                let created = self.gpu.create_compute(m, &entry, &pipeline_layout, &|b| self.intern(b));
+                (created.map_err(|e| e.to_string())?, false)
             }
             PipelineDescriptor::Render(r) => {
                 let input = self.graphics_input(desc, r, functions, &modules, &pipeline_layout)?;
                 let library = input.output.is_none();
-                (self.gpu.create_graphics(&input).map_err(|e| e.to_string())?, library)
+                (self.gpu.create_graphics(&input, &|b| self.intern(b)).map_err(|e| e.to_string())?, library)
             }
         };
         if library {
@@ -275,7 +290,7 @@ impl VulkanBackend {
         }
         self.driver_nanos.fetch_add(created.driver_time.as_nanos() as u64, Relaxed);
         self.binaries.fetch_add(created.binaries.len() as u64, Relaxed);
-        self.binary_bytes.fetch_add(created.binaries.iter().map(|(_, d)| d.len() as u64).sum(), Relaxed);
+        self.binary_bytes.fetch_add(created.binaries.iter().map(|(_, d)| d.bytes().len() as u64).sum(), Relaxed);
         Ok(PipelineCapture { library, binaries: created.binaries })
     }
 
@@ -410,7 +425,7 @@ impl granary::backend::Backend for VulkanBackend {
         let c = VulkanBackend::compile(self, desc, stages, layout)?;
         let set = BinarySet {
             flags: if c.library { BINARY_SET_LIBRARY } else { 0 },
-            binaries: c.binaries.into_iter().map(|(key, data)| DeviceBinary { key, data: self.intern(data) }).collect(),
+            binaries: c.binaries.into_iter().map(|(key, data)| DeviceBinary { key, data }).collect(),
         };
         Ok(Some(DeviceBinaries { device: self.identity.clone(), set: Arc::new(set) }))
     }

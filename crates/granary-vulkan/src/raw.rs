@@ -29,6 +29,7 @@
 //!   any number of threads.
 
 use crate::error::VulkanError;
+use granary_archive::Blob;
 use std::collections::BTreeSet;
 use std::ffi::{c_void, CStr, CString};
 use std::sync::Arc;
@@ -252,8 +253,20 @@ pub struct Gpu {
     global_key: Vec<u8>,
 }
 
-/// `(key, data)` of one pipeline binary, as the driver returned it.
-pub type RawBinary = (Vec<u8>, Vec<u8>);
+/// `(key, data)` of one pipeline binary, as the driver returned it (the bytes interned by
+/// content: see [`Intern`]).
+pub type RawBinary = (Vec<u8>, Arc<Blob>);
+
+/// Turns a binary's bytes into the one shared in-memory copy of those bytes. NVIDIA returns
+/// the same dictionary binary (hundreds of KB) with every pipeline after its first few hundred
+/// compiles: the bytes are read into a reused per-thread buffer and copied only when new.
+pub type Intern<'a> = &'a (dyn Fn(&[u8]) -> Arc<Blob> + Sync);
+
+thread_local! {
+    /// The buffer `vkGetPipelineBinaryDataKHR` writes into, reused by every capture on the
+    /// thread (no allocation per binary, so no allocator churn of large blocks).
+    static BINARY_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// A pipeline's captured result.
 #[derive(Debug)]
@@ -442,7 +455,7 @@ impl Gpu {
     /// Creates a graphics pipeline (or, with `input.output == None`, a graphics pipeline
     /// library of the vertex-input, pre-rasterization and fragment-shader parts), captures it,
     /// and destroys it.
-    pub fn create_graphics(&self, input: &GraphicsInput<'_>) -> Result<Created, VulkanError> {
+    pub fn create_graphics(&self, input: &GraphicsInput<'_>, intern: Intern<'_>) -> Result<Created, VulkanError> {
         let library = input.output.is_none();
         let stages: Vec<vk::PipelineShaderStageCreateInfo> = input
             .stages
@@ -562,12 +575,18 @@ impl Gpu {
             Err(e) => return Err(VulkanError::call("vkCreateGraphicsPipelines", e)),
         };
         let guard = PipelineGuard { gpu: self, handle: pipelines.first().copied().unwrap_or_default() };
-        let binaries = self.capture(&guard)?;
+        let binaries = self.capture(&guard, intern)?;
         Ok(Created { binaries, driver_time })
     }
 
     /// Creates a compute pipeline, captures it and destroys it.
-    pub fn create_compute(&self, module: &Module, entry: &CStr, layout: &Layout) -> Result<Created, VulkanError> {
+    pub fn create_compute(
+        &self,
+        module: &Module,
+        entry: &CStr,
+        layout: &Layout,
+        intern: Intern<'_>,
+    ) -> Result<Created, VulkanError> {
         let flags2 = vk::PipelineCreateFlags2CreateInfo {
             flags: vk::PipelineCreateFlags2::CAPTURE_DATA_KHR,
             ..Default::default()
@@ -593,13 +612,13 @@ impl Gpu {
         let driver_time = start.elapsed();
         let pipelines = result.map_err(|e| VulkanError::call("vkCreateComputePipelines", e))?.0;
         let guard = PipelineGuard { gpu: self, handle: pipelines.first().copied().unwrap_or_default() };
-        let binaries = self.capture(&guard)?;
+        let binaries = self.capture(&guard, intern)?;
         Ok(Created { binaries, driver_time })
     }
 
     /// The pipeline's binaries (`VK_KHR_pipeline_binary`), copied out; the binaries are
     /// destroyed and the pipeline's captured data released before returning.
-    fn capture(&self, pipeline: &PipelineGuard<'_>) -> Result<Vec<RawBinary>, VulkanError> {
+    fn capture(&self, pipeline: &PipelineGuard<'_>, intern: Intern<'_>) -> Result<Vec<RawBinary>, VulkanError> {
         if !self.binaries {
             return Ok(Vec::new());
         }
@@ -627,7 +646,7 @@ impl Gpu {
         }
         let mut out = Vec::with_capacity(count);
         for &binary in &guard.handles {
-            out.push(self.binary_data(binary)?);
+            out.push(self.binary_data(binary, intern)?);
         }
         drop(guard);
         let release = vk::ReleaseCapturedPipelineDataInfoKHR { pipeline: pipeline.handle, ..Default::default() };
@@ -637,7 +656,7 @@ impl Gpu {
         Ok(out)
     }
 
-    fn binary_data(&self, binary: vk::PipelineBinaryKHR) -> Result<RawBinary, VulkanError> {
+    fn binary_data(&self, binary: vk::PipelineBinaryKHR, intern: Intern<'_>) -> Result<RawBinary, VulkanError> {
         let info = vk::PipelineBinaryDataInfoKHR { pipeline_binary: binary, ..Default::default() };
         let mut key = vk::PipelineBinaryKeyKHR::default();
         let mut size = 0usize;
@@ -651,13 +670,17 @@ impl Gpu {
         if size == 0 || size > 64 << 20 {
             return Err(VulkanError::call("vkGetPipelineBinaryDataKHR", format!("driver reported {size} bytes")));
         }
-        let mut data = vec![0u8; size];
-        // SAFETY: `data` has `size` writable bytes.
-        let r = unsafe { get(self.device.handle(), &info, &mut key, &mut size, data.as_mut_ptr().cast()) };
-        if r != vk::Result::SUCCESS {
-            return Err(VulkanError::call("vkGetPipelineBinaryDataKHR", r));
-        }
-        data.truncate(size);
+        let data = BINARY_BUFFER.with_borrow_mut(|buf| {
+            buf.clear();
+            buf.resize(size, 0);
+            let mut got = size;
+            // SAFETY: `buf` has `size` writable bytes; the driver writes at most `got` of them.
+            let r = unsafe { get(self.device.handle(), &info, &mut key, &mut got, buf.as_mut_ptr().cast()) };
+            if r != vk::Result::SUCCESS {
+                return Err(VulkanError::call("vkGetPipelineBinaryDataKHR", r));
+            }
+            Ok(intern(&buf[..got.min(size)]))
+        })?;
         let n = (key.key_size as usize).min(32);
         if n == 0 {
             return Err(VulkanError::call("vkGetPipelineBinaryDataKHR", "driver returned an empty binary key"));
