@@ -227,6 +227,53 @@ fn without_pipeline_libraries_unspecialized_pipelines_fail_saying_so() {
     assert_eq!(Archive::read(&out).unwrap().devices().unwrap()[0].pipeline_count(), EXAMPLE_PIPELINES - expected);
 }
 
+/// Without libraries, a script's `expand_unspecialized` replaces each pipeline with
+/// unspecialized colour output by its specialized variants, each created whole on the device.
+#[test]
+fn expand_unspecialized_compiles_specialized_variants_without_libraries() {
+    if device().is_none() {
+        return;
+    }
+    let dir = common::tempdir();
+    let text = std::fs::read_to_string(EXAMPLE).unwrap();
+    let mut script: Value = serde_json::from_str(&text).unwrap();
+    let base = Path::new(EXAMPLE).parent().unwrap();
+    for lib in script["libraries"].as_array_mut().unwrap() {
+        if let Some(p) = lib.get("path").and_then(Value::as_str).map(str::to_string) {
+            lib["path"] = Value::String(base.join(p).display().to_string());
+        }
+    }
+    script["expand_unspecialized"] = serde_json::json!({"formats": ["rgba8unorm", "rgba16float"]});
+    let path = dir.path().join("pipelines.json");
+    std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
+    let parsed = Script::load(&path).unwrap();
+    let open =
+        parsed.pipelines.iter().filter(|p| p.descriptor.as_ref().is_ok_and(granary::backend::needs_libraries)).count();
+    let out = dir.path().join("a.granary");
+    let (code, s) =
+        harvest(path.to_str().unwrap(), &out, &["--backend", "vulkan", "--no-pipeline-libraries", "-j", "2"], &[]);
+    assert_eq!(code, 0, "{s}");
+    assert_eq!(s["expanded"].as_u64(), Some(open as u64), "{s}");
+    let variants = s["variants"].as_u64().unwrap() as usize;
+    assert!(variants >= open, "{s}");
+    assert_eq!(s["pipelines"].as_u64(), Some((EXAMPLE_PIPELINES - open + variants) as u64));
+    assert_eq!(s["device"]["libraries_created"], 0, "{s}");
+    let archive = Archive::read(&out).unwrap();
+    // The unspecialized originals are replaced; their variants are found by label.
+    assert!(archive.lookup_label("post/blit/unspecialized").unwrap().is_none());
+    let blit = archive.lookup_label("post/blit/unspecialized@rgba16float").unwrap().expect("variant");
+    // It equals the script's own rgba16float blit: one entry, both labels.
+    assert_eq!(Some(blit.key()), archive.lookup_label("post/blit/rgba16float").unwrap().map(|p| p.key()));
+    let dev = &archive.devices().unwrap()[0];
+    for p in archive.iter() {
+        let set = dev.binaries(&p.unwrap()).unwrap().unwrap();
+        assert_eq!(set.flags() & granary::archive::BINARY_SET_LIBRARY, 0, "every variant is a whole pipeline");
+    }
+    // With libraries the field is ignored: the originals stay unspecialized.
+    let (code, s) = harvest(path.to_str().unwrap(), &out, &["--backend", "vulkan", "-j", "2"], &[]);
+    assert_eq!((code, s["expanded"].as_u64()), (0, Some(0)), "{s}");
+}
+
 /// State the device cannot take is that pipeline's error, found before any driver call, and a
 /// driver call that fails (injected) costs its pipeline only; both in-process.
 #[test]

@@ -326,7 +326,8 @@ impl VulkanBackend {
                 return Err(format!(
                     "color_attachments[{which}] is unspecialized and device '{}' has no graphics pipeline \
                      libraries (VK_EXT_graphics_pipeline_library) to leave the fragment output open; \
-                     specialize its format, blend and write_mask in the script",
+                     specialize its format, blend and write_mask, or give the script an \
+                     expand_unspecialized list of formats to compile it for",
                     self.device_name()
                 ));
             }
@@ -439,6 +440,10 @@ impl granary::backend::Backend for VulkanBackend {
 
     fn device(&self) -> Option<Arc<DeviceIdentity>> {
         Some(self.identity.clone())
+    }
+
+    fn expands_unspecialized(&self) -> bool {
+        !self.uses_libraries()
     }
 
     fn report(&self) -> Option<BackendReport> {

@@ -77,6 +77,12 @@ pub trait Backend: Send + Sync {
     fn report(&self) -> Option<BackendReport> {
         None
     }
+    /// Whether pipelines with unspecialized colour output must be expanded into specialized
+    /// variants (the script's `expand_unspecialized`) because this backend cannot leave the
+    /// output open (a device without graphics pipeline libraries). Default: no.
+    fn expands_unspecialized(&self) -> bool {
+        false
+    }
     /// The device whose binaries [`Backend::compile`] returns (`None` without a device).
     fn device(&self) -> Option<Arc<granary_archive::DeviceIdentity>> {
         None

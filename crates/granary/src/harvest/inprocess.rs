@@ -47,7 +47,13 @@ pub(crate) fn run(
                                         }
                                         compiler.compile_detailed(desc)
                                     });
-                                    let name = || script.pipelines[*p].display_name();
+                                    // Expanded variants (numbered after the script's pipelines)
+                                    // are always labelled.
+                                    let name = || match (desc.label(), script.pipelines.get(*p)) {
+                                        (Some(l), _) => l.to_string(),
+                                        (None, Some(sp)) => sp.display_name(),
+                                        (None, None) => format!("pipelines[{p}]"),
+                                    };
                                     match outcome {
                                         Ok(Ok(o)) => sink.compiled_with(*p, &name(), o.targets, &o.lost),
                                         Ok(Err(e)) => sink.failed(compile_failure(*p, name(), &e)),

@@ -78,6 +78,11 @@ pub struct Phases {
 pub struct HarvestSummary {
     /// The archive written.
     pub output: String,
+    /// Script pipelines replaced by their fully specialized variants (`expand_unspecialized`,
+    /// on a device without graphics pipeline libraries).
+    pub expanded: usize,
+    /// Variants they were expanded into (counted in `pipelines`).
+    pub variants: usize,
     /// The backend: `none` (the front end's translations only) or a device backend's name.
     pub backend: String,
     /// What the device backend did (device, what it captures, driver time, binaries);
@@ -179,6 +184,12 @@ impl HarvestSummary {
                 self.profile
             )
         };
+        if self.expanded > 0 {
+            s += &format!(
+                "  expanded:              {} pipelines with unspecialized colour output into {} specialized variants (expand_unspecialized; the device has no graphics pipeline libraries)\n",
+                self.expanded, self.variants
+            );
+        }
         if self.resumed > 0 || self.dropped > 0 {
             s += &format!(
                 "  resumed:               {} pipelines kept from the existing archive, {} stale entries dropped (the script no longer produces them)\n",

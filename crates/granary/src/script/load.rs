@@ -21,6 +21,8 @@ pub struct Script {
     pub libraries: Vec<(String, Result<Arc<Library>, ScriptError>)>,
     /// Pipelines in script order.
     pub pipelines: Vec<ScriptPipeline>,
+    /// `expand_unspecialized`, if the script has one.
+    pub expand_unspecialized: Option<super::Expansion>,
 }
 
 /// One pipeline of a script.
@@ -166,7 +168,7 @@ impl Script {
             let offset = offset_in(text, top.pipelines[i].get()).unwrap_or(0);
             pipelines.push(ScriptPipeline { index: i, label, descriptor, offset });
         }
-        Ok(Script { path: path.to_path_buf(), libraries, pipelines })
+        Ok(Script { path: path.to_path_buf(), libraries, pipelines, expand_unspecialized: top.expand_unspecialized })
     }
 }
 

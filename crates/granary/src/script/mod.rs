@@ -6,12 +6,14 @@
 //! - Library paths resolve relative to the script's folder.
 
 mod error;
+mod expand;
 mod export;
 mod lazy;
 mod load;
 mod raw;
 
 pub use error::ScriptError;
+pub use expand::{Expansion, MAX_VARIANTS};
 pub use export::script_json;
 pub use lazy::LazyScript;
 pub use load::{LineIndex, Script, ScriptPipeline};

@@ -18,6 +18,10 @@ pub(crate) struct RawScriptTop<'a> {
     pub libraries: Vec<&'a serde_json::value::RawValue>,
     #[serde(default, borrow)]
     pub pipelines: Vec<&'a serde_json::value::RawValue>,
+    /// For device backends without graphics pipeline libraries: what to expand unspecialized
+    /// colour attachments over (docs/FORMAT.md §2).
+    #[serde(default)]
+    pub expand_unspecialized: Option<crate::script::Expansion>,
 }
 
 /// Just the label of a pipeline entry, read leniently to name an entry that fails to parse.

@@ -1,0 +1,155 @@
+//! `expand_unspecialized`: a pipeline whose colour output is unspecialized, expanded into fully
+//! specialized variants for a device backend that cannot leave the output open (no graphics
+//! pipeline libraries).
+
+use crate::descriptor::{Blend, ColorWrites, PipelineDescriptor, RenderPipelineDescriptor, Spec, TextureFormat};
+use serde::{Deserialize, Serialize};
+
+/// What an unspecialized colour attachment is expanded over. In the script:
+/// `"expand_unspecialized": {"formats": ["rgba8unorm", "bgra8unorm-srgb"], "blend": "off",
+/// "write_mask": "rgba"}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expansion {
+    /// Formats an unspecialized colour format takes, one variant per format (per combination
+    /// where several attachments are unspecialized).
+    pub formats: Vec<TextureFormat>,
+    /// The blend an unspecialized blend takes (default `off`).
+    #[serde(default = "blend_off")]
+    pub blend: Blend,
+    /// The write mask an unspecialized write mask takes (default `rgba`).
+    #[serde(default = "all_channels")]
+    pub write_mask: ColorWrites,
+}
+
+fn blend_off() -> Blend {
+    Blend::Off
+}
+
+fn all_channels() -> ColorWrites {
+    ColorWrites::ALL
+}
+
+/// Most variants one pipeline may expand into (formats ^ unspecialized attachments).
+pub const MAX_VARIANTS: usize = 256;
+
+impl Expansion {
+    /// The variants of `desc`, each labelled `LABEL@FORMAT[+FORMAT...]` (the colour formats in
+    /// attachment order; `name` stands in for a missing label), or `None` when `desc` has no
+    /// unspecialized colour output. Too many variants, or no formats to expand over, is an
+    /// error that names the pipeline.
+    pub fn variants(&self, desc: &PipelineDescriptor, name: &str) -> Option<Result<Vec<PipelineDescriptor>, String>> {
+        let PipelineDescriptor::Render(r) = desc else { return None };
+        if !crate::backend::needs_libraries(desc) {
+            return None;
+        }
+        let open: Vec<usize> = r
+            .color_attachments
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| matches!(c.format, Spec::Unspecialized))
+            .map(|(i, _)| i)
+            .collect();
+        if !open.is_empty() && self.formats.is_empty() {
+            return Some(Err(format!("pipeline '{name}': expand_unspecialized.formats is empty")));
+        }
+        let count = open.iter().try_fold(1usize, |n, _| n.checked_mul(self.formats.len()));
+        if count.is_none_or(|n| n > MAX_VARIANTS) {
+            return Some(Err(format!(
+                "pipeline '{name}': {} unspecialized colour formats over {} formats make more than {MAX_VARIANTS} variants",
+                open.len(),
+                self.formats.len()
+            )));
+        }
+        let mut out = Vec::new();
+        let mut choice = vec![0usize; open.len()];
+        loop {
+            let mut v: RenderPipelineDescriptor = r.clone();
+            for (slot, &i) in open.iter().enumerate() {
+                v.color_attachments[i].format = Spec::Is(self.formats[choice[slot]]);
+            }
+            for c in &mut v.color_attachments {
+                if matches!(c.blend, Spec::Unspecialized) {
+                    c.blend = Spec::Is(self.blend);
+                }
+                if matches!(c.write_mask, Spec::Unspecialized) {
+                    c.write_mask = Spec::Is(self.write_mask);
+                }
+            }
+            let formats: Vec<String> = v
+                .color_attachments
+                .iter()
+                .map(|c| match c.format {
+                    Spec::Is(f) => {
+                        serde_json::to_value(f).ok().and_then(|j| j.as_str().map(str::to_string)).unwrap_or_default()
+                    }
+                    Spec::Unspecialized => "unspecialized".to_string(),
+                })
+                .collect();
+            v.label = Some(format!("{name}@{}", formats.join("+")));
+            out.push(PipelineDescriptor::Render(v));
+            // Next combination (odometer, last attachment fastest).
+            let mut k = open.len();
+            loop {
+                if k == 0 {
+                    return Some(Ok(out));
+                }
+                k -= 1;
+                choice[k] += 1;
+                if choice[k] < self.formats.len() {
+                    break;
+                }
+                choice[k] = 0;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::descriptor::{ColorAttachment, FunctionDescriptor, Library, PrimitiveState};
+
+    fn pipeline(attachments: Vec<ColorAttachment>) -> PipelineDescriptor {
+        let lib = Library::wgsl("l", "");
+        let f = FunctionDescriptor::Library { library: lib, name: "main".into() };
+        PipelineDescriptor::Render(RenderPipelineDescriptor {
+            label: Some("p".into()),
+            vertex: f.clone(),
+            fragment: Some(f),
+            vertex_buffers: vec![],
+            primitive: PrimitiveState::default(),
+            color_attachments: attachments,
+            depth_stencil: None,
+            sample_count: 1,
+            alpha_to_coverage: false,
+            layout: None,
+        })
+    }
+
+    #[test]
+    fn every_combination_once_with_defaults_for_blend_and_mask() {
+        use TextureFormat::*;
+        let e = Expansion { formats: vec![Rgba8unorm, R32float], blend: Blend::Off, write_mask: ColorWrites::ALL };
+        let fixed = ColorAttachment { format: Spec::Is(Rgba16float), ..ColorAttachment::unspecialized() };
+        let d = pipeline(vec![ColorAttachment::unspecialized(), fixed, ColorAttachment::unspecialized()]);
+        let v = e.variants(&d, "p").expect("expands").expect("ok");
+        let labels: Vec<_> = v.iter().map(|d| d.label().unwrap().to_string()).collect();
+        assert_eq!(
+            labels,
+            [
+                "p@rgba8unorm+rgba16float+rgba8unorm",
+                "p@rgba8unorm+rgba16float+r32float",
+                "p@r32float+rgba16float+rgba8unorm",
+                "p@r32float+rgba16float+r32float"
+            ]
+        );
+        for d in &v {
+            assert!(!crate::backend::needs_libraries(d), "{:?}", d.label());
+        }
+        // Fully specialized pipelines are not expanded; too many variants are refused.
+        assert!(e.variants(&v[0], "q").is_none());
+        let many = pipeline(vec![ColorAttachment::unspecialized(); 9]);
+        assert!(e.variants(&many, "m").unwrap().unwrap_err().contains("more than 256 variants"));
+    }
+}
