@@ -47,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         failed.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                if (i + 1) % step == 0 {
+                if (i + 1).is_multiple_of(step) {
                     println!(
                         "after {:>6} pipelines: rss {:>6} MiB (peak {:>6}), distinct binary bytes held {:>5} MiB",
                         i + 1,
