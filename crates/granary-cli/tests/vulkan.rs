@@ -60,6 +60,18 @@ fn portable_entries(path: &Path) -> Vec<u8> {
     granary::archive::encode(&entries, &meta)
 }
 
+/// The example script as JSON, its library paths made absolute so it can be written anywhere.
+fn example_json() -> Value {
+    let mut script: Value = serde_json::from_str(&std::fs::read_to_string(EXAMPLE).unwrap()).unwrap();
+    let base = Path::new(EXAMPLE).parent().unwrap();
+    for lib in script["libraries"].as_array_mut().unwrap() {
+        if let Some(p) = lib.get("path").and_then(Value::as_str).map(str::to_string) {
+            lib["path"] = Value::String(base.join(p).display().to_string());
+        }
+    }
+    script
+}
+
 fn needs_libraries(label: &str) -> bool {
     let script = Script::load(Path::new(EXAMPLE)).expect("example");
     let d: &PipelineDescriptor = script
@@ -235,14 +247,7 @@ fn expand_unspecialized_compiles_specialized_variants_without_libraries() {
         return;
     }
     let dir = common::tempdir();
-    let text = std::fs::read_to_string(EXAMPLE).unwrap();
-    let mut script: Value = serde_json::from_str(&text).unwrap();
-    let base = Path::new(EXAMPLE).parent().unwrap();
-    for lib in script["libraries"].as_array_mut().unwrap() {
-        if let Some(p) = lib.get("path").and_then(Value::as_str).map(str::to_string) {
-            lib["path"] = Value::String(base.join(p).display().to_string());
-        }
-    }
+    let mut script = example_json();
     script["expand_unspecialized"] = serde_json::json!({"formats": ["rgba8unorm", "rgba16float"]});
     let path = dir.path().join("pipelines.json");
     std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
@@ -285,15 +290,7 @@ fn a_pipeline_the_device_refuses_costs_only_that_pipeline() {
         panic!("the device supports every sample count: {supported:?}");
     };
     let dir = common::tempdir();
-    let text = std::fs::read_to_string(EXAMPLE).unwrap();
-    let mut script: Value = serde_json::from_str(&text).unwrap();
-    let base = Path::new(EXAMPLE).parent().unwrap();
-    // Library paths stay valid from the new folder.
-    for lib in script["libraries"].as_array_mut().unwrap() {
-        if let Some(p) = lib.get("path").and_then(Value::as_str).map(str::to_string) {
-            lib["path"] = Value::String(base.join(p).display().to_string());
-        }
-    }
+    let mut script = example_json();
     let pipelines = script["pipelines"].as_array_mut().unwrap();
     let mut bad = pipelines.iter().find(|p| p["label"] == "post/blit/rgba16float").unwrap().clone();
     bad["label"] = Value::String("post/blit/unsupported-msaa".into());
