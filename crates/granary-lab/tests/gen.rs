@@ -155,6 +155,7 @@ fn harvest_all(dir: &Path, summary: &GenSummary) {
             isolate: None,
             require_all_targets: false,
             backend: None,
+            trace: None,
         },
         &|_| {},
     )

@@ -63,6 +63,12 @@ pub struct HarvestArgs {
     /// With --isolate: replace a worker whose resident memory exceeds MIB mebibytes.
     #[arg(long, value_name = "MIB", requires = "isolate")]
     worker_memory_limit: Option<u64>,
+    /// Write a timeline of the harvest to FILE: Chrome JSON trace events, one track per worker
+    /// thread (per worker process slot with --isolate), a slice per library parse, stage
+    /// function, pipeline and driver compile, and the journal flushes. Open it in
+    /// https://ui.perfetto.dev or chrome://tracing.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
     #[command(flatten)]
     device: DeviceArgs,
 }
@@ -191,6 +197,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         resume: a.resume,
         require_all_targets: a.require_all_targets,
         backend: backend.clone(),
+        trace: a.trace.clone(),
         isolate: if a.isolate {
             anyhow::ensure!(a.timeout > 0.0 && a.timeout.is_finite(), "--timeout must be a positive number of seconds");
             Some(IsolateOptions {

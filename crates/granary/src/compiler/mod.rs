@@ -102,6 +102,8 @@ pub struct CompileOutcome {
     pub entry: Arc<PipelineEntry>,
     /// The pipeline's binaries on the backend's device (`None` for backends without one).
     pub binaries: Option<granary_archive::DeviceBinaries>,
+    /// When the backend's device compile ran (`None` for backends without a device).
+    pub device_span: Option<(std::time::Instant, std::time::Instant)>,
     /// The requested targets every stage has an output for (never empty).
     pub targets: TargetSet,
     /// Every target failure of the pipeline's stage functions (empty when it has every
@@ -291,7 +293,7 @@ impl Compiler {
         if targets.0 == 0 || (self.require_all_targets && !lost.is_empty()) {
             return Err(CompileError::Targets { pipeline: name(), lost });
         }
-        let (layout, binaries) = {
+        let (layout, binaries, device_span) = {
             let _permit = self.limiter.acquire();
             let layout = crate::util::panic::catch(|| {
                 self.backend.link(desc, &functions)?;
@@ -299,6 +301,7 @@ impl Compiler {
             })
             .map_err(|report| CompileError::Panic { pipeline: name(), report })?
             .map_err(|message| CompileError::Link { pipeline: name(), message })?;
+            let device_start = std::time::Instant::now();
             let binaries = crate::util::panic::catch(|| {
                 if self.device_backend {
                     crate::fault::at_device_compile(desc.label())?;
@@ -307,12 +310,13 @@ impl Compiler {
             })
             .map_err(|report| CompileError::Panic { pipeline: name(), report })?
             .map_err(|message| CompileError::Device { pipeline: name(), message })?;
-            (layout, binaries)
+            let device_span = self.device_backend.then(|| (device_start, std::time::Instant::now()));
+            (layout, binaries, device_span)
         };
         let entry = Arc::new(pipeline_entry(desc, &functions, &layout));
         if let Some(c) = &self.capture {
             c.record_with_binaries(&entry, binaries.clone(), desc);
         }
-        Ok(CompileOutcome { entry, binaries, targets, lost })
+        Ok(CompileOutcome { entry, binaries, device_span, targets, lost })
     }
 }

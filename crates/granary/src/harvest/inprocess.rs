@@ -18,24 +18,37 @@ pub(crate) fn run(
     compiler: &Compiler,
     threads: usize,
     sink: &Sink<'_>,
+    tracer: Option<&super::trace::Tracer>,
 ) -> Duration {
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
+            .map(|worker| {
+                let next = &next;
+                s.spawn(move || {
                     let cpu0 = thread_cpu_time();
+                    let track = super::trace::WORKER0 + worker;
                     while let Some(task) = plan.tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let t0 = std::time::Instant::now();
+                        let traced = |name: &'static str, args: serde_json::Value| {
+                            if let Some(t) = tracer {
+                                t.slice(track, name, t0, std::time::Instant::now(), args);
+                            }
+                        };
                         match task {
                             // Library and function errors surface through the pipelines that
                             // use them, with the pipeline named.
                             // (Panics in naga are caught inside the front end and cached as the
                             // library's or function's error.)
                             Task::Library(l) => {
-                                let _ = compiler.frontend().library(l);
+                                let ok = compiler.frontend().library(l).is_ok();
+                                traced("library", serde_json::json!({"library": l.name(), "ok": ok}));
                             }
                             Task::Function(f, stage) => {
-                                let _ = compiler.frontend().function(f, *stage);
+                                let ok = compiler.frontend().function(f, *stage).is_ok();
+                                let args =
+                                    serde_json::json!({"function": f.describe(), "stage": stage.name(), "ok": ok});
+                                traced("stage function", args);
                             }
                             Task::Pipeline(p) => {
                                 if let Some(desc) = by_index.get(p) {
@@ -54,6 +67,22 @@ pub(crate) fn run(
                                         (None, Some(sp)) => sp.display_name(),
                                         (None, None) => format!("pipelines[{p}]"),
                                     };
+                                    if let Some(t) = tracer {
+                                        let ok = matches!(outcome, Ok(Ok(_)));
+                                        let args = serde_json::json!({"pipeline": name(), "index": p, "ok": ok});
+                                        t.slice(track, "pipeline", t0, std::time::Instant::now(), args);
+                                        if let Ok(Ok(o)) = &outcome {
+                                            if let Some((a, b)) = o.device_span {
+                                                t.slice(
+                                                    track,
+                                                    "device compile",
+                                                    a,
+                                                    b,
+                                                    serde_json::json!({"pipeline": name()}),
+                                                );
+                                            }
+                                        }
+                                    }
                                     match outcome {
                                         Ok(Ok(o)) => sink.compiled_with(*p, &name(), o.targets, &o.lost),
                                         Ok(Err(e)) => sink.failed(compile_failure(*p, name(), &e)),

@@ -280,6 +280,7 @@ pub(crate) fn run(
     slots: usize,
     opts: &IsolateOptions,
     sink: &Sink<'_>,
+    tracer: Option<&super::trace::Tracer>,
 ) -> IsolateStats {
     let chunk = (pipelines.len() / (slots * 8)).clamp(1, 64);
     let chunks: Vec<&[usize]> = pipelines.chunks(chunk).collect();
@@ -289,14 +290,25 @@ pub(crate) fn run(
     let text: Arc<[u8]> = Arc::from(text.as_bytes());
     let job = Job { script, text: &text, ctx, targets, profile, opts, sink, blobs: &blobs, started: &started };
     std::thread::scope(|s| {
-        for _ in 0..slots {
+        for slot in 0..slots {
+            let (job, chunks, next) = (&job, &chunks, &next);
             // A slot thread spawns its workers and retires them before it returns (see the
             // module doc: PR_SET_PDEATHSIG follows the spawning thread).
-            s.spawn(|| {
+            s.spawn(move || {
                 let mut worker: Option<Worker> = None;
                 while let Some(chunk) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
                     for &index in *chunk {
+                        let t0 = std::time::Instant::now();
                         job.compile_one(index, &mut worker);
+                        if let Some(t) = tracer {
+                            let pid = worker.as_ref().map(|w| w.child.id());
+                            let args = serde_json::json!({
+                                "pipeline": job.script.pipelines[index].display_name(),
+                                "index": index,
+                                "worker_pid": pid,
+                            });
+                            t.slice(super::trace::WORKER0 + slot, "pipeline", t0, std::time::Instant::now(), args);
+                        }
                         sink.progress();
                     }
                 }

@@ -20,6 +20,7 @@ mod plan;
 mod prune;
 mod report;
 mod sink;
+mod trace;
 mod worker;
 
 pub use isolate::IsolateOptions;
@@ -72,6 +73,9 @@ pub struct HarvestOptions {
     /// (`granary-vulkan`) creates every pipeline on its driver and adds the driver's binaries
     /// to the archive; it needs the SPIR-V target.
     pub backend: Option<Arc<dyn crate::backend::Backend>>,
+    /// Write a timeline of the harvest to this file (Chrome JSON trace events; opens in
+    /// Perfetto's UI and `chrome://tracing`).
+    pub trace: Option<PathBuf>,
 }
 
 /// Progress events, for a progress bar.
@@ -309,6 +313,8 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
 
     let mut resumed = if opts.resume { resume(opts, &ctx, &capture, &mut valid)? } else { Resumed::default() };
 
+    let tracer = opts.trace.as_ref().map(|_| trace::Tracer::new(start));
+    let tracer = tracer.as_ref();
     let loaded = start.elapsed();
     let plan = plan::plan(&valid, &ctx, threads);
     let planned = start.elapsed();
@@ -341,7 +347,13 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         s.spawn(move || {
             while flush_rx.recv().is_ok() {
                 while flush_rx.try_recv().is_ok() {} // coalesce queued requests
-                match lock_std(flusher).flush(capture) {
+                let t0 = Instant::now();
+                let result = lock_std(flusher).flush(capture);
+                if let Some(t) = tracer {
+                    let n = result.as_ref().map_or(0, |n| *n);
+                    t.slice(trace::FLUSH, "journal flush", t0, Instant::now(), serde_json::json!({"entries": n}));
+                }
+                match result {
                     Ok(0) => {}
                     Ok(_) => on_progress(Progress::Flushed),
                     Err(e) => lock_std(flush_errors).push(e.to_string()),
@@ -351,14 +363,24 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         let cpu = match &opts.isolate {
             None => {
                 on_progress(Progress::Planned { tasks: plan.tasks.len() });
-                inprocess::run(&plan, &script, &by_index, &compiler, threads, &sink)
+                inprocess::run(&plan, &script, &by_index, &compiler, threads, &sink, tracer)
             }
             Some(iso) => {
                 let indices: Vec<usize> = valid.iter().map(|(i, _)| *i).collect();
                 on_progress(Progress::Planned { tasks: indices.len() });
                 let children0 = crate::util::children_cpu_time();
-                let iso_stats =
-                    isolate::run(&script, &text, &ctx, &indices, opts.targets, opts.profile, threads, iso, &sink);
+                let iso_stats = isolate::run(
+                    &script,
+                    &text,
+                    &ctx,
+                    &indices,
+                    opts.targets,
+                    opts.profile,
+                    threads,
+                    iso,
+                    &sink,
+                    tracer,
+                );
                 workers_started = iso_stats.workers_started;
                 crate::util::children_cpu_time() - children0
             }
@@ -429,12 +451,43 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         stats.libraries_parsed = plan.libraries as u64;
         stats.functions_compiled = plan.functions as u64;
     }
+    let mut trace_error = None;
+    if let (Some(t), Some(path)) = (tracer, &opts.trace) {
+        let at = |d: std::time::Duration| start + d;
+        t.slice(
+            trace::MAIN,
+            "load script",
+            start,
+            at(loaded),
+            serde_json::json!({"script": opts.script.display().to_string()}),
+        );
+        t.slice(trace::MAIN, "plan", at(loaded), at(planned), serde_json::json!({"tasks": plan.tasks.len()}));
+        t.slice(
+            trace::MAIN,
+            "final write",
+            at(compiled_at),
+            at(written_at),
+            serde_json::json!({"bytes": report.bytes}),
+        );
+        let meta = serde_json::json!({
+            "script": opts.script.display().to_string(),
+            "output": opts.output.display().to_string(),
+            "threads": threads,
+            "backend": backend.name(),
+            "isolate": opts.isolate.is_some(),
+        });
+        if let Err(e) = t.write(path, threads, opts.isolate.is_some(), meta) {
+            trace_error = Some(format!("cannot write the trace {}: {e}", path.display()));
+        }
+    }
     let wall = start.elapsed().as_secs_f64();
     let task_cpu = task_cpu.as_secs_f64();
     let succeeded = compiled + resumed.pipelines;
     let stage_references: usize = valid.iter().map(|(_, d)| d.stages().len()).sum();
     Ok(HarvestSummary {
         output: opts.output.display().to_string(),
+        trace: if trace_error.is_none() { opts.trace.as_ref().map(|p| p.display().to_string()) } else { None },
+        trace_error,
         expanded: replaced.len(),
         variants: expanded.len(),
         backend: backend.name().to_string(),

@@ -78,6 +78,12 @@ pub struct Phases {
 pub struct HarvestSummary {
     /// The archive written.
     pub output: String,
+    /// The timeline written (`--trace`), if one was asked for and written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+    /// Why the timeline could not be written (the harvest itself is unaffected).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_error: Option<String>,
     /// Script pipelines replaced by their fully specialized variants (`expand_unspecialized`,
     /// on a device without graphics pipeline libraries).
     pub expanded: usize,
@@ -184,6 +190,12 @@ impl HarvestSummary {
                 self.profile
             )
         };
+        if let Some(t) = &self.trace {
+            s += &format!("  trace:                 {t} (open in https://ui.perfetto.dev or chrome://tracing)\n");
+        }
+        if let Some(e) = &self.trace_error {
+            s += &format!("  trace:                 {e}\n");
+        }
         if self.expanded > 0 {
             s += &format!(
                 "  expanded:              {} pipelines with unspecialized colour output into {} specialized variants (expand_unspecialized; the device has no graphics pipeline libraries)\n",
