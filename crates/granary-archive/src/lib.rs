@@ -40,7 +40,10 @@
 //! An archive may also hold, per device, the driver binaries of each pipeline
 //! (`VK_KHR_pipeline_binary`) or the device's `VkPipelineCache` data. They are valid only on a
 //! device whose [`DeviceIdentity`] is equal in every field:
-//! [`Archive::device_for`] finds that device's section (exact match, or `None`), and
+//! [`Archive::binaries_for`] finds that device's section, or says what the archive was built
+//! for and what differs ([`DeviceMismatch`]: "built for X, this device is Y: …", so the
+//! application compiles from the archive's SPIR-V instead; [`Archive::device_for`] is the same
+//! lookup answering `None`), and
 //! [`DeviceRef::binaries`] gives a pipeline's binaries in the driver's order, each checked
 //! against its content hash before it is returned; [`DeviceRef::caches`] gives the cache
 //! blobs.
@@ -48,13 +51,17 @@
 //! ```no_run
 //! # fn f(archive: &granary_archive::Archive, me: &granary_archive::DeviceIdentity,
 //! #      pipeline: &granary_archive::PipelineRef<'_>) -> Result<(), granary_archive::ArchiveError> {
-//! if let Some(device) = archive.device_for(me)? {
-//!     if let Some(set) = device.binaries(pipeline)? {
-//!         for binary in set.iter() {
-//!             let binary = binary?; // key and bytes, hash-checked
-//!             let _ = (binary.key, binary.data); // hand to vkCreatePipelineBinariesKHR
+//! match archive.binaries_for(me)? {
+//!     Ok(device) => {
+//!         if let Some(set) = device.binaries(pipeline)? {
+//!             for binary in set.iter() {
+//!                 let binary = binary?; // key and bytes, hash-checked
+//!                 let _ = (binary.key, binary.data); // hand to vkCreatePipelineBinariesKHR
+//!             }
 //!         }
 //!     }
+//!     // "built for NVIDIA H200 … 580.159.04 …, this device is …: driver_version … vs …"
+//!     Err(mismatch) => eprintln!("compiling from SPIR-V: {mismatch}"),
 //! }
 //! # Ok(()) }
 //! ```
@@ -116,7 +123,7 @@ pub use layout::{
     BindingKind, Immediates, LayoutBinding, LayoutError, MslClass, PipelineLayout, SlotAssignment, StageBindingMap,
     StageMask,
 };
-pub use reader::{Archive, BinaryRef, BinarySetRef, DeviceRef, PipelineRef, StageRef, VerifyReport};
+pub use reader::{Archive, BinaryRef, BinarySetRef, DeviceMismatch, DeviceRef, PipelineRef, StageRef, VerifyReport};
 pub use types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 
 #[cfg(feature = "write")]

@@ -21,7 +21,7 @@ type Result<T> = std::result::Result<T, ArchiveError>;
 
 mod device;
 mod verify;
-pub use device::{BinaryRef, BinarySetRef, DeviceRef};
+pub use device::{BinaryRef, BinarySetRef, DeviceMismatch, DeviceRef};
 pub use verify::VerifyReport;
 
 enum Data {

@@ -183,6 +183,29 @@ fn device_for_is_an_exact_match() {
     assert_eq!(plain.verify().unwrap().devices, 0);
 }
 
+/// An application asks with its device's identity: the right section, or a refusal that says
+/// what the archive was built for and what differs, before any binary is read.
+#[test]
+fn binaries_for_names_what_the_archive_was_built_for() {
+    let a = Archive::from_bytes(encode(&sample(), &meta())).unwrap();
+    let found = a.binaries_for(&nvidia()).unwrap().expect("built for this device");
+    assert_eq!(found.identity(), &*nvidia());
+    let mut newer = (*nvidia()).clone();
+    newer.driver_version += 1;
+    newer.driver_info = "580.200.01".into();
+    let refusal = a.binaries_for(&newer).unwrap().expect_err("another driver");
+    let text = refusal.to_string();
+    assert!(
+        text.starts_with(&format!("built for {}, this device is {}", nvidia().describe(), newer.describe())),
+        "{text}"
+    );
+    assert!(text.contains("driver_version") && text.contains("driver_info"), "{text}");
+    assert_eq!(refusal.built_for.len(), a.devices().unwrap().len());
+    let plain = Archive::from_bytes(encode(&[entry(1)], &ArchiveMeta::new("x"))).unwrap();
+    let none = plain.binaries_for(&nvidia()).unwrap().expect_err("no devices");
+    assert!(none.to_string().starts_with("the archive holds no driver binaries"), "{none}");
+}
+
 #[test]
 fn bytes_are_a_function_of_the_set_and_the_smaller_set_hash_wins() {
     let a = with_binaries(1, 0);

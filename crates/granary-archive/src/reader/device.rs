@@ -111,6 +111,31 @@ impl Archive {
         Ok(None)
     }
 
+    /// The device section to take binaries from on the device `identity` describes — what an
+    /// application asks before any binary reaches its driver. `Err(DeviceMismatch)` says the
+    /// archive was built for other devices, naming them and what differs from the nearest
+    /// one; the application then compiles from the archive's SPIR-V instead.
+    pub fn binaries_for(
+        &self,
+        identity: &DeviceIdentity,
+    ) -> Result<std::result::Result<DeviceRef<'_>, DeviceMismatch>> {
+        if let Some(d) = self.device_for(identity)? {
+            return Ok(Ok(d));
+        }
+        let devices = self.devices()?;
+        // The nearest identity: the one with the fewest differing fields.
+        let nearest = devices
+            .iter()
+            .filter_map(|d| d.identity().mismatch(identity).map(|m| (m.matches("; ").count(), d, m)))
+            .min_by_key(|(n, _, _)| *n)
+            .map(|(_, d, m)| (d.identity().describe(), m));
+        Ok(Err(DeviceMismatch {
+            this_device: identity.describe(),
+            built_for: devices.iter().map(|d| d.identity().describe()).collect(),
+            nearest,
+        }))
+    }
+
     /// The device-pipeline record at index `i`: (pipeline index, flags, first binary, count).
     fn device_pipeline(&self, i: usize) -> Result<(usize, u32, usize, usize)> {
         let (at, rec) = self.record(Section::DevicePipelines, i)?;
@@ -386,5 +411,46 @@ impl Archive {
             ));
         }
         Ok(())
+    }
+}
+
+/// Why an archive has no binaries for a device: it was built for other devices (or none).
+/// Its `Display` reads "built for X, this device is Y: what differs".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceMismatch {
+    /// The asking device, in words.
+    pub this_device: String,
+    /// Every device the archive holds binaries or caches for, in words (empty: none, the
+    /// archive holds translations only).
+    pub built_for: Vec<String>,
+    /// The nearest device (fewest differing identity fields) and what differs
+    /// (`"driver_version 0x… vs 0x…"`, the archive's value first).
+    pub nearest: Option<(String, String)>,
+}
+
+impl std::fmt::Display for DeviceMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.nearest {
+            None => write!(f, "the archive holds no driver binaries; this device is {}", self.this_device),
+            Some((built_for, differs)) => {
+                write!(f, "built for {built_for}, this device is {}: {differs}", self.this_device)?;
+                if self.built_for.len() > 1 {
+                    write!(f, " (the archive holds {} devices)", self.built_for.len())?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for DeviceMismatch {}
+
+impl std::fmt::Debug for DeviceRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceRef")
+            .field("index", &self.index)
+            .field("identity", &self.identity.describe())
+            .field("pipelines", &self.pipeline_count)
+            .finish()
     }
 }
