@@ -351,8 +351,9 @@ fn isolated_workers_own_a_device_and_a_driver_crash_costs_one_pipeline() {
     assert!(archive.lookup_label("post/fxaa/low").unwrap().is_none());
 }
 
-/// `--resume` keeps the device's records of the pipelines it keeps; merging the archives of
-/// two halves of a script harvested on the device gives the whole.
+/// `--resume` keeps the device's records of the pipelines it keeps; merging the device's
+/// archive with a translations-only harvest of the same script keeps the device section
+/// (the entries are equal, the device data is added).
 #[test]
 fn resume_and_merge_keep_device_sections() {
     let Some(d) = device() else { return };
@@ -368,6 +369,11 @@ fn resume_and_merge_keep_device_sections() {
     if !captures_binaries(&d) {
         assert_eq!(std::fs::read(&out).unwrap(), before, "a resume that compiles nothing changes nothing");
     }
+    let (none, merged) = (dir.path().join("n.granary"), dir.path().join("m.granary"));
+    assert_eq!(harvest(EXAMPLE, &none, &["-j", "2"], &[]).0, 0);
+    let o = granary(&["merge", none.to_str().unwrap(), out.to_str().unwrap(), "-o", merged.to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(&merged).unwrap(), std::fs::read(&out).unwrap(), "merge adds nothing and loses nothing");
 }
 
 /// Every command that does not need Vulkan works where no Vulkan driver can be found, and the
