@@ -327,9 +327,14 @@ fn isolated_workers_own_a_device_and_a_driver_crash_costs_one_pipeline() {
     let dir = common::tempdir();
     let (iso, inproc, crashed) =
         (dir.path().join("i.granary"), dir.path().join("p.granary"), dir.path().join("c.granary"));
-    let (code, s) = harvest(EXAMPLE, &iso, &["--backend", "vulkan", "--isolate", "-j", "2"], &[]);
+    let (code, s) =
+        harvest(EXAMPLE, &iso, &["--backend", "vulkan", "--isolate", "-j", "2", "--recycle-after", "100"], &[]);
     assert_eq!(code, 0, "{s}");
     assert_eq!(s["device"]["in_workers"], true);
+    // Every retired worker hands over its pipeline-cache data on a cache-data device; none
+    // has any where the device captures binaries.
+    let expected = if captures_binaries(&d) { 0 } else { s["workers_started"].as_u64().unwrap() };
+    assert_eq!(s["worker_caches"].as_u64(), Some(expected), "{s}");
     harvest(EXAMPLE, &inproc, &["--backend", "vulkan", "-j", "2"], &[]);
     assert_eq!(portable_entries(&iso), portable_entries(&inproc));
     if !captures_binaries(&d) {

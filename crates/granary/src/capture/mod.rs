@@ -123,15 +123,26 @@ impl Capture {
         crate::sync::lock_std(&self.caches).extend(caches);
     }
 
-    /// Every device cache an archive written now carries: those carried over, then each
-    /// attached backend's current data.
+    /// Every device cache an archive written now carries: those carried over (resume,
+    /// `--isolate` workers), then each attached backend's current data; one copy of each
+    /// distinct cache, and per device at most the archive's limit
+    /// ([`granary_archive::format::MAX_CACHES_PER_DEVICE`]), the smallest content hashes kept so the
+    /// choice does not depend on arrival order.
     pub fn device_caches(&self) -> Vec<DeviceCache> {
-        let mut out = crate::sync::lock_std(&self.caches).clone();
+        let mut all = crate::sync::lock_std(&self.caches).clone();
         let backends = crate::sync::lock_std(&self.backends).clone();
         for b in backends {
-            out.extend(b.device_caches());
+            all.extend(b.device_caches());
         }
-        out
+        let mut by_device: std::collections::BTreeMap<u128, std::collections::BTreeMap<u128, DeviceCache>> =
+            Default::default();
+        for c in all {
+            by_device.entry(c.device.id()).or_default().insert(c.data.hash().0, c);
+        }
+        by_device
+            .into_values()
+            .flat_map(|m| m.into_values().take(granary_archive::format::MAX_CACHES_PER_DEVICE))
+            .collect()
     }
 
     /// An empty capture whose archives carry the writer options of `profile` and the

@@ -60,11 +60,16 @@ pub struct IsolateOptions {
 pub(crate) struct IsolateStats {
     /// Worker processes started (first starts, replacements and recycles).
     pub workers_started: usize,
+    /// Pipeline-cache data received from retiring workers and kept (device backends without
+    /// pipeline binaries).
+    pub worker_caches: usize,
 }
 
 /// How long a retiring worker may take to exit after its input closed before it is killed.
 pub const RETIRE_GRACE: Duration = Duration::from_secs(5);
 
+/// The largest pipeline-cache payload a retiring worker may send.
+pub const CACHE_CAP: u64 = 256 << 20;
 /// The largest failure answer (JSON) accepted.
 pub const FAILURE_CAP: u64 = 1 << 20;
 /// Fixed allowance of an answer archive: header, sections, label, entry-point names.
@@ -136,14 +141,17 @@ fn read_frames(mut out: impl Read, cap: Arc<AtomicU64>, tx: mpsc::Sender<Result<
             return; // EOF: the worker exited or died
         }
         let word = |i: usize| u64::from_le_bytes(h[8 + 8 * i..16 + 8 * i].try_into().unwrap_or([0; 8]));
-        if &h[..2] != b"GW" || h[2] > 2 {
+        if &h[..2] != b"GW" || h[2] > 3 {
             let _ = tx.send(Err("worker sent a malformed frame header".into()));
             return;
         }
         let (tag, len) = (h[2], word(2));
         let in_flight = cap.load(Ordering::SeqCst);
         let limit = match tag {
+            // A retiring worker's pipeline cache: only between requests.
+            3 if in_flight == 0 => CACHE_CAP,
             _ if in_flight == 0 => 0,
+            3 => 0,
             0 => in_flight,
             // The entry, its length and the lost targets' messages.
             2 => in_flight.saturating_add(8 + FAILURE_CAP),
@@ -286,9 +294,21 @@ pub(crate) fn run(
     let chunks: Vec<&[usize]> = pipelines.chunks(chunk).collect();
     let next = AtomicUsize::new(0);
     let started = AtomicUsize::new(0);
+    let worker_caches = AtomicUsize::new(0);
     let blobs = BlobTable::default();
     let text: Arc<[u8]> = Arc::from(text.as_bytes());
-    let job = Job { script, text: &text, ctx, targets, profile, opts, sink, blobs: &blobs, started: &started };
+    let job = Job {
+        script,
+        text: &text,
+        ctx,
+        targets,
+        profile,
+        opts,
+        sink,
+        blobs: &blobs,
+        started: &started,
+        worker_caches: &worker_caches,
+    };
     std::thread::scope(|s| {
         for slot in 0..slots {
             let (job, chunks, next) = (&job, &chunks, &next);
@@ -313,18 +333,34 @@ pub(crate) fn run(
                     }
                 }
                 if let Some(w) = worker.take() {
-                    retire(w);
+                    retire(w, job);
                 }
             });
         }
     });
-    IsolateStats { workers_started: started.into_inner() }
+    IsolateStats { workers_started: started.into_inner(), worker_caches: worker_caches.into_inner() }
 }
 
 /// Closes the worker's input and waits for it to exit, at most [`RETIRE_GRACE`]; then kills it.
-fn retire(mut w: Worker) {
+/// Closes a worker's input and lets it exit (killed after [`RETIRE_GRACE`]). With a device
+/// backend, a worker answers the end of its input with its `VkPipelineCache` data (frame tag
+/// 3; empty where the device captures binaries instead), which is kept when its header names
+/// the harvest's device — so the caches of workers that finish reach the archive. A worker
+/// that crashed or was killed never gets here: its cache is lost with it.
+fn retire(mut w: Worker, job: &Job<'_>) {
     w.input.take();
     let deadline = Instant::now() + RETIRE_GRACE;
+    if let Some(device) = &job.opts.device {
+        if let Ok(Ok(f)) = w.frames.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            if f.tag == 3 && cache_header_matches(&f.payload, device) {
+                let data = Blob::new(f.payload);
+                job.sink
+                    .capture
+                    .insert_device_caches(vec![granary_archive::DeviceCache { device: device.clone(), data }]);
+                job.worker_caches.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
     while Instant::now() < deadline {
         match w.child.try_wait() {
             Ok(Some(_)) => return,
@@ -334,6 +370,17 @@ fn retire(mut w: Worker) {
     }
     let _ = w.child.kill();
     let _ = w.child.wait();
+}
+
+/// Whether `data` starts with a `VkPipelineCacheHeaderVersionOne` for `device`: header size
+/// at least 32, version 1, and the device's vendor id, device id and `pipelineCacheUUID`.
+fn cache_header_matches(data: &[u8], device: &granary_archive::DeviceIdentity) -> bool {
+    let word = |i: usize| data.get(i..i + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes);
+    word(0).is_some_and(|n| n >= 32)
+        && word(4) == Some(1)
+        && word(8) == Some(device.vendor_id)
+        && word(12) == Some(device.device_id)
+        && data.get(16..32) == Some(&device.pipeline_cache_uuid[..])
 }
 
 /// Stage outputs received so far, by content: answers for pipelines that share a stage
@@ -390,6 +437,7 @@ struct Job<'a> {
     sink: &'a Sink<'a>,
     blobs: &'a BlobTable,
     started: &'a AtomicUsize,
+    worker_caches: &'a AtomicUsize,
 }
 
 enum Outcome {
@@ -506,7 +554,7 @@ impl Job<'_> {
         }
         if over_count || over_memory {
             if let Some(w) = slot.take() {
-                retire(w);
+                retire(w, self);
             }
         }
     }
@@ -518,6 +566,9 @@ impl Job<'_> {
                 "worker answered the request for pipeline {index} with an answer for pipeline {}",
                 frame.index
             ));
+        }
+        if frame.tag == 3 {
+            return Err("worker sent its pipeline cache instead of an answer".into());
         }
         if frame.tag == 1 {
             let f: Failure =

@@ -340,6 +340,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     let flush_errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
     let mut workers_started = 0;
+    let mut worker_caches = 0;
     let task_cpu = std::thread::scope(|s| {
         // The flush writer: appends what is new to the journal whenever asked, while workers
         // keep compiling.
@@ -382,6 +383,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
                     tracer,
                 );
                 workers_started = iso_stats.workers_started;
+                worker_caches = iso_stats.worker_caches;
                 crate::util::children_cpu_time() - children0
             }
         };
@@ -528,6 +530,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         bytes_written,
         peak_rss_bytes: crate::util::peak_rss_bytes(),
         workers_started,
+        worker_caches,
         target_counts,
         lost_targets,
         failures,

@@ -78,6 +78,9 @@ pub struct Phases {
 pub struct HarvestSummary {
     /// The archive written.
     pub output: String,
+    /// `--isolate` with a device that keeps pipeline-cache data: the caches retiring workers
+    /// handed over (each stored with the device's section; crashed workers' are lost).
+    pub worker_caches: usize,
     /// The timeline written (`--trace`), if one was asked for and written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,

@@ -25,7 +25,9 @@
 //!   exactly what the parent planned, whatever happens to the files meanwhile.
 //! - tag 2, *compile*: `u64` LE pipeline index into the script's `pipelines`.
 //!
-//! End of input ends the worker.
+//! End of input ends the worker. With a device backend that keeps pipeline-cache data, the
+//! worker first sends one frame with tag 3 (index 0) whose payload is that data, so a retired
+//! worker's cache reaches the archive.
 //!
 //! # Worker → parent frames (the private output)
 //!
@@ -40,7 +42,8 @@
 //! parent accepts a stage without an output for exactly the targets declared lost for it.
 //!
 //! The parent trusts none of it: it caps each payload length by what the request can produce
-//! before reading it, checks that the answer is for the pipeline asked (index, key, stage
+//! before reading it (a tag-3 cache only between requests, at most 256 MiB, kept only if its
+//! header names the harvest's device), checks that the answer is for the pipeline asked (index, key, stage
 //! keys, labels, targets), and kills a worker that breaks the protocol (see `isolate.rs`).
 
 use super::sink::{compile_failure, process_failure, script_failure};
@@ -284,7 +287,17 @@ pub fn worker_main(
     loop {
         let (tag, payload) = match read_message(&mut input) {
             Ok(Some(m)) => m,
-            Ok(None) => break,
+            Ok(None) => {
+                // The end of the input: hand the device's pipeline-cache data to the parent
+                // (frame tag 3), where the device keeps one instead of binaries.
+                if let Some(cache) = compiler.backend().device_caches().into_iter().next() {
+                    let bytes = cache.data.bytes();
+                    let mut f = frame(3, 0, bytes.len() as u64);
+                    f.extend_from_slice(bytes);
+                    let _ = out.write_all(&f).and_then(|_| out.flush());
+                }
+                break;
+            }
             Err(e) => {
                 eprintln!("granary worker: bad request: {e}");
                 return 2;
