@@ -269,25 +269,14 @@ const EXAMPLE_SUM: &str = "453b7f45954ee0e1";
 /// `ls` reports them.
 #[test]
 fn ls_merge_and_salvage_carry_device_sections() {
-    use granary::archive::{self, BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity};
+    use granary::archive::{self, BinarySet, DeviceBinaries, DeviceBinary, DeviceCache};
     use granary::descriptor::Blob;
     use std::sync::Arc;
     let dir = common::tempdir();
     let plain = dir.path().join("plain.granary");
     harvest(&plain, &[]);
     let ar = Archive::read(&plain).unwrap();
-    let device = Arc::new(DeviceIdentity {
-        vendor_id: 0x10de,
-        device_id: 0x2335,
-        driver_id: 4,
-        driver_version: 0x9100_4000,
-        api_version: 0x0040_3000,
-        pipeline_cache_uuid: [1; 16],
-        binary_global_key: vec![2; 16],
-        device_name: "Test GPU".into(),
-        driver_name: "test".into(),
-        driver_info: "1.2.3".into(),
-    });
+    let device = common::test_device("Test GPU", vec![2; 16]);
     let dictionary = DeviceBinary { key: vec![0xd1; 32], data: Blob::new(vec![0xd1; 5000]) };
     let mut entries = ar.entries().unwrap();
     for (i, w) in entries.iter_mut().enumerate() {

@@ -2,31 +2,19 @@
 //! a machine without a GPU). Skipped, saying so on stderr, where no Vulkan device exists;
 //! failing instead when `GRANARY_REQUIRE_VULKAN=1`.
 
+#[path = "../../granary/tests/common/mod.rs"]
+mod common;
+
 use std::process::Command;
 
 fn granary() -> Command {
     Command::new(env!("CARGO_BIN_EXE_granary"))
 }
 
-/// Whether `granary devices --json` lists at least one Vulkan device; when not, prints one
-/// `SKIPPED:` line (or panics under `GRANARY_REQUIRE_VULKAN=1`).
+/// Whether a Vulkan device exists (else one `SKIPPED` line, or a failure under
+/// `GRANARY_REQUIRE_VULKAN=1`): the suite's shared check.
 fn vulkan_device_available() -> bool {
-    let why = match granary().args(["devices", "--json"]).output() {
-        Err(e) => format!("cannot run granary devices: {e}"),
-        Ok(o) => match serde_json::from_slice::<serde_json::Value>(&o.stdout) {
-            Ok(serde_json::Value::Array(v)) if !v.is_empty() && o.status.success() => return true,
-            Ok(_) if o.status.success() => "granary devices lists none".to_string(),
-            _ => format!(
-                "granary devices failed: {}",
-                String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or("no message")
-            ),
-        },
-    };
-    if std::env::var("GRANARY_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {
-        panic!("GRANARY_REQUIRE_VULKAN=1 but there is no Vulkan device ({why})");
-    }
-    eprintln!("SKIPPED: no Vulkan driver ({why})");
-    false
+    common::vulkan_device(std::path::Path::new(env!("CARGO_BIN_EXE_granary"))).is_some()
 }
 
 /// All five modes on the driver, two threads, a small workload: no violation, exit 0, and the

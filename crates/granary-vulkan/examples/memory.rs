@@ -1,7 +1,7 @@
 //! Where a Vulkan harvest's memory goes: compiles a script's pipelines on the device from N
 //! threads and prints the process's resident memory as it grows, the distinct captured binary
-//! bytes granary holds, then the resident memory after the shader-module cache is dropped and
-//! after the device is destroyed. Separates granary's own memory from the driver's.
+//! bytes granary holds, then the resident memory after the binary sets are dropped and after
+//! the device is destroyed. Separates granary's own memory from the driver's.
 //!
 //!     cargo run --release -p granary-vulkan --example memory -- SCRIPT [THREADS] [DEVICE]
 //!
@@ -59,7 +59,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             });
         }
     });
-    let s = backend.stats();
+    let s = granary::backend::Backend::report(&*backend).ok_or("no report")?;
     println!(
         "done: {} failed; {} binaries, {} MiB captured before interning, {} MiB distinct held; rss {} MiB",
         failed.load(Ordering::Relaxed),
@@ -70,8 +70,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     drop(kept);
     println!("binary sets dropped: rss {} MiB", rss_mib());
-    backend.clear_module_cache();
-    println!("shader modules and layouts destroyed: rss {} MiB", rss_mib());
     drop(backend);
     println!("device destroyed: rss {} MiB", rss_mib());
     Ok(())

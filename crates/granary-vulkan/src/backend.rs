@@ -50,23 +50,6 @@ pub struct PipelineCapture {
     pub binaries: Vec<(Vec<u8>, Arc<Blob>)>,
 }
 
-/// Counters of a backend's work.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct VulkanStats {
-    /// Pipelines created whole.
-    pub pipelines: u64,
-    /// Pipelines created as libraries.
-    pub libraries: u64,
-    /// Shader modules created.
-    pub modules: u64,
-    /// Nanoseconds spent inside `vkCreate*Pipelines`, summed over threads.
-    pub driver_nanos: u64,
-    /// Binaries captured.
-    pub binaries: u64,
-    /// Bytes of binary data captured.
-    pub binary_bytes: u64,
-}
-
 type Cell<T> = Arc<OnceLock<Result<Arc<T>, String>>>;
 
 #[derive(Clone, Copy)]
@@ -106,11 +89,10 @@ impl VulkanBackend {
         let info = select(driver.physical_devices()?, options.device.as_deref())?;
         if !info.dynamic_rendering {
             return Err(VulkanError::Unsupported {
-                device: info.device_name.clone(),
+                device: info.identity.device_name.clone(),
                 message: format!(
-                    "Vulkan {}.{} without dynamic rendering; the backend needs Vulkan 1.3",
-                    (info.api_version >> 22) & 0x7f,
-                    (info.api_version >> 12) & 0x3ff
+                    "Vulkan {} without dynamic rendering; the backend needs Vulkan 1.3",
+                    crate::devices::api_string(info.identity.api_version)
                 ),
             });
         }
@@ -172,30 +154,9 @@ impl VulkanBackend {
         self.gpu.cache_data()
     }
 
-    /// Drops the backend's shader modules and pipeline layouts (each is destroyed once no
-    /// compile in flight still holds it); later compiles create them again. For callers that
-    /// know a set of stage functions is finished with (drivers may keep compiled code per
-    /// module).
-    pub fn clear_module_cache(&self) {
-        self.modules.lock().unwrap_or_else(|p| p.into_inner()).clear();
-        self.layouts.lock().unwrap_or_else(|p| p.into_inner()).clear();
-    }
-
     /// Bytes of distinct captured binary data held in memory (each distinct binary once).
     pub fn interned_bytes(&self) -> u64 {
         self.blobs.lock().unwrap_or_else(|p| p.into_inner()).values().map(|b| b.bytes().len() as u64).sum()
-    }
-
-    /// Counters so far.
-    pub fn stats(&self) -> VulkanStats {
-        VulkanStats {
-            pipelines: self.pipelines.load(Relaxed),
-            libraries: self.libraries.load(Relaxed),
-            modules: self.module_count.load(Relaxed),
-            driver_nanos: self.driver_nanos.load(Relaxed),
-            binaries: self.binaries.load(Relaxed),
-            binary_bytes: self.binary_bytes.load(Relaxed),
-        }
     }
 
     /// The one in-memory copy of a binary's bytes: NVIDIA returns the same dictionary binary
@@ -262,7 +223,7 @@ impl VulkanBackend {
 
     /// Creates one pipeline on the device, captures it and destroys it. `functions` are the
     /// pipeline's stage functions in stage order; `layout` its resource layout.
-    pub fn compile(
+    pub fn create_pipeline(
         &self,
         desc: &PipelineDescriptor,
         functions: &[Arc<StageFunction>],
@@ -314,15 +275,7 @@ impl VulkanBackend {
         }
         let output = if granary::backend::needs_libraries(desc) {
             if !self.gpu.libraries() {
-                let which = r
-                    .color_attachments
-                    .iter()
-                    .position(|c| {
-                        matches!(c.format, Spec::Unspecialized)
-                            || matches!(c.blend, Spec::Unspecialized)
-                            || matches!(c.write_mask, Spec::Unspecialized)
-                    })
-                    .unwrap_or(0);
+                let which = r.color_attachments.iter().position(|c| c.is_unspecialized()).unwrap_or(0);
                 return Err(format!(
                     "color_attachments[{which}] is unspecialized and device '{}' has no graphics pipeline \
                      libraries (VK_EXT_graphics_pipeline_library) to leave the fragment output open; \
@@ -423,7 +376,7 @@ impl granary::backend::Backend for VulkanBackend {
         stages: &[Arc<StageFunction>],
         layout: &PipelineLayout,
     ) -> Result<Option<DeviceBinaries>, String> {
-        let c = VulkanBackend::compile(self, desc, stages, layout)?;
+        let c = self.create_pipeline(desc, stages, layout)?;
         let set = BinarySet {
             flags: if c.library { BINARY_SET_LIBRARY } else { 0 },
             binaries: c.binaries.into_iter().map(|(key, data)| DeviceBinary { key, data }).collect(),
@@ -447,18 +400,17 @@ impl granary::backend::Backend for VulkanBackend {
     }
 
     fn report(&self) -> Option<BackendReport> {
-        let s = self.stats();
         Some(BackendReport {
             backend: "vulkan".into(),
             device: self.identity.describe(),
             captures: if self.captures_binaries() { "pipeline-binaries" } else { "cache-data" }.into(),
             libraries: self.uses_libraries(),
-            pipelines_created: s.pipelines,
-            libraries_created: s.libraries,
-            shader_modules: s.modules,
-            driver_seconds: s.driver_nanos as f64 / 1e9,
-            binaries: s.binaries,
-            binary_bytes: s.binary_bytes,
+            pipelines_created: self.pipelines.load(Relaxed),
+            libraries_created: self.libraries.load(Relaxed),
+            shader_modules: self.module_count.load(Relaxed),
+            driver_seconds: self.driver_nanos.load(Relaxed) as f64 / 1e9,
+            binaries: self.binaries.load(Relaxed),
+            binary_bytes: self.binary_bytes.load(Relaxed),
             in_workers: false,
         })
     }

@@ -4,7 +4,6 @@
 use crate::error::VulkanError;
 use crate::raw::{Driver, Gpu, OpenOptions, PhysicalInfo};
 use crate::DeviceIdentity;
-use std::sync::Arc;
 
 /// One Vulkan device as `granary devices` lists it.
 #[derive(Clone, Debug)]
@@ -34,21 +33,11 @@ pub struct DeviceInfo {
 
 /// The identity of a physical device with the given global key.
 pub(crate) fn identity_of(info: &PhysicalInfo, global_key: &[u8]) -> DeviceIdentity {
-    DeviceIdentity {
-        vendor_id: info.vendor_id,
-        device_id: info.device_id,
-        driver_id: info.driver_id,
-        driver_version: info.driver_version,
-        api_version: info.api_version,
-        pipeline_cache_uuid: info.pipeline_cache_uuid,
-        binary_global_key: global_key.to_vec(),
-        device_name: info.device_name.clone(),
-        driver_name: info.driver_name.clone(),
-        driver_info: info.driver_info.clone(),
-    }
+    DeviceIdentity { binary_global_key: global_key.to_vec(), ..info.identity.clone() }
 }
 
-fn api_string(v: u32) -> String {
+/// `major.minor.patch` of a Vulkan version number.
+pub(crate) fn api_string(v: u32) -> String {
     format!("{}.{}.{}", (v >> 22) & 0x7f, (v >> 12) & 0x3ff, v & 0xfff)
 }
 
@@ -56,10 +45,6 @@ fn api_string(v: u32) -> String {
 /// be created; a device that cannot be opened to read its global key is listed without one.
 pub fn list_devices() -> Result<Vec<DeviceInfo>, VulkanError> {
     let driver = Driver::load()?;
-    list_with(&driver)
-}
-
-pub(crate) fn list_with(driver: &Arc<Driver>) -> Result<Vec<DeviceInfo>, VulkanError> {
     let mut out = Vec::new();
     for (index, info) in driver.physical_devices()?.into_iter().enumerate() {
         let key = if info.pipeline_binaries && info.dynamic_rendering {
@@ -78,7 +63,7 @@ pub(crate) fn list_with(driver: &Arc<Driver>) -> Result<Vec<DeviceInfo>, VulkanE
             fast_linking: info.fast_linking,
             dynamic_rendering: info.dynamic_rendering,
             cache_data: true,
-            api: api_string(info.api_version),
+            api: api_string(info.identity.api_version),
             sample_counts: (0..7).map(|i| 1u32 << i).filter(|n| info.sample_counts & n != 0).collect(),
         });
     }
@@ -88,15 +73,21 @@ pub(crate) fn list_with(driver: &Arc<Driver>) -> Result<Vec<DeviceInfo>, VulkanE
 /// Picks a device: `None` → the first; a number → that index; otherwise the first whose name
 /// contains the text (case-insensitive).
 pub(crate) fn select(devices: Vec<PhysicalInfo>, wanted: Option<&str>) -> Result<PhysicalInfo, VulkanError> {
-    let available =
-        || devices.iter().enumerate().map(|(i, d)| format!("{i}: {}", d.device_name)).collect::<Vec<_>>().join(", ");
+    let available = || {
+        devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| format!("{i}: {}", d.identity.device_name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let found = match wanted {
         None => devices.first().cloned(),
         Some(w) => match w.parse::<usize>() {
             Ok(i) => devices.get(i).cloned(),
             Err(_) => {
                 let lw = w.to_lowercase();
-                devices.iter().find(|d| d.device_name.to_lowercase().contains(&lw)).cloned()
+                devices.iter().find(|d| d.identity.device_name.to_lowercase().contains(&lw)).cloned()
             }
         },
     };

@@ -18,7 +18,7 @@ mod raw;
 
 mod state;
 
-pub use backend::{PipelineCapture, VulkanBackend, VulkanOptions, VulkanStats};
+pub use backend::{PipelineCapture, VulkanBackend, VulkanOptions};
 pub use devices::{list_devices, DeviceInfo};
 pub use error::VulkanError;
 pub use granary_archive::DeviceIdentity;

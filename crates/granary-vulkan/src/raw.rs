@@ -29,7 +29,7 @@
 //!   any number of threads.
 
 use crate::error::VulkanError;
-use granary_archive::Blob;
+use granary_archive::{Blob, DeviceIdentity};
 use std::collections::BTreeSet;
 use std::ffi::{c_void, CStr, CString};
 use std::sync::Arc;
@@ -51,24 +51,9 @@ pub struct Driver {
 pub struct PhysicalInfo {
     /// The handle (valid while the [`Driver`] lives).
     pub handle: vk::PhysicalDevice,
-    /// Core properties.
-    pub vendor_id: u32,
-    /// PCI device id.
-    pub device_id: u32,
-    /// `VkDriverId`.
-    pub driver_id: u32,
-    /// Driver version (vendor encoding).
-    pub driver_version: u32,
-    /// Device API version.
-    pub api_version: u32,
-    /// `pipelineCacheUUID`.
-    pub pipeline_cache_uuid: [u8; 16],
-    /// Device name.
-    pub device_name: String,
-    /// Driver name.
-    pub driver_name: String,
-    /// Driver info string.
-    pub driver_info: String,
+    /// What decides whether a binary is valid on the device, without the pipeline-binary
+    /// global key (that needs an open device: [`Gpu::global_key`]).
+    pub identity: DeviceIdentity,
     /// `VK_KHR_pipeline_binary` with the `pipelineBinaries` feature (and maintenance5).
     pub pipeline_binaries: bool,
     /// `pipelineBinaryInternalCacheControl`: the driver's internal cache can be turned off.
@@ -193,15 +178,18 @@ impl Driver {
             let limits = &core.limits;
             Ok(PhysicalInfo {
                 handle: pd,
-                vendor_id: core.vendor_id,
-                device_id: core.device_id,
-                driver_id: driver.driver_id.as_raw() as u32,
-                driver_version: core.driver_version,
-                api_version: core.api_version,
-                pipeline_cache_uuid: *core.pipeline_cache_uuid,
-                device_name: string_of(core.device_name.as_bytes()),
-                driver_name: string_of(driver.driver_name.as_bytes()),
-                driver_info: string_of(driver.driver_info.as_bytes()),
+                identity: DeviceIdentity {
+                    vendor_id: core.vendor_id,
+                    device_id: core.device_id,
+                    driver_id: driver.driver_id.as_raw() as u32,
+                    driver_version: core.driver_version,
+                    api_version: core.api_version,
+                    pipeline_cache_uuid: *core.pipeline_cache_uuid,
+                    binary_global_key: Vec::new(),
+                    device_name: string_of(core.device_name.as_bytes()),
+                    driver_name: string_of(driver.driver_name.as_bytes()),
+                    driver_info: string_of(driver.driver_info.as_bytes()),
+                },
                 pipeline_binaries: has_binary_ext && pb.pipeline_binaries == vk::TRUE && m5.maintenance5 == vk::TRUE,
                 internal_cache_control: has_binary_ext
                     && binary_props.pipeline_binary_internal_cache_control == vk::TRUE,

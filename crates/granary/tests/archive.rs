@@ -295,20 +295,7 @@ fn pinned_archive_bytes() {
     };
     // Device sections (format v3): pipeline 5 has a two-binary library set on one device;
     // another device has only pipeline-cache data and pipeline 2 compiled into it.
-    let device = |name: &str, key: Vec<u8>| {
-        Arc::new(archive::DeviceIdentity {
-            vendor_id: 0x10de,
-            device_id: 0x2335,
-            driver_id: 4,
-            driver_version: 0x9100_4000,
-            api_version: 0x0040_3000,
-            pipeline_cache_uuid: [0xab; 16],
-            binary_global_key: key,
-            device_name: name.into(),
-            driver_name: "drv".into(),
-            driver_info: "1.0".into(),
-        })
-    };
+    let device = common::test_device;
     let (gpu, cpu) = (device("gpu", vec![0x42; 20]), device("cpu", Vec::new()));
     let set = archive::BinarySet {
         flags: archive::BINARY_SET_LIBRARY,

@@ -26,7 +26,7 @@ use granary::archive::{encode, portable_meta, Archive, DeviceIdentity, WriteEntr
 use granary::backend::Backend;
 use granary::capture::{Capture, CaptureMode};
 use granary::compiler::{CompileError, Compiler, CompilerOptions};
-use granary::descriptor::{PipelineDescriptor, PipelineKey, Spec, TargetSet};
+use granary::descriptor::{PipelineDescriptor, PipelineKey, TargetSet};
 use granary::script::Script;
 use serde::Serialize;
 use std::collections::HashSet;
@@ -233,19 +233,6 @@ pub(crate) fn strip(entries: &[WriteEntry]) -> Vec<u8> {
     encode(&entries, &portable_meta())
 }
 
-/// Whether the device backend must compile `desc` as a graphics pipeline library: a colour
-/// attachment with an unspecialized format, blend or write mask.
-pub(crate) fn needs_library(desc: &PipelineDescriptor) -> bool {
-    match desc {
-        PipelineDescriptor::Render(r) => r.color_attachments.iter().any(|c| {
-            matches!(c.format, Spec::Unspecialized)
-                || matches!(c.blend, Spec::Unspecialized)
-                || matches!(c.write_mask, Spec::Unspecialized)
-        }),
-        PipelineDescriptor::Compute(_) => false,
-    }
-}
-
 fn load(opts: &StressOptions, dir: &Path) -> Result<Workload, StressError> {
     let script_path = match &opts.script {
         Some(p) => p.clone(),
@@ -286,7 +273,7 @@ fn load(opts: &StressOptions, dir: &Path) -> Result<Workload, StressError> {
                 if let Some(b) = o.binaries {
                     identity.get_or_insert_with(|| (*b.device).clone());
                 }
-                if needs_library(&p) {
+                if granary::backend::needs_libraries(&p) {
                     libraries.insert(o.entry.key);
                 }
                 pipelines.push(p);
@@ -605,7 +592,7 @@ mod tests {
             _stages: &[Arc<StageFunction>],
             _layout: &PipelineLayout,
         ) -> Result<Option<DeviceBinaries>, String> {
-            let library = needs_library(desc);
+            let library = granary::backend::needs_libraries(desc);
             let n = if library { &self.libraries } else { &self.created }.fetch_add(1, Relaxed);
             let binaries = if self.binaries {
                 vec![DeviceBinary { key: vec![9; 20], data: Blob::new(n.to_le_bytes().to_vec()) }]

@@ -93,13 +93,8 @@ pub trait Backend: Send + Sync {
 /// fragment-output part left for run time: a render pipeline with a colour attachment whose
 /// format, blend or write mask is unspecialized.
 pub fn needs_libraries(desc: &PipelineDescriptor) -> bool {
-    use crate::descriptor::Spec;
     match desc {
-        PipelineDescriptor::Render(r) => r.color_attachments.iter().any(|c| {
-            matches!(c.format, Spec::Unspecialized)
-                || matches!(c.blend, Spec::Unspecialized)
-                || matches!(c.write_mask, Spec::Unspecialized)
-        }),
+        PipelineDescriptor::Render(r) => r.color_attachments.iter().any(|c| c.is_unspecialized()),
         PipelineDescriptor::Compute(_) => false,
     }
 }

@@ -470,6 +470,13 @@ impl ColorAttachment {
     pub fn unspecialized() -> Self {
         ColorAttachment { format: Spec::Unspecialized, blend: Spec::Unspecialized, write_mask: Spec::Unspecialized }
     }
+
+    /// Whether its format, blend or write mask is left unspecialized.
+    pub fn is_unspecialized(&self) -> bool {
+        matches!(self.format, Spec::Unspecialized)
+            || matches!(self.blend, Spec::Unspecialized)
+            || matches!(self.write_mask, Spec::Unspecialized)
+    }
 }
 
 impl Canonical for ColorAttachment {

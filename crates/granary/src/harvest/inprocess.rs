@@ -30,9 +30,10 @@ pub(crate) fn run(
                     let track = super::trace::WORKER0 + worker;
                     while let Some(task) = plan.tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
                         let t0 = std::time::Instant::now();
-                        let traced = |name: &'static str, args: serde_json::Value| {
+                        // The slice's arguments are built only when tracing.
+                        let traced = |name: &'static str, args: &dyn Fn() -> serde_json::Value| {
                             if let Some(t) = tracer {
-                                t.slice(track, name, t0, std::time::Instant::now(), args);
+                                t.slice(track, name, t0, std::time::Instant::now(), args());
                             }
                         };
                         match task {
@@ -42,13 +43,14 @@ pub(crate) fn run(
                             // library's or function's error.)
                             Task::Library(l) => {
                                 let ok = compiler.frontend().library(l).is_ok();
-                                traced("library", serde_json::json!({"library": l.name(), "ok": ok}));
+                                traced("library", &|| serde_json::json!({"library": l.name(), "ok": ok}));
                             }
                             Task::Function(f, stage) => {
                                 let ok = compiler.frontend().function(f, *stage).is_ok();
-                                let args =
-                                    serde_json::json!({"function": f.describe(), "stage": stage.name(), "ok": ok});
-                                traced("stage function", args);
+                                traced(
+                                    "stage function",
+                                    &|| serde_json::json!({"function": f.describe(), "stage": stage.name(), "ok": ok}),
+                                );
                             }
                             Task::Pipeline(p) => {
                                 if let Some(desc) = by_index.get(p) {

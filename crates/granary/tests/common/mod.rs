@@ -144,3 +144,20 @@ pub fn vulkan_device(granary: &std::path::Path) -> Option<serde_json::Value> {
     }
     first
 }
+
+/// A device identity for tests that write device sections by hand (an NVIDIA-like GPU named
+/// `name`, with `key` as its pipeline-binary global key; empty: a cache-data device).
+pub fn test_device(name: &str, key: Vec<u8>) -> Arc<granary::archive::DeviceIdentity> {
+    Arc::new(granary::archive::DeviceIdentity {
+        vendor_id: 0x10de,
+        device_id: 0x2335,
+        driver_id: 4,
+        driver_version: 0x9100_4000,
+        api_version: 0x0040_3000,
+        pipeline_cache_uuid: [0xab; 16],
+        binary_global_key: key,
+        device_name: name.into(),
+        driver_name: "drv".into(),
+        driver_info: "1.0".into(),
+    })
+}
