@@ -293,25 +293,29 @@ impl Compiler {
         if targets.0 == 0 || (self.require_all_targets && !lost.is_empty()) {
             return Err(CompileError::Targets { pipeline: name(), lost });
         }
+        // Link checks, the layout and the device compile run under one permit and one panic
+        // boundary (a panic in any of them costs this pipeline only).
+        enum Failed {
+            Link(String),
+            Device(String),
+        }
         let (layout, binaries, device_span) = {
             let _permit = self.limiter.acquire();
-            let layout = crate::util::panic::catch(|| {
-                self.backend.link(desc, &functions)?;
-                crate::backend::merge_layout(desc, &functions)
-            })
-            .map_err(|report| CompileError::Panic { pipeline: name(), report })?
-            .map_err(|message| CompileError::Link { pipeline: name(), message })?;
-            let device_start = std::time::Instant::now();
-            let binaries = crate::util::panic::catch(|| {
-                if self.device_backend {
-                    crate::fault::at_device_compile(desc.label())?;
+            crate::util::panic::catch(|| {
+                self.backend.link(desc, &functions).map_err(Failed::Link)?;
+                let layout = crate::backend::merge_layout(desc, &functions).map_err(Failed::Link)?;
+                let start = self.device_backend.then(std::time::Instant::now);
+                if start.is_some() {
+                    crate::fault::at_device_compile(desc.label()).map_err(Failed::Device)?;
                 }
-                self.backend.compile(desc, &functions, &layout)
+                let binaries = self.backend.compile(desc, &functions, &layout).map_err(Failed::Device)?;
+                Ok((layout, binaries, start.map(|s| (s, std::time::Instant::now()))))
             })
             .map_err(|report| CompileError::Panic { pipeline: name(), report })?
-            .map_err(|message| CompileError::Device { pipeline: name(), message })?;
-            let device_span = self.device_backend.then(|| (device_start, std::time::Instant::now()));
-            (layout, binaries, device_span)
+            .map_err(|f| match f {
+                Failed::Link(message) => CompileError::Link { pipeline: name(), message },
+                Failed::Device(message) => CompileError::Device { pipeline: name(), message },
+            })?
         };
         let entry = Arc::new(pipeline_entry(desc, &functions, &layout));
         if let Some(c) = &self.capture {

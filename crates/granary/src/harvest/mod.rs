@@ -269,47 +269,30 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     let ctx = compiler.key_context();
 
     let mut failures: Vec<Failure> = Vec::new();
-    // `expand_unspecialized`, for a device backend that cannot leave colour output open: each
-    // such pipeline is replaced by its fully specialized variants, numbered after the script's
-    // pipelines (`origin` maps a variant back to its script entry, for positions).
-    let mut expanded: Vec<(usize, PipelineDescriptor)> = Vec::new();
-    let mut origin: HashMap<usize, usize> = HashMap::new();
-    let mut replaced: std::collections::HashSet<usize> = std::collections::HashSet::new();
-    if let Some(e) = script.expand_unspecialized.as_ref().filter(|_| backend.expands_unspecialized()) {
-        if opts.isolate.is_some() {
+    // `expand_unspecialized`, for a device backend that cannot leave colour output open.
+    let expansion = match script.expand_unspecialized.as_ref().filter(|_| backend.expands_unspecialized()) {
+        None => crate::script::Expanded::default(),
+        Some(_) if opts.isolate.is_some() => {
             return Err(HarvestError::Unsupported(
-                "the script's expand_unspecialized applies on this device (no graphics pipeline libraries), and                  --isolate cannot compile expanded variants yet: run without --isolate"
+                "the script's expand_unspecialized applies on this device (no graphics pipeline libraries), and \
+                 --isolate cannot compile expanded variants yet: run without --isolate"
                     .into(),
-            ));
+            ))
         }
-        for p in &script.pipelines {
-            let Ok(d) = &p.descriptor else { continue };
-            match e.variants(d, &p.display_name()) {
-                None => {}
-                Some(Ok(variants)) => {
-                    replaced.insert(p.index);
-                    for v in variants {
-                        let i = script.pipelines.len() + expanded.len();
-                        origin.insert(i, p.index);
-                        expanded.push((i, v));
-                    }
-                }
-                Some(Err(message)) => {
-                    replaced.insert(p.index);
-                    failures.push(sink::process_failure(p.index, p.display_name(), "script", message));
-                }
-            }
-        }
+        Some(e) => e.apply(&script),
+    };
+    for (index, name, message) in &expansion.errors {
+        failures.push(sink::process_failure(*index, name.clone(), "script", message.clone()));
     }
     let mut valid: Vec<(usize, &PipelineDescriptor)> = Vec::new();
     for p in &script.pipelines {
         match &p.descriptor {
-            Ok(d) if !replaced.contains(&p.index) => valid.push((p.index, d)),
+            Ok(d) if !expansion.replaced.contains(&p.index) => valid.push((p.index, d)),
             Ok(_) => {}
             Err(e) => failures.push(sink::script_failure(p.index, p.display_name(), e)),
         }
     }
-    valid.extend(expanded.iter().map(|(i, d)| (*i, d)));
+    valid.extend(expansion.variants.iter().map(|(i, _, d)| (*i, d)));
 
     let mut resumed = if opts.resume { resume(opts, &ctx, &capture, &mut valid)? } else { Resumed::default() };
 
@@ -440,7 +423,7 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         // not the file, which may have changed since).
         let lines = crate::script::LineIndex::new(&text);
         for f in failures.iter_mut().chain(lost_targets.iter_mut()) {
-            if let Some(p) = script.pipelines.get(origin.get(&f.index).copied().unwrap_or(f.index)) {
+            if let Some(p) = script.pipelines.get(expansion.origin(f.index)) {
                 let (l, c) = lines.line_col(p.offset);
                 f.script_position = Some(format!("{}:{l}:{c}", opts.script.display()));
             }
@@ -490,11 +473,11 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         output: opts.output.display().to_string(),
         trace: if trace_error.is_none() { opts.trace.as_ref().map(|p| p.display().to_string()) } else { None },
         trace_error,
-        expanded: replaced.len(),
-        variants: expanded.len(),
+        expanded: expansion.replaced.len(),
+        variants: expansion.variants.len(),
         backend: backend.name().to_string(),
         device: backend.report().map(|r| crate::backend::BackendReport { in_workers: opts.isolate.is_some(), ..r }),
-        pipelines: script.pipelines.len() - replaced.len() + expanded.len(),
+        pipelines: script.pipelines.len() - expansion.replaced.len() + expansion.variants.len(),
         succeeded,
         failed: failures.len(),
         resumed: resumed.pipelines,

@@ -30,10 +30,50 @@ fn all_channels() -> ColorWrites {
     ColorWrites::ALL
 }
 
+/// A script's pipelines after [`Expansion::apply`].
+#[derive(Debug, Default)]
+pub struct Expanded {
+    /// The variants: `(index, script index of the pipeline it came from, descriptor)`, indices
+    /// numbered after the script's pipelines.
+    pub variants: Vec<(usize, usize, PipelineDescriptor)>,
+    /// Script indices of the pipelines replaced by their variants (or by an error).
+    pub replaced: std::collections::HashSet<usize>,
+    /// `(script index, name, message)` of each pipeline that could not be expanded.
+    pub errors: Vec<(usize, String, String)>,
+}
+
+impl Expanded {
+    /// The script index a harvest index stands for: a variant's original, else itself.
+    pub fn origin(&self, index: usize) -> usize {
+        let base = self.variants.first().map_or(usize::MAX, |v| v.0);
+        index.checked_sub(base).and_then(|k| self.variants.get(k)).map_or(index, |(_, o, _)| *o)
+    }
+}
+
 /// Most variants one pipeline may expand into (formats ^ unspecialized attachments).
 pub const MAX_VARIANTS: usize = 256;
 
 impl Expansion {
+    /// Every valid pipeline of `script` with unspecialized colour output, replaced by its
+    /// variants (see [`Expansion::variants`]).
+    pub fn apply(&self, script: &super::Script) -> Expanded {
+        let mut out = Expanded::default();
+        for p in &script.pipelines {
+            let Ok(d) = &p.descriptor else { continue };
+            match self.variants(d, &p.display_name()) {
+                None => continue,
+                Some(Ok(variants)) => {
+                    for v in variants {
+                        out.variants.push((script.pipelines.len() + out.variants.len(), p.index, v));
+                    }
+                }
+                Some(Err(message)) => out.errors.push((p.index, p.display_name(), message)),
+            }
+            out.replaced.insert(p.index);
+        }
+        out
+    }
+
     /// The variants of `desc`, each labelled `LABEL@FORMAT[+FORMAT...]` (the colour formats in
     /// attachment order; `name` stands in for a missing label), or `None` when `desc` has no
     /// unspecialized colour output. Too many variants, or no formats to expand over, is an

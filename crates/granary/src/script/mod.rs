@@ -13,7 +13,7 @@ mod load;
 mod raw;
 
 pub use error::ScriptError;
-pub use expand::{Expansion, MAX_VARIANTS};
+pub use expand::{Expanded, Expansion, MAX_VARIANTS};
 pub use export::script_json;
 pub use lazy::LazyScript;
 pub use load::{LineIndex, Script, ScriptPipeline};
