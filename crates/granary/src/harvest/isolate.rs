@@ -389,36 +389,38 @@ fn cache_header_matches(data: &[u8], device: &granary_archive::DeviceIdentity) -
 struct BlobTable(Mutex<HashMap<u128, Arc<Blob>>>);
 
 impl BlobTable {
-    fn intern(&self, entries: Vec<WriteEntry>) -> Vec<WriteEntry> {
+    /// `entries` with every stage output and driver binary replaced by the copy already held
+    /// (NVIDIA repeats one large dictionary binary in every pipeline's set of a worker), and
+    /// each binary set's device by `device`, the parent's identity (the answer was checked to
+    /// be for it).
+    fn intern(
+        &self,
+        entries: Vec<WriteEntry>,
+        device: Option<&Arc<granary_archive::DeviceIdentity>>,
+    ) -> Vec<WriteEntry> {
         let mut table = lock_std(&self.0);
+        let mut intern = |b: &Arc<Blob>| table.entry(b.hash().0).or_insert_with(|| b.clone()).clone();
         entries
             .into_iter()
             .map(|w| {
                 let mut e = (*w.entry).clone();
-                for s in &mut e.stages {
-                    for b in s.outputs.0.iter_mut().flatten() {
-                        *b = table.entry(b.hash().0).or_insert_with(|| b.clone()).clone();
-                    }
+                for b in e.stages.iter_mut().flat_map(|s| s.outputs.0.iter_mut().flatten()) {
+                    *b = intern(b);
                 }
-                // Driver binaries too: NVIDIA repeats one large dictionary binary in every
-                // pipeline's set (per worker process), so interning keeps one copy per worker.
                 let binaries = w
                     .binaries
                     .into_iter()
                     .map(|d| {
-                        let set = granary_archive::BinarySet {
-                            flags: d.set.flags,
-                            binaries: d
-                                .set
-                                .binaries
-                                .iter()
-                                .map(|b| granary_archive::DeviceBinary {
-                                    key: b.key.clone(),
-                                    data: table.entry(b.data.hash().0).or_insert_with(|| b.data.clone()).clone(),
-                                })
-                                .collect(),
-                        };
-                        granary_archive::DeviceBinaries { device: d.device, set: Arc::new(set) }
+                        let binaries = d
+                            .set
+                            .binaries
+                            .iter()
+                            .map(|b| granary_archive::DeviceBinary { key: b.key.clone(), data: intern(&b.data) })
+                            .collect();
+                        granary_archive::DeviceBinaries {
+                            device: device.cloned().unwrap_or(d.device),
+                            set: Arc::new(granary_archive::BinarySet { flags: d.set.flags, binaries }),
+                        }
                     })
                     .collect();
                 WriteEntry { entry: Arc::new(e), labels: w.labels, binaries }
@@ -631,7 +633,7 @@ impl Job<'_> {
             self.sink.failed(super::sink::compile_failure(index, name.to_string(), &e));
             return Ok(());
         }
-        let entries = self.blobs.intern(entries);
+        let entries = self.blobs.intern(entries, self.opts.device.as_ref());
         self.sink.capture.insert_archived(entries);
         self.sink.compiled_with(index, name, targets, &lost);
         Ok(())
