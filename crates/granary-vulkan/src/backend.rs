@@ -52,13 +52,6 @@ pub struct PipelineCapture {
 
 type Cell<T> = Arc<OnceLock<Result<Arc<T>, String>>>;
 
-#[derive(Clone, Copy)]
-struct FormatSupport {
-    format: vk::Format,
-    color: bool,
-    depth_stencil: bool,
-}
-
 /// The Vulkan backend.
 ///
 /// Thread safety: `Send + Sync`. `compile` may run from any number of threads at once, also
@@ -69,7 +62,9 @@ struct FormatSupport {
 pub struct VulkanBackend {
     gpu: Arc<Gpu>,
     identity: Arc<DeviceIdentity>,
-    formats: HashMap<TextureFormat, FormatSupport>,
+    /// The Vulkan format of each texture format the device can use as an attachment of its
+    /// kind (colour, or depth/stencil); absent: it cannot.
+    formats: HashMap<TextureFormat, vk::Format>,
     modules: Mutex<HashMap<StageKey, Cell<Module>>>,
     layouts: Mutex<HashMap<state::LayoutDesc, Cell<Layout>>>,
     /// Captured binary bytes by content hash (see `intern`).
@@ -107,7 +102,7 @@ impl VulkanBackend {
             for &candidate in state::texture_format_candidates(f) {
                 let features = driver.optimal_features(info.handle, candidate);
                 if features.contains(want) {
-                    formats.insert(f, FormatSupport { format: candidate, color: !depth, depth_stencil: depth });
+                    formats.insert(f, candidate);
                     break;
                 }
             }
@@ -208,17 +203,14 @@ impl VulkanBackend {
         cell.get_or_init(|| self.gpu.layout(&desc).map(Arc::new).map_err(|e| e.to_string())).clone()
     }
 
-    fn format(&self, f: TextureFormat, what: &str) -> Result<FormatSupport, String> {
-        let s = self.formats.get(&f).copied();
-        let ok = s.is_some_and(|s| if f.is_depth_stencil() { s.depth_stencil } else { s.color });
-        match s {
-            Some(s) if ok => Ok(s),
-            _ => Err(format!(
+    fn format(&self, f: TextureFormat, what: &str) -> Result<vk::Format, String> {
+        self.formats.get(&f).copied().ok_or_else(|| {
+            format!(
                 "{what}: format {} is not usable as an attachment on device '{}'",
                 serde_name(f),
                 self.device_name()
-            )),
-        }
+            )
+        })
     }
 
     /// Creates one pipeline on the device, captures it and destroys it. `functions` are the
@@ -292,7 +284,7 @@ impl VulkanBackend {
                     return Err(format!("color_attachments[{i}] is unspecialized"));
                 };
                 let f = self.format(format, &format!("color_attachments[{i}]"))?;
-                out.push((f.format, state::blend_attachment(blend, writes)));
+                out.push((f, state::blend_attachment(blend, writes)));
             }
             Some(out)
         };
@@ -304,10 +296,10 @@ impl VulkanBackend {
                 let f = self.format(ds.format, "depth_stencil")?;
                 let (has_depth, has_stencil) = state::depth_stencil_aspects(ds.format);
                 if has_depth {
-                    depth_format = f.format;
+                    depth_format = f;
                 }
                 if has_stencil {
-                    stencil_format = f.format;
+                    stencil_format = f;
                 }
                 if ds.depth_bias != 0 || ds.depth_bias_slope_scale != 0.0 || ds.depth_bias_clamp != 0.0 {
                     depth_bias = Some((true, ds.depth_bias as f32, ds.depth_bias_slope_scale, ds.depth_bias_clamp));
