@@ -5,7 +5,7 @@
 
 use super::error::ScriptError;
 use super::load::{convert_pipeline, from_raw, load_library, offset_in, Ctx, LoadedLibrary as Loaded};
-use super::raw::{RawLibrary, RawPipeline, RawScriptTop, SCRIPT_VERSION};
+use super::raw::{RawLibrary, RawPipeline, RawScriptTop};
 use crate::descriptor::{Library, PipelineDescriptor};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -60,16 +60,7 @@ impl LazyScript {
         supplied: Option<Mutex<HashMap<String, Arc<Library>>>>,
     ) -> Result<LazyScript, ScriptError> {
         let (pipelines, libraries, ambiguous) = {
-            let de = &mut serde_json::Deserializer::from_str(&text);
-            let top: RawScriptTop<'_> =
-                serde_path_to_error::deserialize(de).map_err(|e| ScriptError::from_serde(path, "", e))?;
-            if top.granary_script != SCRIPT_VERSION {
-                return Err(ScriptError::at(
-                    path,
-                    "granary_script",
-                    format!("unsupported script version {}", top.granary_script),
-                ));
-            }
+            let top = RawScriptTop::parse(&text, path)?;
             let range = |raw: &serde_json::value::RawValue| {
                 let start = offset_in(&text, raw.get()).unwrap_or(0);
                 start..start + raw.get().len()

@@ -62,16 +62,7 @@ impl Script {
 
     /// Parses script text. `path` names it in messages; `base_dir` resolves library paths.
     pub fn parse(text: &str, path: &Path, base_dir: &Path) -> Result<Script, ScriptError> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let top: RawScriptTop<'_> =
-            serde_path_to_error::deserialize(de).map_err(|e| ScriptError::from_serde(path, "", e))?;
-        if top.granary_script != SCRIPT_VERSION {
-            return Err(ScriptError::at(
-                path,
-                "granary_script",
-                format!("unsupported script version {} (this granary reads {SCRIPT_VERSION})", top.granary_script),
-            ));
-        }
+        let top = RawScriptTop::parse(text, path)?;
 
         let mut libraries: Vec<(String, Result<Arc<Library>, ScriptError>)> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();

@@ -24,6 +24,24 @@ pub(crate) struct RawScriptTop<'a> {
     pub expand_unspecialized: Option<crate::script::Expansion>,
 }
 
+impl<'a> RawScriptTop<'a> {
+    /// Parses the top level of script `text` (named `path` in messages) and checks its
+    /// version.
+    pub(crate) fn parse(text: &'a str, path: &std::path::Path) -> Result<Self, super::ScriptError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let top: RawScriptTop<'a> =
+            serde_path_to_error::deserialize(de).map_err(|e| super::ScriptError::from_serde(path, "", e))?;
+        if top.granary_script != SCRIPT_VERSION {
+            return Err(super::ScriptError::at(
+                path,
+                "granary_script",
+                format!("unsupported script version {} (this granary reads {SCRIPT_VERSION})", top.granary_script),
+            ));
+        }
+        Ok(top)
+    }
+}
+
 /// Just the label of a pipeline entry, read leniently to name an entry that fails to parse.
 #[derive(Deserialize)]
 pub(crate) struct LabelOnly {
