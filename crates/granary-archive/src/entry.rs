@@ -72,6 +72,10 @@ pub struct PipelineEntry {
     /// ([`PipelineLayout::encode`](crate::PipelineLayout::encode)); `None` only for entries
     /// written without one (tools and tests).
     pub layout: Option<Arc<Blob>>,
+    /// A render pipeline's fixed-function state, encoded
+    /// ([`RenderState::encode`](crate::RenderState::encode)); `None` for compute pipelines and
+    /// for entries written without one (tools and tests).
+    pub state: Option<Arc<Blob>>,
 }
 
 /// One pipeline to write, with its labels.

@@ -7,7 +7,7 @@
 /// File magic.
 pub const MAGIC: [u8; 8] = *b"GRANARY\0";
 /// Format version this build writes and reads.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Bytes of the fixed header before the section table.
 pub const FIXED_HEADER: usize = 64;
 /// Bytes per section-table row.

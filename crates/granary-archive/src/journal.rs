@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 /// Journal file magic.
 pub const JOURNAL_MAGIC: [u8; 8] = *b"GRNJRNL\0";
 /// Journal format version this build writes and reads.
-pub const JOURNAL_VERSION: u32 = 2;
+pub const JOURNAL_VERSION: u32 = 3;
 /// Bytes of the journal header.
 pub const JOURNAL_HEADER_LEN: usize = 40;
 /// Bytes of a record frame before its payload (length and checksum).
@@ -449,6 +449,7 @@ mod tests {
                 kind: PipelineKind::Compute,
                 stages: vec![stage],
                 layout: None,
+                state: None,
             }),
             labels: vec![format!("p{k}")].into(),
             binaries: Vec::new(),

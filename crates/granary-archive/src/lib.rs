@@ -99,7 +99,10 @@ pub mod format;
 pub mod key;
 pub mod layout;
 mod reader;
+pub mod state;
 mod types;
+#[cfg(feature = "vulkan")]
+pub mod vulkan;
 
 #[cfg(feature = "write")]
 mod durable;
@@ -124,6 +127,7 @@ pub use layout::{
     StageMask,
 };
 pub use reader::{Archive, BinaryRef, BinarySetRef, DeviceMismatch, DeviceRef, PipelineRef, StageRef, VerifyReport};
+pub use state::{RenderState, StateError};
 pub use types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 
 #[cfg(feature = "write")]
@@ -153,6 +157,7 @@ pub fn __doc_example_archive() -> Vec<u8> {
                 kind: PipelineKind::Compute,
                 stages: vec![stage],
                 layout: None,
+                state: None,
             }),
             labels: vec![label.to_string()].into(),
             binaries: Vec::new(),

@@ -9,6 +9,7 @@ use crate::format::*;
 use crate::key::{checksum64, content_hash};
 use crate::ArchiveError;
 use crate::PipelineLayout;
+use crate::RenderState;
 use crate::WriteEntry;
 use crate::{
     Blob, KeyContext, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry, StageKey, Target,
@@ -363,10 +364,26 @@ impl Archive {
                 format!("pipeline record {i}: layout blob {layout} is past the blob index"),
             ));
         }
-        if rec[32..40].iter().any(|b| *b != 0) {
-            return Err(ArchiveError::corrupt(at + 32, format!("pipeline record {i}: reserved bytes are not zero")));
+        let state = u32_at(rec, 32)?;
+        if state != NO_BLOB && (state as usize >= self.blob_count || kind != PipelineKind::Render) {
+            return Err(ArchiveError::corrupt(
+                at + 32,
+                format!("pipeline record {i}: state blob {state} is past the blob index or on a compute pipeline"),
+            ));
         }
-        Ok(PipelineRef { archive: self, index: i, key, kind, first_stage, stage_count: stage_count as usize, layout })
+        if rec[36..40].iter().any(|b| *b != 0) {
+            return Err(ArchiveError::corrupt(at + 36, format!("pipeline record {i}: reserved bytes are not zero")));
+        }
+        Ok(PipelineRef {
+            archive: self,
+            index: i,
+            key,
+            kind,
+            first_stage,
+            stage_count: stage_count as usize,
+            layout,
+            state,
+        })
     }
 
     fn key_at(&self, i: usize) -> Result<u128> {
@@ -471,6 +488,7 @@ pub struct PipelineRef<'a> {
     first_stage: usize,
     stage_count: usize,
     layout: u32,
+    state: u32,
 }
 
 impl<'a> PipelineRef<'a> {
@@ -506,6 +524,25 @@ impl<'a> PipelineRef<'a> {
         };
         let at = self.archive.section(Section::Pipelines).0 + self.index * PIPELINE_RECORD + 28;
         PipelineLayout::decode(bytes).map(Some).map_err(|e| ArchiveError::corrupt(at, e.to_string()))
+    }
+    /// The encoded fixed-function state (docs/FORMAT.md §1.11), checked against its content
+    /// hash; `None` for compute pipelines and pipelines archived without one.
+    pub fn state_bytes(&self) -> Result<Option<&'a [u8]>> {
+        if self.state == NO_BLOB {
+            return Ok(None);
+        }
+        self.archive.blob(self.state as usize).map(|b| Some(b.1))
+    }
+    /// A render pipeline's fixed-function state (vertex input, primitive, colour attachments,
+    /// depth/stencil, samples): with the stages and [`layout`](Self::layout), everything a
+    /// run-time loader needs to create the driver pipeline. `None` for compute pipelines and
+    /// pipelines archived without one.
+    pub fn state(&self) -> Result<Option<RenderState>> {
+        let Some(bytes) = self.state_bytes()? else {
+            return Ok(None);
+        };
+        let at = self.archive.section(Section::Pipelines).0 + self.index * PIPELINE_RECORD + 32;
+        RenderState::decode(bytes).map(Some).map_err(|e| ArchiveError::corrupt(at, e.to_string()))
     }
 }
 

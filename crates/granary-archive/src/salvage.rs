@@ -169,7 +169,8 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
             }
             let st = (first..first + count as usize).map(stage).collect::<Result<Vec<_>, _>>()?;
             let idx = u32_at(rec, 28).map_err(|e| e.to_string())?;
-            if rec[32..40].iter().any(|b| *b != 0) {
+            let state_idx = u32_at(rec, 32).map_err(|e| e.to_string())?;
+            if rec[36..40].iter().any(|b| *b != 0) {
                 return Err("reserved bytes are not zero".into());
             }
             let layout = match idx {
@@ -181,7 +182,19 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
                     Some(b)
                 }
             };
-            Ok(PipelineEntry { key: key.unwrap_or_default(), kind, stages: st, layout })
+            let state = match state_idx {
+                NO_BLOB => None,
+                _ if kind != PipelineKind::Render => return Err("a compute pipeline with a render state".into()),
+                _ => {
+                    let b = blobs
+                        .get(&state_idx)
+                        .cloned()
+                        .ok_or_else(|| format!("state blob {state_idx} is damaged or missing"))?;
+                    crate::RenderState::decode(b.bytes()).map_err(|e| e.to_string())?;
+                    Some(b)
+                }
+            };
+            Ok(PipelineEntry { key: key.unwrap_or_default(), kind, stages: st, layout, state })
         })();
         match r {
             Ok(e) => {

@@ -194,8 +194,8 @@ pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> Layout<'a> 
                 }
             }
         }
-        if let Some(l) = &entry.layout {
-            blobs.insert(l.hash().0, l.clone());
+        for b in entry.layout.iter().chain(&entry.state) {
+            blobs.insert(b.hash().0, b.clone());
         }
     }
     for d in devices.values() {
@@ -224,7 +224,9 @@ pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> Layout<'a> 
         pipelines.extend_from_slice(&(entry.stages.len() as u32).to_le_bytes());
         let layout = entry.layout.as_ref().and_then(|b| blob_index.get(&b.hash().0).copied()).unwrap_or(NO_BLOB);
         pipelines.extend_from_slice(&layout.to_le_bytes());
-        pipelines.extend_from_slice(&[0u8; 8]);
+        let state = entry.state.as_ref().and_then(|b| blob_index.get(&b.hash().0).copied()).unwrap_or(NO_BLOB);
+        pipelines.extend_from_slice(&state.to_le_bytes());
+        pipelines.extend_from_slice(&[0u8; 4]);
         let c = checksum64(&pipelines[rec_start..]);
         pipelines.extend_from_slice(&c.to_le_bytes());
         for l in lbls {

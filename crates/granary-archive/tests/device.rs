@@ -48,6 +48,7 @@ fn entry(k: u128) -> WriteEntry {
             kind: PipelineKind::Compute,
             stages: vec![stage],
             layout: None,
+            state: None,
         }),
         labels: vec![format!("p{k}")].into(),
         binaries: Vec::new(),

@@ -11,22 +11,17 @@
 //! - Whatever the device cannot do (a format, a sample count, a binding kind) is that
 //!   pipeline's error, found before any driver call.
 
-use crate::devices::{identity_of, select};
-use crate::error::VulkanError;
-use crate::raw::{Driver, Gpu, GraphicsInput, Layout, Module, OpenOptions};
-use crate::state;
-use crate::DeviceIdentity;
 use granary::backend::BackendReport;
-use granary::descriptor::{
-    PipelineDescriptor, PipelineLayout, RenderPipelineDescriptor, ShaderStage, Spec, StageKey, Target, TextureFormat,
-};
+use granary::descriptor::{PipelineDescriptor, PipelineLayout, ShaderStage, StageKey, Target};
 use granary::frontend::StageFunction;
+use granary_archive::vulkan::build::{entry_name, graphics_input};
+use granary_archive::vulkan::raw::{How, Layout, Module};
+use granary_archive::vulkan::{identity_of, select_device, state, Driver, Gpu, OpenOptions, VulkanError};
+use granary_archive::DeviceIdentity;
 use granary_archive::{BinarySet, Blob, DeviceBinaries, DeviceBinary, DeviceCache, BINARY_SET_LIBRARY};
 use std::collections::HashMap;
-use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
-use vulkanalia::vk;
 
 /// How to open the backend's device.
 #[derive(Clone, Debug, Default)]
@@ -62,9 +57,6 @@ type Cell<T> = Arc<OnceLock<Result<Arc<T>, String>>>;
 pub struct VulkanBackend {
     gpu: Arc<Gpu>,
     identity: Arc<DeviceIdentity>,
-    /// The Vulkan format of each texture format the device can use as an attachment of its
-    /// kind (colour, or depth/stencil); absent: it cannot.
-    formats: HashMap<TextureFormat, vk::Format>,
     modules: Mutex<HashMap<StageKey, Cell<Module>>>,
     layouts: Mutex<HashMap<state::LayoutDesc, Cell<Layout>>>,
     /// Captured binary bytes by content hash (see `intern`).
@@ -81,31 +73,15 @@ impl VulkanBackend {
     /// Loads Vulkan and opens the selected device.
     pub fn open(options: &VulkanOptions) -> Result<VulkanBackend, VulkanError> {
         let driver = Driver::load()?;
-        let info = select(driver.physical_devices()?, options.device.as_deref())?;
+        let info = select_device(driver.physical_devices()?, options.device.as_deref())?;
         if !info.dynamic_rendering {
             return Err(VulkanError::Unsupported {
                 device: info.identity.device_name.clone(),
                 message: format!(
                     "Vulkan {} without dynamic rendering; the backend needs Vulkan 1.3",
-                    crate::devices::api_string(info.identity.api_version)
+                    granary_archive::vulkan::api_string(info.identity.api_version)
                 ),
             });
-        }
-        let mut formats = HashMap::new();
-        for f in state::TEXTURE_FORMATS {
-            let depth = f.is_depth_stencil();
-            let want = if depth {
-                vk::FormatFeatureFlags::DEPTH_STENCIL_ATTACHMENT
-            } else {
-                vk::FormatFeatureFlags::COLOR_ATTACHMENT
-            };
-            for &candidate in state::texture_format_candidates(f) {
-                let features = driver.optimal_features(info.handle, candidate);
-                if features.contains(want) {
-                    formats.insert(f, candidate);
-                    break;
-                }
-            }
         }
         let gpu = Gpu::open(
             driver,
@@ -116,7 +92,6 @@ impl VulkanBackend {
         Ok(VulkanBackend {
             gpu,
             identity,
-            formats,
             modules: Mutex::default(),
             layouts: Mutex::default(),
             blobs: Mutex::default(),
@@ -203,16 +178,6 @@ impl VulkanBackend {
         cell.get_or_init(|| self.gpu.layout(&desc).map(Arc::new).map_err(|e| e.to_string())).clone()
     }
 
-    fn format(&self, f: TextureFormat, what: &str) -> Result<vk::Format, String> {
-        self.formats.get(&f).copied().ok_or_else(|| {
-            format!(
-                "{what}: format {} is not usable as an attachment on device '{}'",
-                serde_name(f),
-                self.device_name()
-            )
-        })
-    }
-
     /// Creates one pipeline on the device, captures it and destroys it. `functions` are the
     /// pipeline's stage functions in stage order; `layout` its resource layout.
     pub fn create_pipeline(
@@ -227,13 +192,20 @@ impl VulkanBackend {
             PipelineDescriptor::Compute(_) => {
                 let (m, f) = (&modules[0], &functions[0]);
                 let entry = entry_name(&f.entry_point)?;
-                let created = self.gpu.create_compute(m, &entry, &pipeline_layout, &|b| self.intern(b));
+                let intern = |b: &[u8]| self.intern(b);
+                let created = self.gpu.create_compute(Some(m), &entry, &pipeline_layout, How::Capture(&intern));
                 (created.map_err(|e| e.to_string())?, false)
             }
             PipelineDescriptor::Render(r) => {
-                let input = self.graphics_input(desc, r, functions, &modules, &pipeline_layout)?;
-                let library = input.output.is_none();
-                (self.gpu.create_graphics(&input, &|b| self.intern(b)).map_err(|e| e.to_string())?, library)
+                let mut stages = Vec::with_capacity(functions.len());
+                for (f, m) in functions.iter().zip(&modules) {
+                    stages.push((Some(&**m), state::stage_flag(f.stage), entry_name(&f.entry_point)?));
+                }
+                debug_assert!(functions.first().is_some_and(|f| f.stage == ShaderStage::Vertex));
+                let library = granary::backend::needs_libraries(desc);
+                let input = graphics_input(&self.gpu, &r.state(), stages, &pipeline_layout, library, &[])?;
+                let intern = |b: &[u8]| self.intern(b);
+                (self.gpu.create_graphics(&input, How::Capture(&intern)).map_err(|e| e.to_string())?, library)
             }
         };
         if library {
@@ -246,111 +218,6 @@ impl VulkanBackend {
         self.binary_bytes.fetch_add(created.binaries.iter().map(|(_, d)| d.bytes().len() as u64).sum(), Relaxed);
         Ok(PipelineCapture { library, binaries: created.binaries })
     }
-
-    fn graphics_input<'a>(
-        &self,
-        desc: &PipelineDescriptor,
-        r: &RenderPipelineDescriptor,
-        functions: &[Arc<StageFunction>],
-        modules: &'a [Arc<Module>],
-        layout: &'a Layout,
-    ) -> Result<GraphicsInput<'a>, String> {
-        let mut stages = Vec::with_capacity(functions.len());
-        for (f, m) in functions.iter().zip(modules) {
-            stages.push((&**m, state::stage_flag(f.stage), entry_name(&f.entry_point)?));
-        }
-        debug_assert!(functions.first().is_some_and(|f| f.stage == ShaderStage::Vertex));
-        let (bindings, attributes) = state::vertex_input(r)?;
-        let samples = state::samples(r.sample_count)?;
-        if samples.bits() & self.gpu.info.sample_counts == 0 {
-            return Err(format!("sample_count {} is not supported by device '{}'", r.sample_count, self.device_name()));
-        }
-        let output = if granary::backend::needs_libraries(desc) {
-            if !self.gpu.libraries() {
-                let which = r.color_attachments.iter().position(|c| c.is_unspecialized()).unwrap_or(0);
-                return Err(format!(
-                    "color_attachments[{which}] is unspecialized and device '{}' has no graphics pipeline \
-                     libraries (VK_EXT_graphics_pipeline_library) to leave the fragment output open; \
-                     specialize its format, blend and write_mask, or give the script an \
-                     expand_unspecialized list of formats to compile it for",
-                    self.device_name()
-                ));
-            }
-            None
-        } else {
-            let mut out = Vec::with_capacity(r.color_attachments.len());
-            for (i, c) in r.color_attachments.iter().enumerate() {
-                let (Spec::Is(format), Spec::Is(blend), Spec::Is(writes)) = (c.format, c.blend, c.write_mask) else {
-                    return Err(format!("color_attachments[{i}] is unspecialized"));
-                };
-                let f = self.format(format, &format!("color_attachments[{i}]"))?;
-                out.push((f, state::blend_attachment(blend, writes)));
-            }
-            Some(out)
-        };
-        let (mut depth_format, mut stencil_format) = (vk::Format::UNDEFINED, vk::Format::UNDEFINED);
-        let mut depth_bias = None;
-        let depth_stencil = match &r.depth_stencil {
-            None => None,
-            Some(ds) => {
-                let f = self.format(ds.format, "depth_stencil")?;
-                let (has_depth, has_stencil) = state::depth_stencil_aspects(ds.format);
-                if has_depth {
-                    depth_format = f;
-                }
-                if has_stencil {
-                    stencil_format = f;
-                }
-                if ds.depth_bias != 0 || ds.depth_bias_slope_scale != 0.0 || ds.depth_bias_clamp != 0.0 {
-                    depth_bias = Some((true, ds.depth_bias as f32, ds.depth_bias_slope_scale, ds.depth_bias_clamp));
-                }
-                let depth_test =
-                    has_depth && (ds.depth_compare != granary::descriptor::CompareFunction::Always || ds.depth_write);
-                let mut s = vk::PipelineDepthStencilStateCreateInfo {
-                    depth_test_enable: vk::Bool32::from(depth_test),
-                    depth_write_enable: vk::Bool32::from(has_depth && ds.depth_write),
-                    depth_compare_op: state::compare(ds.depth_compare),
-                    max_depth_bounds: 1.0,
-                    ..Default::default()
-                };
-                if let Some(st) = ds.stencil.filter(|_| has_stencil) {
-                    s.stencil_test_enable = vk::TRUE;
-                    s.front = state::stencil_face(st.front, st.read_mask, st.write_mask);
-                    s.back = state::stencil_face(st.back, st.read_mask, st.write_mask);
-                }
-                Some(s)
-            }
-        };
-        let strip = matches!(
-            r.primitive.topology,
-            granary::descriptor::Topology::LineStrip | granary::descriptor::Topology::TriangleStrip
-        );
-        Ok(GraphicsInput {
-            stages,
-            bindings,
-            attributes,
-            topology: state::topology(r.primitive.topology),
-            primitive_restart: strip && r.primitive.strip_index_format.is_some(),
-            cull: state::cull(r.primitive.cull),
-            front_face: state::front_face(r.primitive.front_face),
-            depth_bias,
-            samples,
-            alpha_to_coverage: r.alpha_to_coverage,
-            depth_stencil,
-            depth_format,
-            stencil_format,
-            output,
-            layout,
-        })
-    }
-}
-
-fn entry_name(name: &str) -> Result<CString, String> {
-    CString::new(name).map_err(|_| format!("entry point {name:?} contains a NUL byte"))
-}
-
-fn serde_name(f: TextureFormat) -> String {
-    serde_json::to_value(f).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| format!("{f:?}"))
 }
 
 impl granary::backend::Backend for VulkanBackend {

@@ -8,17 +8,11 @@
 //! without a Vulkan driver: only [`VulkanBackend::open`] and [`list_devices`] fail, with
 //! [`VulkanError::NoLoader`].
 //!
-//! Thread safety: [`VulkanBackend`] is `Send + Sync`; see its rustdoc and the `raw` module for
+//! Thread safety: [`VulkanBackend`] is `Send + Sync`; see its rustdoc and `granary_archive::vulkan::raw` for
 //! which Vulkan calls need external synchronization and how the backend provides it.
 
 mod backend;
-mod devices;
-mod error;
-mod raw;
-
-mod state;
 
 pub use backend::{PipelineCapture, VulkanBackend, VulkanOptions};
-pub use devices::{list_devices, DeviceInfo};
-pub use error::VulkanError;
+pub use granary_archive::vulkan::{list_devices, DeviceInfo, VulkanError};
 pub use granary_archive::DeviceIdentity;

@@ -47,6 +47,7 @@ fn entries(n: u32) -> Vec<(Arc<PipelineEntry>, PipelineDescriptor)> {
             outputs.0[0] = Some(blobs[(i / 4) as usize].clone());
             let e = PipelineEntry {
                 layout: None,
+                state: None,
                 key: PipelineKey(u128::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835) | 1),
                 kind: PipelineKind::Render,
                 stages: vec![StageEntry {

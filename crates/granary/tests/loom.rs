@@ -60,6 +60,7 @@ fn entry(key: u128) -> std::sync::Arc<PipelineEntry> {
             outputs: TargetOutputs::default(),
         }],
         layout: None,
+        state: None,
     })
 }
 

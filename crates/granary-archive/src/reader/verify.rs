@@ -75,6 +75,7 @@ impl Archive {
             }
             next_stage += p.stage_count;
             p.layout()?;
+            p.state()?;
             for s in p.stages()? {
                 for t in Target::ALL {
                     if s.blob_index(t).is_some() {
@@ -170,6 +171,8 @@ impl Archive {
             let layout = p
                 .layout_bytes()?
                 .map(|bytes| blobs.entry(p.layout).or_insert_with(|| Blob::new(bytes.to_vec())).clone());
+            let state =
+                p.state_bytes()?.map(|bytes| blobs.entry(p.state).or_insert_with(|| Blob::new(bytes.to_vec())).clone());
             let mut binaries = Vec::new();
             for (d, identity) in devices.iter().zip(&identities) {
                 if let Some(set) = d.binaries(&p)? {
@@ -178,7 +181,7 @@ impl Archive {
                 }
             }
             out.push(WriteEntry {
-                entry: Arc::new(PipelineEntry { key: p.key, kind: p.kind, stages, layout }),
+                entry: Arc::new(PipelineEntry { key: p.key, kind: p.kind, stages, layout, state }),
                 labels: labels.into(),
                 binaries,
             });

@@ -22,6 +22,7 @@ mod inspect;
 mod prune;
 mod salvage;
 mod stress;
+mod warm;
 mod workload;
 
 use clap::{Parser, Subcommand};
@@ -68,6 +69,9 @@ enum Command {
     /// List the Vulkan devices, with the identity that decides whether a binary is valid on
     /// each and what each supports.
     Devices(devices::DevicesArgs),
+    /// Create every pipeline of an archive on the local Vulkan device from its driver
+    /// binaries (or its SPIR-V) and report how each was made and how long it took.
+    Warm(warm::WarmArgs),
     /// Internal: compile pipelines for `harvest --isolate` (reads indices on stdin).
     #[command(hide = true)]
     Worker(harvest::WorkerArgs),
@@ -78,6 +82,7 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Harvest(a) => harvest::run(a),
+        Command::Warm(a) => warm::run(a),
         Command::Ls(a) => inspect::ls(a),
         Command::Verify(a) => inspect::verify(a),
         Command::Extract(a) => inspect::extract(a),

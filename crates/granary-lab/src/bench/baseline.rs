@@ -105,7 +105,9 @@ impl Baseline {
         self.backend.link(desc, &functions).map_err(|message| CompileError::Link { pipeline: name(), message })?;
         let layout = granary::backend::merge_layout(desc, &functions)
             .map_err(|message| CompileError::Link { pipeline: name(), message })?;
-        Ok(Arc::new(granary::compiler::pipeline_entry(desc, &functions, &layout)))
+        let entry = granary::compiler::pipeline_entry(desc, &functions, &layout)
+            .map_err(|message| CompileError::Link { pipeline: name(), message })?;
+        Ok(Arc::new(entry))
     }
 }
 

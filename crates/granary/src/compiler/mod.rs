@@ -112,14 +112,20 @@ pub struct CompileOutcome {
 }
 
 /// The [`PipelineEntry`] of `desc` compiled from its stage `functions` (in stage order) with
-/// the encoded `layout`: each stage's outputs as the stage function produced them.
+/// the encoded `layout` and, for a render pipeline, its encoded fixed-function state: each
+/// stage's outputs as the stage function produced them. Fails only for a render state beyond
+/// the archive's limits (docs/FORMAT.md §1.11), naming the limit.
 pub fn pipeline_entry(
     desc: &PipelineDescriptor,
     functions: &[Arc<StageFunction>],
     layout: &granary_archive::PipelineLayout,
-) -> PipelineEntry {
+) -> Result<PipelineEntry, String> {
     let stage_keys: Vec<_> = functions.iter().map(|f| f.key).collect();
-    PipelineEntry {
+    let state = match desc {
+        PipelineDescriptor::Render(r) => Some(Blob::new(r.state().encode().map_err(|e| e.message)?)),
+        PipelineDescriptor::Compute(_) => None,
+    };
+    Ok(PipelineEntry {
         key: desc.key_with_stage_keys(&stage_keys),
         kind: desc.kind(),
         stages: functions
@@ -132,7 +138,8 @@ pub fn pipeline_entry(
             })
             .collect(),
         layout: Some(Blob::new(layout.encode())),
-    }
+        state,
+    })
 }
 
 /// The targets every one of `functions` has an output for, within `requested`.
@@ -317,7 +324,10 @@ impl Compiler {
                 Failed::Device(message) => CompileError::Device { pipeline: name(), message },
             })?
         };
-        let entry = Arc::new(pipeline_entry(desc, &functions, &layout));
+        let entry = Arc::new(
+            pipeline_entry(desc, &functions, &layout)
+                .map_err(|message| CompileError::Link { pipeline: name(), message })?,
+        );
         if let Some(c) = &self.capture {
             c.record_with_binaries(&entry, binaries.clone(), desc);
         }

@@ -3,7 +3,7 @@
 use super::function::FunctionDescriptor;
 use super::key::{Canonical, Encoder, PipelineKey, StageKey};
 use super::layout::ExplicitLayout;
-use super::state::{ColorAttachment, DepthStencilState, PrimitiveState, VertexBufferLayout};
+use super::state::{ColorAttachment, DepthStencilState, PrimitiveState, RenderState, VertexBufferLayout};
 use super::{KeyContext, PipelineKind, ShaderStage};
 
 /// The key of one stage function compiled for `stage` under `ctx`.
@@ -42,6 +42,20 @@ pub struct RenderPipelineDescriptor {
     pub alpha_to_coverage: bool,
     /// The resource layout given explicitly (`None`: derived from the shaders).
     pub layout: Option<std::sync::Arc<ExplicitLayout>>,
+}
+
+impl RenderPipelineDescriptor {
+    /// The fixed-function state, as the archive stores it (docs/FORMAT.md §1.11).
+    pub fn state(&self) -> RenderState {
+        RenderState {
+            vertex_buffers: self.vertex_buffers.clone(),
+            primitive: self.primitive.clone(),
+            color_attachments: self.color_attachments.clone(),
+            depth_stencil: self.depth_stencil.clone(),
+            sample_count: self.sample_count,
+            alpha_to_coverage: self.alpha_to_coverage,
+        }
+    }
 }
 
 /// A compute pipeline.

@@ -4,11 +4,11 @@
 //! support comes back as a message naming the pipeline's field, which becomes that pipeline's
 //! error (never a driver call with an invalid value).
 
-use granary::descriptor::{
-    BindingKind, Blend, BlendFactor, BlendOp, ColorWrites, CompareFunction, CullMode, FrontFace, PipelineLayout,
-    RenderPipelineDescriptor, ShaderStage, StageMask, StencilFace, StencilOp, StepMode, TextureFormat, Topology,
-    VertexFormat,
+use crate::state::{
+    Blend, BlendFactor, BlendOp, ColorWrites, CompareFunction, CullMode, FrontFace, StencilFace, StencilOp, StepMode,
+    TextureFormat, Topology, VertexBufferLayout, VertexFormat,
 };
+use crate::{BindingKind, PipelineLayout, ShaderStage, StageMask};
 use vulkanalia::vk;
 
 /// The Vulkan format of a vertex attribute format.
@@ -39,40 +39,6 @@ pub fn vertex_format(f: VertexFormat) -> vk::Format {
         Snorm16x4 => vk::Format::R16G16B16A16_SNORM,
     }
 }
-
-/// Every texture format granary names, for the device's format table.
-pub const TEXTURE_FORMATS: [TextureFormat; 27] = {
-    use TextureFormat::*;
-    [
-        R8unorm,
-        Rg8unorm,
-        Rgba8unorm,
-        Rgba8unormSrgb,
-        Bgra8unorm,
-        Bgra8unormSrgb,
-        Rgb10a2unorm,
-        Rg11b10ufloat,
-        R16float,
-        Rg16float,
-        Rgba16float,
-        R32float,
-        Rg32float,
-        Rgba32float,
-        R32uint,
-        Rg32uint,
-        Rgba32uint,
-        R32sint,
-        Rgba32sint,
-        Rgba16uint,
-        Rgba8uint,
-        Depth16unorm,
-        Depth24plus,
-        Depth24plusStencil8,
-        Depth32float,
-        Depth32floatStencil8,
-        Stencil8,
-    ]
-};
 
 /// The Vulkan formats that can stand for `f`, best first (`depth24plus` is "24 bits or
 /// better": the device's format table picks the first one it supports as an attachment).
@@ -327,11 +293,11 @@ pub fn layout_desc(layout: &PipelineLayout) -> Result<LayoutDesc, String> {
 
 /// Vertex input bindings and attributes.
 pub fn vertex_input(
-    r: &RenderPipelineDescriptor,
+    buffers: &[VertexBufferLayout],
 ) -> Result<(Vec<vk::VertexInputBindingDescription>, Vec<vk::VertexInputAttributeDescription>), String> {
-    let mut bindings = Vec::with_capacity(r.vertex_buffers.len());
+    let mut bindings = Vec::with_capacity(buffers.len());
     let mut attributes = Vec::new();
-    for (i, buffer) in r.vertex_buffers.iter().enumerate() {
+    for (i, buffer) in buffers.iter().enumerate() {
         let stride = u32::try_from(buffer.stride)
             .map_err(|_| format!("vertex_buffers[{i}].stride {} does not fit 32 bits", buffer.stride))?;
         bindings.push(vk::VertexInputBindingDescription {
@@ -376,7 +342,7 @@ mod tests {
 
     #[test]
     fn every_texture_format_has_a_candidate_and_aspects_agree() {
-        for f in TEXTURE_FORMATS {
+        for f in TextureFormat::ALL.iter().copied() {
             assert!(!texture_format_candidates(f).is_empty(), "{f:?}");
             let (d, s) = depth_stencil_aspects(f);
             assert_eq!(d || s, f.is_depth_stencil(), "{f:?}");
@@ -392,7 +358,7 @@ mod tests {
 
     #[test]
     fn layouts_refuse_what_vulkan_cannot_express_here() {
-        use granary::descriptor::{Immediates, LayoutBinding};
+        use crate::{Immediates, LayoutBinding};
         let mut l = PipelineLayout {
             bindings: vec![
                 LayoutBinding {

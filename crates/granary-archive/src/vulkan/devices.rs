@@ -1,8 +1,8 @@
 //! `granary devices`: every Vulkan device with the identity that decides whether a binary is
 //! valid on it, and what it supports.
 
-use crate::error::VulkanError;
-use crate::raw::{Driver, Gpu, OpenOptions, PhysicalInfo};
+use super::error::VulkanError;
+use super::raw::{Driver, Gpu, OpenOptions, PhysicalInfo};
 use crate::DeviceIdentity;
 
 /// One Vulkan device as `granary devices` lists it.
@@ -32,12 +32,12 @@ pub struct DeviceInfo {
 }
 
 /// The identity of a physical device with the given global key.
-pub(crate) fn identity_of(info: &PhysicalInfo, global_key: &[u8]) -> DeviceIdentity {
+pub fn identity_of(info: &PhysicalInfo, global_key: &[u8]) -> DeviceIdentity {
     DeviceIdentity { binary_global_key: global_key.to_vec(), ..info.identity.clone() }
 }
 
 /// `major.minor.patch` of a Vulkan version number.
-pub(crate) fn api_string(v: u32) -> String {
+pub fn api_string(v: u32) -> String {
     format!("{}.{}.{}", (v >> 22) & 0x7f, (v >> 12) & 0x3ff, v & 0xfff)
 }
 
@@ -72,7 +72,7 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>, VulkanError> {
 
 /// Picks a device: `None` → the first; a number → that index; otherwise the first whose name
 /// contains the text (case-insensitive).
-pub(crate) fn select(devices: Vec<PhysicalInfo>, wanted: Option<&str>) -> Result<PhysicalInfo, VulkanError> {
+pub fn select_device(devices: Vec<PhysicalInfo>, wanted: Option<&str>) -> Result<PhysicalInfo, VulkanError> {
     let available = || {
         devices
             .iter()

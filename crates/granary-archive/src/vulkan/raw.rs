@@ -2,17 +2,28 @@
 //!
 //! # Object lifetime rules
 //!
-//! 1. [`Driver`] owns the loader library and the `VkInstance`. Every [`Gpu`] holds an
-//!    `Arc<Driver>`, so the instance is destroyed only after the last device.
-//! 2. [`Gpu`] owns the `VkDevice` and its `VkPipelineCache`. Every [`Module`] and [`Layout`]
-//!    holds an `Arc<Gpu>`, so the device outlives every object made from it.
+//! 1. [`Driver`] owns the loader library and the `VkInstance` ([`Driver::load`]), or wraps
+//!    the application's instance without owning it ([`Driver::borrowed`]). Every [`Gpu`]
+//!    holds an `Arc<Driver>`, so an owned instance is destroyed only after the last device.
+//! 2. [`Gpu`] owns the `VkDevice` ([`Gpu::open`]) or wraps the application's
+//!    ([`Gpu::borrowed`], never destroyed by granary), and owns its internal
+//!    `VkPipelineCache`. Every [`Module`], [`Layout`], [`Pipeline`], [`Binaries`] and
+//!    [`Cache`] holds an `Arc<Gpu>`, so the device outlives every object made from it (for a
+//!    borrowed device: as long as the application keeps it alive while granary's objects
+//!    exist, which is its side of the contract).
 //! 3. [`Module`] (`VkShaderModule`) and [`Layout`] (descriptor-set layouts + pipeline layout)
 //!    are shared as `Arc`s by every compile that uses them and destroyed in `Drop`, i.e. only
 //!    when no compile can still reach them.
-//! 4. Pipelines and pipeline binaries never outlive the call that creates them:
-//!    [`Gpu::create_graphics`] / [`Gpu::create_compute`] create the pipeline, capture its
-//!    binaries, copy their keys and bytes out, then destroy the binaries, release the captured
-//!    data and destroy the pipeline, on every path (guards), before returning.
+//! 4. At capture ([`How::Capture`]), pipelines and pipeline binaries never outlive the call
+//!    that creates them: [`Gpu::create_graphics`] / [`Gpu::create_compute`] create the
+//!    pipeline, capture its binaries, copy their keys and bytes out, then destroy the
+//!    binaries, release the captured data and destroy the pipeline, on every path (owning
+//!    values dropped on return), before returning.
+//! 5. At run time ([`How::Keep`]) the created [`Pipeline`] is returned; it is destroyed when
+//!    dropped, or handed to the application with [`Pipeline::into_raw`]. [`Binaries`] made
+//!    from archived data are destroyed when dropped, after the pipeline made from them exists
+//!    (a pipeline does not reference its binaries). A fragment-output library made by
+//!    [`Gpu::link`] is destroyed as soon as the linked pipeline exists.
 //!
 //! # External synchronization (what the Vulkan specification requires of the caller)
 //!
@@ -23,14 +34,19 @@
 //!   `VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT`), so any number of threads may
 //!   create pipelines into it, and `vkGetPipelineCacheData` may read it at the same time.
 //! - `vkReleaseCapturedPipelineDataKHR`, `vkDestroyPipeline`, `vkGetPipelineBinaryDataKHR`,
-//!   `vkDestroyPipelineBinaryKHR`: their pipeline or binary is local to one call.
+//!   `vkDestroyPipelineBinaryKHR`: their pipeline or binary is local to one call, or owned by
+//!   one value ([`Pipeline`], [`Binaries`]) and destroyed only in its `Drop`.
+//! - `vkCreatePipelineBinariesKHR` from data: nothing externally synchronized; the bytes are
+//!   checked against the archive's content hashes before the call (never raw file bytes).
 //! - Nothing else granary calls has an externally synchronized parameter: the device, shader
 //!   modules and layouts are only read by create calls, which the specification allows from
 //!   any number of threads.
 
-use crate::error::VulkanError;
-use granary_archive::{Blob, DeviceIdentity};
+use super::error::VulkanError;
+use crate::state::TextureFormat;
+use crate::{Blob, DeviceIdentity};
 use std::collections::BTreeSet;
+use std::collections::HashMap;
 use std::ffi::{c_void, CStr, CString};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -42,7 +58,8 @@ use vulkanalia::vk::KhrPipelineBinaryExtensionDeviceCommands;
 ///
 /// Thread safety: `Send + Sync`; instance-level queries may run from any thread.
 pub struct Driver {
-    _entry: Entry,
+    /// `None` for an instance the application created ([`Driver::borrowed`]).
+    _entry: Option<Entry>,
     instance: Instance,
 }
 
@@ -101,7 +118,18 @@ impl Driver {
                 VulkanError::call("vkCreateInstance", e)
             }
         })?;
-        Ok(Arc::new(Driver { _entry: entry, instance }))
+        Ok(Arc::new(Driver { _entry: Some(entry), instance }))
+    }
+
+    /// Wraps the application's own instance. Granary never destroys it: the application
+    /// keeps it alive until every [`Gpu`] made from this driver is dropped.
+    pub fn borrowed(instance: &Instance) -> Arc<Driver> {
+        Arc::new(Driver { _entry: None, instance: instance.clone() })
+    }
+
+    /// What `physical` is and supports (without the global key: see [`Gpu::global_key`]).
+    pub fn physical_device(&self, physical: vk::PhysicalDevice) -> Result<PhysicalInfo, VulkanError> {
+        self.query(physical)
     }
 
     /// Every physical device, in the loader's order.
@@ -211,10 +239,31 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        // SAFETY: every `Gpu` holds an `Arc<Driver>`, so no device made from this instance
-        // exists any more; nothing else uses the instance.
-        unsafe { self.instance.destroy_instance(None) }
+        if self._entry.is_some() {
+            // SAFETY: the instance is granary's own (`load`); every `Gpu` holds an
+            // `Arc<Driver>`, so no device made from it exists any more.
+            unsafe { self.instance.destroy_instance(None) }
+        }
     }
+}
+
+/// The first candidate Vulkan format of every texture format the device supports as an
+/// attachment of its kind.
+fn attachment_formats(driver: &Driver, pd: vk::PhysicalDevice) -> HashMap<TextureFormat, vk::Format> {
+    let mut formats = HashMap::new();
+    for f in TextureFormat::ALL.iter().copied() {
+        let want = if f.is_depth_stencil() {
+            vk::FormatFeatureFlags::DEPTH_STENCIL_ATTACHMENT
+        } else {
+            vk::FormatFeatureFlags::COLOR_ATTACHMENT
+        };
+        if let Some(c) =
+            super::state::texture_format_candidates(f).iter().find(|c| driver.optimal_features(pd, **c).contains(want))
+        {
+            formats.insert(f, *c);
+        }
+    }
+    formats
 }
 
 /// What to enable when opening a device.
@@ -233,6 +282,11 @@ pub struct OpenOptions {
 pub struct Gpu {
     _driver: Arc<Driver>,
     device: Device,
+    /// Whether granary created the device (and destroys it in `Drop`).
+    owned: bool,
+    /// The Vulkan format of each texture format the device can use as an attachment of its
+    /// kind (colour, or depth/stencil); absent: it cannot.
+    formats: HashMap<TextureFormat, vk::Format>,
     /// The physical device.
     pub info: PhysicalInfo,
     cache: vk::PipelineCache,
@@ -256,13 +310,33 @@ thread_local! {
     static BINARY_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A pipeline's captured result.
-#[derive(Debug)]
+/// What to do with a pipeline being created.
+#[derive(Clone, Copy)]
+pub enum How<'a> {
+    /// Harvest: capture its binaries (when the device captures them, else it goes into the
+    /// device's own pipeline cache) and destroy it before returning.
+    Capture(Intern<'a>),
+    /// Run time: create it from `binaries` (in the driver's order) or, when there are none,
+    /// from the shader modules with `cache`, and return it.
+    Keep {
+        /// Binaries to create it from (empty: compile from the modules).
+        binaries: &'a [vk::PipelineBinaryKHR],
+        /// Pipeline cache for a compile (ignored with binaries).
+        cache: Option<&'a Cache>,
+    },
+}
+
+/// A pipeline's creation result.
 pub struct Created {
-    /// `(key, data)` of each binary, in the driver's order (empty without pipeline binaries).
+    /// `(key, data)` of each binary, in the driver's order (empty without pipeline binaries,
+    /// and with [`How::Keep`]).
     pub binaries: Vec<RawBinary>,
     /// Time inside `vkCreate*Pipelines`.
     pub driver_time: Duration,
+    /// The pipeline, with [`How::Keep`].
+    pub pipeline: Option<Pipeline>,
+    /// `VkPipelineCreationFeedback::flags` (with [`How::Keep`]; 0 if the driver wrote none).
+    pub feedback: u32,
 }
 
 impl Gpu {
@@ -353,7 +427,60 @@ impl Gpu {
                 }
             }
         }
-        Ok(Arc::new(Gpu { _driver: driver, device, info, cache, binaries, libraries, global_key }))
+        let formats = attachment_formats(&driver, info.handle);
+        Ok(Arc::new(Gpu {
+            _driver: driver,
+            device,
+            owned: true,
+            formats,
+            info,
+            cache,
+            binaries,
+            libraries,
+            global_key,
+        }))
+    }
+
+    /// Wraps the application's own device, created from `driver`'s instance (see
+    /// [`Driver::borrowed`]) with the extensions and features `enabled` names (pipeline
+    /// binaries: `VK_KHR_pipeline_binary` + `VK_KHR_maintenance5` with `pipelineBinaries`;
+    /// libraries: `VK_KHR_pipeline_library` + `VK_EXT_graphics_pipeline_library`; always
+    /// Vulkan 1.3 `dynamicRendering`). Granary never destroys it: the application keeps it
+    /// alive until this value and everything made from it are dropped.
+    pub fn borrowed(
+        driver: Arc<Driver>,
+        info: PhysicalInfo,
+        device: &Device,
+        enabled: OpenOptions,
+    ) -> Result<Arc<Gpu>, VulkanError> {
+        let binaries = enabled.pipeline_binaries && info.pipeline_binaries;
+        let libraries = enabled.libraries && info.graphics_pipeline_library;
+        let mut global_key = Vec::new();
+        if binaries {
+            let mut key = vk::PipelineBinaryKeyKHR::default();
+            // SAFETY: the application enabled the extension (its promise in `enabled`); a null
+            // create info asks for the global key.
+            unsafe { device.get_pipeline_key_khr(None, &mut key) }
+                .map_err(|e| VulkanError::call("vkGetPipelineKeyKHR", e))?;
+            global_key = key.key[..(key.key_size as usize).min(32)].to_vec();
+        }
+        let formats = attachment_formats(&driver, info.handle);
+        Ok(Arc::new(Gpu {
+            _driver: driver,
+            device: device.clone(),
+            owned: false,
+            formats,
+            info,
+            cache: vk::PipelineCache::null(),
+            binaries,
+            libraries,
+            global_key,
+        }))
+    }
+
+    /// The Vulkan format standing for `f` as an attachment on this device, if any.
+    pub fn format(&self, f: TextureFormat) -> Option<vk::Format> {
+        self.formats.get(&f).copied()
     }
 
     /// Whether binaries are captured with `VK_KHR_pipeline_binary`.
@@ -398,7 +525,7 @@ impl Gpu {
     }
 
     /// Creates descriptor-set layouts and a pipeline layout.
-    pub fn layout(self: &Arc<Self>, desc: &crate::state::LayoutDesc) -> Result<Layout, VulkanError> {
+    pub fn layout(self: &Arc<Self>, desc: &super::state::LayoutDesc) -> Result<Layout, VulkanError> {
         let mut layout = Layout { gpu: self.clone(), sets: Vec::new(), handle: vk::PipelineLayout::null() };
         for set in &desc.sets {
             let bindings: Vec<vk::DescriptorSetLayoutBinding> = set
@@ -441,16 +568,17 @@ impl Gpu {
     }
 
     /// Creates a graphics pipeline (or, with `input.output == None`, a graphics pipeline
-    /// library of the vertex-input, pre-rasterization and fragment-shader parts), captures it,
-    /// and destroys it.
-    pub fn create_graphics(&self, input: &GraphicsInput<'_>, intern: Intern<'_>) -> Result<Created, VulkanError> {
+    /// library of the vertex-input, pre-rasterization and fragment-shader parts). With
+    /// [`How::Capture`] it captures the pipeline's binaries and destroys it before returning;
+    /// with [`How::Keep`] it creates it from binaries or modules and returns it.
+    pub fn create_graphics(self: &Arc<Self>, input: &GraphicsInput<'_>, how: How<'_>) -> Result<Created, VulkanError> {
         let library = input.output.is_none();
         let stages: Vec<vk::PipelineShaderStageCreateInfo> = input
             .stages
             .iter()
             .map(|(m, stage, name)| vk::PipelineShaderStageCreateInfo {
                 stage: *stage,
-                module: m.handle,
+                module: m.map_or(vk::ShaderModule::null(), |m| m.handle),
                 name: name.as_ptr(),
                 ..Default::default()
             })
@@ -507,7 +635,8 @@ impl Gpu {
             ..Default::default()
         };
 
-        // The pNext chain: rendering formats → [library parts] → [flags2].
+        // The pNext chain: rendering formats → [library parts] → [flags2] → [binaries] →
+        // [creation feedback].
         let mut flags2 = vk::PipelineCreateFlags2CreateInfo::default();
         let mut parts = vk::GraphicsPipelineLibraryCreateInfoEXT {
             flags: vk::GraphicsPipelineLibraryFlagsEXT::VERTEX_INPUT_INTERFACE
@@ -523,12 +652,40 @@ impl Gpu {
             ..Default::default()
         };
         let mut tail: *const c_void = std::ptr::null();
-        if self.binaries {
-            let mut f = vk::PipelineCreateFlags2::CAPTURE_DATA_KHR;
+        let mut feedback = vk::PipelineCreationFeedback::default();
+        let mut feedback_info =
+            vk::PipelineCreationFeedbackCreateInfo { pipeline_creation_feedback: &mut feedback, ..Default::default() };
+        let mut binary_info = vk::PipelineBinaryInfoKHR::default();
+        let (capture, cache) = match how {
+            How::Capture(_) => (self.binaries, self.cache),
+            How::Keep { binaries, cache } => {
+                feedback_info.next = tail;
+                tail = (&feedback_info as *const vk::PipelineCreationFeedbackCreateInfo).cast();
+                if !binaries.is_empty() {
+                    binary_info.binary_count = binaries.len() as u32;
+                    binary_info.pipeline_binaries = binaries.as_ptr();
+                    binary_info.next = tail;
+                    tail = (&binary_info as *const vk::PipelineBinaryInfoKHR).cast();
+                }
+                // A pipeline made from binaries may not use a pipeline cache.
+                (
+                    false,
+                    if binaries.is_empty() {
+                        cache.map_or(vk::PipelineCache::null(), |c| c.handle)
+                    } else {
+                        vk::PipelineCache::null()
+                    },
+                )
+            }
+        };
+        if capture || (library && self.binaries) {
+            let mut f =
+                if capture { vk::PipelineCreateFlags2::CAPTURE_DATA_KHR } else { vk::PipelineCreateFlags2::empty() };
             if library {
                 f |= vk::PipelineCreateFlags2::LIBRARY_KHR;
             }
             flags2.flags = f;
+            flags2.next = tail;
             tail = (&flags2 as *const vk::PipelineCreateFlags2CreateInfo).cast();
         }
         if library {
@@ -554,40 +711,62 @@ impl Gpu {
         };
         let start = Instant::now();
         // SAFETY: every pointer in `info` and its chain refers to a local above (or to
-        // `input`, borrowed for the whole call) that lives until the call returns; modules and
-        // the layout are alive (`input` holds them); the cache is internally synchronized.
-        let result = unsafe { self.device.create_graphics_pipelines(self.cache, &[info], None) };
+        // `input` / `how`, borrowed for the whole call) that lives until the call returns;
+        // modules, layout, binaries and cache are alive (the caller holds them); the cache is
+        // internally synchronized. A shader module is null only together with binaries, where
+        // the specification says modules are ignored.
+        let result = unsafe { self.device.create_graphics_pipelines(cache, &[info], None) };
         let driver_time = start.elapsed();
         let pipelines = match result {
             Ok((p, _)) => p,
             Err(e) => return Err(VulkanError::call("vkCreateGraphicsPipelines", e)),
         };
-        let guard = PipelineGuard { gpu: self, handle: pipelines.first().copied().unwrap_or_default() };
-        let binaries = self.capture(&guard, intern)?;
-        Ok(Created { binaries, driver_time })
+        let pipeline = Pipeline { gpu: self.clone(), handle: pipelines.first().copied().unwrap_or_default() };
+        self.finish(pipeline, how, driver_time, feedback.flags)
     }
 
-    /// Creates a compute pipeline, captures it and destroys it.
+    /// Creates a compute pipeline; as [`create_graphics`](Self::create_graphics).
     pub fn create_compute(
-        &self,
-        module: &Module,
+        self: &Arc<Self>,
+        module: Option<&Module>,
         entry: &CStr,
         layout: &Layout,
-        intern: Intern<'_>,
+        how: How<'_>,
     ) -> Result<Created, VulkanError> {
         let flags2 = vk::PipelineCreateFlags2CreateInfo {
             flags: vk::PipelineCreateFlags2::CAPTURE_DATA_KHR,
             ..Default::default()
         };
+        let mut feedback = vk::PipelineCreationFeedback::default();
+        let feedback_info =
+            vk::PipelineCreationFeedbackCreateInfo { pipeline_creation_feedback: &mut feedback, ..Default::default() };
+        let mut binary_info = vk::PipelineBinaryInfoKHR::default();
+        let mut tail: *const c_void = std::ptr::null();
+        let cache = match how {
+            How::Capture(_) => {
+                if self.binaries {
+                    tail = (&flags2 as *const vk::PipelineCreateFlags2CreateInfo).cast();
+                }
+                self.cache
+            }
+            How::Keep { binaries, cache } => {
+                tail = (&feedback_info as *const vk::PipelineCreationFeedbackCreateInfo).cast();
+                if binaries.is_empty() {
+                    cache.map_or(vk::PipelineCache::null(), |c| c.handle)
+                } else {
+                    binary_info.binary_count = binaries.len() as u32;
+                    binary_info.pipeline_binaries = binaries.as_ptr();
+                    binary_info.next = tail;
+                    tail = (&binary_info as *const vk::PipelineBinaryInfoKHR).cast();
+                    vk::PipelineCache::null()
+                }
+            }
+        };
         let info = vk::ComputePipelineCreateInfo {
-            next: if self.binaries {
-                (&flags2 as *const vk::PipelineCreateFlags2CreateInfo).cast()
-            } else {
-                std::ptr::null()
-            },
+            next: tail,
             stage: vk::PipelineShaderStageCreateInfo {
                 stage: vk::ShaderStageFlags::COMPUTE,
-                module: module.handle,
+                module: module.map_or(vk::ShaderModule::null(), |m| m.handle),
                 name: entry.as_ptr(),
                 ..Default::default()
             },
@@ -596,17 +775,192 @@ impl Gpu {
         };
         let start = Instant::now();
         // SAFETY: as in `create_graphics`.
-        let result = unsafe { self.device.create_compute_pipelines(self.cache, &[info], None) };
+        let result = unsafe { self.device.create_compute_pipelines(cache, &[info], None) };
         let driver_time = start.elapsed();
         let pipelines = result.map_err(|e| VulkanError::call("vkCreateComputePipelines", e))?.0;
-        let guard = PipelineGuard { gpu: self, handle: pipelines.first().copied().unwrap_or_default() };
-        let binaries = self.capture(&guard, intern)?;
-        Ok(Created { binaries, driver_time })
+        let pipeline = Pipeline { gpu: self.clone(), handle: pipelines.first().copied().unwrap_or_default() };
+        self.finish(pipeline, how, driver_time, feedback.flags)
+    }
+
+    /// Captures (and destroys) or keeps a freshly created pipeline.
+    fn finish(
+        &self,
+        pipeline: Pipeline,
+        how: How<'_>,
+        driver_time: Duration,
+        feedback: vk::PipelineCreationFeedbackFlags,
+    ) -> Result<Created, VulkanError> {
+        match how {
+            How::Capture(intern) => {
+                let binaries = self.capture(&pipeline, intern)?;
+                Ok(Created { binaries, driver_time, pipeline: None, feedback: feedback.bits() })
+            }
+            How::Keep { .. } => {
+                Ok(Created { binaries: Vec::new(), driver_time, pipeline: Some(pipeline), feedback: feedback.bits() })
+            }
+        }
+    }
+
+    /// Creates pipeline binaries from `(key, data)` pairs in the driver's order (the order
+    /// `vkCreatePipelineBinariesKHR` returned them at capture), to hand to
+    /// [`How::Keep`]. The bytes must already be checked (the archive's content hashes).
+    pub fn binaries_from_data(self: &Arc<Self>, binaries: &[(&[u8], &[u8])]) -> Result<Binaries, VulkanError> {
+        if !self.binaries {
+            return Err(VulkanError::Unsupported {
+                device: self.info.identity.device_name.clone(),
+                message: "VK_KHR_pipeline_binary is not enabled".into(),
+            });
+        }
+        if binaries.is_empty() || binaries.len() > 64 {
+            return Err(VulkanError::call("vkCreatePipelineBinariesKHR", format!("{} binaries", binaries.len())));
+        }
+        let mut keys = Vec::with_capacity(binaries.len());
+        let mut data = Vec::with_capacity(binaries.len());
+        for (key, bytes) in binaries {
+            if key.is_empty() || key.len() > 32 || bytes.is_empty() {
+                return Err(VulkanError::call("vkCreatePipelineBinariesKHR", "empty or oversized key, or empty data"));
+            }
+            let mut bytes32 = [0u8; 32];
+            bytes32[..key.len()].copy_from_slice(key);
+            keys.push(vk::PipelineBinaryKeyKHR {
+                key_size: key.len() as u32,
+                key: bytes32.into(),
+                ..Default::default()
+            });
+            // The driver only reads `data` (the structure's pointer is `*mut` in the C API).
+            data.push(vk::PipelineBinaryDataKHR { data_size: bytes.len(), data: bytes.as_ptr() as *mut c_void });
+        }
+        let keys_and_data = vk::PipelineBinaryKeysAndDataKHR {
+            binary_count: binaries.len() as u32,
+            pipeline_binary_keys: keys.as_ptr(),
+            pipeline_binary_data: data.as_ptr(),
+        };
+        let create = vk::PipelineBinaryCreateInfoKHR { keys_and_data_info: &keys_and_data, ..Default::default() };
+        let mut raw = vec![vk::PipelineBinaryKHR::null(); binaries.len()];
+        let mut handles = vk::PipelineBinaryHandlesInfoKHR {
+            pipeline_binary_count: raw.len() as u32,
+            pipeline_binaries: raw.as_mut_ptr(),
+            ..Default::default()
+        };
+        // SAFETY: `keys`, `data` (pointing into the caller's checked byte slices), `raw` and
+        // the info structures live until the call returns; `raw` has room for every handle.
+        let r = unsafe { self.device.create_pipeline_binaries_khr(&create, None, &mut handles) };
+        let out = Binaries { gpu: self.clone(), handles: raw };
+        match r {
+            Ok(vk::SuccessCode::SUCCESS) => Ok(out),
+            Ok(other) => Err(VulkanError::call("vkCreatePipelineBinariesKHR", format!("{other:?}"))),
+            Err(e) => Err(VulkanError::call("vkCreatePipelineBinariesKHR", e)),
+        }
+    }
+
+    /// Links a library made by [`create_graphics`](Self::create_graphics) with
+    /// `output == None` to a fragment-output part built from `output` (formats and blend per
+    /// colour attachment), into a complete pipeline.
+    pub fn link(
+        self: &Arc<Self>,
+        library: &Pipeline,
+        input: &GraphicsInput<'_>,
+        output: &[(vk::Format, vk::PipelineColorBlendAttachmentState)],
+    ) -> Result<Created, VulkanError> {
+        let (formats, attachments): (Vec<vk::Format>, Vec<vk::PipelineColorBlendAttachmentState>) =
+            output.iter().copied().unzip();
+        let multisample = vk::PipelineMultisampleStateCreateInfo {
+            rasterization_samples: input.samples,
+            alpha_to_coverage_enable: vk::Bool32::from(input.alpha_to_coverage),
+            ..Default::default()
+        };
+        let blend = vk::PipelineColorBlendStateCreateInfo {
+            attachment_count: attachments.len() as u32,
+            attachments: attachments.as_ptr(),
+            ..Default::default()
+        };
+        let dynamic_states = [vk::DynamicState::BLEND_CONSTANTS];
+        let dynamic = vk::PipelineDynamicStateCreateInfo {
+            dynamic_state_count: dynamic_states.len() as u32,
+            dynamic_states: dynamic_states.as_ptr(),
+            ..Default::default()
+        };
+        let parts = vk::GraphicsPipelineLibraryCreateInfoEXT {
+            flags: vk::GraphicsPipelineLibraryFlagsEXT::FRAGMENT_OUTPUT_INTERFACE,
+            ..Default::default()
+        };
+        let rendering = vk::PipelineRenderingCreateInfo {
+            next: (&parts as *const vk::GraphicsPipelineLibraryCreateInfoEXT).cast(),
+            color_attachment_count: formats.len() as u32,
+            color_attachment_formats: formats.as_ptr(),
+            depth_attachment_format: input.depth_format,
+            stencil_attachment_format: input.stencil_format,
+            ..Default::default()
+        };
+        let info = vk::GraphicsPipelineCreateInfo {
+            next: (&rendering as *const vk::PipelineRenderingCreateInfo).cast(),
+            flags: vk::PipelineCreateFlags::LIBRARY_KHR,
+            multisample_state: &multisample,
+            color_blend_state: &blend,
+            dynamic_state: &dynamic,
+            ..Default::default()
+        };
+        let start = Instant::now();
+        // SAFETY: every pointer in `info` and its chain refers to a local above that lives
+        // until the call returns. A fragment-output library uses no shader and no layout.
+        let r = unsafe { self.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
+        let output_library = Pipeline {
+            gpu: self.clone(),
+            handle: r
+                .map_err(|e| VulkanError::call("vkCreateGraphicsPipelines (fragment output)", e))?
+                .0
+                .first()
+                .copied()
+                .unwrap_or_default(),
+        };
+        let libraries = [library.handle, output_library.handle];
+        let mut feedback = vk::PipelineCreationFeedback::default();
+        let feedback_info =
+            vk::PipelineCreationFeedbackCreateInfo { pipeline_creation_feedback: &mut feedback, ..Default::default() };
+        let link = vk::PipelineLibraryCreateInfoKHR {
+            next: (&feedback_info as *const vk::PipelineCreationFeedbackCreateInfo).cast(),
+            library_count: libraries.len() as u32,
+            libraries: libraries.as_ptr(),
+            ..Default::default()
+        };
+        let info = vk::GraphicsPipelineCreateInfo {
+            next: (&link as *const vk::PipelineLibraryCreateInfoKHR).cast(),
+            layout: input.layout.handle,
+            ..Default::default()
+        };
+        // SAFETY: both libraries are alive (`library` is borrowed, `output_library` is local)
+        // and were created on this device; `link` and `feedback_info` live until the call
+        // returns; the layout is the one the shader library was created with.
+        let r = unsafe { self.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
+        let driver_time = start.elapsed();
+        let handle = r.map_err(|e| VulkanError::call("vkCreateGraphicsPipelines (link)", e))?.0.first().copied();
+        drop(output_library);
+        Ok(Created {
+            binaries: Vec::new(),
+            driver_time,
+            pipeline: Some(Pipeline { gpu: self.clone(), handle: handle.unwrap_or_default() }),
+            feedback: feedback.flags.bits(),
+        })
+    }
+
+    /// Creates an internally synchronized `VkPipelineCache`, seeded with `initial` (data from
+    /// `vkGetPipelineCacheData` of a matching device; a driver ignores data whose header does
+    /// not match it).
+    pub fn pipeline_cache(self: &Arc<Self>, initial: &[u8]) -> Result<Cache, VulkanError> {
+        let info = vk::PipelineCacheCreateInfo {
+            initial_data_size: initial.len(),
+            initial_data: if initial.is_empty() { std::ptr::null() } else { initial.as_ptr().cast() },
+            ..Default::default()
+        };
+        // SAFETY: `initial` lives until the call returns; no flags: internally synchronized.
+        let handle = unsafe { self.device.create_pipeline_cache(&info, None) }
+            .map_err(|e| VulkanError::call("vkCreatePipelineCache", e))?;
+        Ok(Cache { gpu: self.clone(), handle })
     }
 
     /// The pipeline's binaries (`VK_KHR_pipeline_binary`), copied out; the binaries are
     /// destroyed and the pipeline's captured data released before returning.
-    fn capture(&self, pipeline: &PipelineGuard<'_>, intern: Intern<'_>) -> Result<Vec<RawBinary>, VulkanError> {
+    fn capture(&self, pipeline: &Pipeline, intern: Intern<'_>) -> Result<Vec<RawBinary>, VulkanError> {
         if !self.binaries {
             return Ok(Vec::new());
         }
@@ -679,30 +1033,99 @@ impl Gpu {
 
 impl Drop for Gpu {
     fn drop(&mut self) {
-        // SAFETY: every module and layout holds an `Arc<Gpu>`, and pipelines never outlive a
-        // call, so no object made from the device is left; no other thread can reach `self`.
+        // SAFETY: every module, layout, pipeline, binary and cache holds an `Arc<Gpu>`, so no
+        // object made from the device is left; no other thread can reach `self`. A borrowed
+        // device is the application's to destroy.
         unsafe {
             if !self.cache.is_null() {
                 self.device.destroy_pipeline_cache(self.cache, None);
             }
-            self.device.destroy_device(None);
+            if self.owned {
+                self.device.destroy_device(None);
+            }
         }
     }
 }
 
-/// Destroys a pipeline when the creating call ends.
-struct PipelineGuard<'a> {
-    gpu: &'a Gpu,
+/// A `VkPipeline` (or pipeline library), destroyed on drop unless taken with
+/// [`into_raw`](Pipeline::into_raw). At capture it lives only inside the creating call.
+///
+/// Thread safety: `Send + Sync`; the handle is only read (bound in command buffers) by the
+/// application after it is created.
+pub struct Pipeline {
+    gpu: Arc<Gpu>,
     handle: vk::Pipeline,
 }
 
-impl Drop for PipelineGuard<'_> {
+impl Pipeline {
+    /// The handle, still owned by this value.
+    pub fn handle(&self) -> vk::Pipeline {
+        self.handle
+    }
+    /// Hands the pipeline over to the caller, who must destroy it (`vkDestroyPipeline`) before
+    /// the device.
+    pub fn into_raw(mut self) -> vk::Pipeline {
+        std::mem::take(&mut self.handle)
+    }
+}
+
+impl Drop for Pipeline {
     fn drop(&mut self) {
         if !self.handle.is_null() {
-            // SAFETY: the pipeline is local to the call that made this guard; no command
-            // buffer ever used it.
+            // SAFETY: the pipeline is owned by this value (not handed out with `into_raw`);
+            // granary records no command buffer, so none can still use it. The caller of
+            // `Keep` drops it only once its own command buffers are done with it.
             unsafe { self.gpu.device.destroy_pipeline(self.handle, None) }
         }
+    }
+}
+
+/// Pipeline binaries made from archived data ([`Gpu::binaries_from_data`]), destroyed on
+/// drop (a pipeline created from them does not need them afterwards).
+pub struct Binaries {
+    gpu: Arc<Gpu>,
+    handles: Vec<vk::PipelineBinaryKHR>,
+}
+
+impl Binaries {
+    /// The handles, in the driver's order.
+    pub fn handles(&self) -> &[vk::PipelineBinaryKHR] {
+        &self.handles
+    }
+}
+
+impl Drop for Binaries {
+    fn drop(&mut self) {
+        for h in &self.handles {
+            if !h.is_null() {
+                // SAFETY: the binaries are owned by this value; pipeline creation reads them
+                // only during the call.
+                unsafe { self.gpu.device.destroy_pipeline_binary_khr(*h, None) }
+            }
+        }
+    }
+}
+
+/// An internally synchronized `VkPipelineCache` ([`Gpu::pipeline_cache`]).
+pub struct Cache {
+    gpu: Arc<Gpu>,
+    handle: vk::PipelineCache,
+}
+
+impl Cache {
+    /// `vkGetPipelineCacheData`.
+    pub fn data(&self) -> Result<Vec<u8>, VulkanError> {
+        // SAFETY: the cache is internally synchronized; reading it while other threads create
+        // pipelines with it is allowed.
+        unsafe { self.gpu.device.get_pipeline_cache_data(self.handle) }
+            .map_err(|e| VulkanError::call("vkGetPipelineCacheData", e))
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        // SAFETY: no creation can still use the cache: every user borrows this value.
+        unsafe { self.gpu.device.destroy_pipeline_cache(self.handle, None) }
     }
 }
 
@@ -762,8 +1185,9 @@ pub type DepthStencil = vk::PipelineDepthStencilStateCreateInfo;
 
 /// Everything one graphics pipeline (or library) is made of.
 pub struct GraphicsInput<'a> {
-    /// `(module, stage, entry point)` per stage.
-    pub stages: Vec<(&'a Module, vk::ShaderStageFlags, CString)>,
+    /// `(module, stage, entry point)` per stage; the module is `None` only when the pipeline
+    /// is created from binaries (the specification ignores modules then).
+    pub stages: Vec<(Option<&'a Module>, vk::ShaderStageFlags, CString)>,
     /// Vertex buffer bindings.
     pub bindings: Vec<vk::VertexInputBindingDescription>,
     /// Vertex attributes.
@@ -803,4 +1227,7 @@ const _: () = {
     assert_send_sync::<Gpu>();
     assert_send_sync::<Module>();
     assert_send_sync::<Layout>();
+    assert_send_sync::<Pipeline>();
+    assert_send_sync::<Binaries>();
+    assert_send_sync::<Cache>();
 };

@@ -1,0 +1,167 @@
+//! An archived render state → the create-info input of one Vulkan pipeline. The harvest
+//! backend and the run-time [`PipelineLoader`](super::PipelineLoader) both build their
+//! pipelines here, so a pipeline is created at run time from exactly the state it was
+//! captured with (a binary is only valid for the create info it was captured from).
+//!
+//! Everything the device cannot take comes back as a message naming the field, before any
+//! driver call.
+
+use super::raw::{Gpu, GraphicsInput, Layout, Module};
+use super::state;
+use crate::state::{Blend, ColorWrites, CompareFunction, RenderState, Spec, TextureFormat, Topology};
+use std::ffi::CString;
+use vulkanalia::vk;
+
+/// The name of a texture format as the pipelines script spells it (`rgba8unorm-srgb`).
+pub fn format_name(f: TextureFormat) -> String {
+    let mut out = String::new();
+    for (i, c) in format!("{f:?}").chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('-');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// An entry-point name as a C string.
+pub fn entry_name(name: &str) -> Result<CString, String> {
+    CString::new(name).map_err(|_| format!("entry point {name:?} contains a NUL byte"))
+}
+
+fn device_format(gpu: &Gpu, f: TextureFormat, what: &str) -> Result<vk::Format, String> {
+    gpu.format(f).ok_or_else(|| {
+        format!(
+            "{what}: format {} is not usable as an attachment on device '{}'",
+            format_name(f),
+            gpu.info.identity.device_name
+        )
+    })
+}
+
+/// The colour attachments' formats and blend states. Unspecialized fields take, per
+/// attachment `i`, `link_formats[i]` (or the last one given) as format, blending off and
+/// every channel written; with no format to take, the attachment is refused by index.
+pub fn color_output(
+    gpu: &Gpu,
+    r: &RenderState,
+    link_formats: &[TextureFormat],
+) -> Result<Vec<(vk::Format, vk::PipelineColorBlendAttachmentState)>, String> {
+    let mut out = Vec::with_capacity(r.color_attachments.len());
+    for (i, c) in r.color_attachments.iter().enumerate() {
+        let format = match c.format {
+            Spec::Is(f) => f,
+            Spec::Unspecialized => *link_formats.get(i).or(link_formats.last()).ok_or_else(|| {
+                format!("color_attachments[{i}] is unspecialized and no format was given to link it with")
+            })?,
+        };
+        let blend = match c.blend {
+            Spec::Is(b) => b,
+            Spec::Unspecialized => Blend::Off,
+        };
+        let writes = match c.write_mask {
+            Spec::Is(m) => m,
+            Spec::Unspecialized => ColorWrites::ALL,
+        };
+        let f = device_format(gpu, format, &format!("color_attachments[{i}]"))?;
+        out.push((f, state::blend_attachment(blend, writes)));
+    }
+    Ok(out)
+}
+
+/// The input of one graphics pipeline of state `r` with `stages` (in pipeline order) and
+/// `layout`. With `library`, the pipeline is a library of the vertex-input,
+/// pre-rasterization and fragment-shader parts, its fragment output left to
+/// [`Gpu::link`](super::Gpu::link); otherwise unspecialized colour attachments take
+/// `link_formats` (see [`color_output`]; the harvest gives none, so they are refused).
+pub fn graphics_input<'a>(
+    gpu: &Gpu,
+    r: &RenderState,
+    stages: Vec<(Option<&'a Module>, vk::ShaderStageFlags, CString)>,
+    layout: &'a Layout,
+    library: bool,
+    link_formats: &[TextureFormat],
+) -> Result<GraphicsInput<'a>, String> {
+    let device = &gpu.info.identity.device_name;
+    let (bindings, attributes) = state::vertex_input(&r.vertex_buffers)?;
+    let samples = state::samples(r.sample_count)?;
+    if samples.bits() & gpu.info.sample_counts == 0 {
+        return Err(format!("sample_count {} is not supported by device '{device}'", r.sample_count));
+    }
+    let output = if library {
+        if !gpu.libraries() {
+            let which = r.color_attachments.iter().position(|c| c.is_unspecialized()).unwrap_or(0);
+            return Err(format!(
+                "color_attachments[{which}] is unspecialized and device '{device}' has no graphics pipeline \
+                 libraries (VK_EXT_graphics_pipeline_library) to leave the fragment output open; \
+                 specialize its format, blend and write_mask, or give the script an \
+                 expand_unspecialized list of formats to compile it for"
+            ));
+        }
+        None
+    } else {
+        Some(color_output(gpu, r, link_formats)?)
+    };
+    let (mut depth_format, mut stencil_format) = (vk::Format::UNDEFINED, vk::Format::UNDEFINED);
+    let mut depth_bias = None;
+    let depth_stencil = match &r.depth_stencil {
+        None => None,
+        Some(ds) => {
+            let f = device_format(gpu, ds.format, "depth_stencil")?;
+            let (has_depth, has_stencil) = state::depth_stencil_aspects(ds.format);
+            if has_depth {
+                depth_format = f;
+            }
+            if has_stencil {
+                stencil_format = f;
+            }
+            if ds.depth_bias != 0 || ds.depth_bias_slope_scale != 0.0 || ds.depth_bias_clamp != 0.0 {
+                depth_bias = Some((true, ds.depth_bias as f32, ds.depth_bias_slope_scale, ds.depth_bias_clamp));
+            }
+            let depth_test = has_depth && (ds.depth_compare != CompareFunction::Always || ds.depth_write);
+            let mut s = vk::PipelineDepthStencilStateCreateInfo {
+                depth_test_enable: vk::Bool32::from(depth_test),
+                depth_write_enable: vk::Bool32::from(has_depth && ds.depth_write),
+                depth_compare_op: state::compare(ds.depth_compare),
+                max_depth_bounds: 1.0,
+                ..Default::default()
+            };
+            if let Some(st) = ds.stencil.filter(|_| has_stencil) {
+                s.stencil_test_enable = vk::TRUE;
+                s.front = state::stencil_face(st.front, st.read_mask, st.write_mask);
+                s.back = state::stencil_face(st.back, st.read_mask, st.write_mask);
+            }
+            Some(s)
+        }
+    };
+    let strip = matches!(r.primitive.topology, Topology::LineStrip | Topology::TriangleStrip);
+    Ok(GraphicsInput {
+        stages,
+        bindings,
+        attributes,
+        topology: state::topology(r.primitive.topology),
+        primitive_restart: strip && r.primitive.strip_index_format.is_some(),
+        cull: state::cull(r.primitive.cull),
+        front_face: state::front_face(r.primitive.front_face),
+        depth_bias,
+        samples,
+        alpha_to_coverage: r.alpha_to_coverage,
+        depth_stencil,
+        depth_format,
+        stencil_format,
+        output,
+        layout,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_names_are_the_scripts_spelling() {
+        assert_eq!(format_name(TextureFormat::Rgba8unormSrgb), "rgba8unorm-srgb");
+        assert_eq!(format_name(TextureFormat::Depth24plusStencil8), "depth24plus-stencil8");
+        assert_eq!(format_name(TextureFormat::Rg11b10ufloat), "rg11b10ufloat");
+    }
+}

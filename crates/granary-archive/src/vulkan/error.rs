@@ -1,0 +1,67 @@
+//! Errors of the Vulkan layer (loading, devices, driver calls).
+
+/// Why a Vulkan operation failed.
+#[derive(Debug, Clone)]
+pub enum VulkanError {
+    /// No Vulkan loader library could be opened (no driver installed).
+    NoLoader {
+        /// The library name tried.
+        library: &'static str,
+        /// The loader's message.
+        reason: String,
+    },
+    /// The loader found no Vulkan driver (ICD) for this machine.
+    NoDriver,
+    /// A Vulkan call returned an error code.
+    Call {
+        /// The Vulkan command.
+        call: &'static str,
+        /// The result code's name.
+        code: String,
+    },
+    /// `--device` named no device.
+    NoSuchDevice {
+        /// What was asked for.
+        wanted: String,
+        /// What exists (index: name).
+        available: String,
+    },
+    /// The device lacks something granary's backend needs.
+    Unsupported {
+        /// The device's name.
+        device: String,
+        /// What is missing.
+        message: String,
+    },
+}
+
+impl std::fmt::Display for VulkanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VulkanError::NoLoader { library, reason } => write!(
+                f,
+                "no Vulkan loader ({library}): {reason}. Install one (Debian: `apt-get install libvulkan1 \
+                 mesa-vulkan-drivers` for the CPU driver lavapipe)"
+            ),
+            VulkanError::NoDriver => f.write_str(
+                "the Vulkan loader found no driver (VK_ERROR_INCOMPATIBLE_DRIVER). Install one (Debian: \
+                 `apt-get install mesa-vulkan-drivers` for the CPU driver lavapipe) or point VK_DRIVER_FILES at \
+                 a driver's ICD JSON file",
+            ),
+            VulkanError::Call { call, code } => write!(f, "{call} failed: {code}"),
+            VulkanError::NoSuchDevice { wanted, available } => {
+                write!(f, "no Vulkan device matches '{wanted}'; devices: {available}")
+            }
+            VulkanError::Unsupported { device, message } => write!(f, "device '{device}': {message}"),
+        }
+    }
+}
+
+impl std::error::Error for VulkanError {}
+
+impl VulkanError {
+    /// A failed call.
+    pub(crate) fn call(call: &'static str, code: impl std::fmt::Debug) -> Self {
+        VulkanError::Call { call, code: format!("{code:?}") }
+    }
+}

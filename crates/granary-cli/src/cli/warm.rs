@@ -1,0 +1,354 @@
+//! `granary warm`: create every pipeline of an archive on the local Vulkan device, from its
+//! driver binaries where the archive holds them for this exact device, and say how each was
+//! made.
+
+use anyhow::Context;
+use granary::util::{peak_rss_bytes, thread_cpu_time};
+use granary_archive::state::TextureFormat;
+use granary_archive::vulkan::{
+    identity_of, select_device, Driver, Gpu, LoadError, LoaderOptions, OpenOptions, PipelineLoader, Source,
+};
+use granary_archive::Archive;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+#[command(after_help = "\
+Each pipeline is made one of three ways, and the report says which:
+  binaries   the archive holds driver binaries for this exact device (granary devices shows
+             its identity); vkCreatePipelineBinariesKHR accepted them and the pipeline was
+             created from them: no compile. Drivers report only VALID in
+             VK_EXT_pipeline_creation_feedback for these, so the evidence is the driver's
+             acceptance and the creation time.
+  cache-hit  compiled from the archive's SPIR-V and the driver reported a pipeline-cache hit.
+  compiled   compiled from SPIR-V (no binaries for this device, or none usable).
+
+On a device the archive was not built for, warm says \"built for X, this device is Y\" and
+stops, unless --fallback compile: then it compiles every pipeline from SPIR-V. Run it after a
+driver update to check that a shipped archive still matches.
+
+Examples:
+  granary warm game.granary
+  granary warm game.granary -j 16 --json > warm.json
+  granary warm game.granary --source spirv --pipeline-cache-out warm.cache   # the classic baseline
+  granary warm game.granary --source spirv --pipeline-cache-in warm.cache    # warm VkPipelineCache")]
+pub struct WarmArgs {
+    /// The archive.
+    archive: PathBuf,
+    /// The device, by index or part of its name (`granary devices` lists them) [default: 0].
+    #[arg(long, value_name = "N|NAME")]
+    device: Option<String>,
+    /// Threads creating pipelines at once [default: available cores].
+    #[arg(short = 'j', long)]
+    jobs: Option<usize>,
+    /// What to create pipelines from. auto: this device's binaries where the archive has
+    /// them, else its SPIR-V with the archive's pipeline-cache data for this device. binaries:
+    /// only binaries (a pipeline without is an error unless --fallback compile). cache: SPIR-V
+    /// with the archive's pipeline-cache data. spirv: SPIR-V with an empty pipeline cache (or
+    /// --pipeline-cache-in).
+    #[arg(long, value_enum, default_value = "auto")]
+    source: SourceArg,
+    /// What to do where the archive has nothing valid for this device (another GPU or driver
+    /// version, a damaged binary, one the driver refuses): fail, or compile from SPIR-V.
+    #[arg(long, value_enum, default_value = "fail")]
+    fallback: FallbackArg,
+    /// Seed the compile path's VkPipelineCache with this file (vkGetPipelineCacheData bytes).
+    #[arg(long, value_name = "FILE")]
+    pipeline_cache_in: Option<PathBuf>,
+    /// Write the compile path's VkPipelineCache data to this file at the end.
+    #[arg(long, value_name = "FILE")]
+    pipeline_cache_out: Option<PathBuf>,
+    /// Format for colour attachments the archive left unspecialized (pipelines captured as
+    /// libraries are linked with it), e.g. bgra8unorm; repeat for attachment 1, 2, ….
+    #[arg(long, value_name = "FORMAT", default_value = "rgba8unorm", value_parser = parse_format)]
+    link_format: Vec<TextureFormat>,
+    /// Create every pipeline this many times (a fresh loader each pass); each pass's wall
+    /// time is reported, the per-pipeline figures are the last pass's.
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Print JSON: the summary and one record per pipeline.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SourceArg {
+    Auto,
+    Binaries,
+    Cache,
+    Spirv,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum FallbackArg {
+    Fail,
+    Compile,
+}
+
+fn parse_format(s: &str) -> Result<TextureFormat, String> {
+    TextureFormat::ALL
+        .iter()
+        .copied()
+        .find(|f| granary_archive::vulkan::build::format_name(*f) == s)
+        .ok_or_else(|| format!("unknown texture format '{s}'"))
+}
+
+/// One pipeline's result.
+struct Record {
+    index: usize,
+    result: Result<Made, String>,
+}
+
+struct Made {
+    source: Source,
+    linked: bool,
+    binaries: usize,
+    driver: Duration,
+    total: Duration,
+    feedback: u32,
+    fallback_reason: Option<String>,
+}
+
+struct Pass {
+    records: Vec<Record>,
+    wall: Duration,
+    cpu: Duration,
+}
+
+fn pass(loader: &PipelineLoader<'_>, archive: &Archive, threads: usize) -> Pass {
+    let n = archive.len();
+    let next = AtomicUsize::new(0);
+    let out = Mutex::new(Vec::with_capacity(n));
+    let t0 = Instant::now();
+    let cpu = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let c0 = thread_cpu_time();
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            break;
+                        }
+                        let result = archive.pipeline(i).map_err(LoadError::from).and_then(|p| loader.load(&p));
+                        let result = result.map(|l| Made {
+                            source: l.source,
+                            linked: l.linked,
+                            binaries: l.binaries,
+                            driver: l.driver_time,
+                            total: l.total_time,
+                            feedback: l.feedback,
+                            fallback_reason: l.fallback_reason,
+                        });
+                        // The pipeline is destroyed here (dropped with `l`): warm measures
+                        // creation, and keeps no driver memory growing with the archive.
+                        mine.push(Record { index: i, result: result.map_err(|e| e.to_string()) });
+                    }
+                    out.lock().unwrap_or_else(|p| p.into_inner()).extend(mine);
+                    thread_cpu_time() - c0
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap_or_default()).sum()
+    });
+    let wall = t0.elapsed();
+    let mut records = out.into_inner().unwrap_or_else(|p| p.into_inner());
+    records.sort_by_key(|r| r.index);
+    Pass { records, wall, cpu }
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
+    let archive = Archive::open(&a.archive).with_context(|| format!("opening {}", a.archive.display()))?;
+    let driver = Driver::load()?;
+    let info = select_device(driver.physical_devices()?, a.device.as_deref())?;
+    let gpu = Gpu::open(driver, info, OpenOptions { pipeline_binaries: true, libraries: true })?;
+    let identity = identity_of(&gpu.info, gpu.global_key());
+    let initial_cache = match &a.pipeline_cache_in {
+        Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
+        None => None,
+    };
+    let options = LoaderOptions {
+        link_formats: a.link_format.clone(),
+        use_binaries: matches!(a.source, SourceArg::Auto | SourceArg::Binaries),
+        fallback_compile: a.fallback == FallbackArg::Compile
+            || a.source != SourceArg::Binaries && a.source != SourceArg::Auto,
+        use_archive_cache: matches!(a.source, SourceArg::Auto | SourceArg::Cache),
+        initial_cache,
+    };
+    let threads = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+
+    // The identity check comes before any pipeline: an archive for another device or driver
+    // is reported as such, and (without --fallback compile) nothing is created.
+    let probe = PipelineLoader::new(&archive, gpu.clone(), options.clone())?;
+    let mismatch = probe.mismatch().map(|m| m.to_string());
+    let has_binaries = probe.has_binaries();
+    let cache_seeded = probe.cache_seeded();
+    drop(probe);
+    if let Some(m) = &mismatch {
+        if a.fallback == FallbackArg::Fail && matches!(a.source, SourceArg::Auto | SourceArg::Binaries) {
+            if a.json {
+                outln!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "archive": a.archive.display().to_string(),
+                        "device": identity.describe(),
+                        "matches_device": false,
+                        "mismatch": m,
+                        "pipelines": archive.len(),
+                        "created": 0,
+                    }))?
+                );
+            }
+            eprintln!("granary: {m}");
+            eprintln!("granary: nothing created; run with --fallback compile to compile every pipeline from the archive's SPIR-V");
+            return Ok(1);
+        }
+    }
+
+    let mut walls = Vec::new();
+    let mut last = None;
+    let mut cache_bytes = None;
+    for _ in 0..a.repeat.max(1) {
+        let loader = PipelineLoader::new(&archive, gpu.clone(), options.clone())?;
+        let p = pass(&loader, &archive, threads);
+        walls.push(p.wall.as_secs_f64());
+        if let Some(path) = &a.pipeline_cache_out {
+            let data = loader.cache_data()?;
+            granary_archive::write_atomic(path, &data).with_context(|| format!("writing {}", path.display()))?;
+            cache_bytes = Some(data.len());
+        }
+        last = Some(p);
+    }
+    let Some(p) = last else { return Ok(2) };
+
+    let labels = archive.labels()?;
+    let mut names: Vec<Option<&str>> = vec![None; archive.len()];
+    for (l, i) in &labels {
+        if let Some(slot) = names.get_mut(*i) {
+            slot.get_or_insert(l);
+        }
+    }
+    let count = |s: Source| p.records.iter().filter(|r| r.result.as_ref().is_ok_and(|m| m.source == s)).count();
+    let (from_binaries, cache_hits, compiled) =
+        (count(Source::Binaries), count(Source::CacheHit), count(Source::Compiled));
+    let failed = p.records.iter().filter(|r| r.result.is_err()).count();
+    let fell_back = p.records.iter().filter(|r| r.result.as_ref().is_ok_and(|m| m.fallback_reason.is_some())).count();
+    let linked = p.records.iter().filter(|r| r.result.as_ref().is_ok_and(|m| m.linked)).count();
+    let n = p.records.len();
+    let mut totals: Vec<f64> =
+        p.records.iter().filter_map(|r| r.result.as_ref().ok()).map(|m| m.total.as_secs_f64() * 1e6).collect();
+    totals.sort_by(f64::total_cmp);
+    let mut drivers: Vec<f64> =
+        p.records.iter().filter_map(|r| r.result.as_ref().ok()).map(|m| m.driver.as_secs_f64() * 1e6).collect();
+    drivers.sort_by(f64::total_cmp);
+    let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
+    let hit_rate = if n == 0 { 0.0 } else { (from_binaries + cache_hits) as f64 / n as f64 };
+    let why_no_binaries = if has_binaries {
+        None
+    } else if let Some(m) = &mismatch {
+        Some(m.clone())
+    } else if !gpu.captures_binaries() {
+        Some("this device has no VK_KHR_pipeline_binary".to_string())
+    } else if !options.use_binaries {
+        Some(format!("--source {}", if a.source == SourceArg::Cache { "cache" } else { "spirv" }))
+    } else {
+        Some("the archive holds pipeline-cache data, not binaries, for this device".to_string())
+    };
+
+    if a.json {
+        let records: Vec<serde_json::Value> = p
+            .records
+            .iter()
+            .map(|r| {
+                let key = archive.pipeline(r.index).map(|p| p.key().to_hex()).unwrap_or_default();
+                match &r.result {
+                    Ok(m) => serde_json::json!({
+                        "label": names[r.index],
+                        "key": key,
+                        "source": m.source.name(),
+                        "linked": m.linked,
+                        "binaries": m.binaries,
+                        "driver_us": m.driver.as_secs_f64() * 1e6,
+                        "total_us": m.total.as_secs_f64() * 1e6,
+                        "feedback_valid": m.feedback & granary_archive::vulkan::FEEDBACK_VALID != 0,
+                        "feedback_cache_hit": m.feedback & granary_archive::vulkan::FEEDBACK_CACHE_HIT != 0,
+                        "fallback_reason": m.fallback_reason,
+                    }),
+                    Err(e) => serde_json::json!({ "label": names[r.index], "key": key, "error": e }),
+                }
+            })
+            .collect();
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "archive": a.archive.display().to_string(),
+                "device": identity.describe(),
+                "matches_device": mismatch.is_none(),
+                "mismatch": mismatch,
+                "device_has_pipeline_binaries": gpu.captures_binaries(),
+                "archive_has_binaries_for_device": has_binaries,
+                "why_no_binaries": why_no_binaries,
+                "cache_seeded": cache_seeded,
+                "threads": threads,
+                "pipelines": n,
+                "created": n - failed,
+                "from_binaries": from_binaries,
+                "cache_hits": cache_hits,
+                "compiled": compiled,
+                "failed": failed,
+                "fell_back": fell_back,
+                "linked": linked,
+                "hit_rate": hit_rate,
+                "wall_seconds": p.wall.as_secs_f64(),
+                "wall_seconds_per_pass": walls,
+                "cpu_seconds": p.cpu.as_secs_f64(),
+                "per_pipeline_us": {
+                    "mean": mean(&totals), "p50": percentile(&totals, 0.5), "p99": percentile(&totals, 0.99),
+                    "max": totals.last().copied().unwrap_or(0.0),
+                },
+                "driver_us": { "mean": mean(&drivers), "p50": percentile(&drivers, 0.5), "p99": percentile(&drivers, 0.99) },
+                "pipeline_cache_out_bytes": cache_bytes,
+                "peak_rss_bytes": peak_rss_bytes(),
+                "records": records,
+            }))?
+        );
+    } else {
+        outln!("device: {}", identity.describe());
+        if let Some(why) = &why_no_binaries {
+            outln!("no binaries used: {why}");
+        }
+        outln!(
+            "{n} pipelines on {threads} threads in {:.3} s: {from_binaries} from binaries, {cache_hits} cache hits, \
+             {compiled} compiled, {failed} failed (hit rate {:.1}%)",
+            p.wall.as_secs_f64(),
+            hit_rate * 100.0
+        );
+        outln!(
+            "per pipeline: mean {:.1} µs, p50 {:.1} µs, p99 {:.1} µs (driver p50 {:.1} µs); {linked} linked from libraries",
+            mean(&totals),
+            percentile(&totals, 0.5),
+            percentile(&totals, 0.99),
+            percentile(&drivers, 0.5)
+        );
+        if fell_back > 0 {
+            outln!("{fell_back} pipelines fell back to compiling (see --json for the reasons)");
+        }
+        for r in p.records.iter().filter(|r| r.result.is_err()).take(20) {
+            if let Err(e) = &r.result {
+                outln!("  failed: {e}");
+            }
+        }
+    }
+    Ok(if failed > 0 { 1 } else { 0 })
+}
