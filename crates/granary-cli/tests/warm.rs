@@ -1,0 +1,185 @@
+//! `granary warm` end to end on a real Vulkan driver (lavapipe in CI; any device here): the
+//! run-time loader creates every pipeline of an archive harvested on the same device, says
+//! honestly how each was made, refuses an archive built for another driver before any binary
+//! reaches the driver, and never hands damaged bytes to the driver.
+//!
+//! Without a driver each test prints one `SKIPPED` line, unless `GRANARY_REQUIRE_VULKAN=1`.
+
+#[path = "../../granary/tests/common/mod.rs"]
+mod common;
+
+use granary::archive::{Archive, ArchiveMeta, DeviceBinaries, DeviceCache, DeviceIdentity, WriteEntry};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
+const EXAMPLE_PIPELINES: u64 = 335;
+/// Pipelines of the example whose colour output is unspecialized (captured as libraries).
+const EXAMPLE_LIBRARIES: u64 = 202;
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_granary"))
+}
+
+fn granary(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).env_remove("GRANARY_FAULT").output().expect("run granary")
+}
+
+/// Harvests the example on the first device into `dir/NAME`.
+fn harvest(dir: &Path, name: &str) -> PathBuf {
+    let out = dir.join(name);
+    let o = granary(&["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "--backend", "vulkan", "-q", "-j", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+fn warm(archive: &Path, extra: &[&str]) -> (i32, Value, String) {
+    let mut args = vec!["warm", archive.to_str().unwrap(), "--json", "-j", "2"];
+    args.extend_from_slice(extra);
+    let o = granary(&args);
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    let json = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    (o.status.code().unwrap_or(-1), json, stderr)
+}
+
+#[test]
+fn warm_on_the_harvest_device_creates_everything_and_says_how() {
+    let Some(device) = common::vulkan_device(&bin()) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let archive = harvest(dir.path(), "a.granary");
+    let (code, w, stderr) = warm(&archive, &[]);
+    assert_eq!(code, 0, "{stderr}\n{w:#}");
+    assert_eq!(w["matches_device"], true);
+    assert_eq!(w["pipelines"], EXAMPLE_PIPELINES);
+    assert_eq!(w["created"], EXAMPLE_PIPELINES);
+    assert_eq!(w["failed"], 0);
+    let (bins, hits, compiled) =
+        (w["from_binaries"].as_u64().unwrap(), w["cache_hits"].as_u64().unwrap(), w["compiled"].as_u64().unwrap());
+    assert_eq!(bins + hits + compiled, EXAMPLE_PIPELINES);
+    let records = w["records"].as_array().unwrap();
+    assert_eq!(records.len() as u64, EXAMPLE_PIPELINES);
+    if device["captures"] == "pipeline-binaries" {
+        // A driver with VK_KHR_pipeline_binary: every pipeline from its binaries, no compile.
+        assert_eq!(bins, EXAMPLE_PIPELINES, "{w:#}");
+        assert!(records.iter().all(|r| r["source"] == "binaries" && r["binaries"].as_u64() > Some(0)));
+    } else {
+        // lavapipe: no pipeline binaries. warm must say so and claim no binary hits; what
+        // the driver reports about its pipeline cache is counted as it reports it.
+        assert_eq!(bins, 0);
+        assert_eq!(w["device_has_pipeline_binaries"], false);
+        assert!(w["why_no_binaries"].as_str().unwrap().contains("VK_KHR_pipeline_binary"), "{w:#}");
+        assert!(records.iter().all(|r| r["binaries"] == 0 && r["source"] != "binaries"));
+        assert!(records
+            .iter()
+            .all(|r| (r["source"] == "cache-hit") == (r["feedback_cache_hit"] == true && r["feedback_valid"] == true)));
+    }
+    if device["supports"]["graphics_pipeline_library"] == true {
+        assert_eq!(w["linked"], EXAMPLE_LIBRARIES, "library pipelines are linked with --link-format");
+    }
+    assert!(records.iter().all(|r| r["label"].is_string() && r["total_us"].as_f64() > Some(0.0)));
+
+    // The same from SPIR-V (the compile path a developer without granary has), writing the
+    // pipeline cache; then a warm pipeline cache read back from that file.
+    let cache = dir.path().join("p.cache");
+    let (code, w, stderr) = warm(&archive, &["--source", "spirv", "--pipeline-cache-out", cache.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!((w["from_binaries"].as_u64(), w["failed"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(w["pipeline_cache_out_bytes"].as_u64(), Some(std::fs::metadata(&cache).unwrap().len()));
+    let (code, w, stderr) = warm(&archive, &["--source", "spirv", "--pipeline-cache-in", cache.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(w["cache_seeded"], true);
+    assert_eq!(w["created"], EXAMPLE_PIPELINES);
+}
+
+/// The archive rewritten as if harvested on another driver version of the same GPU.
+fn forge_driver_version(path: &Path, out: &Path) {
+    let a = Archive::read(path).expect("archive");
+    let forged = |d: &Arc<DeviceIdentity>| {
+        Arc::new(DeviceIdentity { driver_version: d.driver_version.wrapping_add(1), ..(**d).clone() })
+    };
+    let entries: Vec<WriteEntry> = a
+        .entries()
+        .unwrap()
+        .into_iter()
+        .map(|w| WriteEntry {
+            binaries: w
+                .binaries
+                .iter()
+                .map(|b| DeviceBinaries { device: forged(&b.device), set: b.set.clone() })
+                .collect(),
+            ..w
+        })
+        .collect();
+    let meta = a.meta().unwrap();
+    let device_caches =
+        meta.device_caches.iter().map(|c| DeviceCache { device: forged(&c.device), data: c.data.clone() }).collect();
+    std::fs::write(out, granary::archive::encode(&entries, &ArchiveMeta { device_caches, ..meta })).unwrap();
+}
+
+#[test]
+fn an_archive_for_another_driver_is_refused_before_any_binary_reaches_the_driver() {
+    if common::vulkan_device(&bin()).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = harvest(dir.path(), "a.granary");
+    let forged = dir.path().join("forged.granary");
+    forge_driver_version(&archive, &forged);
+
+    let (code, w, stderr) = warm(&forged, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("built for") && stderr.contains("this device is"), "{stderr}");
+    assert!(stderr.contains("driver_version"), "names what differs: {stderr}");
+    assert!(stderr.contains("--fallback compile"), "says how to go on: {stderr}");
+    assert_eq!((w["matches_device"].as_bool(), w["created"].as_u64()), (Some(false), Some(0)));
+
+    // With --fallback compile, every pipeline compiles from the archive's SPIR-V.
+    let (code, w, stderr) = warm(&forged, &["--fallback", "compile"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(w["matches_device"], false);
+    assert!(w["mismatch"].as_str().unwrap().contains("driver_version"));
+    assert_eq!((w["created"].as_u64(), w["from_binaries"].as_u64()), (Some(EXAMPLE_PIPELINES), Some(0)));
+}
+
+#[test]
+fn a_flipped_byte_in_the_device_data_is_caught_before_the_driver_sees_it() {
+    let Some(device) = common::vulkan_device(&bin()) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let archive = harvest(dir.path(), "a.granary");
+    let a = Archive::read(&archive).unwrap();
+    let identity = a.devices().unwrap()[0].identity().clone();
+    // The first driver bytes of this device: a binary, or its pipeline-cache data.
+    let d = a.device_for(&identity).unwrap().unwrap();
+    let bytes: Vec<u8> = if device["captures"] == "pipeline-binaries" {
+        let p = a.pipeline(0).unwrap();
+        d.binaries(&p).unwrap().unwrap().get(0).unwrap().data.to_vec()
+    } else {
+        d.caches().unwrap()[0].to_vec()
+    };
+    drop(a);
+    let mut file = std::fs::read(&archive).unwrap();
+    let at =
+        file.windows(bytes.len()).position(|w| w == bytes.as_slice()).expect("bytes in the file") + bytes.len() / 2;
+    file[at] ^= 0x10;
+    let damaged = dir.path().join("damaged.granary");
+    std::fs::write(&damaged, &file).unwrap();
+
+    let (code, w, stderr) = warm(&damaged, &[]);
+    assert_ne!(code, 0, "damaged driver data accepted: {w:#}");
+    let said = format!("{stderr}{w}");
+    assert!(said.contains("does not match its hash"), "names the damage: {said}");
+    if device["captures"] == "pipeline-binaries" {
+        // The pipelines sharing that binary lost their binaries; with fallback they compile,
+        // and say why.
+        let (code, w, _) = warm(&damaged, &["--fallback", "compile"]);
+        assert_eq!(code, 0);
+        let fell_back = w["fell_back"].as_u64().unwrap();
+        assert!(fell_back >= 1);
+        assert_eq!(w["from_binaries"].as_u64(), Some(EXAMPLE_PIPELINES - fell_back));
+        let reasons: Vec<&str> =
+            w["records"].as_array().unwrap().iter().filter_map(|r| r["fallback_reason"].as_str()).collect();
+        assert!(reasons.iter().all(|r| r.contains("not handed to the driver")), "{reasons:?}");
+    }
+}
