@@ -3,10 +3,12 @@
 //! are shared and noisy.
 
 mod baseline;
+mod device;
 mod passes;
 
 pub use baseline::{baseline, Baseline, BaselineRun};
-pub use passes::{granary, workaround, Timing};
+pub use device::{imbalance, run_device, DeviceBenchOptions, DeviceBenchReport, DevicePass, Imbalance};
+pub use passes::{granary, granary_on, vertex_runs, workaround, workaround_on, Pass, Timing, Worker};
 
 use crate::gen::{seed_scale, SeedScaleOptions};
 use granary::archive::Archive;
@@ -275,6 +277,9 @@ pub enum BenchError {
     /// The workload did not have the shape the benchmark needs.
     #[error("{0}")]
     Workload(String),
+    /// The device backend could not be opened.
+    #[error("cannot open the device backend: {0}")]
+    Backend(String),
 }
 
 /// Runs the benchmark. `log` receives a line per step.
