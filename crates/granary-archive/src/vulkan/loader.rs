@@ -28,10 +28,14 @@ pub struct LoaderOptions {
     /// Use the driver binaries the archive holds for this device (default `true`; `false`
     /// measures the compile paths).
     pub use_binaries: bool,
-    /// Compile from the archive's SPIR-V where no valid binaries exist (another device or
-    /// driver, a binary the driver refuses, a damaged one). Default `true`; with `false` such
-    /// a pipeline is an error.
+    /// Compile from the archive's SPIR-V where the archive's binaries cannot be used: it was
+    /// built for another device or driver, a binary is damaged, or the driver refuses one.
+    /// Default `true`; with `false` such a pipeline is an error.
     pub fallback_compile: bool,
+    /// A pipeline the archive holds no binaries for on this device (a device without
+    /// `VK_KHR_pipeline_binary`, whose section holds pipeline-cache data) is an error instead
+    /// of a compile. Default `false`.
+    pub require_binaries: bool,
     /// Seed the compile path's `VkPipelineCache` with the archive's pipeline-cache data for
     /// this device, if it holds any (default `true`).
     pub use_archive_cache: bool,
@@ -46,6 +50,7 @@ impl Default for LoaderOptions {
             link_formats: vec![TextureFormat::Rgba8unorm],
             use_binaries: true,
             fallback_compile: true,
+            require_binaries: false,
             use_archive_cache: true,
             initial_cache: None,
         }
@@ -166,7 +171,16 @@ impl<'a> PipelineLoader<'a> {
     /// the pipeline cache cannot be created.
     pub fn new(archive: &'a Archive, gpu: Arc<Gpu>, options: LoaderOptions) -> Result<Self, LoadError> {
         let identity = super::identity_of(&gpu.info, gpu.global_key());
-        let device = archive.binaries_for(&identity)?;
+        let mut device = archive.binaries_for(&identity)?;
+        if device.is_err() && !identity.binary_global_key.is_empty() {
+            // An archive harvested on this very device without pipeline binaries
+            // (`--no-pipeline-binaries`) names it without a global key: its pipeline-cache
+            // data is valid here (the key matters only for binaries).
+            let keyless = DeviceIdentity { binary_global_key: Vec::new(), ..identity.clone() };
+            if let Ok(d) = archive.binaries_for(&keyless)? {
+                device = Ok(d);
+            }
+        }
         let initial: Vec<u8> = match (&options.initial_cache, &device) {
             (Some(bytes), _) => bytes.clone(),
             (None, Ok(d)) if options.use_archive_cache => d.caches()?.first().map(|c| c.to_vec()).unwrap_or_default(),
@@ -262,6 +276,12 @@ impl<'a> PipelineLoader<'a> {
                 Err(reason) if self.options.fallback_compile => fallback_reason = Some(reason),
                 Err(reason) => return Err(fail(reason)),
             }
+        }
+        if made.is_none() && fallback_reason.is_none() && self.options.require_binaries {
+            return Err(fail(match &self.device {
+                Ok(_) if !self.gpu.captures_binaries() => "this device has no VK_KHR_pipeline_binary".into(),
+                _ => "the archive holds no binaries for this pipeline on this device".into(),
+            }));
         }
         let handles = made.as_ref().map_or(&[][..], |(b, _)| b.handles());
         let cache = if made.is_some() { None } else { self.cache.as_ref() };

@@ -47,7 +47,8 @@ pub struct WarmArgs {
     /// them, else its SPIR-V with the archive's pipeline-cache data for this device. binaries:
     /// only binaries (a pipeline without is an error unless --fallback compile). cache: SPIR-V
     /// with the archive's pipeline-cache data. spirv: SPIR-V with an empty pipeline cache (or
-    /// --pipeline-cache-in).
+    /// --pipeline-cache-in). With auto and binaries, an archive for another device and a
+    /// damaged or refused binary follow --fallback.
     #[arg(long, value_enum, default_value = "auto")]
     source: SourceArg,
     /// What to do where the archive has nothing valid for this device (another GPU or driver
@@ -172,7 +173,10 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
     let archive = Archive::open(&a.archive).with_context(|| format!("opening {}", a.archive.display()))?;
     let driver = Driver::load()?;
     let info = select_device(driver.physical_devices()?, a.device.as_deref())?;
-    let gpu = Gpu::open(driver, info, OpenOptions { pipeline_binaries: true, libraries: true })?;
+    // The compile paths open the device as an application without granary would: without
+    // VK_KHR_pipeline_binary (the baseline a developer writes uses a VkPipelineCache only).
+    let binaries = matches!(a.source, SourceArg::Auto | SourceArg::Binaries);
+    let gpu = Gpu::open(driver, info, OpenOptions { pipeline_binaries: binaries, libraries: true })?;
     let identity = identity_of(&gpu.info, gpu.global_key());
     let initial_cache = match &a.pipeline_cache_in {
         Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
@@ -181,8 +185,8 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
     let options = LoaderOptions {
         link_formats: a.link_format.clone(),
         use_binaries: matches!(a.source, SourceArg::Auto | SourceArg::Binaries),
-        fallback_compile: a.fallback == FallbackArg::Compile
-            || a.source != SourceArg::Binaries && a.source != SourceArg::Auto,
+        fallback_compile: a.fallback == FallbackArg::Compile || matches!(a.source, SourceArg::Cache | SourceArg::Spirv),
+        require_binaries: a.source == SourceArg::Binaries && a.fallback == FallbackArg::Fail,
         use_archive_cache: matches!(a.source, SourceArg::Auto | SourceArg::Cache),
         initial_cache,
     };
@@ -214,6 +218,18 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
             eprintln!("granary: nothing created; run with --fallback compile to compile every pipeline from the archive's SPIR-V");
             return Ok(1);
         }
+    }
+
+    if a.source == SourceArg::Binaries && a.fallback == FallbackArg::Fail && !has_binaries && mismatch.is_none() {
+        let why = if gpu.captures_binaries() {
+            "the archive holds pipeline-cache data, not binaries, for this device"
+        } else {
+            "this device has no VK_KHR_pipeline_binary"
+        };
+        eprintln!(
+            "granary: --source binaries: {why}; nothing created (--source auto or --fallback compile compiles instead)"
+        );
+        return Ok(1);
     }
 
     let mut walls = Vec::new();
