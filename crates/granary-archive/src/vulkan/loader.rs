@@ -39,6 +39,10 @@ pub struct LoaderOptions {
     /// Seed the compile path's `VkPipelineCache` with the archive's pipeline-cache data for
     /// this device, if it holds any (default `true`).
     pub use_archive_cache: bool,
+    /// Create shader modules also for pipelines made from binaries. The specification says
+    /// modules are ignored then, so the default (`false`) skips the work; this is a
+    /// compatibility switch for a driver that reads them anyway.
+    pub modules_with_binaries: bool,
     /// Seed the compile path's `VkPipelineCache` with these bytes instead (e.g. a file the
     /// application saved with `vkGetPipelineCacheData`).
     pub initial_cache: Option<Vec<u8>>,
@@ -51,6 +55,7 @@ impl Default for LoaderOptions {
             use_binaries: true,
             fallback_compile: true,
             require_binaries: false,
+            modules_with_binaries: false,
             use_archive_cache: true,
             initial_cache: None,
         }
@@ -288,7 +293,7 @@ impl<'a> PipelineLoader<'a> {
         let how = How::Keep { binaries: handles, cache };
 
         // Modules only for a compile: the specification ignores them with binaries.
-        let modules: Vec<Option<Arc<Module>>> = if made.is_some() {
+        let modules: Vec<Option<Arc<Module>>> = if made.is_some() && !self.options.modules_with_binaries {
             vec![None; stages.len()]
         } else {
             stages

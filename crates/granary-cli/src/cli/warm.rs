@@ -69,6 +69,13 @@ pub struct WarmArgs {
     /// time is reported, the per-pipeline figures are the last pass's.
     #[arg(long, default_value_t = 1)]
     repeat: usize,
+    /// Create shader modules also for pipelines made from binaries (the specification says a
+    /// driver ignores them; a compatibility switch).
+    #[arg(long)]
+    modules_with_binaries: bool,
+    /// Diagnostics: print each pipeline's index and binary count to stderr before creating it.
+    #[arg(long, hide = true)]
+    trace_each: bool,
     /// Print JSON: the summary and one record per pipeline.
     #[arg(long)]
     json: bool,
@@ -118,7 +125,7 @@ struct Pass {
     cpu: Duration,
 }
 
-fn pass(loader: &PipelineLoader<'_>, archive: &Archive, threads: usize) -> Pass {
+fn pass(loader: &PipelineLoader<'_>, archive: &Archive, threads: usize, trace: bool) -> Pass {
     let n = archive.len();
     let next = AtomicUsize::new(0);
     let out = Mutex::new(Vec::with_capacity(n));
@@ -134,7 +141,13 @@ fn pass(loader: &PipelineLoader<'_>, archive: &Archive, threads: usize) -> Pass 
                         if i >= n {
                             break;
                         }
+                        if trace {
+                            eprintln!("warm: creating pipeline {i}");
+                        }
                         let result = archive.pipeline(i).map_err(LoadError::from).and_then(|p| loader.load(&p));
+                        if trace {
+                            eprintln!("warm: pipeline {i}: {}", result.as_ref().map_or("failed", |l| l.source.name()));
+                        }
                         let result = result.map(|l| Made {
                             source: l.source,
                             linked: l.linked,
@@ -187,6 +200,7 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
         use_binaries: matches!(a.source, SourceArg::Auto | SourceArg::Binaries),
         fallback_compile: a.fallback == FallbackArg::Compile || matches!(a.source, SourceArg::Cache | SourceArg::Spirv),
         require_binaries: a.source == SourceArg::Binaries && a.fallback == FallbackArg::Fail,
+        modules_with_binaries: a.modules_with_binaries,
         use_archive_cache: matches!(a.source, SourceArg::Auto | SourceArg::Cache),
         initial_cache,
     };
@@ -237,7 +251,7 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
     let mut cache_bytes = None;
     for _ in 0..a.repeat.max(1) {
         let loader = PipelineLoader::new(&archive, gpu.clone(), options.clone())?;
-        let p = pass(&loader, &archive, threads);
+        let p = pass(&loader, &archive, threads, a.trace_each);
         walls.push(p.wall.as_secs_f64());
         if let Some(path) = &a.pipeline_cache_out {
             let data = loader.cache_data()?;
