@@ -12,16 +12,16 @@
 #
 #   a. devices.json          `granary devices --json`
 #   b.                       `granary gen seed-scale` (the seed2k workload)
-#   c. harvest-W-none.json   the SPIR-V + state archive (`--backend none`) the baseline reads
+#   c. harvest-W-none.json   the translations alone (`--backend none`), for comparison
 #      harvest-W-jJ.json     granary, cold: `harvest --backend vulkan -j J` (captures binaries)
-#      base-W-jJ.json        the baseline, cold: `warm ARCHIVE_NONE --source spirv -j J` (N
+#      base-W-jJ.json        the baseline, cold: `warm ARCHIVE_jJ --source spirv -j J` (N
 #                            threads, one shared VkPipelineCache, written with
 #                            --pipeline-cache-out), at J = 1 2 4 8 16 (J above nproc skipped)
 #   d. warm-W-binaries-jJ.json  `warm ARCHIVE_BIN --source auto` (ARCHIVE_BIN: c's harvest
 #                            at the largest J; binaries where the device has them)
-#      warm-W-cachein-jJ.json   `warm ARCHIVE_NONE --source spirv --pipeline-cache-in` c's
+#      warm-W-cachein-jJ.json   `warm ARCHIVE_BIN --source spirv --pipeline-cache-in` c's
 #                            baseline cache at the largest J (a warm driver cache)
-#      warm-W-spirv-jJ.json     `warm ARCHIVE_NONE --source spirv` (cold), at J = 1 and the
+#      warm-W-spirv-jJ.json     `warm ARCHIVE_BIN --source spirv` (cold), at J = 1 and the
 #                            largest
 #   e. workaround.json       `granary bench --backend vulkan --json -j JMAX` (granary's schedule
 #                            and the report's workaround, both on the driver)
@@ -35,7 +35,9 @@
 # its JSON is still a result.
 #
 # Environment: ONLY (workloads, default "example seed2k"; "seed" is the full 33,000-pipeline
-# seed-scale workload), WORKAROUND (0 skips step e), COLD_THREADS (thread counts of the cold
+# seed-scale workload; "seed2kx" and "seedx" are those with every unspecialized colour
+# attachment expanded to rgba8unorm and harvested with --no-pipeline-libraries, i.e. whole
+# pipelines), LIBCOMPILE (1 adds `warm --libraries compile` steps), WORKAROUND (0 skips step e), COLD_THREADS (thread counts of the cold
 # warm-spirv step, default "1 JMAX": a cold single-thread pass over 33,000 pipelines takes
 # half an hour on a real driver),
 # THREADS (default "1 2 4 8 16"), STEP_TIMEOUT (seconds per step, default 600),
@@ -135,30 +137,44 @@ step devices "$OUT/devices.json" "$G" devices --json
 
 # b. Workloads.
 declare -A SCRIPT=([example]=$EX)
-if [[ " ${ONLY:-example seed2k} " == *" seed "* ]] \
+declare -A HARGS=([example]="")
+WANT=" ${ONLY:-example seed2k} "
+# expand NAME FROM: a copy of workload FROM whose unspecialized colour attachments are
+# expanded to rgba8unorm (harvested with --no-pipeline-libraries: whole pipelines, no linking).
+expand() {
+  mkdir -p "$W/$1" && cp -r "$(dirname "${SCRIPT[$2]}")"/. "$W/$1/" \
+    && sed -i '0,/{/s//{"expand_unspecialized":{"formats":["rgba8unorm"]},/' "$W/$1/pipelines.json" \
+    && SCRIPT[$1]=$W/$1/pipelines.json && HARGS[$1]="--no-pipeline-libraries"
+}
+if [[ $WANT == *" seed "* || $WANT == *" seedx "* ]] \
   && step gen-seed "$OUT/logs/gen-seed.out" "$G" gen seed-scale -o "$W/seed" && [ -s "$W/seed/pipelines.json" ]; then
-  SCRIPT[seed]=$W/seed/pipelines.json
+  SCRIPT[seed]=$W/seed/pipelines.json; HARGS[seed]=""
+  [[ $WANT == *" seedx "* ]] && expand seedx seed
 fi
-if [[ " ${ONLY:-example seed2k} " == *" seed2k "* ]] && step gen-seed2k "$OUT/logs/gen-seed2k.out" "$G" gen seed-scale -o "$W/seed2k" --pipelines 2000 --vertex-functions 970 --max-run 250 \
+if [[ $WANT == *" seed2k "* || $WANT == *" seed2kx "* ]] \
+  && step gen-seed2k "$OUT/logs/gen-seed2k.out" "$G" gen seed-scale -o "$W/seed2k" --pipelines 2000 --vertex-functions 970 --max-run 250 \
   && [ -s "$W/seed2k/pipelines.json" ]; then
-  SCRIPT[seed2k]=$W/seed2k/pipelines.json
-else
-  say "seed2k: SKIPPED (the workload was not generated)"
+  SCRIPT[seed2k]=$W/seed2k/pipelines.json; HARGS[seed2k]=""
+  [[ $WANT == *" seed2kx "* ]] && expand seed2kx seed2k
 fi
 WORKLOADS=()
-for w in ${ONLY:-example seed2k}; do [ -n "${SCRIPT[$w]:-}" ] && WORKLOADS+=("$w"); done
+for w in $WANT; do [ -n "${SCRIPT[$w]:-}" ] && WORKLOADS+=("$w"); done
 
-# c. Cold: granary's harvest against the baseline, thread count by thread count.
+# c. Cold: granary's harvest against the baseline, thread count by thread count. The baseline
+# reads the archive granary just wrote (its SPIR-V and states: the same pipelines, expanded or
+# not), opening the device without VK_KHR_pipeline_binary.
 for w in "${WORKLOADS[@]}"; do
   s=${SCRIPT[$w]}
+  # shellcheck disable=SC2086
   step "harvest-$w-none" "$OUT/harvest-$w-none.json" \
     "$G" harvest "$s" -o "$W/$w-none.granary" --backend none -j "$JMAX" --json -q
   for j in $(threads); do
+    # shellcheck disable=SC2086
     step "harvest-$w-j$j" "$OUT/harvest-$w-j$j.json" \
-      "$G" harvest "$s" -o "$W/$w-j$j.granary" --backend vulkan -j "$j" --json -q
-    need "$W/$w-none.granary" "base-$w-j$j" \
+      "$G" harvest "$s" -o "$W/$w-j$j.granary" --backend vulkan ${HARGS[$w]} -j "$j" --json -q
+    need "$W/$w-j$j.granary" "base-$w-j$j" \
       && step "base-$w-j$j" "$OUT/base-$w-j$j.json" \
-        "$G" warm "$W/$w-none.granary" --source spirv -j "$j" --pipeline-cache-out "$W/$w-base-j$j.cache" --json
+        "$G" warm "$W/$w-j$j.granary" --source spirv -j "$j" --pipeline-cache-out "$W/$w-base-j$j.cache" --json
   done
 done
 
@@ -168,12 +184,15 @@ for w in "${WORKLOADS[@]}"; do
     need "$W/$w-j$JMAX.granary" "warm-$w-binaries-j$j" \
       && step "warm-$w-binaries-j$j" "$OUT/warm-$w-binaries-j$j.json" \
         "$G" warm "$W/$w-j$JMAX.granary" --source auto -j "$j" --json
-    need "$W/$w-none.granary" "warm-$w-cachein-j$j" && need "$W/$w-base-j$JMAX.cache" "warm-$w-cachein-j$j" \
+    [ "${LIBCOMPILE:-0}" = 1 ] && need "$W/$w-j$JMAX.granary" "warm-$w-libcompile-j$j" \
+      && step "warm-$w-libcompile-j$j" "$OUT/warm-$w-libcompile-j$j.json" \
+        "$G" warm "$W/$w-j$JMAX.granary" --source auto --libraries compile -j "$j" --json
+    need "$W/$w-j$JMAX.granary" "warm-$w-cachein-j$j" && need "$W/$w-base-j$JMAX.cache" "warm-$w-cachein-j$j" \
       && step "warm-$w-cachein-j$j" "$OUT/warm-$w-cachein-j$j.json" \
-        "$G" warm "$W/$w-none.granary" --source spirv --pipeline-cache-in "$W/$w-base-j$JMAX.cache" -j "$j" --json
-    [[ " ${COLD_THREADS:-1 $JMAX} " == *" $j "* ]] && need "$W/$w-none.granary" "warm-$w-spirv-j$j" \
+        "$G" warm "$W/$w-j$JMAX.granary" --source spirv --pipeline-cache-in "$W/$w-base-j$JMAX.cache" -j "$j" --json
+    [[ " ${COLD_THREADS:-1 $JMAX} " == *" $j "* ]] && need "$W/$w-j$JMAX.granary" "warm-$w-spirv-j$j" \
       && step "warm-$w-spirv-j$j" "$OUT/warm-$w-spirv-j$j.json" \
-        "$G" warm "$W/$w-none.granary" --source spirv -j "$j" --json
+        "$G" warm "$W/$w-j$JMAX.granary" --source spirv -j "$j" --json
   done
 done
 

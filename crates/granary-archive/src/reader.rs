@@ -454,6 +454,16 @@ impl Archive {
         (0..self.pipeline_count).map(move |i| self.pipeline(i))
     }
 
+    /// The length of blob `i` from its index record (checksum checked; the bytes are not
+    /// read).
+    pub(crate) fn blob_len(&self, i: usize) -> Result<usize> {
+        let (at, rec) = self.record(Section::BlobIndex, i)?;
+        if checksum64(&rec[..32]) != u64_at(rec, 32)? {
+            return Err(ArchiveError::corrupt(at, format!("blob index record {i} checksum mismatch")));
+        }
+        usize_of(u64_at(rec, 24)?, at + 24)
+    }
+
     /// The bytes of blob `i`, checked against its content hash.
     pub(crate) fn blob(&self, i: usize) -> Result<(u128, &[u8])> {
         let (at, rec) = self.record(Section::BlobIndex, i)?;

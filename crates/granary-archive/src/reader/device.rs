@@ -291,6 +291,14 @@ impl<'a> BinarySetRef<'a> {
         let (_, data) = self.archive.blob(blob)?;
         Ok(BinaryRef { key, data })
     }
+    /// Binary `i`'s blob index and key, its record checked but not yet its bytes (the loader
+    /// checks each distinct blob once, when it first hands it to the driver).
+    pub(crate) fn record(&self, i: usize) -> Result<(usize, &'a [u8])> {
+        if i >= self.count {
+            return Err(ArchiveError::Incompatible(format!("binary {i} of a set of {}", self.count)));
+        }
+        self.archive.binary_record(self.first + i, false)
+    }
     /// The binaries in the driver's order.
     pub fn iter(&self) -> impl Iterator<Item = Result<BinaryRef<'a>>> + 'a {
         let set = *self;

@@ -12,6 +12,7 @@ use crate::{
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use vulkanalia::vk;
 
 /// `VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT`.
 pub const FEEDBACK_VALID: u32 = 0x1;
@@ -39,6 +40,12 @@ pub struct LoaderOptions {
     /// Seed the compile path's `VkPipelineCache` with the archive's pipeline-cache data for
     /// this device, if it holds any (default `true`).
     pub use_archive_cache: bool,
+    /// Create pipelines archived as libraries from their binaries, then link them (default
+    /// `true`). `false` compiles their library part from SPIR-V (with the loader's pipeline
+    /// cache) before linking: the workaround for a driver that crashes when linking a library
+    /// made from binaries (NVIDIA 580.159 does when the binaries include its shared dictionary
+    /// binary; docs/BENCHMARKS.md). Whole pipelines use their binaries either way.
+    pub library_binaries: bool,
     /// Create shader modules also for pipelines made from binaries. The specification says
     /// modules are ignored then, so the default (`false`) skips the work; this is a
     /// compatibility switch for a driver that reads them anyway.
@@ -55,6 +62,7 @@ impl Default for LoaderOptions {
             use_binaries: true,
             fallback_compile: true,
             require_binaries: false,
+            library_binaries: true,
             modules_with_binaries: false,
             use_archive_cache: true,
             initial_cache: None,
@@ -169,6 +177,8 @@ pub struct PipelineLoader<'a> {
     options: LoaderOptions,
     modules: Mutex<HashMap<StageKey, Cell<Module>>>,
     layouts: Mutex<HashMap<LayoutDesc, Cell<Layout>>>,
+    /// Distinct binaries by (key, blob index).
+    binaries: Mutex<HashMap<(Vec<u8>, usize), Cell<Binaries>>>,
 }
 
 impl<'a> PipelineLoader<'a> {
@@ -203,6 +213,7 @@ impl<'a> PipelineLoader<'a> {
             options,
             modules: Mutex::default(),
             layouts: Mutex::default(),
+            binaries: Mutex::default(),
         })
     }
 
@@ -268,27 +279,30 @@ impl<'a> PipelineLoader<'a> {
             Err(m) if !self.options.fallback_compile => return Err(LoadError::Mismatch(m.clone())),
             Err(_) => None,
         };
-        let mut made: Option<(Binaries, bool)> = None;
-        if let Some(set) = set.filter(|s| !s.is_empty()) {
-            let checked: Result<Vec<_>, ArchiveError> = set.iter().collect();
-            let attempt =
-                checked.map_err(|e| format!("damaged binary, not handed to the driver: {e}")).and_then(|bins| {
-                    let pairs: Vec<(&[u8], &[u8])> = bins.iter().map(|b| (b.key, b.data)).collect();
-                    self.gpu.binaries_from_data(&pairs).map_err(|e| format!("the driver refused the binaries: {e}"))
-                });
-            match attempt {
-                Ok(b) => made = Some((b, set.flags() & crate::BINARY_SET_LIBRARY != 0)),
+        // `(handles in the driver's order, library)`; each distinct binary is created once per
+        // loader and shared (see `binary_handles`).
+        let mut made: Option<(Vec<vk::PipelineBinaryKHR>, bool)> = None;
+        let usable = |s: &crate::BinarySetRef<'_>| {
+            !s.is_empty() && (self.options.library_binaries || s.flags() & crate::BINARY_SET_LIBRARY == 0)
+        };
+        if let Some(set) = set.filter(usable) {
+            match self.binary_handles(&set) {
+                Ok(h) => made = Some((h, set.flags() & crate::BINARY_SET_LIBRARY != 0)),
                 Err(reason) if self.options.fallback_compile => fallback_reason = Some(reason),
                 Err(reason) => return Err(fail(reason)),
             }
         }
-        if made.is_none() && fallback_reason.is_none() && self.options.require_binaries {
+        if made.is_none()
+            && fallback_reason.is_none()
+            && self.options.require_binaries
+            && !set.is_some_and(|s| !usable(&s) && !s.is_empty())
+        {
             return Err(fail(match &self.device {
                 Ok(_) if !self.gpu.captures_binaries() => "this device has no VK_KHR_pipeline_binary".into(),
                 _ => "the archive holds no binaries for this pipeline on this device".into(),
             }));
         }
-        let handles = made.as_ref().map_or(&[][..], |(b, _)| b.handles());
+        let handles = made.as_ref().map_or(&[][..], |(h, _)| h.as_slice());
         let cache = if made.is_some() { None } else { self.cache.as_ref() };
         let how = How::Keep { binaries: handles, cache };
 
@@ -352,6 +366,40 @@ impl<'a> PipelineLoader<'a> {
             total_time: start.elapsed(),
             feedback: created.feedback,
         })
+    }
+
+    /// The handles of a set's binaries, in the set's (the driver's) order. Each distinct
+    /// binary — one archived blob under one key — is checked against its content hash and
+    /// created once per loader, then kept until the loader is dropped: NVIDIA attaches one
+    /// shared dictionary binary (about 700 KB) to most pipelines, and creating (and hashing)
+    /// it once instead of once per pipeline is most of the warm path's cost. Missing binaries
+    /// are created largest first (the dictionary before the binaries that refer to it). A
+    /// damaged blob is never handed to the driver, and every pipeline using it is told so.
+    fn binary_handles(&self, set: &crate::BinarySetRef<'_>) -> Result<Vec<vk::PipelineBinaryKHR>, String> {
+        let damaged = |e: ArchiveError| format!("damaged binary, not handed to the driver: {e}");
+        let records: Vec<(usize, &[u8])> =
+            (0..set.len()).map(|i| set.record(i)).collect::<Result<_, _>>().map_err(damaged)?;
+        let mut order: Vec<usize> = (0..records.len()).collect();
+        order.sort_by_cached_key(|&i| std::cmp::Reverse(self.archive.blob_len(records[i].0).unwrap_or(0)));
+        let mut handles = vec![vk::PipelineBinaryKHR::default(); records.len()];
+        for i in order {
+            let (blob, key) = records[i];
+            let cell = {
+                let mut map = self.binaries.lock().unwrap_or_else(|p| p.into_inner());
+                map.entry((key.to_vec(), blob)).or_default().clone()
+            };
+            let made = cell
+                .get_or_init(|| {
+                    let (_, data) = self.archive.blob(blob).map_err(damaged)?;
+                    self.gpu
+                        .binaries_from_data(&[(key, data)])
+                        .map(Arc::new)
+                        .map_err(|e| format!("the driver refused the binaries: {e}"))
+                })
+                .clone()?;
+            handles[i] = made.handles()[0];
+        }
+        Ok(handles)
     }
 
     fn name(&self, p: &PipelineRef<'_>) -> String {

@@ -69,6 +69,11 @@ pub struct WarmArgs {
     /// time is reported, the per-pipeline figures are the last pass's.
     #[arg(long, default_value_t = 1)]
     repeat: usize,
+    /// Pipelines archived as libraries: create them from their binaries and link (binaries),
+    /// or compile their library part from SPIR-V and link (compile; the workaround for a
+    /// driver that crashes linking libraries made from binaries, docs/BENCHMARKS.md).
+    #[arg(long, value_enum, default_value = "binaries")]
+    libraries: LibrariesArg,
     /// Create shader modules also for pipelines made from binaries (the specification says a
     /// driver ignores them; a compatibility switch).
     #[arg(long)]
@@ -87,6 +92,12 @@ enum SourceArg {
     Binaries,
     Cache,
     Spirv,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LibrariesArg {
+    Binaries,
+    Compile,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -200,6 +211,7 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
         use_binaries: matches!(a.source, SourceArg::Auto | SourceArg::Binaries),
         fallback_compile: a.fallback == FallbackArg::Compile || matches!(a.source, SourceArg::Cache | SourceArg::Spirv),
         require_binaries: a.source == SourceArg::Binaries && a.fallback == FallbackArg::Fail,
+        library_binaries: a.libraries == LibrariesArg::Binaries,
         modules_with_binaries: a.modules_with_binaries,
         use_archive_cache: matches!(a.source, SourceArg::Auto | SourceArg::Cache),
         initial_cache,
