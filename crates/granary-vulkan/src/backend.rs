@@ -33,6 +33,10 @@ pub struct VulkanOptions {
     /// Do not use graphics pipeline libraries even where they exist (pipelines with
     /// unspecialized colour attachments then fail).
     pub no_libraries: bool,
+    /// Leave the driver's internal cache on while capturing binaries (granary switches it off
+    /// by default where the driver allows, so each capture is a real compile; on NVIDIA the
+    /// internal cache also shares work between pipelines, see docs/BENCHMARKS.md).
+    pub driver_internal_cache: bool,
 }
 
 /// What capturing one pipeline produced.
@@ -86,7 +90,11 @@ impl VulkanBackend {
         let gpu = Gpu::open(
             driver,
             info,
-            OpenOptions { pipeline_binaries: !options.no_pipeline_binaries, libraries: !options.no_libraries },
+            OpenOptions {
+                pipeline_binaries: !options.no_pipeline_binaries,
+                libraries: !options.no_libraries,
+                internal_cache: options.driver_internal_cache,
+            },
         )?;
         let identity = Arc::new(identity_of(&gpu.info, gpu.global_key()));
         Ok(VulkanBackend {

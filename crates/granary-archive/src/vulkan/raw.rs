@@ -273,6 +273,10 @@ pub struct OpenOptions {
     pub pipeline_binaries: bool,
     /// Enable graphics pipeline libraries.
     pub libraries: bool,
+    /// With pipeline binaries: leave the driver's internal cache on (where the driver lets it
+    /// be switched off, `pipelineBinaryInternalCacheControl`, granary switches it off by
+    /// default so that every capture is a real compile).
+    pub internal_cache: bool,
 }
 
 /// One logical device with its pipeline cache.
@@ -379,7 +383,7 @@ impl Gpu {
             tail = (&mut m5 as *mut vk::PhysicalDeviceMaintenance5Features).cast();
             pb.next = tail;
             tail = (&mut pb as *mut vk::PhysicalDevicePipelineBinaryFeaturesKHR).cast();
-            if info.internal_cache_control {
+            if info.internal_cache_control && !options.internal_cache {
                 // Harvests measure (and capture) real compiles: the driver's own cache is off.
                 cache_control.next = tail as *const c_void;
                 tail = (&mut cache_control as *mut vk::DevicePipelineBinaryInternalCacheControlKHR).cast();

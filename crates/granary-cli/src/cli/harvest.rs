@@ -95,6 +95,12 @@ pub struct DeviceArgs {
     /// fail, saying so).
     #[arg(long)]
     pub no_pipeline_libraries: bool,
+    /// With --backend vulkan: leave the driver's internal cache on while capturing binaries.
+    /// By default granary switches it off where the driver allows, so every capture is a real
+    /// compile; on NVIDIA the internal cache also shares compile work between pipelines
+    /// (docs/BENCHMARKS.md measures both).
+    #[arg(long)]
+    pub driver_internal_cache: bool,
 }
 
 /// `--backend`.
@@ -112,8 +118,12 @@ impl DeviceArgs {
         match self.backend {
             BackendKind::None => {
                 anyhow::ensure!(
-                    self.device.is_none() && !self.no_pipeline_binaries && !self.no_pipeline_libraries,
-                    "--device, --no-pipeline-binaries and --no-pipeline-libraries need --backend vulkan"
+                    self.device.is_none()
+                        && !self.no_pipeline_binaries
+                        && !self.no_pipeline_libraries
+                        && !self.driver_internal_cache,
+                    "--device, --no-pipeline-binaries, --no-pipeline-libraries and --driver-internal-cache need \
+                     --backend vulkan"
                 );
                 Ok(None)
             }
@@ -126,6 +136,7 @@ impl DeviceArgs {
                     device: self.device.clone(),
                     no_pipeline_binaries: self.no_pipeline_binaries,
                     no_libraries: self.no_pipeline_libraries,
+                    driver_internal_cache: self.driver_internal_cache,
                 })
                 .context("cannot open the Vulkan device")?;
                 Ok(Some(std::sync::Arc::new(b)))
@@ -146,6 +157,9 @@ impl DeviceArgs {
             }
             if self.no_pipeline_libraries {
                 v.push("--no-pipeline-libraries".into());
+            }
+            if self.driver_internal_cache {
+                v.push("--driver-internal-cache".into());
             }
         }
         v

@@ -200,7 +200,8 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
     // The compile paths open the device as an application without granary would: without
     // VK_KHR_pipeline_binary (the baseline a developer writes uses a VkPipelineCache only).
     let binaries = matches!(a.source, SourceArg::Auto | SourceArg::Binaries);
-    let gpu = Gpu::open(driver, info, OpenOptions { pipeline_binaries: binaries, libraries: true })?;
+    let gpu =
+        Gpu::open(driver, info, OpenOptions { pipeline_binaries: binaries, libraries: true, internal_cache: false })?;
     let identity = identity_of(&gpu.info, gpu.global_key());
     let initial_cache = match &a.pipeline_cache_in {
         Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
