@@ -154,6 +154,8 @@ impl From<ArchiveError> for LoadError {
 }
 
 type Cell<T> = Arc<OnceLock<Result<Arc<T>, String>>>;
+/// A distinct archived binary: its key and its blob index.
+type BinaryId = (Vec<u8>, usize);
 
 /// Creates an archive's pipelines on one device.
 ///
@@ -178,7 +180,7 @@ pub struct PipelineLoader<'a> {
     modules: Mutex<HashMap<StageKey, Cell<Module>>>,
     layouts: Mutex<HashMap<LayoutDesc, Cell<Layout>>>,
     /// Distinct binaries by (key, blob index).
-    binaries: Mutex<HashMap<(Vec<u8>, usize), Cell<Binaries>>>,
+    binaries: Mutex<HashMap<BinaryId, Cell<Binaries>>>,
 }
 
 impl<'a> PipelineLoader<'a> {

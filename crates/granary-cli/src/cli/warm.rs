@@ -3,16 +3,15 @@
 //! made.
 
 use anyhow::Context;
-use granary::util::{peak_rss_bytes, thread_cpu_time};
+use granary::util::peak_rss_bytes;
 use granary_archive::state::TextureFormat;
 use granary_archive::vulkan::{
     identity_of, select_device, Driver, Gpu, LoadError, LoaderOptions, OpenOptions, PipelineLoader, Source,
 };
 use granary_archive::Archive;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(clap::Args)]
 #[command(after_help = "\
@@ -138,51 +137,33 @@ struct Pass {
 
 fn pass(loader: &PipelineLoader<'_>, archive: &Archive, threads: usize, trace: bool) -> Pass {
     let n = archive.len();
-    let next = AtomicUsize::new(0);
     let out = Mutex::new(Vec::with_capacity(n));
-    let t0 = Instant::now();
-    let cpu = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let c0 = thread_cpu_time();
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n {
-                            break;
-                        }
-                        if trace {
-                            eprintln!("warm: creating pipeline {i}");
-                        }
-                        let result = archive.pipeline(i).map_err(LoadError::from).and_then(|p| loader.load(&p));
-                        if trace {
-                            eprintln!("warm: pipeline {i}: {}", result.as_ref().map_or("failed", |l| l.source.name()));
-                        }
-                        let result = result.map(|l| Made {
-                            source: l.source,
-                            linked: l.linked,
-                            binaries: l.binaries,
-                            driver: l.driver_time,
-                            total: l.total_time,
-                            feedback: l.feedback,
-                            fallback_reason: l.fallback_reason,
-                        });
-                        // The pipeline is destroyed here (dropped with `l`): warm measures
-                        // creation, and keeps no driver memory growing with the archive.
-                        mine.push(Record { index: i, result: result.map_err(|e| e.to_string()) });
-                    }
-                    out.lock().unwrap_or_else(|p| p.into_inner()).extend(mine);
-                    thread_cpu_time() - c0
-                })
+    let timing = granary_lab::bench::parallel(n, threads, |i| {
+        if trace {
+            eprintln!("warm: creating pipeline {i}");
+        }
+        let result = archive.pipeline(i).map_err(LoadError::from).and_then(|p| loader.load(&p));
+        if trace {
+            eprintln!("warm: pipeline {i}: {}", result.as_ref().map_or("failed", |l| l.source.name()));
+        }
+        // The pipeline is destroyed here (dropped with `l`): warm measures creation, and
+        // keeps no driver memory growing with the archive.
+        let result = result
+            .map(|l| Made {
+                source: l.source,
+                linked: l.linked,
+                binaries: l.binaries,
+                driver: l.driver_time,
+                total: l.total_time,
+                feedback: l.feedback,
+                fallback_reason: l.fallback_reason,
             })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap_or_default()).sum()
+            .map_err(|e| e.to_string());
+        out.lock().unwrap_or_else(|p| p.into_inner()).push(Record { index: i, result });
     });
-    let wall = t0.elapsed();
     let mut records = out.into_inner().unwrap_or_else(|p| p.into_inner());
     records.sort_by_key(|r| r.index);
-    Pass { records, wall, cpu }
+    Pass { records, wall: timing.wall, cpu: timing.cpu }
 }
 
 fn percentile(sorted: &[f64], q: f64) -> f64 {

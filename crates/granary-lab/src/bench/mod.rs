@@ -8,7 +8,7 @@ mod passes;
 
 pub use baseline::{baseline, Baseline, BaselineRun};
 pub use device::{imbalance, run_device, DeviceBenchOptions, DeviceBenchReport, DevicePass, Imbalance};
-pub use passes::{granary, granary_on, vertex_runs, workaround, workaround_on, Pass, Timing, Worker};
+pub use passes::{granary, granary_on, parallel, vertex_runs, workaround, workaround_on, Pass, Timing, Worker};
 
 use crate::gen::{seed_scale, SeedScaleOptions};
 use granary::archive::Archive;

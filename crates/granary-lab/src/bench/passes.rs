@@ -110,8 +110,9 @@ fn compiler_on(threads: usize, capture: Option<Arc<Capture>>, backend: Arc<dyn B
     )
 }
 
-/// Runs `work(i)` for i in 0..n on `threads` threads pulling from one cursor.
-pub(crate) fn parallel(n: usize, threads: usize, work: impl Fn(usize) + Sync) -> Timing {
+/// Runs `work(i)` for i in 0..n on `threads` threads pulling from one cursor; the wall time
+/// and the threads' summed CPU time.
+pub fn parallel(n: usize, threads: usize, work: impl Fn(usize) + Sync) -> Timing {
     parallel_workers(n, threads, work).0
 }
 

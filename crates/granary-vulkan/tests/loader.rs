@@ -1,0 +1,163 @@
+//! The run-time loader (`granary_archive::vulkan::PipelineLoader`) on the application's own
+//! `VkInstance` and `VkDevice` (`Driver::borrowed`, `Gpu::borrowed`): every pipeline of the
+//! bundled example created from 4 threads, pipelines handed over to the application with
+//! `into_raw`, and everything granary made released before the application destroys its
+//! device.
+//!
+//! Without a Vulkan driver the test prints one `SKIPPED` line, unless
+//! `GRANARY_REQUIRE_VULKAN=1` (set by `.ci/run`) makes that a failure.
+
+use granary::compiler::{Compiler, CompilerOptions};
+use granary::script::Script;
+use granary_archive::vulkan::vulkanalia::loader::{LibloadingLoader, LIBRARY};
+use granary_archive::vulkan::vulkanalia::prelude::v1_3::*;
+use granary_archive::vulkan::{Driver, Gpu, LoadError, LoaderOptions, OpenOptions, PipelineLoader, Source};
+use granary_archive::{Archive, WriteEntry};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// The example compiled with the `none` backend: SPIR-V, layouts and render states, no
+/// device section.
+fn example_archive() -> Archive {
+    let script = Script::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/renderer/pipelines.json"))
+        .expect("example script");
+    let compiler = Compiler::new(CompilerOptions::default());
+    let entries: Vec<WriteEntry> = script
+        .pipelines
+        .into_iter()
+        .map(|p| {
+            let desc = p.descriptor.expect("valid");
+            let label = desc.label().expect("labelled").to_string();
+            WriteEntry {
+                entry: compiler.compile(&desc).expect("compiles"),
+                labels: vec![label].into(),
+                binaries: vec![],
+            }
+        })
+        .collect();
+    Archive::from_bytes(granary::archive::encode(&entries, &granary::archive::portable_meta())).expect("archive")
+}
+
+/// The application's side: its own loader, instance and device (Vulkan 1.3 with dynamic
+/// rendering, nothing else enabled), or `None` without a driver.
+struct App {
+    _entry: Entry,
+    instance: Instance,
+    physical: vk::PhysicalDevice,
+    device: Device,
+}
+
+fn app() -> Option<App> {
+    let skip = |why: String| {
+        assert!(
+            std::env::var("GRANARY_REQUIRE_VULKAN").map_or(true, |v| v != "1"),
+            "no Vulkan device and GRANARY_REQUIRE_VULKAN=1 requires one: {why}"
+        );
+        eprintln!("SKIPPED: no Vulkan driver ({why}); this test checked nothing");
+        None
+    };
+    // SAFETY: the system's Vulkan loader, made to be opened this way.
+    let loader = match unsafe { LibloadingLoader::new(LIBRARY) } {
+        Ok(l) => l,
+        Err(e) => return skip(e.to_string()),
+    };
+    // SAFETY: resolves vkGetInstanceProcAddr from the loader just opened.
+    let entry = match unsafe { Entry::new(loader) } {
+        Ok(e) => e,
+        Err(e) => return skip(e.to_string()),
+    };
+    let app = vk::ApplicationInfo { api_version: vk::make_version(1, 3, 0), ..Default::default() };
+    let info = vk::InstanceCreateInfo { application_info: &app, ..Default::default() };
+    // SAFETY: `info` and `app` live until the call returns.
+    let instance = match unsafe { entry.create_instance(&info, None) } {
+        Ok(i) => i,
+        Err(e) => return skip(format!("{e:?}")),
+    };
+    // SAFETY: the instance is valid.
+    let physical = unsafe { instance.enumerate_physical_devices() }.ok()?.first().copied()?;
+    let mut f13 = vk::PhysicalDeviceVulkan13Features { dynamic_rendering: vk::TRUE, ..Default::default() };
+    let priority = 1.0f32;
+    let queue = vk::DeviceQueueCreateInfo {
+        queue_family_index: 0,
+        queue_count: 1,
+        queue_priorities: &priority,
+        ..Default::default()
+    };
+    let create = vk::DeviceCreateInfo {
+        next: (&mut f13 as *mut vk::PhysicalDeviceVulkan13Features).cast(),
+        queue_create_info_count: 1,
+        queue_create_infos: &queue,
+        ..Default::default()
+    };
+    // SAFETY: `physical` came from `instance`; `create` and its chain point at locals that
+    // live until the call returns.
+    let device = unsafe { instance.create_device(physical, &create, None) }.expect("vkCreateDevice");
+    Some(App { _entry: entry, instance, physical, device })
+}
+
+#[test]
+fn the_loader_creates_every_pipeline_on_the_applications_device_from_four_threads() {
+    let Some(app) = app() else { return };
+    let archive = example_archive();
+    let handed_over = Mutex::new(Vec::new());
+    {
+        let driver = Driver::borrowed(&app.instance);
+        let info = driver.physical_device(app.physical).expect("device info");
+        // Only what the application enabled: no pipeline binaries, no libraries (pipelines
+        // archived with unspecialized colour output are then created whole, with the link
+        // format).
+        let enabled = OpenOptions { pipeline_binaries: false, libraries: false, internal_cache: false };
+        let gpu = Gpu::borrowed(driver, info, &app.device, enabled).expect("wrap the device");
+        let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default()).expect("loader");
+        assert!(loader.mismatch().expect("no device section").to_string().contains("holds no driver binaries"));
+        assert!(!loader.has_binaries());
+
+        let next = AtomicUsize::new(0);
+        let compiled = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= archive.len() {
+                        break;
+                    }
+                    let p = archive.pipeline(i).expect("record");
+                    let made = loader.load(&p).expect("created");
+                    assert_eq!(made.binaries, 0);
+                    assert!(!made.linked, "libraries are off on this device");
+                    assert!(made.fallback_reason.is_none());
+                    if made.source == Source::Compiled {
+                        compiled.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if i % 2 == 0 {
+                        // The application takes every other pipeline over; the rest are
+                        // destroyed by the loader's `Pipeline` when dropped here.
+                        handed_over.lock().unwrap().push(made.pipeline.into_raw());
+                    }
+                });
+            }
+        });
+        // No binaries and an empty cache: nothing may claim a hit it did not get (a driver
+        // may still report a hit for a pipeline identical to one created earlier).
+        assert!(compiled.load(Ordering::Relaxed) > 0);
+
+        // By label, and a label the archive does not have.
+        let first = archive.labels().expect("labels")[0].0.to_string();
+        let by_label = loader.load_label(&first).expect("by label");
+        handed_over.lock().unwrap().push(by_label.pipeline.into_raw());
+        assert!(matches!(loader.load_label("no/such/pipeline"), Err(LoadError::NotFound(_))));
+    } // the loader, its modules, layouts and cache, the Gpu and the Driver are dropped here
+    let handed_over = handed_over.into_inner().unwrap();
+    assert_eq!(handed_over.len(), archive.len().div_ceil(2) + 1);
+    // SAFETY: the pipelines were handed over with `into_raw` and no command buffer used
+    // them; granary's objects are gone (dropped above), so the device and instance are the
+    // application's alone to destroy, in that order.
+    unsafe {
+        for p in handed_over {
+            app.device.destroy_pipeline(p, None);
+        }
+        app.device.destroy_device(None);
+        app.instance.destroy_instance(None);
+    }
+}
