@@ -33,6 +33,12 @@ pub struct VulkanOptions {
     /// Do not use graphics pipeline libraries even where they exist (pipelines with
     /// unspecialized colour attachments then fail).
     pub no_libraries: bool,
+    /// Create each distinct driver-level pipeline once: pipelines whose stages have the same
+    /// SPIR-V and entry points and whose state and layout are equal (granary keys them apart,
+    /// e.g. by specialization constants that change no code) share one capture. The CLI's
+    /// harvest turns this on; off by default, so that a backend shared by several runs (the
+    /// race modes) creates every pipeline each time.
+    pub share_identical: bool,
     /// Leave the driver's internal cache on while capturing binaries (granary switches it off
     /// by default where the driver allows, so each capture is a real compile; on NVIDIA the
     /// internal cache also shares work between pipelines, see docs/BENCHMARKS.md).
@@ -51,6 +57,20 @@ pub struct PipelineCapture {
 
 type Cell<T> = Arc<OnceLock<Result<Arc<T>, String>>>;
 
+/// One driver pipeline's capture, made once and handed to every pipeline that has its
+/// create info.
+type SharedCapture = Arc<OnceLock<Result<PipelineCapture, String>>>;
+
+/// What decides a driver pipeline's create info: each stage's SPIR-V (content hash), stage
+/// and entry point, the encoded render state, the Vulkan layout and whether it is a library.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct DriverKey {
+    stages: Vec<(u128, ShaderStage, String)>,
+    state: Option<Vec<u8>>,
+    layout: state::LayoutDesc,
+    library: bool,
+}
+
 /// The Vulkan backend.
 ///
 /// Thread safety: `Send + Sync`. `compile` may run from any number of threads at once, also
@@ -65,6 +85,9 @@ pub struct VulkanBackend {
     layouts: Mutex<HashMap<state::LayoutDesc, Cell<Layout>>>,
     /// Captured binary bytes by content hash (see `intern`).
     blobs: Mutex<HashMap<u128, Arc<Blob>>>,
+    /// With `share_identical`: one capture per distinct driver-level pipeline.
+    shared_captures: Option<Mutex<HashMap<DriverKey, SharedCapture>>>,
+    shared: AtomicU64,
     pipelines: AtomicU64,
     libraries: AtomicU64,
     module_count: AtomicU64,
@@ -103,6 +126,8 @@ impl VulkanBackend {
             modules: Mutex::default(),
             layouts: Mutex::default(),
             blobs: Mutex::default(),
+            shared_captures: options.share_identical.then(Mutex::default),
+            shared: AtomicU64::new(0),
             pipelines: AtomicU64::new(0),
             libraries: AtomicU64::new(0),
             module_count: AtomicU64::new(0),
@@ -187,8 +212,46 @@ impl VulkanBackend {
     }
 
     /// Creates one pipeline on the device, captures it and destroys it. `functions` are the
-    /// pipeline's stage functions in stage order; `layout` its resource layout.
+    /// pipeline's stage functions in stage order; `layout` its resource layout. With
+    /// `share_identical`, a pipeline whose driver-level create info equals one already
+    /// captured gets that capture (counted as shared) instead of a second compile.
     pub fn create_pipeline(
+        &self,
+        desc: &PipelineDescriptor,
+        functions: &[Arc<StageFunction>],
+        layout: &PipelineLayout,
+    ) -> Result<PipelineCapture, String> {
+        let Some(map) = &self.shared_captures else {
+            return self.create_unshared(desc, functions, layout);
+        };
+        let spirv: Option<Vec<(u128, ShaderStage, String)>> = functions
+            .iter()
+            .map(|f| f.outputs.get(Target::Spirv).map(|b| (b.hash().0, f.stage, f.entry_point.clone())))
+            .collect();
+        let (Some(stages), Ok(vk_layout)) = (spirv, state::layout_desc(layout)) else {
+            // No SPIR-V or a layout Vulkan cannot express: the unshared path says why.
+            return self.create_unshared(desc, functions, layout);
+        };
+        let state = match desc {
+            PipelineDescriptor::Render(r) => Some(r.state().encode().map_err(|e| e.message)?),
+            PipelineDescriptor::Compute(_) => None,
+        };
+        let key = DriverKey { stages, state, layout: vk_layout, library: granary::backend::needs_libraries(desc) };
+        let cell = map.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_default().clone();
+        let mut created_here = false;
+        let result = cell
+            .get_or_init(|| {
+                created_here = true;
+                self.create_unshared(desc, functions, layout)
+            })
+            .clone();
+        if !created_here && result.is_ok() {
+            self.shared.fetch_add(1, Relaxed);
+        }
+        result
+    }
+
+    fn create_unshared(
         &self,
         desc: &PipelineDescriptor,
         functions: &[Arc<StageFunction>],
@@ -274,6 +337,7 @@ impl granary::backend::Backend for VulkanBackend {
             libraries: self.uses_libraries(),
             pipelines_created: self.pipelines.load(Relaxed),
             libraries_created: self.libraries.load(Relaxed),
+            pipelines_shared: self.shared.load(Relaxed),
             shader_modules: self.module_count.load(Relaxed),
             driver_seconds: self.driver_nanos.load(Relaxed) as f64 / 1e9,
             binaries: self.binaries.load(Relaxed),

@@ -208,8 +208,8 @@ fn device_report(a: DeviceBench) -> anyhow::Result<DeviceBenchReport> {
         repeat: a.repeat.max(1),
     };
     // Checked once up front, so a missing driver is one clear error.
-    a.device.open(TargetSet::SPIRV)?;
-    let open = || match a.device.open(TargetSet::SPIRV) {
+    a.device.open(TargetSet::SPIRV, false)?;
+    let open = || match a.device.open(TargetSet::SPIRV, false) {
         Ok(Some(b)) => Ok(b),
         Ok(None) => Err("no device backend".to_string()),
         Err(e) => Err(format!("{e:#}")),

@@ -113,8 +113,14 @@ pub enum BackendKind {
 }
 
 impl DeviceArgs {
-    /// The backend these arguments ask for (`None` for `none`).
-    pub fn open(&self, targets: TargetSet) -> anyhow::Result<Option<std::sync::Arc<dyn granary::backend::Backend>>> {
+    /// The backend these arguments ask for (`None` for `none`). `share_identical`: create each
+    /// driver-identical pipeline once (a harvest); off where a backend must create every
+    /// pipeline every time (the race modes, the benchmark's passes).
+    pub fn open(
+        &self,
+        targets: TargetSet,
+        share_identical: bool,
+    ) -> anyhow::Result<Option<std::sync::Arc<dyn granary::backend::Backend>>> {
         match self.backend {
             BackendKind::None => {
                 anyhow::ensure!(
@@ -137,6 +143,7 @@ impl DeviceArgs {
                     no_pipeline_binaries: self.no_pipeline_binaries,
                     no_libraries: self.no_pipeline_libraries,
                     driver_internal_cache: self.driver_internal_cache,
+                    share_identical,
                 })
                 .context("cannot open the Vulkan device")?;
                 Ok(Some(std::sync::Arc::new(b)))
@@ -185,7 +192,7 @@ pub struct WorkerArgs {
 }
 
 pub fn worker(a: WorkerArgs) -> anyhow::Result<i32> {
-    let backend = a.device.open(a.targets)?;
+    let backend = a.device.open(a.targets, true)?;
     Ok(granary::harvest::worker_main(&a.script, a.targets, a.profile, a.parent_pid, backend))
 }
 
@@ -200,7 +207,7 @@ fn parse_profile(s: &str) -> Result<&'static Profile, String> {
 pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     anyhow::ensure!(threads >= 1, "-j must be at least 1");
-    let backend = a.device.open(a.targets)?;
+    let backend = a.device.open(a.targets, true)?;
     let opts = HarvestOptions {
         script: a.script.clone(),
         output: a.output.clone(),

@@ -63,7 +63,7 @@ pub fn run_cli(a: StressArgs) -> anyhow::Result<i32> {
     let modes: Vec<Mode> =
         if a.mode.is_empty() { Mode::ALL.to_vec() } else { a.mode.into_iter().flat_map(|m| m.0).collect() };
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let backend = a.device.open(TargetSet::SPIRV)?;
+    let backend = a.device.open(TargetSet::SPIRV, false)?;
     let mut failed = false;
     let mut reports = Vec::new();
     for mode in modes {

@@ -615,6 +615,7 @@ mod tests {
                 captures: if self.binaries { "pipeline-binaries" } else { "cache-data" }.into(),
                 pipelines_created: self.created.load(Relaxed),
                 libraries_created: self.libraries.load(Relaxed),
+                pipelines_shared: 0,
                 ..Default::default()
             })
         }

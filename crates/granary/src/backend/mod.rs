@@ -33,6 +33,9 @@ pub struct BackendReport {
     pub pipelines_created: u64,
     /// Pipelines created as libraries (fragment output linked at run time).
     pub libraries_created: u64,
+    /// Pipelines that got the capture of a driver-identical pipeline instead of a compile of
+    /// their own (same SPIR-V, state and layout; see `VulkanOptions::share_identical`).
+    pub pipelines_shared: u64,
     /// Shader modules created (one per unique stage function).
     pub shader_modules: u64,
     /// Seconds spent inside the driver's pipeline-creation calls, summed over threads.

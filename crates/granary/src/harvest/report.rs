@@ -227,9 +227,10 @@ impl HarvestSummary {
                 );
             } else {
                 s += &format!(
-                "  driver:                {} pipelines and {} libraries created, {} shader modules; {:.3} s in the driver ({:.0}% of task CPU)\n",
+                "  driver:                {} pipelines and {} libraries created, {} shared with an identical one, {} shader modules; {:.3} s in the driver ({:.0}% of task CPU)\n",
                 d.pipelines_created,
                 d.libraries_created,
+                d.pipelines_shared,
                 d.shader_modules,
                 d.driver_seconds,
                 if cpu > 0.0 { 100.0 * d.driver_seconds / cpu } else { 0.0 }
