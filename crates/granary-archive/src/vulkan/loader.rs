@@ -46,6 +46,13 @@ pub struct LoaderOptions {
     /// made from binaries (NVIDIA 580.159 does when the binaries include its shared dictionary
     /// binary; docs/BENCHMARKS.md). Whole pipelines use their binaries either way.
     pub library_binaries: bool,
+    /// Binaries of at least this many bytes are created once per loader and shared by every
+    /// pipeline that uses them (NVIDIA's ~700 KB dictionary binary); smaller ones are created
+    /// for their pipeline and destroyed once it exists. Default 64 KiB: on NVIDIA 580 the
+    /// per-pipeline binaries are 1–30 KB and rarely shared, and keeping them alive cost 130 MB
+    /// of resident memory over 33,000 pipelines for no speed (docs/BENCHMARKS.md). 0 shares
+    /// every binary.
+    pub share_binaries_from: usize,
     /// Create shader modules also for pipelines made from binaries. The specification says
     /// modules are ignored then, so the default (`false`) skips the work; this is a
     /// compatibility switch for a driver that reads them anyway.
@@ -63,6 +70,7 @@ impl Default for LoaderOptions {
             fallback_compile: true,
             require_binaries: false,
             library_binaries: true,
+            share_binaries_from: 64 << 10,
             modules_with_binaries: false,
             use_archive_cache: true,
             initial_cache: None,
@@ -284,12 +292,17 @@ impl<'a> PipelineLoader<'a> {
         // `(handles in the driver's order, library)`; each distinct binary is created once per
         // loader and shared (see `binary_handles`).
         let mut made: Option<(Vec<vk::PipelineBinaryKHR>, bool)> = None;
+        // Binaries made for this pipeline alone, destroyed when it exists (end of `load`).
+        let mut _own = Vec::new();
         let usable = |s: &crate::BinarySetRef<'_>| {
             !s.is_empty() && (self.options.library_binaries || s.flags() & crate::BINARY_SET_LIBRARY == 0)
         };
         if let Some(set) = set.filter(usable) {
             match self.binary_handles(&set) {
-                Ok(h) => made = Some((h, set.flags() & crate::BINARY_SET_LIBRARY != 0)),
+                Ok((h, own)) => {
+                    made = Some((h, set.flags() & crate::BINARY_SET_LIBRARY != 0));
+                    _own = own;
+                }
                 Err(reason) if self.options.fallback_compile => fallback_reason = Some(reason),
                 Err(reason) => return Err(fail(reason)),
             }
@@ -371,21 +384,38 @@ impl<'a> PipelineLoader<'a> {
     }
 
     /// The handles of a set's binaries, in the set's (the driver's) order. Each distinct
-    /// binary — one archived blob under one key — is checked against its content hash and
-    /// created once per loader, then kept until the loader is dropped: NVIDIA attaches one
+    /// binary at least [`LoaderOptions::share_binaries_from`] bytes long — one archived blob
+    /// under one key — is checked against its content hash and created once per loader, then
+    /// kept until the loader is dropped (smaller ones are made for the pipeline alone): NVIDIA attaches one
     /// shared dictionary binary (about 700 KB) to most pipelines, and creating (and hashing)
     /// it once instead of once per pipeline is most of the warm path's cost. Missing binaries
     /// are created largest first (the dictionary before the binaries that refer to it). A
     /// damaged blob is never handed to the driver, and every pipeline using it is told so.
-    fn binary_handles(&self, set: &crate::BinarySetRef<'_>) -> Result<Vec<vk::PipelineBinaryKHR>, String> {
+    fn binary_handles(
+        &self,
+        set: &crate::BinarySetRef<'_>,
+    ) -> Result<(Vec<vk::PipelineBinaryKHR>, Vec<Binaries>), String> {
         let damaged = |e: ArchiveError| format!("damaged binary, not handed to the driver: {e}");
         let records: Vec<(usize, &[u8])> =
             (0..set.len()).map(|i| set.record(i)).collect::<Result<_, _>>().map_err(damaged)?;
         let mut order: Vec<usize> = (0..records.len()).collect();
         order.sort_by_cached_key(|&i| std::cmp::Reverse(self.archive.blob_len(records[i].0).unwrap_or(0)));
         let mut handles = vec![vk::PipelineBinaryKHR::default(); records.len()];
+        let mut own = Vec::new();
         for i in order {
             let (blob, key) = records[i];
+            if self.options.share_binaries_from > 0
+                && self.archive.blob_len(blob).map_err(damaged)? < self.options.share_binaries_from
+            {
+                let (_, data) = self.archive.blob(blob).map_err(damaged)?;
+                let b = self
+                    .gpu
+                    .binaries_from_data(&[(key, data)])
+                    .map_err(|e| format!("the driver refused the binaries: {e}"))?;
+                handles[i] = b.handles()[0];
+                own.push(b);
+                continue;
+            }
             let cell = {
                 let mut map = self.binaries.lock().unwrap_or_else(|p| p.into_inner());
                 map.entry((key.to_vec(), blob)).or_default().clone()
@@ -401,7 +431,7 @@ impl<'a> PipelineLoader<'a> {
                 .clone()?;
             handles[i] = made.handles()[0];
         }
-        Ok(handles)
+        Ok((handles, own))
     }
 
     fn name(&self, p: &PipelineRef<'_>) -> String {

@@ -77,6 +77,10 @@ pub struct WarmArgs {
     /// driver ignores them; a compatibility switch).
     #[arg(long)]
     modules_with_binaries: bool,
+    /// Binaries of at least this many bytes are created once and shared between pipelines;
+    /// smaller ones are created per pipeline (0: share every binary).
+    #[arg(long, hide = true, default_value_t = 64 << 10)]
+    share_binaries_from: usize,
     /// Diagnostics: print each pipeline's index and binary count to stderr before creating it.
     #[arg(long, hide = true)]
     trace_each: bool,
@@ -195,6 +199,7 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
         require_binaries: a.source == SourceArg::Binaries && a.fallback == FallbackArg::Fail,
         library_binaries: a.libraries == LibrariesArg::Binaries,
         modules_with_binaries: a.modules_with_binaries,
+        share_binaries_from: a.share_binaries_from,
         use_archive_cache: matches!(a.source, SourceArg::Auto | SourceArg::Cache),
         initial_cache,
     };
