@@ -130,7 +130,7 @@ fn the_loader_creates_every_pipeline_on_the_applications_device_from_four_thread
                     if made.source == Source::Compiled {
                         compiled.fetch_add(1, Ordering::Relaxed);
                     }
-                    if i % 2 == 0 {
+                    if i.is_multiple_of(2) {
                         // The application takes every other pipeline over; the rest are
                         // destroyed by the loader's `Pipeline` when dropped here.
                         handed_over.lock().unwrap().push(made.pipeline.into_raw());
