@@ -123,7 +123,7 @@ pub const DEVICE_RECORD: usize = 48;
 /// binary_count u32, checksum u64 (of the preceding 16 bytes).
 pub const DEVICE_PIPELINE_RECORD: usize = 24;
 /// Binary record: blob u32, key_len u32 (1..=32 for a driver binary, 0 for a cache record),
-/// key [32] (zero-padded), checksum u64 (of the preceding 40 bytes).
+/// key `[32]` (zero-padded), checksum u64 (of the preceding 40 bytes).
 pub const BINARY_RECORD: usize = 48;
 
 /// Rounds `n` up to [`ALIGN`].
