@@ -88,6 +88,7 @@ pub mod backend;
 pub mod capture;
 pub mod compiler;
 pub mod descriptor;
+pub mod export;
 // The GRANARY_FAULT test facility: private, and inert without the `fault` feature.
 mod fault;
 pub mod frontend;

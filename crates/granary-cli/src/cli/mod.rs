@@ -16,6 +16,7 @@ macro_rules! outln {
 
 mod bench;
 mod devices;
+mod export_mtl4;
 mod gen;
 mod harvest;
 mod inspect;
@@ -72,6 +73,8 @@ enum Command {
     /// Create every pipeline of an archive on the local Vulkan device from its driver
     /// binaries (or its SPIR-V) and report how each was made and how long it took.
     Warm(warm::WarmArgs),
+    /// Write an archive's or a script's pipelines as a Metal 4 pipelines script for `metal-tt`.
+    ExportMtl4(export_mtl4::ExportMtl4Args),
     /// Internal: compile pipelines for `harvest --isolate` (reads indices on stdin).
     #[command(hide = true)]
     Worker(harvest::WorkerArgs),
@@ -91,6 +94,7 @@ pub fn main() -> i32 {
         Command::Salvage(a) => salvage::run(a),
         Command::Prune(a) => prune::run(a),
         Command::Devices(a) => devices::run(a),
+        Command::ExportMtl4(a) => export_mtl4::run(a),
         Command::Worker(a) => harvest::worker(a),
         Command::Stress(a) => stress::run_cli(a),
         Command::Bench(a) => bench::run_cli(a),
