@@ -191,8 +191,11 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Database, ContainerError> {
         }
         let name = &rest[..NAME_SIZE];
         let head = &rest[NAME_SIZE..ENTRY_HEADER_SIZE];
-        let (stored, format, crc, payload_size) = (le32(&head[0..]), le32(&head[4..]), le32(&head[8..]), le32(&head[12..]));
-        let Some(stored_bytes) = usize::try_from(stored).ok().and_then(|n| rest.get(ENTRY_HEADER_SIZE..ENTRY_HEADER_SIZE.checked_add(n)?)) else {
+        let (stored, format, crc, payload_size) =
+            (le32(&head[0..]), le32(&head[4..]), le32(&head[8..]), le32(&head[12..]));
+        let Some(stored_bytes) =
+            usize::try_from(stored).ok().and_then(|n| rest.get(ENTRY_HEADER_SIZE..ENTRY_HEADER_SIZE.checked_add(n)?))
+        else {
             db.truncated_at = Some(at as u64);
             break;
         };
@@ -301,7 +304,8 @@ mod tests {
     #[test]
     fn import_container_round_trips_every_storage() {
         let mut b = header(6);
-        for (i, (deflate, crc)) in [(false, false), (false, true), (true, false), (true, true)].into_iter().enumerate() {
+        for (i, (deflate, crc)) in [(false, false), (false, true), (true, false), (true, true)].into_iter().enumerate()
+        {
             entry(&mut b, tag::GRAPHICS_PIPELINE, 0xabc0 + i as u64, b"{\"x\": 1}", Store { deflate, crc });
         }
         let db = parse(&b, p()).unwrap();

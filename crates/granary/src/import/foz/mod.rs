@@ -135,24 +135,28 @@ fn decode_module(m: &Value, tail: &[u8]) -> Result<Vec<u32>, String> {
         return spirv::decode_varint(bytes, words).ok_or_else(|| "damaged varint SPIR-V".to_string());
     }
     let code = m.get("code").and_then(Value::as_str).ok_or("shader module without code or varintOffset")?;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(code).map_err(|e| format!("code is not base64: {e}"))?;
+    let bytes =
+        base64::engine::general_purpose::STANDARD.decode(code).map_err(|e| format!("code is not base64: {e}"))?;
     if bytes.len() != words * 4 {
         return Err(format!("code holds {} bytes, codeSize says {size}", bytes.len()));
     }
     Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
 
-fn collect_entry(e: &container::Entry, file: &Path, out: &mut Collected) -> Result<(), String> {
+fn collect_entry(e: &container::Entry, out: &mut Collected) -> Result<(), String> {
     let (text, tail) = split_payload(&e.payload);
     let interesting = matches!(
         e.tag,
-        tag::SHADER_MODULE | tag::RENDER_PASS | tag::GRAPHICS_PIPELINE | tag::COMPUTE_PIPELINE | tag::RAYTRACING_PIPELINE
+        tag::SHADER_MODULE
+            | tag::RENDER_PASS
+            | tag::GRAPHICS_PIPELINE
+            | tag::COMPUTE_PIPELINE
+            | tag::RAYTRACING_PIPELINE
     );
     if !interesting {
         return Ok(());
     }
     let doc: Value = serde_json::from_slice(text).map_err(|e| format!("bad JSON: {e}"))?;
-    let _ = file;
     match e.tag {
         tag::SHADER_MODULE => {
             for (h, m) in members(&doc, "shaderModules") {
@@ -199,7 +203,7 @@ pub fn import(databases: &[PathBuf], out_dir: &Path) -> Result<ImportReport, Imp
             report.truncated.push(Truncated { file: path.clone(), offset });
         }
         for e in &db.entries {
-            if let Err(reason) = collect_entry(e, path, &mut c) {
+            if let Err(reason) = collect_entry(e, &mut c) {
                 report.damaged.push(container::Damaged {
                     file: path.clone(),
                     offset: e.offset,
@@ -256,7 +260,8 @@ pub fn import(databases: &[PathBuf], out_dir: &Path) -> Result<ImportReport, Imp
     report.pipelines = pipelines.iter().filter_map(|p| p["label"].as_str().map(String::from)).collect();
     let script = json!({"granary_script": 1, "libraries": libraries, "pipelines": pipelines});
     let text = serde_json::to_string_pretty(&script).expect("JSON values serialize") + "\n";
-    std::fs::write(&report.script, text).map_err(|source| ImportError::Write { path: report.script.clone(), source })?;
+    std::fs::write(&report.script, text)
+        .map_err(|source| ImportError::Write { path: report.script.clone(), source })?;
     Ok(report)
 }
 
@@ -298,7 +303,7 @@ fn u(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
-fn pnext<'v>(info: &'v Value, stype: u64) -> Option<&'v Value> {
+fn pnext(info: &Value, stype: u64) -> Option<&Value> {
     info.get("pNext")?.as_array()?.iter().find(|p| u(p, "sType") == stype)
 }
 
@@ -315,11 +320,18 @@ impl Converter<'_> {
         let mut rendering = pnext(info, STYPE_RENDERING).cloned();
         for h in lib.get("libraries").and_then(Value::as_array).into_iter().flatten() {
             let lh = parse_hash(h).ok_or("pipeline library reference is not a hash")?;
-            let l = self.c.graphics.get(&lh).ok_or_else(|| format!("pipeline library {} is not in the database(s)", hex(lh)))?;
+            let l = self
+                .c
+                .graphics
+                .get(&lh)
+                .ok_or_else(|| format!("pipeline library {} is not in the database(s)", hex(lh)))?;
             let l = self.flatten(l, depth + 1)?;
             stages.extend(l.get("stages").and_then(Value::as_array).cloned().unwrap_or_default());
             for k in STATE_KEYS {
-                if !out.contains_key(*k) || out[*k].is_null() || (*k == "renderPass" && parse_hash(&out[*k]).unwrap_or(0) == 0) {
+                if !out.contains_key(*k)
+                    || out[*k].is_null()
+                    || (*k == "renderPass" && parse_hash(&out[*k]).unwrap_or(0) == 0)
+                {
                     if let Some(v) = l.get(*k) {
                         out.insert((*k).to_string(), v.clone());
                     }
@@ -346,12 +358,18 @@ impl Converter<'_> {
     /// A stage to a script function, and the module it uses.
     fn function(&self, stage: &Value) -> Result<(Value, u64), String> {
         let module = stage.get("module").and_then(parse_hash).ok_or("stage without a module hash")?;
-        let words = self.c.modules.get(&module).ok_or_else(|| format!("shader module {} is not in the database(s)", hex(module)))?;
+        let words = self
+            .c
+            .modules
+            .get(&module)
+            .ok_or_else(|| format!("shader module {} is not in the database(s)", hex(module)))?;
         let name = stage.get("name").and_then(Value::as_str).unwrap_or("main");
         let base = json!({"library": hex(module), "function": name});
         let Some(spec) = stage.get("specializationInfo").filter(|s| !s.is_null()) else { return Ok((base, module)) };
         let data = match spec.get("data").and_then(Value::as_str) {
-            Some(d) => base64::engine::general_purpose::STANDARD.decode(d).map_err(|e| format!("specialization data is not base64: {e}"))?,
+            Some(d) => base64::engine::general_purpose::STANDARD
+                .decode(d)
+                .map_err(|e| format!("specialization data is not base64: {e}"))?,
             None => Vec::new(),
         };
         let types = spirv::spec_types(words);
@@ -359,8 +377,11 @@ impl Converter<'_> {
         for m in spec.get("mapEntries").and_then(Value::as_array).into_iter().flatten() {
             let id = u(m, "constantID");
             let (off, size) = (u(m, "offset") as usize, u(m, "size") as usize);
-            let bytes = data.get(off..off.saturating_add(size)).ok_or_else(|| format!("specialization constant {id}: bytes {off}+{size} are outside the data"))?;
-            let id16 = u16::try_from(id).map_err(|_| format!("specialization constant id {id} does not fit granary's 16-bit ids"))?;
+            let bytes = data
+                .get(off..off.saturating_add(size))
+                .ok_or_else(|| format!("specialization constant {id}: bytes {off}+{size} are outside the data"))?;
+            let id16 = u16::try_from(id)
+                .map_err(|_| format!("specialization constant id {id} does not fit granary's 16-bit ids"))?;
             let declared = types.get(&(id as u32)).copied();
             let Some(declared) = declared else {
                 // A constant the module does not declare changes nothing: Vulkan ignores it.
@@ -376,7 +397,9 @@ impl Converter<'_> {
                 spirv::SpecType::I32 => json!({"id": id16, "i32": word as i32}),
                 spirv::SpecType::U32 => json!({"id": id16, "u32": word}),
                 spirv::SpecType::F32 => json!({"id": id16, "f32": f32::from_bits(word)}),
-                spirv::SpecType::Other(what) => return Err(format!("specialization constant {id} is a {what}, which granary cannot represent")),
+                spirv::SpecType::Other(what) => {
+                    return Err(format!("specialization constant {id} is a {what}, which granary cannot represent"))
+                }
             };
             constants.push(c);
         }
@@ -404,7 +427,12 @@ impl Converter<'_> {
             let key = match bit {
                 vk::stage::VERTEX => "vertex",
                 vk::stage::FRAGMENT => "fragment",
-                other => return Err(format!("{} stage is not representable (granary has vertex, fragment and compute)", vk::stage::name(other))),
+                other => {
+                    return Err(format!(
+                        "{} stage is not representable (granary has vertex, fragment and compute)",
+                        vk::stage::name(other)
+                    ))
+                }
             };
             if body.contains_key(key) {
                 return Err(format!("two {key} stages"));
@@ -416,7 +444,9 @@ impl Converter<'_> {
         if !body.contains_key("vertex") {
             return Err("no vertex stage (a library part alone, or mesh shading)".into());
         }
-        for d in info.get("dynamicState").and_then(|d| d.get("dynamicState")).and_then(Value::as_array).into_iter().flatten() {
+        for d in
+            info.get("dynamicState").and_then(|d| d.get("dynamicState")).and_then(Value::as_array).into_iter().flatten()
+        {
             if let Some(name) = d.as_u64().and_then(vk::unrepresentable_dynamic_state) {
                 return Err(format!("dynamic state {name} leaves fixed-function state to draw time"));
             }
@@ -431,7 +461,8 @@ impl Converter<'_> {
         let mut primitive = Map::new();
         if let Some(ia) = info.get("inputAssemblyState").filter(|v| !v.is_null()) {
             let t = u(ia, "topology");
-            let name = vk::topology(t).ok_or_else(|| format!("topology {t} is not representable (fans, adjacency and patches are not)"))?;
+            let name = vk::topology(t)
+                .ok_or_else(|| format!("topology {t} is not representable (fans, adjacency and patches are not)"))?;
             primitive.insert("topology".into(), name.into());
             if u(ia, "primitiveRestartEnable") != 0 && name.ends_with("strip") {
                 primitive.insert("strip_index_format".into(), "uint32".into());
@@ -510,11 +541,21 @@ impl Converter<'_> {
     /// Colour formats, the depth/stencil format and the render pass's sample count.
     #[allow(clippy::type_complexity)]
     fn formats(&self, info: &Value) -> Result<(Vec<&'static str>, Option<&'static str>, u64), String> {
-        let color = |f: u64| vk::texture_format(f).filter(|_| f != 0).ok_or_else(|| format!("colour format {f} (VkFormat) is not representable"));
-        let depth_fmt = |f: u64| vk::texture_format(f).ok_or_else(|| format!("depth/stencil format {f} (VkFormat) is not representable"));
+        let color = |f: u64| {
+            vk::texture_format(f)
+                .filter(|_| f != 0)
+                .ok_or_else(|| format!("colour format {f} (VkFormat) is not representable"))
+        };
+        let depth_fmt = |f: u64| {
+            vk::texture_format(f).ok_or_else(|| format!("depth/stencil format {f} (VkFormat) is not representable"))
+        };
         let rp = info.get("renderPass").and_then(parse_hash).filter(|h| *h != 0);
         if let Some(h) = rp {
-            let pass = self.c.render_passes.get(&h).ok_or_else(|| format!("render pass {} is not in the database(s)", hex(h)))?;
+            let pass = self
+                .c
+                .render_passes
+                .get(&h)
+                .ok_or_else(|| format!("render pass {} is not in the database(s)", hex(h)))?;
             let sub = pass
                 .get("subpasses")
                 .and_then(Value::as_array)
@@ -580,12 +621,16 @@ fn vertex_buffers(vi: &Value) -> Result<Value, String> {
     let mut out = Vec::new();
     for (slot, b) in bindings.iter().enumerate() {
         if u(b, "binding") != slot as u64 {
-            return Err(format!("vertex bindings must be numbered 0..n (granary buffer slots); binding {} found at slot {slot}", u(b, "binding")));
+            return Err(format!(
+                "vertex bindings must be numbered 0..n (granary buffer slots); binding {} found at slot {slot}",
+                u(b, "binding")
+            ));
         }
         let mut attributes = Vec::new();
         for a in attrs.iter().filter(|a| u(a, "binding") == slot as u64) {
             let f = u(a, "format");
-            let format = vk::vertex_format(f).ok_or_else(|| format!("vertex format {f} (VkFormat) is not representable"))?;
+            let format =
+                vk::vertex_format(f).ok_or_else(|| format!("vertex format {f} (VkFormat) is not representable"))?;
             attributes.push(json!({"location": u(a, "location"), "format": format, "offset": u(a, "offset")}));
         }
         attributes.sort_by_key(|a| a["location"].as_u64());
@@ -593,7 +638,11 @@ fn vertex_buffers(vi: &Value) -> Result<Value, String> {
         out.push(json!({"stride": u(b, "stride"), "step": step, "attributes": attributes}));
     }
     if let Some(a) = attrs.iter().find(|a| u(a, "binding") as usize >= bindings.len()) {
-        return Err(format!("vertex attribute {} uses binding {}, which is not declared", u(a, "location"), u(a, "binding")));
+        return Err(format!(
+            "vertex attribute {} uses binding {}, which is not declared",
+            u(a, "location"),
+            u(a, "binding")
+        ));
     }
     Ok(Value::Array(out))
 }
@@ -620,7 +669,8 @@ fn depth_stencil(format: &str, ds: Option<&Value>, rs: &Value) -> Result<Value, 
         out.insert("depth_compare".into(), compare.into());
         out.insert("depth_write".into(), (test && u(ds, "depthWriteEnable") != 0).into());
         if u(ds, "stencilTestEnable") != 0 {
-            let (front, back) = (ds.get("front").ok_or("no front stencil state")?, ds.get("back").ok_or("no back stencil state")?);
+            let (front, back) =
+                (ds.get("front").ok_or("no front stencil state")?, ds.get("back").ok_or("no back stencil state")?);
             if u(front, "compareMask") != u(back, "compareMask") || u(front, "writeMask") != u(back, "writeMask") {
                 return Err("different front and back stencil masks are not representable".into());
             }
@@ -647,11 +697,13 @@ fn depth_stencil(format: &str, ds: Option<&Value>, rs: &Value) -> Result<Value, 
 fn color_attachment(format: &str, a: Option<&Value>) -> Result<Value, String> {
     let Some(a) = a else { return Ok(json!({"format": format, "blend": "off", "write_mask": "rgba"})) };
     let mask = u(a, "colorWriteMask") & 0xf;
-    let mask: String = [(1, 'r'), (2, 'g'), (4, 'b'), (8, 'a')].iter().filter(|(b, _)| mask & b != 0).map(|(_, c)| *c).collect();
+    let mask: String =
+        [(1, 'r'), (2, 'g'), (4, 'b'), (8, 'a')].iter().filter(|(b, _)| mask & b != 0).map(|(_, c)| *c).collect();
     let blend = if u(a, "blendEnable") == 0 {
         json!("off")
     } else {
-        let fac = |k: &str| vk::blend_factor(u(a, k)).ok_or_else(|| format!("blend factor {} is not representable", u(a, k)));
+        let fac =
+            |k: &str| vk::blend_factor(u(a, k)).ok_or_else(|| format!("blend factor {} is not representable", u(a, k)));
         let op = |k: &str| vk::blend_op(u(a, k)).ok_or_else(|| format!("blend op {} is not representable", u(a, k)));
         json!({
             "color": {"src": fac("srcColorBlendFactor")?, "dst": fac("dstColorBlendFactor")?, "op": op("colorBlendOp")?},

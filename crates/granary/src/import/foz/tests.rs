@@ -2,8 +2,8 @@
 //! (`crates/granary-cli/tests/fixtures/foz/renderer.foz`, made from the bundled example's
 //! SPIR-V; regenerate with `cargo test -p granary --lib import_foz_write_fixture -- --ignored`).
 
-use super::container::writer::{entry, header, Store};
 use super::container::tag;
+use super::container::writer::{entry, header, Store};
 use super::*;
 use serde_json::json;
 
@@ -188,7 +188,10 @@ fn import_foz_write_fixture() {
 #[test]
 fn import_foz_fixture_is_what_the_generator_writes() {
     let on_disk = std::fs::read(fixture_path()).unwrap();
-    assert!(on_disk == fixture_bytes(), "regenerate: cargo test -p granary --lib import_foz_write_fixture -- --ignored");
+    assert!(
+        on_disk == fixture_bytes(),
+        "regenerate: cargo test -p granary --lib import_foz_write_fixture -- --ignored"
+    );
 }
 
 #[test]
@@ -200,7 +203,10 @@ fn import_foz_fixture_imports_and_loads() {
     let r = import(&[db], &out).unwrap();
     assert!(r.intact(), "{r:?}");
     assert_eq!(r.libraries, 2);
-    assert_eq!(r.pipelines, ["foz/a000000000000001", "foz/a000000000000002", "foz/a000000000000006", "foz/c000000000000001"]);
+    assert_eq!(
+        r.pipelines,
+        ["foz/a000000000000001", "foz/a000000000000002", "foz/a000000000000006", "foz/c000000000000001"]
+    );
     assert_eq!(r.modules, 3);
     let reasons: Vec<(&str, &str)> = r.skipped.iter().map(|s| (s.hash.as_str(), s.reason.as_str())).collect();
     assert_eq!(reasons.len(), 4, "{reasons:?}");
@@ -234,13 +240,31 @@ fn import_foz_spec_constants_take_the_declared_type() {
     // A hand-assembled module: %float = OpTypeFloat 32; %c = OpSpecConstant %float 1.0;
     // OpDecorate %c SpecId 3; %b = OpSpecConstantTrue %bool; OpDecorate %b SpecId 4.
     let words = vec![
-        0x0723_0203, 0x0001_0000, 0, 10, 0,
-        (4 << 16) | 71, 3, 1, 3,
-        (4 << 16) | 71, 5, 1, 4,
-        (2 << 16) | 20, 4,
-        (3 << 16) | 22, 2, 32,
-        (4 << 16) | 50, 2, 3, 0x3f80_0000,
-        (3 << 16) | 48, 4, 5,
+        0x0723_0203,
+        0x0001_0000,
+        0,
+        10,
+        0,
+        (4 << 16) | 71,
+        3,
+        1,
+        3,
+        (4 << 16) | 71,
+        5,
+        1,
+        4,
+        (2 << 16) | 20,
+        4,
+        (3 << 16) | 22,
+        2,
+        32,
+        (4 << 16) | 50,
+        2,
+        3,
+        0x3f80_0000,
+        (3 << 16) | 48,
+        4,
+        5,
     ];
     let t = spirv::spec_types(&words);
     assert_eq!(t.get(&3), Some(&spirv::SpecType::F32));

@@ -78,23 +78,16 @@ pub fn topology(t: u64) -> Option<&'static str> {
 
 /// `VkCompareOp` (the same order as granary's).
 pub fn compare(op: u64) -> Option<&'static str> {
-    ["never", "less", "equal", "less-equal", "greater", "not-equal", "greater-equal", "always"].get(op as usize).copied()
+    ["never", "less", "equal", "less-equal", "greater", "not-equal", "greater-equal", "always"]
+        .get(op as usize)
+        .copied()
 }
 
 /// `VkStencilOp`.
 pub fn stencil_op(op: u64) -> Option<&'static str> {
-    [
-        "keep",
-        "zero",
-        "replace",
-        "increment-clamp",
-        "decrement-clamp",
-        "invert",
-        "increment-wrap",
-        "decrement-wrap",
-    ]
-    .get(op as usize)
-    .copied()
+    ["keep", "zero", "replace", "increment-clamp", "decrement-clamp", "invert", "increment-wrap", "decrement-wrap"]
+        .get(op as usize)
+        .copied()
 }
 
 /// `VkBlendFactor`.
