@@ -18,6 +18,7 @@ mod bench;
 mod devices;
 mod gen;
 mod harvest;
+mod import_foz;
 mod inspect;
 mod prune;
 mod salvage;
@@ -72,6 +73,8 @@ enum Command {
     /// Create every pipeline of an archive on the local Vulkan device from its driver
     /// binaries (or its SPIR-V) and report how each was made and how long it took.
     Warm(warm::WarmArgs),
+    /// Turn Fossilize databases (.foz) into a pipelines script and the SPIR-V it names.
+    ImportFoz(import_foz::ImportFozArgs),
     /// Internal: compile pipelines for `harvest --isolate` (reads indices on stdin).
     #[command(hide = true)]
     Worker(harvest::WorkerArgs),
@@ -94,6 +97,7 @@ pub fn main() -> i32 {
         Command::Worker(a) => harvest::worker(a),
         Command::Stress(a) => stress::run_cli(a),
         Command::Bench(a) => bench::run_cli(a),
+        Command::ImportFoz(a) => import_foz::run(a),
     };
     match result {
         Ok(code) => code,
