@@ -303,6 +303,12 @@ fn u(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// The pipeline library info: Fossilize writes it into the `pNext` array as an object with
+/// a `libraries` array of pipeline hashes (an `sType` is accepted too).
+fn library_info(info: &Value) -> Option<&Value> {
+    info.get("pNext")?.as_array()?.iter().find(|p| p.get("libraries").is_some() || u(p, "sType") == STYPE_LIBRARY)
+}
+
 fn pnext(info: &Value, stype: u64) -> Option<&Value> {
     info.get("pNext")?.as_array()?.iter().find(|p| u(p, "sType") == stype)
 }
@@ -311,7 +317,7 @@ impl Converter<'_> {
     /// Folds linked pipeline libraries into one create info: stages are joined, each state
     /// block comes from the first of the pipeline and its libraries (in order) that has it.
     fn flatten(&self, info: &Value, depth: usize) -> Result<Value, String> {
-        let Some(lib) = pnext(info, STYPE_LIBRARY) else { return Ok(info.clone()) };
+        let Some(lib) = library_info(info) else { return Ok(info.clone()) };
         if depth >= MAX_LIBRARY_DEPTH {
             return Err("pipeline libraries nested too deeply (or in a cycle)".into());
         }
@@ -347,7 +353,9 @@ impl Converter<'_> {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .filter(|p| ![STYPE_LIBRARY, STYPE_RENDERING, STYPE_GPL].contains(&u(p, "sType")))
+            .filter(|p| {
+                ![STYPE_LIBRARY, STYPE_RENDERING, STYPE_GPL].contains(&u(p, "sType")) && p.get("libraries").is_none()
+            })
             .cloned()
             .collect();
         chain.extend(rendering);
