@@ -303,10 +303,12 @@ fn u(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
-/// The pipeline library info: Fossilize writes it into the `pNext` array as an object with
-/// a `libraries` array of pipeline hashes (an `sType` is accepted too).
+/// The pipeline library info: Fossilize writes `VkPipelineLibraryCreateInfoKHR` into the
+/// graphics create info's `pNext` array like every other chained struct, as an object with
+/// `"sType": 1000290000` and a `libraries` array of pipeline hashes (16 hex digits); its
+/// replayer picks the struct by `sType` alone.
 fn library_info(info: &Value) -> Option<&Value> {
-    info.get("pNext")?.as_array()?.iter().find(|p| p.get("libraries").is_some() || u(p, "sType") == STYPE_LIBRARY)
+    pnext(info, STYPE_LIBRARY)
 }
 
 fn pnext(info: &Value, stype: u64) -> Option<&Value> {
@@ -353,9 +355,7 @@ impl Converter<'_> {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .filter(|p| {
-                ![STYPE_LIBRARY, STYPE_RENDERING, STYPE_GPL].contains(&u(p, "sType")) && p.get("libraries").is_none()
-            })
+            .filter(|p| ![STYPE_LIBRARY, STYPE_RENDERING, STYPE_GPL].contains(&u(p, "sType")))
             .cloned()
             .collect();
         chain.extend(rendering);
@@ -509,10 +509,14 @@ impl Converter<'_> {
             if u(ms, "alphaToOneEnable") != 0 {
                 return Err("alpha to one is not representable".into());
             }
+            // Fossilize writes `pSampleMask` as an array of (samples + 31) / 32 words.
             if let Some(mask) = ms.get("sampleMask").and_then(Value::as_array) {
-                let full = (1u64 << samples.min(32)) - 1;
-                if mask.first().and_then(Value::as_u64).is_some_and(|m| m & full != full) {
-                    return Err("a partial sample mask is not representable".into());
+                for (i, word) in mask.iter().enumerate() {
+                    let bits = samples.saturating_sub(32 * i as u64).min(32);
+                    let full = (1u64 << bits) - 1;
+                    if word.as_u64().unwrap_or(0) & full != full {
+                        return Err("a partial sample mask is not representable".into());
+                    }
                 }
             }
             if u(ms, "alphaToCoverageEnable") != 0 {

@@ -152,7 +152,7 @@ pub(crate) fn fixture_entries() -> Vec<(u32, u64, Vec<u8>)> {
     e.push(graphics(0xb000_0000_0000_0002, lib_b));
     let linked = json!({"flags": 0, "basePipelineHandle": "0000000000000000", "basePipelineIndex": -1,
         "layout": "0000000000000000", "renderPass": "0000000000000000", "subpass": 0, "stages": [],
-        "pNext": [{"libraries": [hex(0xb000_0000_0000_0001), hex(0xb000_0000_0000_0002)]}]});
+        "pNext": [{"sType": STYPE_LIBRARY, "libraries": [hex(0xb000_0000_0000_0001), hex(0xb000_0000_0000_0002)]}]});
     e.push(graphics(0xa000_0000_0000_0006, linked.as_object().cloned().unwrap()));
     // Compute, with a specialization constant the module does not declare (ignored, as
     // Vulkan ignores it).
