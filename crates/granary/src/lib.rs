@@ -93,6 +93,7 @@ pub mod export;
 mod fault;
 pub mod frontend;
 pub mod harvest;
+pub mod import;
 pub mod script;
 // Exposed for the loom models in tests/loom.rs (they check the shipped primitives) and for
 // granary's own tools (granary-lab); not API: no stability promise.

@@ -19,6 +19,7 @@ mod devices;
 mod export_mtl4;
 mod gen;
 mod harvest;
+mod import_foz;
 mod inspect;
 mod prune;
 mod salvage;
@@ -73,6 +74,8 @@ enum Command {
     /// Create every pipeline of an archive on the local Vulkan device from its driver
     /// binaries (or its SPIR-V) and report how each was made and how long it took.
     Warm(warm::WarmArgs),
+    /// Turn Fossilize databases (.foz) into a pipelines script and the SPIR-V it names.
+    ImportFoz(import_foz::ImportFozArgs),
     /// Write an archive's or a script's pipelines as a Metal 4 pipelines script for `metal-tt`.
     ExportMtl4(export_mtl4::ExportMtl4Args),
     /// Internal: compile pipelines for `harvest --isolate` (reads indices on stdin).
@@ -98,6 +101,7 @@ pub fn main() -> i32 {
         Command::Worker(a) => harvest::worker(a),
         Command::Stress(a) => stress::run_cli(a),
         Command::Bench(a) => bench::run_cli(a),
+        Command::ImportFoz(a) => import_foz::run(a),
     };
     match result {
         Ok(code) => code,

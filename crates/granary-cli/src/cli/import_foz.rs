@@ -1,0 +1,47 @@
+//! `granary import-foz`: Fossilize databases to a pipelines script (docs/FORMAT.md §4).
+
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct ImportFozArgs {
+    /// Fossilize databases (`.foz`), read in order; an entry seen twice is taken once.
+    #[arg(required = true)]
+    databases: Vec<PathBuf>,
+    /// Folder to write `pipelines.json` and `modules/<hash>.spv` into.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Exit status: 0 when every entry was readable (skipped pipelines are listed, not
+/// failures), 1 when an entry was damaged or a tail truncated, 2 when it could not run.
+pub fn run(a: ImportFozArgs) -> anyhow::Result<i32> {
+    let r = granary::import::foz::import(&a.databases, &a.output)?;
+    if a.json {
+        super::print_json(&r)?;
+    } else {
+        outln!(
+            "imported {} pipelines and {} SPIR-V modules from {} entries into {} ({} pipeline libraries folded in)",
+            r.imported,
+            r.modules,
+            r.entries,
+            r.script.display(),
+            r.libraries
+        );
+        if !r.skipped.is_empty() {
+            outln!("skipped {} pipelines granary cannot represent:", r.skipped.len());
+            for s in &r.skipped {
+                outln!("  {} {}: {}", s.kind, s.hash, s.reason);
+            }
+        }
+        for d in &r.damaged {
+            outln!("damaged entry {} at {} offset {}: {}", d.name, d.file.display(), d.offset, d.reason);
+        }
+        for t in &r.truncated {
+            outln!("truncated: {} from offset {} (ignored, as Fossilize does)", t.file.display(), t.offset);
+        }
+    }
+    Ok(if r.intact() { 0 } else { 1 })
+}
