@@ -142,19 +142,20 @@ pub mod stage {
 }
 
 /// Dynamic states whose value is chosen at draw time and that change state the script fixes
-/// (`VkDynamicState`): a pipeline using one is skipped.
+/// (`VkDynamicState`, values checked against the Vulkan registry as vulkanalia-sys 0.35
+/// generates it): a pipeline using one is skipped.
 pub fn unrepresentable_dynamic_state(s: u64) -> Option<&'static str> {
     Some(match s {
         1000267000 => "CULL_MODE",
         1000267001 => "FRONT_FACE",
         1000267002 => "PRIMITIVE_TOPOLOGY",
-        1000267004 => "VERTEX_INPUT_BINDING_STRIDE",
-        1000267005 => "DEPTH_TEST_ENABLE",
-        1000267006 => "DEPTH_WRITE_ENABLE",
-        1000267007 => "DEPTH_COMPARE_OP",
-        1000267008 => "DEPTH_BOUNDS_TEST_ENABLE",
-        1000267009 => "STENCIL_TEST_ENABLE",
-        1000267010 => "STENCIL_OP",
+        1000267005 => "VERTEX_INPUT_BINDING_STRIDE",
+        1000267006 => "DEPTH_TEST_ENABLE",
+        1000267007 => "DEPTH_WRITE_ENABLE",
+        1000267008 => "DEPTH_COMPARE_OP",
+        1000267009 => "DEPTH_BOUNDS_TEST_ENABLE",
+        1000267010 => "STENCIL_TEST_ENABLE",
+        1000267011 => "STENCIL_OP",
         1000377001 => "RASTERIZER_DISCARD_ENABLE",
         1000377002 => "DEPTH_BIAS_ENABLE",
         1000377004 => "PRIMITIVE_RESTART_ENABLE",
