@@ -3,7 +3,9 @@
 //! look pipelines up by label or by key, read their stage outputs, verify the file. This is the
 //! crate a game or engine ships. It depends on no shader compiler, no CLI stack and no
 //! serialization framework, no proc-macro: just `xxhash-rust` (the checksums) and `memmap2`
-//! (zero-copy reads).
+//! (zero-copy reads); with the `vulkan` feature also `vulkanalia` (still no proc-macro), for
+//! [`vulkan::PipelineLoader`], which creates the archive's pipelines on a Vulkan device from
+//! their driver binaries.
 //!
 //! The offline tool (`granary harvest`) compiles every pipeline an application uses and writes
 //! one archive; at run time the application finds each pipeline by the label its script gave
@@ -65,6 +67,12 @@
 //! }
 //! # Ok(()) }
 //! ```
+//!
+//! Each render pipeline also carries its fixed-function state ([`PipelineRef::state`], a
+//! [`RenderState`]): with the stages and the layout, everything needed to create the driver
+//! pipeline again. With the `vulkan` feature, the `vulkan` module's `PipelineLoader` does that
+//! on the application's own `VkDevice`, from the binaries where the device matches and from
+//! the SPIR-V otherwise.
 //!
 //! # Contracts
 //!

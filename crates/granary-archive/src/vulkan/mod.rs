@@ -15,6 +15,31 @@
 //!
 //! The Vulkan library is loaded at run time ([`Driver::load`]) or the application's own
 //! instance and device are wrapped ([`Driver::borrowed`], [`Gpu::borrowed`]).
+//!
+//! # Example
+//!
+//! ```no_run
+//! use granary_archive::vulkan::vulkanalia::prelude::v1_3::*;
+//! use granary_archive::vulkan::{Driver, Gpu, LoaderOptions, OpenOptions, PipelineLoader, Source};
+//! use granary_archive::Archive;
+//! # fn f(instance: &Instance, physical: vk::PhysicalDevice, device: &Device) -> Result<(), Box<dyn std::error::Error>> {
+//! let archive = Archive::open(std::path::Path::new("game.granary"))?;
+//! // The application's instance and device, with what it enabled (here: VK_KHR_pipeline_binary
+//! // + maintenance5, and graphics pipeline libraries).
+//! let driver = Driver::borrowed(instance);
+//! let info = driver.physical_device(physical)?;
+//! let enabled = OpenOptions { pipeline_binaries: true, libraries: true, internal_cache: false };
+//! let gpu = Gpu::borrowed(driver, info, device, enabled)?;
+//! let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default())?;
+//! if let Some(why) = loader.mismatch() {
+//!     // "built for NVIDIA H200 … 580.159.04 …, this device is …: driver_version … vs …"
+//!     eprintln!("compiling from SPIR-V: {why}");
+//! }
+//! let made = loader.load_label("forward/high/skinned/opaque")?; // from any thread
+//! assert!(matches!(made.source, Source::Binaries | Source::CacheHit | Source::Compiled));
+//! let pipeline: vk::Pipeline = made.pipeline.into_raw(); // now the application's to destroy
+//! # let _ = pipeline; Ok(()) }
+//! ```
 
 pub mod build;
 mod devices;
