@@ -4,7 +4,7 @@
 //! crate a game or engine ships. It depends on no shader compiler, no CLI stack and no
 //! serialization framework, no proc-macro: just `xxhash-rust` (the checksums) and `memmap2`
 //! (zero-copy reads); with the `vulkan` feature also `vulkanalia` (still no proc-macro), for
-//! [`vulkan::PipelineLoader`], which creates the archive's pipelines on a Vulkan device from
+//! `vulkan::PipelineLoader`, which creates the archive's pipelines on a Vulkan device from
 //! their driver binaries.
 //!
 //! The offline tool (`granary harvest`) compiles every pipeline an application uses and writes
