@@ -232,3 +232,42 @@ impl Archive {
         Ok(meta)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::writer::{encode, prepare_shard, ArchiveMeta};
+    use crate::{Archive, ShardRecord};
+
+    fn bytes(shard: Option<&ShardRecord>) -> Vec<u8> {
+        let mut out = Vec::new();
+        prepare_shard(&[], &ArchiveMeta::new("opts"), shard).write_to(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn shard_record_round_trips_and_no_record_writes_the_unsharded_bytes() {
+        assert_eq!(bytes(None), encode(&[], &ArchiveMeta::new("opts")));
+        let r = ShardRecord { index: 1, count: 3, script: 0x1234 };
+        let a = Archive::from_bytes(bytes(Some(&r))).unwrap();
+        a.verify().unwrap();
+        assert_eq!(a.shard(), Some(r));
+        assert_eq!(Archive::from_bytes(bytes(None)).unwrap().shard(), None);
+    }
+
+    #[test]
+    fn merge_of_shards_needs_each_shard_of_one_script_once() {
+        let shard =
+            |index, count, script| Archive::from_bytes(bytes(Some(&ShardRecord { index, count, script }))).unwrap();
+        let msg = |inputs: Vec<Archive>| super::merge(&inputs).map(|_| ()).unwrap_err().to_string();
+        assert!(super::merge(&[shard(1, 2, 7), shard(0, 2, 7)]).is_ok());
+        let (entries, meta) = super::merge(&[shard(0, 1, 7)]).unwrap();
+        assert_eq!(encode(&entries, &meta), bytes(None), "a merged shard set is unsharded");
+        assert!(msg(vec![shard(0, 3, 7), shard(2, 3, 7)]).contains("shard 1/3 of script"));
+        assert!(msg(vec![shard(0, 2, 7), shard(0, 2, 7), shard(1, 2, 7)]).contains("shard 0/2 is given twice"));
+        assert!(msg(vec![shard(0, 2, 7), shard(1, 2, 8)]).contains("different scripts"));
+        assert!(msg(vec![shard(0, 2, 7), shard(1, 3, 7)]).contains("different shard counts"));
+        let plain = Archive::from_bytes(bytes(None)).unwrap();
+        assert!(msg(vec![plain, shard(0, 1, 7)]).contains("not a shard archive"));
+        assert!(super::merge(&[Archive::from_bytes(bytes(None)).unwrap()]).is_ok());
+    }
+}
