@@ -228,3 +228,25 @@ fn plan_json_agrees_with_the_shard_archives() {
         assert!(text.contains("expected imbalance (max/mean cost)"), "{text}");
     }
 }
+
+#[test]
+fn a_shard_resumed_from_its_own_or_another_shards_archive_is_the_same_shard() {
+    let dir = common::tempdir();
+    let reference = dir.path().join("ref.granary");
+    harvest(&reference, &["-j", "2", "--shard", "1/2"], &[]);
+    let want = std::fs::read(&reference).unwrap();
+    // Its own archive: everything is kept.
+    let again = dir.path().join("again.granary");
+    std::fs::copy(&reference, &again).unwrap();
+    let s = harvest(&again, &["-j", "2", "--shard", "1/2", "--resume"], &[]);
+    assert_eq!(s["resumed"], s["shard"]["pipelines"]);
+    assert!(std::fs::read(&again).unwrap() == want);
+    // The other shard's archive: nothing of it belongs to shard 1, all is dropped.
+    let other = dir.path().join("other.granary");
+    harvest(&other, &["-j", "2", "--shard", "0/2"], &[]);
+    let n0 = Archive::open(&other).unwrap().len();
+    let s = harvest(&other, &["-j", "2", "--shard", "1/2", "--resume"], &[]);
+    assert_eq!(s["resumed"], 0);
+    assert_eq!(s["dropped"].as_u64().unwrap() as usize, n0);
+    assert!(std::fs::read(&other).unwrap() == want);
+}
