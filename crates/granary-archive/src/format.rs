@@ -126,6 +126,45 @@ pub const DEVICE_PIPELINE_RECORD: usize = 24;
 /// key `[32]` (zero-padded), checksum u64 (of the preceding 40 bytes).
 pub const BINARY_RECORD: usize = 48;
 
+/// Which shard of which script an archive is (`harvest --shard I/N`), stored as the meta
+/// section's third string (docs/FORMAT.md §1.4.1): `shard=I/N;script=HASH`, HASH being
+/// 32 lower-case hex digits of the script hash. An unsharded archive stores nothing there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ShardRecord {
+    /// The shard's index, `0..count`.
+    pub index: u32,
+    /// How many shards the script was split into (at least 1).
+    pub count: u32,
+    /// `xxh3_128` of the script's set of pipeline keys (see `granary::harvest::shard`).
+    pub script: u128,
+}
+
+impl ShardRecord {
+    /// The meta-section text: `shard=I/N;script=HASH`.
+    pub fn to_text(&self) -> String {
+        format!("shard={}/{};script={:032x}", self.index, self.count, self.script)
+    }
+    /// Parses [`ShardRecord::to_text`]'s form exactly (the canonical spelling only), with
+    /// `index < count`.
+    pub fn parse(text: &str) -> Option<ShardRecord> {
+        let rest = text.strip_prefix("shard=")?;
+        let (ic, hash) = rest.split_once(";script=")?;
+        let (i, c) = ic.split_once('/')?;
+        let r = ShardRecord {
+            index: i.parse().ok()?,
+            count: c.parse().ok()?,
+            script: u128::from_str_radix(hash, 16).ok()?,
+        };
+        (r.index < r.count && r.to_text() == text).then_some(r)
+    }
+}
+
+impl std::fmt::Display for ShardRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "shard {}/{} of script {:032x}", self.index, self.count, self.script)
+    }
+}
+
 /// Rounds `n` up to [`ALIGN`].
 pub fn align_up(n: usize) -> usize {
     n.div_ceil(ALIGN) * ALIGN
@@ -133,6 +172,25 @@ pub fn align_up(n: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn shard_record_text_round_trips_and_only_the_canonical_form_parses() {
+        use super::ShardRecord;
+        let r = ShardRecord { index: 2, count: 4, script: 0xabc };
+        assert_eq!(r.to_text(), format!("shard=2/4;script={:032x}", 0xabc));
+        assert_eq!(ShardRecord::parse(&r.to_text()), Some(r));
+        for bad in [
+            "",
+            "shard=4/4;script=00000000000000000000000000000abc",
+            "shard=02/4;script=00000000000000000000000000000abc",
+            "shard=1/4;script=abc",
+            "shard=1/4;script=00000000000000000000000000000ABC",
+            "shard=1/0;script=00000000000000000000000000000abc",
+            "shard=1/4",
+        ] {
+            assert_eq!(ShardRecord::parse(bad), None, "{bad}");
+        }
+    }
+
     #[test]
     fn header_length_matches_docs_format_md() {
         assert_eq!(super::HEADER_LEN, 392);

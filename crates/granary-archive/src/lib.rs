@@ -140,12 +140,13 @@ pub use types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 
 #[cfg(feature = "write")]
 pub use durable::{remove_stale_temporaries, write_atomic, write_atomic_with};
+pub use format::ShardRecord;
 #[cfg(feature = "write")]
-pub use merge::{check_unique_labels, merge, write_entries};
+pub use merge::{check_unique_labels, merge, write_entries, write_shard_entries};
 #[cfg(feature = "write")]
 pub use salvage::{salvage, SalvageReport};
 #[cfg(feature = "write")]
-pub use writer::{check_device_data, encode, prepare, ArchiveMeta, Layout};
+pub use writer::{check_device_data, encode, prepare, prepare_shard, ArchiveMeta, Layout};
 
 /// A small archive for the crate-level example (two compute pipelines, SPIR-V only). Not API.
 #[doc(hidden)]

@@ -1,7 +1,7 @@
 //! Writing whole archives to disk, and merging archives: exact or refused.
 
 use crate::durable::write_atomic_with;
-use crate::writer::{prepare, ArchiveMeta};
+use crate::writer::{prepare_shard, ArchiveMeta, ShardRecord};
 use crate::WriteEntry;
 use crate::{Archive, ArchiveError};
 use std::path::Path;
@@ -12,9 +12,20 @@ use std::path::Path;
 /// ([`ArchiveError::Incompatible`]) device data the format cannot hold
 /// ([`check_device_data`](crate::check_device_data)).
 pub fn write_entries(path: &Path, entries: &[WriteEntry], meta: &ArchiveMeta) -> Result<usize, ArchiveError> {
+    write_shard_entries(path, entries, meta, None)
+}
+
+/// [`write_entries`] for a shard archive: records `shard` in the meta section (with `None`,
+/// exactly [`write_entries`]).
+pub fn write_shard_entries(
+    path: &Path,
+    entries: &[WriteEntry],
+    meta: &ArchiveMeta,
+    shard: Option<&ShardRecord>,
+) -> Result<usize, ArchiveError> {
     check_unique_labels(entries)?;
     crate::writer::check_device_data(entries, meta).map_err(ArchiveError::Incompatible)?;
-    let layout = prepare(entries, meta);
+    let layout = prepare_shard(entries, meta, shard);
     let mut written = 0;
     write_atomic_with(path, layout.len(), |w| {
         written = layout.write_to(&mut WriteAdapter(w))?;
@@ -80,6 +91,56 @@ fn incompatibility(a: &Archive, b: &Archive) -> Option<String> {
     None
 }
 
+/// Checks that shard archives among `inputs` form one complete set (see [`merge`]); inputs
+/// without a shard record pass when none has one.
+fn check_shards(inputs: &[Archive]) -> Result<(), ArchiveError> {
+    let Some(first) = inputs.iter().position(|a| a.shard().is_some()) else {
+        return Ok(());
+    };
+    let reference = inputs[first].shard().expect("a shard record");
+    let mut seen: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
+    for (i, a) in inputs.iter().enumerate() {
+        let Some(s) = a.shard() else {
+            return Err(ArchiveError::Incompatible(format!(
+                "cannot merge {} ({reference}) with {}, which is not a shard archive: merge the shards of one \
+                 script first, then merge the result with other archives",
+                name_of(&inputs[first], first),
+                name_of(a, i)
+            )));
+        };
+        if s.count != reference.count || s.script != reference.script {
+            let what = if s.script != reference.script { "scripts" } else { "shard counts" };
+            return Err(ArchiveError::Incompatible(format!(
+                "cannot merge {} ({reference}) with {} ({s}): they are shards of different {what}",
+                name_of(&inputs[first], first),
+                name_of(a, i)
+            )));
+        }
+        if let Some(j) = seen.insert(s.index, i) {
+            return Err(ArchiveError::Incompatible(format!(
+                "shard {}/{} is given twice: {} and {}",
+                s.index,
+                s.count,
+                name_of(&inputs[j], j),
+                name_of(a, i)
+            )));
+        }
+    }
+    let missing: Vec<String> =
+        (0..reference.count).filter(|i| !seen.contains_key(i)).map(|i| format!("{i}/{}", reference.count)).collect();
+    if !missing.is_empty() {
+        return Err(ArchiveError::Incompatible(format!(
+            "shard{} {} of script {:032x} {} missing: a merge of shards needs all {} of them",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", "),
+            reference.script,
+            if missing.len() == 1 { "is" } else { "are" },
+            reference.count
+        )));
+    }
+    Ok(())
+}
+
 fn name_of(a: &Archive, i: usize) -> String {
     a.path().map(|p| p.display().to_string()).unwrap_or_else(|| format!("input {}", i + 1))
 }
@@ -97,7 +158,14 @@ fn name_of(a: &Archive, i: usize) -> String {
 /// - one key with different contents in two inputs, or one label naming different pipelines,
 ///   is an [`ArchiveError::Conflict`] naming the key or label and both inputs — never "the
 ///   first one wins".
+///
+/// Shard archives (`harvest --shard I/N`, [`Archive::shard`]) merge only as a complete set:
+/// every input a shard of the same script and shard count, each index `0..N` exactly once
+/// ([`ArchiveError::Incompatible`] names the missing or duplicated shard, or the two inputs
+/// that differ). The result is an unsharded archive, so merging all N shards gives the bytes
+/// of a single-machine harvest of the script.
 pub fn merge(inputs: &[Archive]) -> Result<(Vec<WriteEntry>, ArchiveMeta), ArchiveError> {
+    check_shards(inputs)?;
     // The reference for compatibility: the first non-empty input (empty ones have no targets).
     let reference = inputs.iter().position(|a| !a.is_empty()).unwrap_or(0);
     for (i, a) in inputs.iter().enumerate() {
@@ -162,5 +230,44 @@ impl Archive {
         let mut meta = ArchiveMeta::new(self.target_options_text());
         meta.device_caches = self.device_caches()?;
         Ok(meta)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::writer::{encode, prepare_shard, ArchiveMeta};
+    use crate::{Archive, ShardRecord};
+
+    fn bytes(shard: Option<&ShardRecord>) -> Vec<u8> {
+        let mut out = Vec::new();
+        prepare_shard(&[], &ArchiveMeta::new("opts"), shard).write_to(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn shard_record_round_trips_and_no_record_writes_the_unsharded_bytes() {
+        assert_eq!(bytes(None), encode(&[], &ArchiveMeta::new("opts")));
+        let r = ShardRecord { index: 1, count: 3, script: 0x1234 };
+        let a = Archive::from_bytes(bytes(Some(&r))).unwrap();
+        a.verify().unwrap();
+        assert_eq!(a.shard(), Some(r));
+        assert_eq!(Archive::from_bytes(bytes(None)).unwrap().shard(), None);
+    }
+
+    #[test]
+    fn merge_of_shards_needs_each_shard_of_one_script_once() {
+        let shard =
+            |index, count, script| Archive::from_bytes(bytes(Some(&ShardRecord { index, count, script }))).unwrap();
+        let msg = |inputs: Vec<Archive>| super::merge(&inputs).map(|_| ()).unwrap_err().to_string();
+        assert!(super::merge(&[shard(1, 2, 7), shard(0, 2, 7)]).is_ok());
+        let (entries, meta) = super::merge(&[shard(0, 1, 7)]).unwrap();
+        assert_eq!(encode(&entries, &meta), bytes(None), "a merged shard set is unsharded");
+        assert!(msg(vec![shard(0, 3, 7), shard(2, 3, 7)]).contains("shard 1/3 of script"));
+        assert!(msg(vec![shard(0, 2, 7), shard(0, 2, 7), shard(1, 2, 7)]).contains("shard 0/2 is given twice"));
+        assert!(msg(vec![shard(0, 2, 7), shard(1, 2, 8)]).contains("different scripts"));
+        assert!(msg(vec![shard(0, 2, 7), shard(1, 3, 7)]).contains("different shard counts"));
+        let plain = Archive::from_bytes(bytes(None)).unwrap();
+        assert!(msg(vec![plain, shard(0, 1, 7)]).contains("not a shard archive"));
+        assert!(super::merge(&[Archive::from_bytes(bytes(None)).unwrap()]).is_ok());
     }
 }

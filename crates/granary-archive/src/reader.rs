@@ -54,6 +54,7 @@ pub struct Archive {
     targets: TargetSet,
     target_options: u128,
     target_options_text: String,
+    shard: Option<crate::format::ShardRecord>,
     sections: [(usize, usize); SECTION_COUNT],
     pipeline_count: usize,
     blob_count: usize,
@@ -244,9 +245,15 @@ impl Archive {
             strings.push(s.to_string());
             pos = end.unwrap_or(usize::MAX);
         }
-        if strings.last().is_some_and(|s| !s.is_empty()) {
-            return Err(ArchiveError::corrupt(moff + pos, "reserved meta string is not empty"));
-        }
+        let shard = match strings.last().map(String::as_str) {
+            None | Some("") => None,
+            Some(text) => match crate::format::ShardRecord::parse(text) {
+                Some(r) => Some(r),
+                None => {
+                    return Err(ArchiveError::corrupt(moff, "reserved meta string is neither empty nor a shard record"))
+                }
+            },
+        };
         if pos != mlen {
             return Err(ArchiveError::corrupt(moff + pos.min(mlen), "trailing bytes in the meta section"));
         }
@@ -264,6 +271,7 @@ impl Archive {
             targets,
             target_options,
             target_options_text,
+            shard,
             sections,
             pipeline_count,
             blob_count,
@@ -328,6 +336,11 @@ impl Archive {
     /// The writer-options fingerprint keys were computed under.
     pub fn key_context(&self) -> KeyContext {
         KeyContext { target_options: self.target_options }
+    }
+    /// Which shard of which script this archive is (`harvest --shard I/N`), or `None` for an
+    /// unsharded archive (docs/FORMAT.md §1.4.1).
+    pub fn shard(&self) -> Option<crate::format::ShardRecord> {
+        self.shard
     }
     /// The writer options in words.
     pub fn target_options_text(&self) -> &str {

@@ -4,6 +4,7 @@
 //! duplicates and the history that produced them do not change a byte.
 
 use crate::device::resolve_binaries;
+pub use crate::format::ShardRecord;
 use crate::format::*;
 use crate::key::checksum64;
 use crate::{BinarySet, Blob, DeviceCache, DeviceIdentity, PipelineEntry, TargetSet, WriteEntry};
@@ -152,6 +153,12 @@ pub fn check_device_data(entries: &[WriteEntry], meta: &ArchiveMeta) -> Result<(
 
 /// Sorts, deduplicates and lays out `entries` for writing.
 pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> Layout<'a> {
+    prepare_shard(entries, meta, None)
+}
+
+/// [`prepare`] for a shard archive: `shard` is recorded in the meta section's third string
+/// (with `None`, exactly [`prepare`]).
+pub fn prepare_shard<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta, shard: Option<&ShardRecord>) -> Layout<'a> {
     // Canonical entry set: one per key, labels merged and sorted, device binaries gathered.
     type Slot<'a> = (&'a Arc<PipelineEntry>, BTreeSet<&'a str>, Vec<&'a crate::DeviceBinaries>);
     let mut by_key: BTreeMap<u128, Slot<'a>> = BTreeMap::new();
@@ -326,9 +333,11 @@ pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> Layout<'a> 
         debug_assert_eq!(d.identity.id(), *id);
     }
 
-    // The third meta string is reserved (empty) since format version 3.
+    // The third meta string is empty since format version 3, except in a shard archive, where
+    // it is the shard record.
+    let shard_text = shard.map(ShardRecord::to_text).unwrap_or_default();
     let mut meta_bytes = Vec::new();
-    for s in ["granary", meta.target_options_text.as_str(), ""] {
+    for s in ["granary", meta.target_options_text.as_str(), shard_text.as_str()] {
         meta_bytes.extend_from_slice(&(s.len() as u32).to_le_bytes());
         meta_bytes.extend_from_slice(s.as_bytes());
     }

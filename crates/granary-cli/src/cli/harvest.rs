@@ -3,7 +3,8 @@
 use anyhow::Context as _;
 use granary::descriptor::TargetSet;
 use granary::frontend::Profile;
-use granary::harvest::{harvest, HarvestOptions, IsolateOptions, Progress};
+use granary::harvest::shard::ShardSpec;
+use granary::harvest::{harvest_shard, HarvestOptions, IsolateOptions, Progress};
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 
@@ -69,8 +70,35 @@ pub struct HarvestArgs {
     /// https://ui.perfetto.dev or chrome://tracing.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Compile only shard I of N (0 ≤ I < N): every shard reads the whole script and they agree
+    /// on who compiles what (`granary plan SCRIPT --shards N` shows the split); `granary merge`
+    /// of all N shard archives gives the bytes of an unsharded harvest. `/N` takes I from
+    /// SLURM_ARRAY_TASK_ID (a Slurm job array) or JOB_COMPLETION_INDEX (a Kubernetes Indexed Job).
+    #[arg(long, value_name = "I/N", conflicts_with = "shards")]
+    shard: Option<String>,
+    /// The same as `--shard /N`: shard I of N, I from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX.
+    #[arg(long, value_name = "N")]
+    shards: Option<u32>,
     #[command(flatten)]
     device: DeviceArgs,
+}
+
+/// `--shard` / `--shards`, with the index taken from the environment where it is not given.
+fn shard_spec(shard: Option<&str>, shards: Option<u32>) -> anyhow::Result<Option<ShardSpec>> {
+    use granary::harvest::shard::index_from_env;
+    let (index, count) = match (shard, shards) {
+        (Some(text), _) => ShardSpec::parse(text).map_err(anyhow::Error::msg)?,
+        (None, Some(n)) => {
+            anyhow::ensure!(n >= 1, "--shards must be at least 1");
+            (None, n)
+        }
+        (None, None) => return Ok(None),
+    };
+    let index = match index {
+        Some(i) => i,
+        None => index_from_env(count, |v| std::env::var(v).ok()).map_err(anyhow::Error::msg)?,
+    };
+    Ok(Some(ShardSpec { index, count }))
 }
 
 /// Backend and device selection, shared by `harvest` and `stress`.
@@ -207,6 +235,7 @@ fn parse_profile(s: &str) -> Result<&'static Profile, String> {
 pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     anyhow::ensure!(threads >= 1, "-j must be at least 1");
+    let shard = shard_spec(a.shard.as_deref(), a.shards)?;
     let backend = a.device.open(a.targets, true)?;
     let opts = HarvestOptions {
         script: a.script.clone(),
@@ -253,7 +282,8 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
             }
         }
     };
-    let summary = harvest(&opts, &on_progress).with_context(|| format!("harvest of {} failed", a.script.display()))?;
+    let summary = harvest_shard(&opts, shard, &on_progress)
+        .with_context(|| format!("harvest of {} failed", a.script.display()))?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }

@@ -21,6 +21,7 @@ mod gen;
 mod harvest;
 mod import_foz;
 mod inspect;
+mod plan;
 mod prune;
 mod salvage;
 mod stress;
@@ -38,6 +39,8 @@ Examples:
   granary ls renderer.granary
   granary extract renderer.granary prepass/low/static/opaque --target spirv -o out/
   granary merge a.granary b.granary -o all.granary
+  granary plan pipelines.json --shards 4
+  granary harvest pipelines.json -o shard-2.granary --shard 2/4   # then merge all 4
 
 Exit status: 0 success, 1 finished with failures (see the summary), 2 could not run.")]
 struct Cli {
@@ -61,6 +64,10 @@ enum Command {
     Gen(gen::GenArgs),
     /// Copy every intact pipeline of a damaged archive into a new one and report what was lost.
     Salvage(salvage::SalvageArgs),
+    /// Show how `harvest --shard I/N` splits a script: per shard the pipelines, stage
+    /// functions and estimated cost, the stage functions compiled in more than one shard, and
+    /// the expected imbalance.
+    Plan(plan::PlanArgs),
     /// Keep exactly the archived pipelines a script produces, labelled as the script labels them (no compiling).
     Prune(prune::PruneArgs),
     /// Run the bug report's race scenarios against the real compiler and capture, checking
@@ -96,6 +103,7 @@ pub fn main() -> i32 {
         Command::Gen(a) => gen::run(a),
         Command::Salvage(a) => salvage::run(a),
         Command::Prune(a) => prune::run(a),
+        Command::Plan(a) => plan::run(a),
         Command::Devices(a) => devices::run(a),
         Command::ExportMtl4(a) => export_mtl4::run(a),
         Command::Worker(a) => harvest::worker(a),

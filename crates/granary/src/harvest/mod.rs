@@ -19,6 +19,7 @@ mod isolate;
 mod plan;
 mod prune;
 mod report;
+pub mod shard;
 mod sink;
 mod trace;
 mod worker;
@@ -26,7 +27,7 @@ mod worker;
 pub use isolate::IsolateOptions;
 pub use plan::{plan, Plan, Task};
 pub use prune::{prune, PruneReport};
-pub use report::{Failure, HarvestSummary, Phases, TargetCount};
+pub use report::{Failure, HarvestSummary, Phases, ShardSummary, TargetCount};
 pub use worker::worker_main;
 
 use crate::archive::journal::{journal_path, remove_journal, replay_journal, JournalReplay};
@@ -244,6 +245,24 @@ fn resume(
 
 /// Runs a harvest. `on_progress` is called from worker threads.
 pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -> Result<HarvestSummary, HarvestError> {
+    harvest_shard(opts, None, on_progress)
+}
+
+/// [`harvest`] of one shard (`--shard I/N`, [`shard`]): compiles only the pipelines
+/// [`shard::assign`] gives shard I, and records in the archive which shard of which script it
+/// is, so that `granary merge` of all N shard archives gives the bytes of an unsharded
+/// harvest. With `None`, exactly [`harvest`].
+pub fn harvest_shard(
+    opts: &HarvestOptions,
+    shard: Option<shard::ShardSpec>,
+    on_progress: &(dyn Fn(Progress) + Sync),
+) -> Result<HarvestSummary, HarvestError> {
+    if let Some(s) = shard.filter(|s| s.count == 0 || s.index >= s.count) {
+        return Err(HarvestError::Unsupported(format!(
+            "shard {}/{} does not exist: a shard index is 0 ≤ I < N",
+            s.index, s.count
+        )));
+    }
     let start = Instant::now();
     let cpu0 = process_cpu_time();
     let threads = opts.threads.max(1);
@@ -293,6 +312,18 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
         }
     }
     valid.extend(expansion.variants.iter().map(|(i, _, d)| (*i, d)));
+    // `--shard I/N`: keep shard I's pipelines. The assignment sees every valid pipeline of the
+    // script, so every shard computes the same one.
+    let shard_record = shard.map(|spec| {
+        let (items, a) = shard::assign_descriptors(valid.iter().map(|(_, d)| *d), &ctx, spec.count);
+        let mut i = 0;
+        valid.retain(|_| {
+            let keep = a.shard_of.get(&items[i].key) == Some(&spec.index);
+            i += 1;
+            keep
+        });
+        granary_archive::ShardRecord { index: spec.index, count: spec.count, script: a.script }
+    });
 
     let mut resumed = if opts.resume { resume(opts, &ctx, &capture, &mut valid)? } else { Resumed::default() };
 
@@ -408,7 +439,17 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
             .map(|a| WriteReport { pipelines: a.len(), bytes: a.size() })
             .unwrap_or(WriteReport { pipelines: 0, bytes: 0 })
     } else {
-        let report = capture.write_archive(&opts.output)?;
+        let report = match &shard_record {
+            None => capture.write_archive(&opts.output)?,
+            Some(record) => {
+                // The same entries and meta `write_archive` writes, plus the shard record.
+                let snap = capture.snapshot();
+                let mut meta = crate::archive::portable_meta_for(opts.profile, opts.targets);
+                meta.device_caches = capture.device_caches();
+                let bytes = granary_archive::write_shard_entries(&opts.output, &snap.entries, &meta, Some(record))?;
+                WriteReport { pipelines: snap.entries.len(), bytes }
+            }
+        };
         bytes_written += report.bytes as u64;
         // Every journaled entry the script produces is in the archive now (the others were
         // dropped on purpose): the journal has nothing left to add.
@@ -471,6 +512,12 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     let stage_references: usize = valid.iter().map(|(_, d)| d.stages().len()).sum();
     Ok(HarvestSummary {
         output: opts.output.display().to_string(),
+        shard: shard_record.map(|r| report::ShardSummary {
+            index: r.index,
+            count: r.count,
+            script: format!("{:032x}", r.script),
+            pipelines: valid.len() + resumed.pipelines,
+        }),
         trace: if trace_error.is_none() { opts.trace.as_ref().map(|p| p.display().to_string()) } else { None },
         trace_error,
         expanded: expansion.replaced.len(),

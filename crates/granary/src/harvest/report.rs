@@ -78,6 +78,10 @@ pub struct Phases {
 pub struct HarvestSummary {
     /// The archive written.
     pub output: String,
+    /// `--shard I/N`: which shard this harvest was, and how many of the script's pipelines
+    /// it had (`pipelines` counts the whole script's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardSummary>,
     /// `--isolate` with a device that keeps pipeline-cache data: the caches retiring workers
     /// handed over (each stored with the device's section; crashed workers' are lost).
     pub worker_caches: usize,
@@ -173,6 +177,19 @@ pub struct HarvestSummary {
     pub failures: Vec<Failure>,
 }
 
+/// One shard of a sharded harvest ([`HarvestSummary::shard`]).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct ShardSummary {
+    /// I.
+    pub index: u32,
+    /// N.
+    pub count: u32,
+    /// The script hash recorded in the archive (32 hex digits).
+    pub script: String,
+    /// The script's pipelines assigned to this shard.
+    pub pipelines: usize,
+}
+
 impl HarvestSummary {
     /// A human-readable multi-line summary.
     pub fn to_text(&self) -> String {
@@ -193,6 +210,12 @@ impl HarvestSummary {
                 self.profile
             )
         };
+        if let Some(sh) = &self.shard {
+            s += &format!(
+                "  shard:                 {}/{} of script {}: {} of the script's {} pipelines\n",
+                sh.index, sh.count, sh.script, sh.pipelines, self.pipelines
+            );
+        }
         if let Some(t) = &self.trace {
             s += &format!("  trace:                 {t} (open in https://ui.perfetto.dev or chrome://tracing)\n");
         }

@@ -1,0 +1,134 @@
+//! `granary plan SCRIPT --shards N`: how `harvest --shard I/N` would split a script.
+
+use anyhow::Context as _;
+use granary::descriptor::{KeyContext, TargetSet};
+use granary::frontend::Profile;
+use granary::harvest::shard::assign_descriptors;
+use granary::script::Script;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct PlanArgs {
+    /// The pipelines script.
+    script: PathBuf,
+    /// How many shards.
+    #[arg(long, value_name = "N")]
+    shards: u32,
+    /// Output targets, as the harvest will be given them (they are part of every key, hence
+    /// of the split).
+    #[arg(long, default_value = "spirv", value_parser = TargetSet::parse)]
+    targets: TargetSet,
+    /// Device profile, as the harvest will be given it (part of every key).
+    #[arg(long, value_name = "NAME", default_value = "default", value_parser = Profile::named)]
+    profile: &'static Profile,
+    /// Print the plan as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct PlanShard {
+    index: u32,
+    pipelines: usize,
+    stage_functions: usize,
+    cost: usize,
+}
+
+#[derive(serde::Serialize)]
+struct Duplicated {
+    key: String,
+    shards: Vec<u32>,
+}
+
+#[derive(serde::Serialize)]
+struct PlanReport {
+    script: String,
+    /// The script hash every shard archive records (32 hex digits).
+    script_hash: String,
+    shards: u32,
+    pipelines: usize,
+    /// Pipelines of the script that are not valid descriptors (in no shard).
+    invalid_pipelines: usize,
+    stage_functions: usize,
+    fair_share: usize,
+    per_shard: Vec<PlanShard>,
+    duplicated_stage_functions: Vec<Duplicated>,
+    /// Stage-function compiles beyond one per unique function.
+    extra_stage_function_compiles: usize,
+    /// Max shard cost over mean shard cost.
+    imbalance: f64,
+}
+
+pub fn run(a: PlanArgs) -> anyhow::Result<i32> {
+    anyhow::ensure!(a.shards >= 1, "--shards must be at least 1");
+    let text = std::fs::read_to_string(&a.script).with_context(|| format!("cannot read {}", a.script.display()))?;
+    let script = Script::parse(&text, &a.script, a.script.parent().unwrap_or(std::path::Path::new("")))?;
+    let ctx =
+        KeyContext { target_options: granary::frontend::targets::target_options_fingerprint(a.profile, a.targets) };
+    let valid: Vec<_> = script.pipelines.iter().filter_map(|p| p.descriptor.as_ref().ok()).collect();
+    let invalid = script.pipelines.len() - valid.len();
+    let (_, plan) = assign_descriptors(valid.iter().copied(), &ctx, a.shards);
+    let report = PlanReport {
+        script: a.script.display().to_string(),
+        script_hash: format!("{:032x}", plan.script),
+        shards: plan.count,
+        pipelines: plan.shard_of.len(),
+        invalid_pipelines: invalid,
+        stage_functions: plan.stage_functions,
+        fair_share: plan.fair_share,
+        per_shard: plan
+            .shards
+            .iter()
+            .enumerate()
+            .map(|(i, s)| PlanShard {
+                index: i as u32,
+                pipelines: s.pipelines,
+                stage_functions: s.stage_functions,
+                cost: s.cost,
+            })
+            .collect(),
+        duplicated_stage_functions: plan
+            .duplicated
+            .iter()
+            .map(|(k, s)| Duplicated { key: format!("{k:032x}"), shards: s.clone() })
+            .collect(),
+        extra_stage_function_compiles: plan.extra_compiles(),
+        imbalance: plan.imbalance(),
+    };
+    if a.json {
+        super::print_json(&report)?;
+        return Ok(0);
+    }
+    outln!(
+        "{} in {} shards: {} pipelines, {} unique stage functions, script {}",
+        report.script,
+        report.shards,
+        report.pipelines,
+        report.stage_functions,
+        report.script_hash
+    );
+    if report.invalid_pipelines > 0 {
+        outln!("  {} pipelines of the script are not valid and belong to no shard", report.invalid_pipelines);
+    }
+    outln!("  {:>5}  {:>9}  {:>15}  {:>6}", "shard", "pipelines", "stage functions", "cost");
+    for s in &report.per_shard {
+        outln!(
+            "  {:>5}  {:>9}  {:>15}  {:>6}",
+            format!("{}/{}", s.index, report.shards),
+            s.pipelines,
+            s.stage_functions,
+            s.cost
+        );
+    }
+    outln!(
+        "  stage functions in more than one shard: {} ({} extra compiles)",
+        report.duplicated_stage_functions.len(),
+        report.extra_stage_function_compiles
+    );
+    for d in &report.duplicated_stage_functions {
+        let shards: Vec<String> = d.shards.iter().map(u32::to_string).collect();
+        outln!("    {} in shards {}", d.key, shards.join(", "));
+    }
+    outln!("  expected imbalance (max/mean cost): {:.3}", report.imbalance);
+    Ok(0)
+}
