@@ -96,6 +96,15 @@ fn merged_shards_are_byte_identical_to_a_plain_harvest_for_1_to_4_shards() {
             assert_eq!(s["shard"]["count"], n);
             assert_eq!(s["shard"]["script"], format!("{:032x}", r.script));
             assert_eq!(s["shard"]["pipelines"].as_u64().unwrap() as usize, a.len());
+            // `ls` shows the record (JSON and text).
+            let ls: serde_json::Value =
+                serde_json::from_slice(&ok(granary(&["ls", p.to_str().unwrap(), "--json"])).stdout).unwrap();
+            assert_eq!(
+                (ls["shard"]["index"].as_u64(), ls["shard"]["count"].as_u64()),
+                (Some(i as u64), Some(n as u64))
+            );
+            let text = String::from_utf8(ok(granary(&["ls", p.to_str().unwrap()])).stdout).unwrap();
+            assert!(text.contains(&format!("shard {i} of {n}")), "{text}");
             total += a.len();
         }
         assert_eq!(total, full_archive.len(), "n={n}: every pipeline in exactly one shard");
@@ -109,6 +118,9 @@ fn merged_shards_are_byte_identical_to_a_plain_harvest_for_1_to_4_shards() {
                 std::fs::read(&out).unwrap() == full_bytes,
                 "n={n}, {name} order: merged bytes differ from a plain harvest"
             );
+            let ls: serde_json::Value =
+                serde_json::from_slice(&ok(granary(&["ls", out.to_str().unwrap(), "--json"])).stdout).unwrap();
+            assert!(ls["shard"].is_null(), "a merged archive is no shard");
             std::fs::remove_file(&out).unwrap();
         }
     }

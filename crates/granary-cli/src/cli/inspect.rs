@@ -228,6 +228,11 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
             "bytes": ar.size(),
             "targets": ar.targets().names(),
             "blobs": ar.blob_count(),
+            "shard": ar.shard().map(|s| serde_json::json!({
+                "index": s.index,
+                "count": s.count,
+                "script": format!("{:032x}", s.script),
+            })),
             "devices": devices_json,
             "pipelines": rows,
         }))?;
@@ -245,6 +250,14 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
         ar.size(),
         ar.targets().names()
     );
+    if let Some(s) = ar.shard() {
+        outln!(
+            "shard {} of {} (0-based) of script {:032x}: merge it with the other shards (`granary merge`)",
+            s.index,
+            s.count,
+            s.script
+        );
+    }
     for (d, (binary_bytes, cache_bytes)) in devices.iter().zip(&device_bytes) {
         outln!(
             "device {}: {} pipelines, {binary_bytes} bytes of driver binaries, {cache_bytes} bytes of pipeline caches",
