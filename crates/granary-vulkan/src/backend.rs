@@ -17,8 +17,8 @@ use granary::frontend::StageFunction;
 use granary_archive::vulkan::build::{entry_name, graphics_input};
 use granary_archive::vulkan::raw::{How, Layout, Module};
 use granary_archive::vulkan::{identity_of, select_device, state, Driver, Gpu, OpenOptions, VulkanError};
-use granary_archive::DeviceIdentity;
 use granary_archive::{BinarySet, Blob, DeviceBinaries, DeviceBinary, DeviceCache, BINARY_SET_LIBRARY};
+use granary_archive::{DeviceIdentity, RenderState};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -194,8 +194,7 @@ impl VulkanBackend {
         .clone()
     }
 
-    fn layout(&self, layout: &PipelineLayout) -> Result<Arc<Layout>, String> {
-        let desc = state::layout_desc(layout)?;
+    fn layout(&self, desc: &state::LayoutDesc) -> Result<Arc<Layout>, String> {
         if desc.sets.len() as u32 > self.gpu.info.max_bound_descriptor_sets {
             return Err(format!(
                 "the layout uses {} descriptor sets; device '{}' binds at most {}",
@@ -208,7 +207,7 @@ impl VulkanBackend {
             let mut map = self.layouts.lock().unwrap_or_else(|p| p.into_inner());
             map.entry(desc.clone()).or_default().clone()
         };
-        cell.get_or_init(|| self.gpu.layout(&desc).map(Arc::new).map_err(|e| e.to_string())).clone()
+        cell.get_or_init(|| self.gpu.layout(desc).map(Arc::new).map_err(|e| e.to_string())).clone()
     }
 
     /// Creates one pipeline on the device, captures it and destroys it. `functions` are the
@@ -221,28 +220,32 @@ impl VulkanBackend {
         functions: &[Arc<StageFunction>],
         layout: &PipelineLayout,
     ) -> Result<PipelineCapture, String> {
+        // Computed once per pipeline, for the sharing key and the create info alike.
+        let vk_layout = state::layout_desc(layout)?;
+        let render_state = match desc {
+            PipelineDescriptor::Render(r) => Some(r.state()),
+            PipelineDescriptor::Compute(_) => None,
+        };
         let Some(map) = &self.shared_captures else {
-            return self.create_unshared(desc, functions, layout);
+            return self.create_unshared(desc, functions, &vk_layout, render_state.as_ref());
         };
         let spirv: Option<Vec<(u128, ShaderStage, String)>> = functions
             .iter()
             .map(|f| f.outputs.get(Target::Spirv).map(|b| (b.hash().0, f.stage, f.entry_point.clone())))
             .collect();
-        let (Some(stages), Ok(vk_layout)) = (spirv, state::layout_desc(layout)) else {
-            // No SPIR-V or a layout Vulkan cannot express: the unshared path says why.
-            return self.create_unshared(desc, functions, layout);
+        let Some(stages) = spirv else {
+            // A stage without SPIR-V: the unshared path says which.
+            return self.create_unshared(desc, functions, &vk_layout, render_state.as_ref());
         };
-        let state = match desc {
-            PipelineDescriptor::Render(r) => Some(r.state().encode().map_err(|e| e.message)?),
-            PipelineDescriptor::Compute(_) => None,
-        };
-        let key = DriverKey { stages, state, layout: vk_layout, library: granary::backend::needs_libraries(desc) };
+        let state = render_state.as_ref().map(|r| r.encode()).transpose().map_err(|e| e.message)?;
+        let key =
+            DriverKey { stages, state, layout: vk_layout.clone(), library: granary::backend::needs_libraries(desc) };
         let cell = map.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_default().clone();
         let mut created_here = false;
         let result = cell
             .get_or_init(|| {
                 created_here = true;
-                self.create_unshared(desc, functions, layout)
+                self.create_unshared(desc, functions, &vk_layout, render_state.as_ref())
             })
             .clone();
         if !created_here && result.is_ok() {
@@ -251,30 +254,32 @@ impl VulkanBackend {
         result
     }
 
+    /// `render_state` is the descriptor's (`None` for compute pipelines).
     fn create_unshared(
         &self,
         desc: &PipelineDescriptor,
         functions: &[Arc<StageFunction>],
-        layout: &PipelineLayout,
+        layout: &state::LayoutDesc,
+        render_state: Option<&RenderState>,
     ) -> Result<PipelineCapture, String> {
         let modules = functions.iter().map(|f| self.module(f)).collect::<Result<Vec<_>, _>>()?;
         let pipeline_layout = self.layout(layout)?;
-        let (created, library) = match desc {
-            PipelineDescriptor::Compute(_) => {
+        let (created, library) = match render_state {
+            None => {
                 let (m, f) = (&modules[0], &functions[0]);
                 let entry = entry_name(&f.entry_point)?;
                 let intern = |b: &[u8]| self.intern(b);
                 let created = self.gpu.create_compute(Some(m), &entry, &pipeline_layout, How::Capture(&intern));
                 (created.map_err(|e| e.to_string())?, false)
             }
-            PipelineDescriptor::Render(r) => {
+            Some(r) => {
                 let mut stages = Vec::with_capacity(functions.len());
                 for (f, m) in functions.iter().zip(&modules) {
                     stages.push((Some(&**m), state::stage_flag(f.stage), entry_name(&f.entry_point)?));
                 }
                 debug_assert!(functions.first().is_some_and(|f| f.stage == ShaderStage::Vertex));
                 let library = granary::backend::needs_libraries(desc);
-                let input = graphics_input(&self.gpu, &r.state(), stages, &pipeline_layout, library, &[])?;
+                let input = graphics_input(&self.gpu, r, stages, &pipeline_layout, library, &[])?;
                 let intern = |b: &[u8]| self.intern(b);
                 (self.gpu.create_graphics(&input, How::Capture(&intern)).map_err(|e| e.to_string())?, library)
             }

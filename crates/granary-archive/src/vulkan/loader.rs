@@ -183,7 +183,10 @@ pub struct PipelineLoader<'a> {
     gpu: Arc<Gpu>,
     identity: DeviceIdentity,
     device: Result<DeviceRef<'a>, DeviceMismatch>,
-    cache: Option<Cache>,
+    /// The compile path's pipeline cache.
+    cache: Cache,
+    /// Whether `cache` was seeded with data.
+    seeded: bool,
     options: LoaderOptions,
     modules: Mutex<HashMap<StageKey, Cell<Module>>>,
     layouts: Mutex<HashMap<LayoutDesc, Cell<Layout>>>,
@@ -219,7 +222,8 @@ impl<'a> PipelineLoader<'a> {
             gpu,
             identity,
             device,
-            cache: Some(cache),
+            cache,
+            seeded: !initial.is_empty(),
             options,
             modules: Mutex::default(),
             layouts: Mutex::default(),
@@ -245,14 +249,12 @@ impl<'a> PipelineLoader<'a> {
 
     /// Whether the compile path's pipeline cache was seeded with data.
     pub fn cache_seeded(&self) -> bool {
-        self.options.initial_cache.as_ref().is_some_and(|c| !c.is_empty())
-            || (self.options.use_archive_cache
-                && self.device.as_ref().is_ok_and(|d| d.caches().is_ok_and(|c| !c.is_empty())))
+        self.seeded
     }
 
     /// The compile path's `VkPipelineCache` data (`vkGetPipelineCacheData`), e.g. to save it.
     pub fn cache_data(&self) -> Result<Vec<u8>, VulkanError> {
-        self.cache.as_ref().map_or(Ok(Vec::new()), |c| c.data())
+        self.cache.data()
     }
 
     /// Creates the pipeline labelled `label`.
@@ -318,7 +320,7 @@ impl<'a> PipelineLoader<'a> {
             }));
         }
         let handles = made.as_ref().map_or(&[][..], |(h, _)| h.as_slice());
-        let cache = if made.is_some() { None } else { self.cache.as_ref() };
+        let cache = if made.is_some() { None } else { Some(&self.cache) };
         let how = How::Keep { binaries: handles, cache };
 
         // Modules only for a compile: the specification ignores them with binaries.

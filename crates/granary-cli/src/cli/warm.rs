@@ -211,7 +211,8 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
     let mismatch = probe.mismatch().map(|m| m.to_string());
     let has_binaries = probe.has_binaries();
     let cache_seeded = probe.cache_seeded();
-    drop(probe);
+    // The probe is the first pass's loader; each further pass gets a fresh one.
+    let mut probe = Some(probe);
     if let Some(m) = &mismatch {
         if a.fallback == FallbackArg::Fail && matches!(a.source, SourceArg::Auto | SourceArg::Binaries) {
             if a.json {
@@ -249,7 +250,10 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
     let mut last = None;
     let mut cache_bytes = None;
     for _ in 0..a.repeat.max(1) {
-        let loader = PipelineLoader::new(&archive, gpu.clone(), options.clone())?;
+        let loader = match probe.take() {
+            Some(l) => l,
+            None => PipelineLoader::new(&archive, gpu.clone(), options.clone())?,
+        };
         let p = pass(&loader, &archive, threads, a.trace_each);
         walls.push(p.wall.as_secs_f64());
         if let Some(path) = &a.pipeline_cache_out {
