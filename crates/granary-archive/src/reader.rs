@@ -469,6 +469,7 @@ impl Archive {
 
     /// The length of blob `i` from its index record (checksum checked; the bytes are not
     /// read).
+    #[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
     pub(crate) fn blob_len(&self, i: usize) -> Result<usize> {
         let (at, rec) = self.record(Section::BlobIndex, i)?;
         if checksum64(&rec[..32]) != u64_at(rec, 32)? {

@@ -212,7 +212,8 @@ fn plan_json_agrees_with_the_shard_archives() {
             assert_eq!(s["pipelines"].as_u64().unwrap() as usize, a.len(), "shard {i}/{n} pipelines");
             assert_eq!(s["stage_functions"], summaries[i]["unique_stage_functions"], "shard {i}/{n} stage functions");
             let cost = s["cost"].as_u64().unwrap();
-            assert_eq!(cost, s["pipelines"].as_u64().unwrap() + s["stage_functions"].as_u64().unwrap());
+            let weight = plan["pipeline_weight"].as_u64().unwrap();
+            assert_eq!(cost, weight * s["pipelines"].as_u64().unwrap() + s["stage_functions"].as_u64().unwrap());
             assert_eq!(plan["script_hash"], format!("{:032x}", a.shard().unwrap().script));
             total += a.len();
             costs.push(cost as f64);

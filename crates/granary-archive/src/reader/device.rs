@@ -293,6 +293,7 @@ impl<'a> BinarySetRef<'a> {
     }
     /// Binary `i`'s blob index and key, its record checked but not yet its bytes (the loader
     /// checks each distinct blob once, when it first hands it to the driver).
+    #[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
     pub(crate) fn record(&self, i: usize) -> Result<(usize, &'a [u8])> {
         if i >= self.count {
             return Err(ArchiveError::Incompatible(format!("binary {i} of a set of {}", self.count)));

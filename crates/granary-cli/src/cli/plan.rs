@@ -21,6 +21,11 @@ pub struct PlanArgs {
     /// Device profile, as the harvest will be given it (part of every key).
     #[arg(long, value_name = "NAME", default_value = "default", value_parser = Profile::named)]
     profile: &'static Profile,
+    /// Plan the harvest of a device without graphics pipeline libraries (or one given
+    /// `--no-pipeline-libraries`): the script's `expand_unspecialized` then replaces each
+    /// pipeline with unspecialized colour output by its variants, and the split is of those.
+    #[arg(long)]
+    expand_unspecialized: bool,
     /// Print the plan as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -47,9 +52,16 @@ struct PlanReport {
     script_hash: String,
     shards: u32,
     pipelines: usize,
-    /// Pipelines of the script that are not valid descriptors (in no shard).
+    /// Pipelines of the script that are not valid descriptors or could not be expanded (in
+    /// no shard).
     invalid_pipelines: usize,
+    /// With `--expand-unspecialized`: script pipelines replaced by their variants, and the
+    /// variants (which the shards then hold).
+    expanded_pipelines: usize,
+    expanded_variants: usize,
     stage_functions: usize,
+    /// What one pipeline counts for in a cost, in stage functions.
+    pipeline_weight: usize,
     fair_share: usize,
     per_shard: Vec<PlanShard>,
     duplicated_stage_functions: Vec<Duplicated>,
@@ -65,16 +77,23 @@ pub fn run(a: PlanArgs) -> anyhow::Result<i32> {
     let script = Script::parse(&text, &a.script, a.script.parent().unwrap_or(std::path::Path::new("")))?;
     let ctx =
         KeyContext { target_options: granary::frontend::targets::target_options_fingerprint(a.profile, a.targets) };
-    let valid: Vec<_> = script.pipelines.iter().filter_map(|p| p.descriptor.as_ref().ok()).collect();
-    let invalid = script.pipelines.len() - valid.len();
-    let (_, plan) = assign_descriptors(valid.iter().copied(), &ctx, a.shards);
+    let expansion = match script.expand_unspecialized.as_ref().filter(|_| a.expand_unspecialized) {
+        Some(e) => e.apply(&script),
+        None => granary::script::Expanded::default(),
+    };
+    let (valid, failures) = granary::harvest::pipelines_to_harvest(&script, &expansion);
+    let invalid = failures.len();
+    let (_, plan) = assign_descriptors(valid.iter().map(|(_, d)| *d), &ctx, a.shards);
     let report = PlanReport {
         script: a.script.display().to_string(),
         script_hash: format!("{:032x}", plan.script),
         shards: plan.count,
         pipelines: plan.shard_of.len(),
         invalid_pipelines: invalid,
+        expanded_pipelines: expansion.replaced.len() - expansion.errors.len(),
+        expanded_variants: expansion.variants.len(),
         stage_functions: plan.stage_functions,
+        pipeline_weight: granary::harvest::shard::PIPELINE_WEIGHT,
         fair_share: plan.fair_share,
         per_shard: plan
             .shards
@@ -107,6 +126,13 @@ pub fn run(a: PlanArgs) -> anyhow::Result<i32> {
         report.stage_functions,
         report.script_hash
     );
+    if report.expanded_pipelines > 0 {
+        outln!(
+            "  expand_unspecialized: {} pipelines with unspecialized colour output replaced by {} variants",
+            report.expanded_pipelines,
+            report.expanded_variants
+        );
+    }
     if report.invalid_pipelines > 0 {
         outln!("  {} pipelines of the script are not valid and belong to no shard", report.invalid_pipelines);
     }
@@ -125,10 +151,18 @@ pub fn run(a: PlanArgs) -> anyhow::Result<i32> {
         report.duplicated_stage_functions.len(),
         report.extra_stage_function_compiles
     );
-    for d in &report.duplicated_stage_functions {
+    const LISTED: usize = 20;
+    for d in report.duplicated_stage_functions.iter().take(LISTED) {
         let shards: Vec<String> = d.shards.iter().map(u32::to_string).collect();
         outln!("    {} in shards {}", d.key, shards.join(", "));
     }
+    if report.duplicated_stage_functions.len() > LISTED {
+        outln!("    ... and {} more (--json lists them all)", report.duplicated_stage_functions.len() - LISTED);
+    }
+    outln!(
+        "  cost = {} × pipelines + stage functions (a device harvest's driver compiles each pipeline whole)",
+        report.pipeline_weight
+    );
     outln!("  expected imbalance (max/mean cost): {:.3}", report.imbalance);
     Ok(0)
 }

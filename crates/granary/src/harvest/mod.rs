@@ -248,6 +248,29 @@ pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -
     harvest_shard(opts, None, on_progress)
 }
 
+/// The pipelines a harvest of `script` compiles, `(index, descriptor)`: its valid pipelines,
+/// with those `expansion` replaced by their variants; and a failure for each pipeline that is
+/// not valid or could not be expanded. `granary plan` splits exactly this set.
+pub fn pipelines_to_harvest<'a>(
+    script: &'a Script,
+    expansion: &'a crate::script::Expanded,
+) -> (Vec<(usize, &'a PipelineDescriptor)>, Vec<Failure>) {
+    let mut failures = Vec::new();
+    for (index, name, message) in &expansion.errors {
+        failures.push(sink::process_failure(*index, name.clone(), "script", message.clone()));
+    }
+    let mut valid: Vec<(usize, &PipelineDescriptor)> = Vec::new();
+    for p in &script.pipelines {
+        match &p.descriptor {
+            Ok(d) if !expansion.replaced.contains(&p.index) => valid.push((p.index, d)),
+            Ok(_) => {}
+            Err(e) => failures.push(sink::script_failure(p.index, p.display_name(), e)),
+        }
+    }
+    valid.extend(expansion.variants.iter().map(|(i, _, d)| (*i, d)));
+    (valid, failures)
+}
+
 /// [`harvest`] of one shard (`--shard I/N`, [`shard`]): compiles only the pipelines
 /// [`shard::assign`] gives shard I, and records in the archive which shard of which script it
 /// is, so that `granary merge` of all N shard archives gives the bytes of an unsharded
@@ -300,18 +323,8 @@ pub fn harvest_shard(
         }
         Some(e) => e.apply(&script),
     };
-    for (index, name, message) in &expansion.errors {
-        failures.push(sink::process_failure(*index, name.clone(), "script", message.clone()));
-    }
-    let mut valid: Vec<(usize, &PipelineDescriptor)> = Vec::new();
-    for p in &script.pipelines {
-        match &p.descriptor {
-            Ok(d) if !expansion.replaced.contains(&p.index) => valid.push((p.index, d)),
-            Ok(_) => {}
-            Err(e) => failures.push(sink::script_failure(p.index, p.display_name(), e)),
-        }
-    }
-    valid.extend(expansion.variants.iter().map(|(i, _, d)| (*i, d)));
+    let (mut valid, script_failures) = pipelines_to_harvest(&script, &expansion);
+    failures.extend(script_failures);
     // `--shard I/N`: keep shard I's pipelines. The assignment sees every valid pipeline of the
     // script, so every shard computes the same one.
     let shard_record = shard.map(|spec| {
