@@ -5,9 +5,9 @@
 //! A shard archive (`harvest --shard I/N`, docs/FORMAT.md §1.4.1) is pruned as that shard
 //! while the script's pipelines are still those it was harvested from (the same shard script
 //! hash): the output keeps the shard record and the shard's share of the script, and
-//! `missing` is counted against that share. Once they differ, the shard split differs too,
-//! so the output cannot claim to be shard I any more: it is written without the record, as
-//! an ordinary archive of the script, and the report says why.
+//! `missing` is counted against that share. Once they differ (another script hash), the
+//! output cannot claim to be shard I any more: it is written without the record, as an
+//! ordinary archive of the script, and the report says why.
 
 use super::shard::{assign_descriptors, Assignment};
 use super::{HarvestError, ShardSummary};
@@ -128,9 +128,9 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
                 (view, keys)
             } else {
                 shard_dropped = Some(format!(
-                    "{} was harvested as {record}, but the script's pipelines now hash to {:032x}: the script changed, \
-                     so its shards differ, and the output is an ordinary archive of the script without a shard \
-                     record (to carry the shard over to the changed script instead, run `granary harvest SCRIPT \
+                    "{} was harvested as {record}, but the script's pipelines now hash to {:032x}: the script's \
+                     pipelines changed, so the output cannot claim to be that shard: it is an ordinary archive of \
+                     the script, without a shard record (to carry the shard over to the changed script instead, run `granary harvest SCRIPT \
                      --shard {}/{} --resume` on a copy of it)",
                     archive.display(),
                     a.script,
@@ -145,8 +145,8 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
     // Driver binaries stay with the pipelines that are kept.
     let (kept, dropped) = keep_scripted(input.entries()?, &labels);
     let have: HashSet<u128> = kept.iter().map(|w| w.entry.key.0).collect();
-    // Missing: the pipelines kept for without an entry, plus those in no view at all (invalid
-    // in the script, or failing their expansion), in script order (variants after).
+    // Missing: the view's pipelines without an entry, plus those in no view at all (invalid in
+    // the script, or failing their expansion), in script order (variants after).
     let mut missing: Vec<(usize, String)> = view
         .iter()
         .zip(&keys)
