@@ -159,6 +159,21 @@ impl ShardRecord {
     }
 }
 
+/// As JSON: `{"index": I, "count": N, "script": "32 hex digits"}` (the hash as text, since
+/// JSON numbers do not hold 128 bits), the shape `granary ls`, `verify`, `salvage` and `prune`
+/// print.
+#[cfg(feature = "serde")]
+impl serde::Serialize for ShardRecord {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("ShardRecord", 3)?;
+        st.serialize_field("index", &self.index)?;
+        st.serialize_field("count", &self.count)?;
+        st.serialize_field("script", &format!("{:032x}", self.script))?;
+        st.end()
+    }
+}
+
 impl std::fmt::Display for ShardRecord {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "shard {}/{} of script {:032x}", self.index, self.count, self.script)

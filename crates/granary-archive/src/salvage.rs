@@ -3,7 +3,9 @@
 //! Salvage reads the section table even when the header checksum fails, clamps every section
 //! to the bytes actually present, and keeps exactly those pipelines whose own record, every
 //! stage record and every referenced blob still pass their checksums and content hashes.
-//! Nothing unverified is ever copied into the output.
+//! Nothing unverified is ever copied into the output. A shard archive's record (the meta
+//! section's third string) is kept when the meta section still checks out, so the salvaged
+//! archive is still that shard.
 
 use crate::format::*;
 use crate::key::{checksum64, content_hash};
@@ -40,6 +42,15 @@ pub struct SalvageReport {
     /// Device data dropped (a device record, a pipeline's binary set on a device, or a
     /// pipeline cache), with the reason for each.
     pub device_data_lost: Vec<String>,
+    /// The shard record (`harvest --shard I/N`, docs/FORMAT.md §1.4.1) of a shard archive
+    /// whose meta section still checks out: the salvaged archive is still that shard (with the
+    /// pipelines recovered), so write it with this record
+    /// ([`write_shard_entries`](crate::write_shard_entries)). `None` for an unsharded archive,
+    /// and where the record could not be trusted ([`SalvageReport::shard_lost`]).
+    pub shard: Option<crate::ShardRecord>,
+    /// Why a shard record present in the damaged archive is not kept (its meta section fails
+    /// its checksum, or the text is not a valid record); `None` when nothing was dropped.
+    pub shard_lost: Option<String>,
 }
 
 fn section_range(b: &[u8], i: usize) -> Option<(usize, usize)> {
@@ -97,7 +108,28 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
         pos += 4 + len as usize;
     }
     let mut meta = match meta_strings.as_slice() {
-        [_, text, _reserved] => ArchiveMeta::new(text),
+        [_, text, third] => {
+            // The shard record is kept only where the whole meta section still matches its
+            // checksum: nothing else vouches for it, and a wrong record would make the
+            // salvaged archive claim another shard (or script).
+            let row = FIXED_HEADER + (Section::Meta as usize - 1) * SECTION_ROW;
+            let meta_intact = checksum64(meta_bytes) == u64_at(b, row + 24)?;
+            match (third.as_str(), meta_intact) {
+                ("", _) => {}
+                (t, true) => match crate::ShardRecord::parse(t) {
+                    Some(r) => report.shard = Some(r),
+                    None => {
+                        report.shard_lost = Some(format!("the meta section's third string {t:?} is not a shard record"))
+                    }
+                },
+                (t, false) => {
+                    report.shard_lost = Some(format!(
+                        "the meta section fails its checksum, so its shard record {t:?} cannot be trusted"
+                    ))
+                }
+            }
+            ArchiveMeta::new(text)
+        }
         _ => {
             return Err(ArchiveError::corrupt(
                 sec[0].0,
@@ -338,4 +370,78 @@ fn salvage_devices(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::format::{Section, FIXED_HEADER, PIPELINE_RECORD, SECTION_ROW};
+    use crate::writer::prepare_shard;
+    use crate::{Archive, ArchiveMeta, ShardRecord, WriteEntry};
+
+    /// The crate example's two pipelines as shard 1/3 (with `None`, unsharded).
+    fn archive(shard: Option<&ShardRecord>) -> (Vec<WriteEntry>, Vec<u8>) {
+        let entries = Archive::from_bytes(crate::__doc_example_archive()).unwrap().entries().unwrap();
+        let mut out = Vec::new();
+        prepare_shard(&entries, &ArchiveMeta::new("example"), shard).write_to(&mut out).unwrap();
+        (entries, out)
+    }
+
+    fn section(b: &[u8], s: Section) -> (usize, usize) {
+        let row = FIXED_HEADER + (s as usize - 1) * SECTION_ROW;
+        let at = |o: usize| u64::from_le_bytes(b[row + o..row + o + 8].try_into().unwrap()) as usize;
+        (at(8), at(16))
+    }
+
+    const RECORD: ShardRecord = ShardRecord { index: 1, count: 3, script: 0x00c0_ffee };
+
+    #[test]
+    fn salvage_keeps_the_shard_record_of_an_intact_or_partly_damaged_shard() {
+        let (entries, bytes) = archive(Some(&RECORD));
+        let (got, meta, report) = super::salvage(&bytes).unwrap();
+        assert_eq!((report.shard, report.shard_lost.as_deref()), (Some(RECORD), None));
+        let mut again = Vec::new();
+        prepare_shard(&got, &meta, report.shard.as_ref()).write_to(&mut again).unwrap();
+        assert_eq!(again, bytes, "an intact shard archive salvages to itself, record and all");
+        assert_eq!(got.len(), entries.len());
+
+        // One pipeline record damaged: that pipeline is lost, the archive is still shard 1/3.
+        let (table, _) = section(&bytes, Section::Pipelines);
+        let mut bad = bytes.clone();
+        bad[table + PIPELINE_RECORD + 3] ^= 0x10;
+        let (got, _, report) = super::salvage(&bad).unwrap();
+        assert_eq!((got.len(), report.lost.len()), (entries.len() - 1, 1));
+        assert_eq!((report.shard, report.shard_lost), (Some(RECORD), None));
+
+        // Cut short in the stage table (the meta section comes first and survives).
+        let (stages, len) = section(&bytes, Section::Stages);
+        let (_, _, report) = super::salvage(&bytes[..stages + len / 2]).unwrap();
+        assert!(report.recovered < entries.len());
+        assert_eq!(report.shard, Some(RECORD));
+
+        // An unsharded archive has nothing to keep and nothing to report.
+        let (_, plain) = archive(None);
+        let (_, _, report) = super::salvage(&plain).unwrap();
+        assert_eq!((report.shard, report.shard_lost), (None, None));
+    }
+
+    #[test]
+    fn salvage_drops_a_shard_record_its_meta_section_no_longer_vouches_for() {
+        let (entries, bytes) = archive(Some(&RECORD));
+        let text = RECORD.to_text();
+        let at = bytes.windows(text.len()).position(|w| w == text.as_bytes()).unwrap();
+        // `shard=1/3` → `shard=0/3`: still a well-formed record, but not the one written.
+        let mut bad = bytes.clone();
+        bad[at + "shard=".len()] = b'0';
+        let (got, _, report) = super::salvage(&bad).unwrap();
+        assert_eq!(report.shard, None, "a record the meta checksum does not cover is not trusted");
+        let why = report.shard_lost.unwrap();
+        assert!(why.contains("fails its checksum") && why.contains("shard=0/3"), "{why}");
+        assert_eq!(got.len(), entries.len(), "the pipelines do not depend on the record");
+        // Any other flip inside the record text, e.g. of the script hash, is caught the same way.
+        let mut bad = bytes.clone();
+        bad[at + text.len() - 1] ^= 0x01;
+        let (_, _, report) = super::salvage(&bad).unwrap();
+        assert_eq!(report.shard, None);
+        assert!(report.shard_lost.is_some_and(|w| w.contains("fails its checksum")));
+    }
 }

@@ -290,6 +290,60 @@ fn expand_unspecialized_compiles_specialized_variants_without_libraries() {
     assert_eq!((code, s["expanded"].as_u64()), (0, Some(0)), "{s}");
 }
 
+/// A shard harvested with `expand_unspecialized` applied (a device without graphics pipeline
+/// libraries) records the script hash of the expanded pipelines: `prune` recognises it by
+/// that record and prunes it as that shard, variants and all; against the script without
+/// `expand_unspecialized` (other pipelines, another split) the record is dropped.
+#[test]
+fn prune_recognises_a_shard_harvested_with_expand_unspecialized() {
+    if device().is_none() {
+        return;
+    }
+    let dir = common::tempdir();
+    let mut script = example_json();
+    let plain = dir.path().join("plain.json");
+    std::fs::write(&plain, serde_json::to_string(&script).unwrap()).unwrap();
+    script["expand_unspecialized"] = serde_json::json!({"formats": ["rgba8unorm", "rgba16float"]});
+    let path = dir.path().join("pipelines.json");
+    std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
+    let shard = dir.path().join("shard-0.granary");
+    let (code, s) = harvest(
+        path.to_str().unwrap(),
+        &shard,
+        &["--backend", "vulkan", "--no-pipeline-libraries", "-j", "2", "--shard", "0/2"],
+        &[],
+    );
+    assert_eq!(code, 0, "{s}");
+    assert!(s["variants"].as_u64().unwrap() > 0, "{s}");
+    let prune = |script: &Path, out: &Path| -> Value {
+        let o = granary(
+            &[
+                "prune",
+                shard.to_str().unwrap(),
+                "--script",
+                script.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+                "--json",
+            ],
+            &[],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let out = dir.path().join("pruned.granary");
+    let r = prune(&path, &out);
+    assert_eq!((r["expanded"].as_bool(), r["shard"]["index"].as_u64()), (Some(true), Some(0)), "{r}");
+    assert_eq!(r["shard"]["pipelines"], s["shard"]["pipelines"], "{r}");
+    assert_eq!((r["dropped"].as_u64(), r["missing"].as_array().map(Vec::len)), (Some(0), Some(0)), "{r}");
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&shard).unwrap(), "pruned to itself, variants and all");
+    let pruned = Archive::read(&out).unwrap();
+    assert!(pruned.labels().unwrap().iter().any(|(l, _)| l.contains('@')), "shard 0 holds variants");
+    let r = prune(&plain, &out);
+    assert!(r["shard"].is_null() && r["shard_dropped"].is_string() && r["expanded"] == false, "{r}");
+    assert_eq!(Archive::read(&out).unwrap().shard(), None);
+}
+
 /// State the device cannot take is that pipeline's error, found before any driver call, and a
 /// driver call that fails (injected) costs its pipeline only; both in-process.
 #[test]

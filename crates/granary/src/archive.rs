@@ -17,8 +17,8 @@ pub use granary_archive::{
 };
 pub use granary_archive::{
     check_unique_labels, encode, format, journal, merge, prepare, remove_stale_temporaries, salvage, write_atomic,
-    write_atomic_with, write_entries, Archive, ArchiveError, ArchiveMeta, Layout, PipelineRef, SalvageReport, StageRef,
-    VerifyReport, WriteEntry,
+    write_atomic_with, write_entries, write_shard_entries, Archive, ArchiveError, ArchiveMeta, Layout, PipelineRef,
+    SalvageReport, ShardRecord, StageRef, VerifyReport, WriteEntry,
 };
 pub use granary_archive::{
     layout, BindingKind, Immediates, LayoutBinding, LayoutError, MslClass, PipelineLayout, SlotAssignment,

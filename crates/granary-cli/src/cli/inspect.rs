@@ -228,11 +228,7 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
             "bytes": ar.size(),
             "targets": ar.targets().names(),
             "blobs": ar.blob_count(),
-            "shard": ar.shard().map(|s| serde_json::json!({
-                "index": s.index,
-                "count": s.count,
-                "script": format!("{:032x}", s.script),
-            })),
+            "shard": ar.shard(),
             "devices": devices_json,
             "pipelines": rows,
         }))?;
@@ -272,31 +268,44 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<i32> {
     let mut bad = 0;
     let mut results = Vec::new();
     for path in &a.archives {
-        let r = Archive::read(path).and_then(|ar| ar.verify());
+        let read = Archive::read(path);
+        // The shard record (docs/FORMAT.md §1.4.1) as the header and meta section give it,
+        // shown whether or not the rest verifies: a damaged shard says which one to redo.
+        let shard = read.as_ref().ok().and_then(Archive::shard);
+        let r = read.and_then(|ar| ar.verify());
+        let of_shard = |s: &archive::ShardRecord| {
+            format!("shard {} of {} (0-based) of script {:032x}", s.index, s.count, s.script)
+        };
         match &r {
             Ok(rep) => {
                 if !a.json {
                     outln!(
-                        "{}: ok ({} pipelines, {} stages, {} blobs, {} labels, {} bytes)",
+                        "{}: ok ({} pipelines, {} stages, {} blobs, {} labels, {} bytes){}",
                         path.display(),
                         rep.pipelines,
                         rep.stages,
                         rep.blobs,
                         rep.labels,
-                        rep.bytes
+                        rep.bytes,
+                        shard.as_ref().map(|s| format!("; {}", of_shard(s))).unwrap_or_default()
                     );
                 }
             }
             Err(e) => {
                 bad += 1;
                 if !a.json {
-                    outln!("{}: FAILED: {e}", path.display());
+                    outln!(
+                        "{}: FAILED: {e}{}",
+                        path.display(),
+                        shard.as_ref().map(|s| format!(" (it records {})", of_shard(s))).unwrap_or_default()
+                    );
                 }
             }
         }
         results.push(serde_json::json!({
             "archive": path.display().to_string(),
             "ok": r.is_ok(),
+            "shard": shard,
             "report": r.as_ref().ok(),
             "error": r.as_ref().err().map(|e| e.to_string()),
         }));

@@ -62,13 +62,15 @@ enum Command {
     Merge(inspect::MergeArgs),
     /// Write a synthetic workload (a pipelines script and its shaders) for benchmarks.
     Gen(gen::GenArgs),
-    /// Copy every intact pipeline of a damaged archive into a new one and report what was lost.
+    /// Copy every intact pipeline of a damaged archive into a new one and report what was lost
+    /// (a shard archive stays that shard).
     Salvage(salvage::SalvageArgs),
     /// Show how `harvest --shard I/N` splits a script: per shard the pipelines, stage
     /// functions and estimated cost, the stage functions compiled in more than one shard, and
     /// the expected imbalance.
     Plan(plan::PlanArgs),
-    /// Keep exactly the archived pipelines a script produces, labelled as the script labels them (no compiling).
+    /// Keep exactly the archived pipelines a script produces, labelled as the script labels them
+    /// (no compiling); a shard archive stays that shard while the script's pipelines are unchanged.
     Prune(prune::PruneArgs),
     /// Run the bug report's race scenarios against the real compiler and capture, checking
     /// every invariant.

@@ -24,18 +24,35 @@ pub fn run(a: PruneArgs) -> anyhow::Result<i32> {
     if a.json {
         super::print_json(&r)?;
     } else {
-        println!(
-            "kept {} of {} archived pipelines into {} ({} bytes); dropped {} the script does not produce; {} of the script's {} pipelines missing",
+        let of = match &r.shard {
+            Some(s) => format!("shard {}/{}'s {}", s.index, s.count, s.pipelines),
+            None => format!("the script's {}", r.script_pipelines),
+        };
+        outln!(
+            "kept {} of {} archived pipelines into {} ({} bytes); dropped {} the script{} does not produce; {} of {of} pipelines missing",
             r.kept,
             r.archive_pipelines,
             r.output,
             r.bytes,
             r.dropped,
+            if r.shard.is_some() { "'s share" } else { "" },
             r.missing.len(),
-            r.script_pipelines
         );
+        if let Some(s) = &r.shard {
+            outln!(
+                "{} is still shard {} of {} (0-based) of script {}{}: merge it with the other shards (`granary merge`)",
+                r.output,
+                s.index,
+                s.count,
+                s.script,
+                if r.expanded { ", harvested with the script's expand_unspecialized" } else { "" }
+            );
+        }
+        if let Some(why) = &r.shard_dropped {
+            outln!("shard record dropped: {why}");
+        }
         for m in &r.missing {
-            println!("  missing: {m}");
+            outln!("  missing: {m}");
         }
     }
     Ok(0)

@@ -19,7 +19,8 @@ pub struct SalvageArgs {
 pub fn run(a: SalvageArgs) -> anyhow::Result<i32> {
     let bytes = std::fs::read(&a.damaged).with_context(|| format!("cannot read {}", a.damaged.display()))?;
     let (entries, meta, report) = archive::salvage(&bytes).map_err(|e| e.with_path(&a.damaged))?;
-    let size = archive::write_entries(&a.output, &entries, &meta)?;
+    // A shard archive stays that shard (with the pipelines recovered).
+    let size = archive::write_shard_entries(&a.output, &entries, &meta, report.shard.as_ref())?;
     Archive::read(&a.output)?.verify()?;
     if a.json {
         super::print_json(&report)?;
@@ -46,7 +47,24 @@ pub fn run(a: SalvageArgs) -> anyhow::Result<i32> {
         for l in &report.device_data_lost {
             outln!("  lost device data: {l}");
         }
+        if let Some(s) = &report.shard {
+            // Salvage cannot tell what the damage took beyond the records it could still see
+            // (a cut file loses whole tables): let the harvest compile whatever is missing.
+            outln!(
+                "{} is still {s}; before merging, compile what it lacks: granary harvest SCRIPT -o {} --shard {}/{} --resume",
+                a.output.display(),
+                a.output.display(),
+                s.index,
+                s.count
+            );
+        }
+        if let Some(why) = &report.shard_lost {
+            outln!("  lost shard record: {why}; {} is written without one", a.output.display());
+        }
     }
-    let intact = report.lost.is_empty() && report.device_data_lost.is_empty() && report.header_intact;
+    let intact = report.lost.is_empty()
+        && report.device_data_lost.is_empty()
+        && report.shard_lost.is_none()
+        && report.header_intact;
     Ok(if intact { 0 } else { 1 })
 }

@@ -82,7 +82,7 @@ impl Cluster {
         let dir = tempfile::Builder::new().prefix("granary-slurm-").tempdir().map_err(|e| e.to_string())?;
         let d = dir.path().to_path_buf();
         let mut c = Cluster { conf: d.join("slurm.conf"), dir, daemons: Vec::new() };
-        for sub in ["state", "spool", "jobs"] {
+        for sub in ["state", "spool"] {
             std::fs::create_dir(d.join(sub)).unwrap();
         }
 
@@ -202,20 +202,17 @@ impl Cluster {
         c
     }
 
-    /// Submits `--wrap SCRIPT` with `opts`; returns the job id. Output goes to `jobs/`.
-    pub fn sbatch(&self, opts: &[&str], script: &str) -> String {
-        let out = self.dir().join("jobs/%x-%A_%a.out");
-        let id = output(
-            self.cmd("sbatch")
-                .arg("--parsable")
-                .arg(format!("--chdir={}", self.dir().display()))
-                .arg(format!("--output={}", out.display()))
-                .args(opts)
-                .arg("--wrap")
-                .arg(script),
-        )
-        .unwrap_or_else(|e| panic!("sbatch: {e}\n{}", self.logs()));
-        id.trim().split(';').next().unwrap().to_string()
+    /// Submits the batch script `script` as a user does, `sbatch --parsable OPTS SCRIPT ARGS`
+    /// run in `cwd` (the job's working folder, where the script's own `#SBATCH --output` lands),
+    /// with `env` added to the environment sbatch hands the job. Returns the job id.
+    pub fn sbatch(&self, cwd: &Path, opts: &[&str], script: &Path, args: &[&str], env: &[(&str, &Path)]) -> String {
+        let mut cmd = self.cmd("sbatch");
+        cmd.current_dir(cwd).arg("--parsable").args(opts).arg(script).args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let id = output(&mut cmd).unwrap_or_else(|e| panic!("sbatch: {e}\n{}", self.logs()));
+        id.trim().split(';').next().unwrap_or_default().to_string()
     }
 
     pub fn scancel(&self, id: &str) {
@@ -260,11 +257,18 @@ fn self_logs(dir: &Path) -> String {
             .iter()
             .map(|f| dir.join(f))
             .collect();
-    if let Ok(rd) = std::fs::read_dir(dir.join("jobs")) {
-        let mut jobs: Vec<PathBuf> = rd.map(|e| e.unwrap().path()).collect();
-        jobs.sort();
-        files.extend(jobs);
-    }
+    // Job output: `*.out` in the folders jobs were submitted from (the cluster's subfolders).
+    let mut jobs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "out"))
+        .collect();
+    jobs.sort();
+    files.extend(jobs);
     for f in files.iter().filter(|f| f.exists()) {
         s += &format!("--- {}\n{}\n", f.display(), tail(f, 15));
     }

@@ -1,11 +1,19 @@
 //! `prune`: the archive a script produces, cut from an existing archive without compiling
 //! (what `fossilize-prune` is for): keep exactly the entries whose keys the script produces,
 //! label them as the script labels them, drop the rest.
+//!
+//! A shard archive (`harvest --shard I/N`, docs/FORMAT.md §1.4.1) is pruned as that shard
+//! while the script's pipelines are still those it was harvested from (the same shard script
+//! hash): the output keeps the shard record and the shard's share of the script, and
+//! `missing` is counted against that share. Once they differ (another script hash), the
+//! output cannot claim to be shard I any more: it is written without the record, as an
+//! ordinary archive of the script, and the report says why.
 
-use super::HarvestError;
-use crate::archive::{write_entries, Archive, ArchiveMeta, WriteEntry};
+use super::shard::{assign_descriptors, Assignment};
+use super::{HarvestError, ShardSummary};
+use crate::archive::{write_shard_entries, Archive, ArchiveMeta, ShardRecord, WriteEntry};
 use crate::descriptor::{KeyContext, PipelineDescriptor, TargetSet};
-use crate::script::Script;
+use crate::script::{Expanded, Script};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -19,20 +27,41 @@ pub struct PruneReport {
     pub script_pipelines: usize,
     /// Pipelines in the input archive.
     pub archive_pipelines: usize,
-    /// Entries kept (distinct keys the script produces).
+    /// Entries kept (distinct keys the script produces; for a shard, its share produces).
     pub kept: usize,
-    /// Entries dropped (keys the script does not produce).
+    /// Entries dropped (keys the script, or for a shard its share, does not produce).
     pub dropped: usize,
     /// Script pipelines the output has no entry for (never harvested, failed, or invalid in
-    /// the script), by label or `pipelines[i]`, in script order.
+    /// the script), by label or `pipelines[i]`, in script order. For a shard that stays one
+    /// ([`PruneReport::shard`]): the pipelines of its share without an entry, plus the
+    /// script's invalid pipelines (which are in no shard), never another shard's pipelines.
     pub missing: Vec<String>,
     /// Size of the archive written, in bytes.
     pub bytes: usize,
+    /// The shard the output still is: the input's shard record, kept because the script's
+    /// pipelines are the ones the shard was harvested from (same script hash). `pipelines`
+    /// is the shard's share of the script. `None` for an unsharded input, and when the record
+    /// was dropped ([`PruneReport::shard_dropped`]).
+    pub shard: Option<ShardSummary>,
+    /// Why the input's shard record is not in the output, in words: the script's pipelines
+    /// differ from those the shard was harvested from (its script hash differs), so the
+    /// output is an ordinary archive of the script, which `granary merge` does not take as a
+    /// shard. `None` when nothing was dropped.
+    pub shard_dropped: Option<String>,
+    /// Whether the script's `expand_unspecialized` was applied: the input's shard record shows
+    /// that it was harvested with it (a device backend without graphics pipeline libraries).
+    pub expanded: bool,
 }
 
 /// Writes to `output` (durably, replacing it whole) the entries of `archive` whose pipeline
 /// keys `script` produces, each with the labels the script gives it — the archive a fresh
 /// harvest of `script` would write, minus the pipelines `archive` lacks. Nothing is compiled.
+///
+/// A shard archive whose shard script hash is the script's (the script's pipelines have not
+/// changed) is pruned as that shard: the output keeps the shard record and exactly the
+/// shard's share — the archive `harvest --shard I/N` of `script` writes, minus what
+/// `archive` lacks. Otherwise its record is dropped ([`PruneReport::shard_dropped`]) and the
+/// output is an ordinary archive of `script`.
 ///
 /// Refuses a damaged archive, and an archive built with other writer options than this
 /// granary's (its keys are not comparable with the ones computed from the script).
@@ -58,33 +87,143 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
             ctx.target_options
         )));
     }
-    let keys: Vec<Option<u128>> =
-        script.pipelines.iter().map(|p| p.descriptor.as_ref().ok().map(|d| d.key(&ctx).0)).collect();
-    let labels = labels_by_key(
-        script.pipelines.iter().zip(&keys).filter_map(|(p, k)| Some((*k.as_ref()?, p.descriptor.as_ref().ok()?))),
-    );
+    // A shard archive may have been harvested with the script's `expand_unspecialized`
+    // applied; its record tells (below).
+    let expanded = match (input.shard(), &script.expand_unspecialized) {
+        (Some(_), Some(e)) => Some(e.apply(&script)),
+        _ => None,
+    };
+    let plain = harvested_pipelines(&script, None);
+    let mut shard = None;
+    let mut shard_dropped = None;
+    let mut used_expansion = None;
+    // The pipelines to keep, with their keys: the whole script, or a shard's share of it.
+    let (view, keys) = match input.shard() {
+        None => {
+            let keys = plain.iter().map(|(_, d)| d.key(&ctx).0).collect();
+            (plain, keys)
+        }
+        Some(record) => {
+            let (keys, a) = shard_assignment(&plain, &ctx, record.count);
+            // Harvested with `expand_unspecialized` applied, if that is what matches.
+            let with_expansion = expanded.as_ref().filter(|_| a.script != record.script).and_then(|x| {
+                let view = harvested_pipelines(&script, Some(x));
+                let (keys, a) = shard_assignment(&view, &ctx, record.count);
+                (a.script == record.script).then_some((x, view, keys, a))
+            });
+            let summary = |pipelines: usize| ShardSummary {
+                index: record.index,
+                count: record.count,
+                script: format!("{:032x}", record.script),
+                pipelines,
+            };
+            if a.script == record.script {
+                let (view, keys) = share(plain, keys, &a, record.index);
+                shard = Some(summary(view.len()));
+                (view, keys)
+            } else if let Some((x, view, keys, a)) = with_expansion {
+                used_expansion = Some(x);
+                let (view, keys) = share(view, keys, &a, record.index);
+                shard = Some(summary(view.len()));
+                (view, keys)
+            } else {
+                shard_dropped = Some(format!(
+                    "{} was harvested as {record}, but the script's pipelines now hash to {:032x}: the script's \
+                     pipelines changed, so the output cannot claim to be that shard: it is an ordinary archive of \
+                     the script, without a shard record (to carry the shard over to the changed script instead, run `granary harvest SCRIPT \
+                     --shard {}/{} --resume` on a copy of it)",
+                    archive.display(),
+                    a.script,
+                    record.index,
+                    record.count
+                ));
+                (plain, keys)
+            }
+        }
+    };
+    let labels = labels_by_key(keys.iter().copied().zip(view.iter().map(|(_, d)| *d)));
     // Driver binaries stay with the pipelines that are kept.
     let (kept, dropped) = keep_scripted(input.entries()?, &labels);
     let have: HashSet<u128> = kept.iter().map(|w| w.entry.key.0).collect();
-    let missing = script
-        .pipelines
+    // Missing: the view's pipelines without an entry, plus those in no view at all (invalid in
+    // the script, or failing their expansion), in script order (variants after).
+    let mut missing: Vec<(usize, String)> = view
         .iter()
         .zip(&keys)
-        .filter(|(_, k)| k.is_none_or(|k| !have.contains(&k)))
-        .map(|(p, _)| p.display_name())
+        .filter(|(_, k)| !have.contains(k))
+        .map(|((i, d), _)| {
+            let name = script.pipelines.get(*i).map(|p| p.display_name());
+            (*i, name.or(d.label().map(str::to_string)).unwrap_or_else(|| format!("pipelines[{i}]")))
+        })
         .collect();
+    missing.extend(
+        script
+            .pipelines
+            .iter()
+            .filter(|p| {
+                p.descriptor.is_err() || used_expansion.is_some_and(|x| x.errors.iter().any(|e| e.0 == p.index))
+            })
+            .map(|p| (p.index, p.display_name())),
+    );
+    missing.sort_by_key(|(i, _)| *i);
     // The writer options checked above, and every device's pipeline caches.
     let meta: ArchiveMeta = input.meta()?;
-    let bytes = write_entries(output, &kept, &meta)?;
+    let record: Option<ShardRecord> = input.shard().filter(|_| shard.is_some());
+    let bytes = write_shard_entries(output, &kept, &meta, record.as_ref())?;
     Ok(PruneReport {
         output: output.display().to_string(),
         script_pipelines: script.pipelines.len(),
         archive_pipelines: input.len(),
         kept: kept.len(),
         dropped,
-        missing,
+        missing: missing.into_iter().map(|(_, name)| name).collect(),
         bytes,
+        shard,
+        shard_dropped,
+        expanded: used_expansion.is_some(),
     })
+}
+
+/// The pipelines a harvest of `script` compiles, as `(harvest index, descriptor)` in harvest
+/// order: every valid pipeline of the script; with `expanded` (the script's
+/// `expand_unspecialized` applied, as a device backend without graphics pipeline libraries
+/// applies it), the valid ones it did not replace, then the variants. `harvest --shard`
+/// splits exactly these, so [`shard_assignment`] of them is the harvest's split.
+pub(crate) fn harvested_pipelines<'a>(
+    script: &'a Script,
+    expanded: Option<&'a Expanded>,
+) -> Vec<(usize, &'a PipelineDescriptor)> {
+    let replaced = |i: usize| expanded.is_some_and(|x| x.replaced.contains(&i));
+    let mut out: Vec<(usize, &PipelineDescriptor)> = script
+        .pipelines
+        .iter()
+        .filter_map(|p| p.descriptor.as_ref().ok().filter(|_| !replaced(p.index)).map(|d| (p.index, d)))
+        .collect();
+    out.extend(expanded.iter().flat_map(|x| x.variants.iter().map(|(i, _, d)| (*i, d))));
+    out
+}
+
+/// Which of `count` shards each of `pipelines` (as [`harvested_pipelines`] gives them) falls
+/// in, computed as `harvest --shard I/count` computes it ([`assign_descriptors`] under
+/// `ctx`): each pipeline's key, in the order given, and the assignment, whose `script` is
+/// the hash a shard archive of these pipelines records.
+pub(crate) fn shard_assignment(
+    pipelines: &[(usize, &PipelineDescriptor)],
+    ctx: &KeyContext,
+    count: u32,
+) -> (Vec<u128>, Assignment) {
+    let (items, a) = assign_descriptors(pipelines.iter().map(|(_, d)| *d), ctx, count);
+    (items.into_iter().map(|i| i.key).collect(), a)
+}
+
+/// The pipelines of `view` (with their `keys`) that `a` gives shard `index`.
+fn share<'a>(
+    view: Vec<(usize, &'a PipelineDescriptor)>,
+    keys: Vec<u128>,
+    a: &Assignment,
+    index: u32,
+) -> (Vec<(usize, &'a PipelineDescriptor)>, Vec<u128>) {
+    view.into_iter().zip(keys).filter(|(_, k)| a.shard_of.get(k) == Some(&index)).unzip()
 }
 
 /// Every key the script's valid pipelines produce (given with their keys), with every label
