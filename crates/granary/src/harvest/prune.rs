@@ -93,7 +93,8 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
         (Some(_), Some(e)) => Some(e.apply(&script)),
         _ => None,
     };
-    let plain = harvested_pipelines(&script, None);
+    let no_expansion = Expanded::default();
+    let plain = super::pipelines_to_harvest(&script, &no_expansion).0;
     let mut shard = None;
     let mut shard_dropped = None;
     let mut used_expansion = None;
@@ -107,7 +108,7 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
             let (keys, a) = shard_assignment(&plain, &ctx, record.count);
             // Harvested with `expand_unspecialized` applied, if that is what matches.
             let with_expansion = expanded.as_ref().filter(|_| a.script != record.script).and_then(|x| {
-                let view = harvested_pipelines(&script, Some(x));
+                let view = super::pipelines_to_harvest(&script, x).0;
                 let (keys, a) = shard_assignment(&view, &ctx, record.count);
                 (a.script == record.script).then_some((x, view, keys, a))
             });
@@ -184,26 +185,7 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
     })
 }
 
-/// The pipelines a harvest of `script` compiles, as `(harvest index, descriptor)` in harvest
-/// order: every valid pipeline of the script; with `expanded` (the script's
-/// `expand_unspecialized` applied, as a device backend without graphics pipeline libraries
-/// applies it), the valid ones it did not replace, then the variants. `harvest --shard`
-/// splits exactly these, so [`shard_assignment`] of them is the harvest's split.
-pub(crate) fn harvested_pipelines<'a>(
-    script: &'a Script,
-    expanded: Option<&'a Expanded>,
-) -> Vec<(usize, &'a PipelineDescriptor)> {
-    let replaced = |i: usize| expanded.is_some_and(|x| x.replaced.contains(&i));
-    let mut out: Vec<(usize, &PipelineDescriptor)> = script
-        .pipelines
-        .iter()
-        .filter_map(|p| p.descriptor.as_ref().ok().filter(|_| !replaced(p.index)).map(|d| (p.index, d)))
-        .collect();
-    out.extend(expanded.iter().flat_map(|x| x.variants.iter().map(|(i, _, d)| (*i, d))));
-    out
-}
-
-/// Which of `count` shards each of `pipelines` (as [`harvested_pipelines`] gives them) falls
+/// Which of `count` shards each of `pipelines` (as [`super::pipelines_to_harvest`] gives them) falls
 /// in, computed as `harvest --shard I/count` computes it ([`assign_descriptors`] under
 /// `ctx`): each pipeline's key, in the order given, and the assignment, whose `script` is
 /// the hash a shard archive of these pipelines records.
