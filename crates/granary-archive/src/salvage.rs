@@ -27,6 +27,13 @@ pub struct SalvageReport {
     pub header_intact: bool,
     /// Pipeline records present in the (possibly truncated) table.
     pub pipeline_records: usize,
+    /// Pipeline records the section table declares (more than
+    /// [`pipeline_records`](Self::pipeline_records) where the file was cut short).
+    pub pipeline_records_declared: usize,
+    /// Bytes missing from the end of the file: where the section table declares sections
+    /// beyond the file's end, how far beyond (0 for a file of its declared length). Whatever
+    /// those bytes held is lost even where no record says so.
+    pub missing_bytes: u64,
     /// Pipelines recovered whole.
     pub recovered: usize,
     /// Pipeline records dropped, with the reason for each (key when readable).
@@ -84,6 +91,18 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
         *s = section_range(b, i)
             .ok_or_else(|| ArchiveError::corrupt(FIXED_HEADER + i * SECTION_ROW, "section table row is unreadable"))?;
     }
+    // What the section table declares, against what the file holds.
+    let mut declared_end = 0u64;
+    for i in 0..SECTION_COUNT {
+        let row = FIXED_HEADER + i * SECTION_ROW;
+        if let (Ok(off), Ok(len)) = (u64_at(b, row + 8), u64_at(b, row + 16)) {
+            declared_end = declared_end.max(off.saturating_add(len));
+            if Section::ALL[i] == Section::Pipelines {
+                report.pipeline_records_declared = usize::try_from(len / PIPELINE_RECORD as u64).unwrap_or(usize::MAX);
+            }
+        }
+    }
+    report.missing_bytes = declared_end.saturating_sub(b.len() as u64);
     let body = |s: Section| {
         let (off, len) = sec[s as usize - 1];
         &b[off..off + len]
@@ -422,6 +441,21 @@ mod tests {
         let (_, plain) = archive(None);
         let (_, _, report) = super::salvage(&plain).unwrap();
         assert_eq!((report.shard, report.shard_lost), (None, None));
+    }
+
+    #[test]
+    fn salvage_reports_the_bytes_a_cut_file_is_missing_even_where_no_record_remains() {
+        let (entries, bytes) = archive(None);
+        let (_, _, report) = super::salvage(&bytes).unwrap();
+        assert_eq!((report.missing_bytes, report.pipeline_records_declared), (0, entries.len()));
+        // Cut before the pipeline table: no record is left to be reported lost, but the
+        // section table still says how much is gone.
+        let (table, _) = section(&bytes, Section::Pipelines);
+        let (got, _, report) = super::salvage(&bytes[..table]).unwrap();
+        assert!(got.is_empty() && report.lost.is_empty());
+        assert_eq!(report.pipeline_records, 0);
+        assert_eq!(report.pipeline_records_declared, entries.len());
+        assert_eq!(report.missing_bytes, (bytes.len() - table) as u64);
     }
 
     #[test]

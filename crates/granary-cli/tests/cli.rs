@@ -320,3 +320,33 @@ fn ls_merge_and_salvage_carry_device_sections() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
     assert_eq!(std::fs::read(&saved).unwrap(), std::fs::read(&with).unwrap());
 }
+
+/// A file cut before its pipeline table leaves no record to report lost: salvage still says
+/// how much is missing, and exits 1.
+#[test]
+fn salvage_of_a_file_cut_before_its_pipeline_table_fails_and_says_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("a.granary");
+    harvest(&out, &["-j", "2"]);
+    let bytes = std::fs::read(&out).unwrap();
+    let a = Archive::read(&out).unwrap();
+    let n = a.len();
+    // The pipeline table's offset, from its section-table row (docs/FORMAT.md §1.2).
+    let row = granary_archive::format::FIXED_HEADER
+        + (granary_archive::format::Section::Pipelines as usize - 1) * granary_archive::format::SECTION_ROW;
+    let table = u64::from_le_bytes(bytes[row + 8..row + 16].try_into().unwrap()) as usize;
+    let cut = dir.path().join("cut.granary");
+    std::fs::write(&cut, &bytes[..table]).unwrap();
+    let saved = dir.path().join("saved.granary");
+    let o = granary(&["salvage", cut.to_str().unwrap(), "-o", saved.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stdout));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(&format!("bytes short of what its header declares (0 of {n} pipeline records present)")),
+        "{text}"
+    );
+    let o = granary(&["salvage", cut.to_str().unwrap(), "-o", saved.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["missing_bytes"].as_u64(), Some((bytes.len() - table) as u64), "{v}");
+    assert_eq!(v["pipeline_records_declared"].as_u64(), Some(n as u64));
+}

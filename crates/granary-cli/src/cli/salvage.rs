@@ -58,6 +58,14 @@ pub fn run(a: SalvageArgs) -> anyhow::Result<i32> {
                 s.count
             );
         }
+        if report.missing_bytes > 0 {
+            outln!(
+                "  the file ends {} bytes short of what its header declares ({} of {} pipeline records present): what those bytes held is lost",
+                report.missing_bytes,
+                report.pipeline_records,
+                report.pipeline_records_declared
+            );
+        }
         if let Some(why) = &report.shard_lost {
             outln!("  lost shard record: {why}; {} is written without one", a.output.display());
         }
@@ -65,6 +73,7 @@ pub fn run(a: SalvageArgs) -> anyhow::Result<i32> {
     let intact = report.lost.is_empty()
         && report.device_data_lost.is_empty()
         && report.shard_lost.is_none()
+        && report.missing_bytes == 0
         && report.header_intact;
     Ok(if intact { 0 } else { 1 })
 }
