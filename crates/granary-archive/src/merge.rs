@@ -91,34 +91,69 @@ fn incompatibility(a: &Archive, b: &Archive) -> Option<String> {
     None
 }
 
-/// Checks that shard archives among `inputs` form one complete set (see [`merge`]); inputs
+/// Checks that shard archives among `inputs` form complete sets (see [`merge`]); inputs
 /// without a shard record pass when none has one.
+///
+/// Shards harvested on different devices are different sets: inputs are grouped by the
+/// devices they hold binaries for (none, for a translation-only harvest), and each group must
+/// be every shard `0..N` of one script exactly once. Groups may differ in script and N (a
+/// device without graphics pipeline libraries harvests the expanded script).
 fn check_shards(inputs: &[Archive]) -> Result<(), ArchiveError> {
     let Some(first) = inputs.iter().position(|a| a.shard().is_some()) else {
         return Ok(());
     };
-    let reference = inputs[first].shard().expect("a shard record");
-    let mut seen: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
+    // Device set (sorted identity encodings) → the inputs harvested on it.
+    let mut groups: std::collections::BTreeMap<Vec<Vec<u8>>, Vec<usize>> = std::collections::BTreeMap::new();
     for (i, a) in inputs.iter().enumerate() {
-        let Some(s) = a.shard() else {
+        if a.shard().is_none() {
             return Err(ArchiveError::Incompatible(format!(
-                "cannot merge {} ({reference}) with {}, which is not a shard archive: merge the shards of one \
+                "cannot merge {} ({}) with {}, which is not a shard archive: merge the shards of one \
                  script first, then merge the result with other archives",
                 name_of(&inputs[first], first),
+                inputs[first].shard().map(|r| r.to_string()).unwrap_or_default(),
                 name_of(a, i)
             )));
+        }
+        let mut devices: Vec<Vec<u8>> = a.devices()?.iter().map(|d| d.identity().encode()).collect();
+        devices.sort();
+        groups.entry(devices).or_default().push(i);
+    }
+    let several = groups.len() > 1;
+    for members in groups.values() {
+        let on = if several {
+            match inputs[members[0]].devices()?.iter().map(|d| d.identity().describe()).collect::<Vec<_>>() {
+                d if d.is_empty() => " (harvested without a device)".to_string(),
+                d => format!(" (harvested on {})", d.join(", ")),
+            }
+        } else {
+            String::new()
         };
+        check_shard_set(inputs, members, &on)?;
+    }
+    Ok(())
+}
+
+/// [`check_shards`] for one group: `members` (indices into `inputs`, every one a shard
+/// archive) must be shards `0..N` of one script, each once. `on` names the group's devices in
+/// messages where there are several groups.
+fn check_shard_set(inputs: &[Archive], members: &[usize], on: &str) -> Result<(), ArchiveError> {
+    let first = members[0];
+    let Some(reference) = inputs[first].shard() else { return Ok(()) };
+    let mut seen: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
+    for &i in members {
+        let a = &inputs[i];
+        let Some(s) = a.shard() else { continue };
         if s.count != reference.count || s.script != reference.script {
             let what = if s.script != reference.script { "scripts" } else { "shard counts" };
             return Err(ArchiveError::Incompatible(format!(
-                "cannot merge {} ({reference}) with {} ({s}): they are shards of different {what}",
+                "cannot merge {} ({reference}) with {} ({s}): they are shards of different {what}{on}",
                 name_of(&inputs[first], first),
                 name_of(a, i)
             )));
         }
         if let Some(j) = seen.insert(s.index, i) {
             return Err(ArchiveError::Incompatible(format!(
-                "shard {}/{} is given twice: {} and {}",
+                "shard {}/{}{on} is given twice: {} and {}",
                 s.index,
                 s.count,
                 name_of(&inputs[j], j),
@@ -130,7 +165,7 @@ fn check_shards(inputs: &[Archive]) -> Result<(), ArchiveError> {
         (0..reference.count).filter(|i| !seen.contains_key(i)).map(|i| format!("{i}/{}", reference.count)).collect();
     if !missing.is_empty() {
         return Err(ArchiveError::Incompatible(format!(
-            "shard{} {} of script {:032x} {} missing: a merge of shards needs all {} of them",
+            "shard{} {} of script {:032x}{on} {} missing: a merge of shards needs all {} of them",
             if missing.len() == 1 { "" } else { "s" },
             missing.join(", "),
             reference.script,
@@ -159,11 +194,13 @@ fn name_of(a: &Archive, i: usize) -> String {
 ///   is an [`ArchiveError::Conflict`] naming the key or label and both inputs — never "the
 ///   first one wins".
 ///
-/// Shard archives (`harvest --shard I/N`, [`Archive::shard`]) merge only as a complete set:
-/// every input a shard of the same script and shard count, each index `0..N` exactly once
-/// ([`ArchiveError::Incompatible`] names the missing or duplicated shard, or the two inputs
-/// that differ). The result is an unsharded archive, so merging all N shards gives the bytes
-/// of a single-machine harvest of the script.
+/// Shard archives (`harvest --shard I/N`, [`Archive::shard`]) merge only as complete sets:
+/// per set of devices the inputs hold binaries for, every input a shard of the same script
+/// and shard count, each index `0..N` exactly once ([`ArchiveError::Incompatible`] names the
+/// missing or duplicated shard, or the two inputs that differ). So the shards of one script
+/// harvested on two GPUs merge in one call into a two-device archive. The result is an
+/// unsharded archive, so merging all N shards gives the bytes of a single-machine harvest of
+/// the script.
 pub fn merge(inputs: &[Archive]) -> Result<(Vec<WriteEntry>, ArchiveMeta), ArchiveError> {
     check_shards(inputs)?;
     // The reference for compatibility: the first non-empty input (empty ones have no targets).

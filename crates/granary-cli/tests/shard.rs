@@ -555,3 +555,61 @@ fn salvage_keeps_a_shards_record_and_verify_shows_it() {
     let o = merge(&[&shards[0], &salvaged, &shards[2]], &merged);
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a shard archive"));
 }
+
+/// The shards of `paths` rewritten as if harvested on `device`: every pipeline gets a binary
+/// set for it; the shard record is kept.
+fn on_device(paths: &[PathBuf], device: &std::sync::Arc<granary::archive::DeviceIdentity>, dir: &Path) -> Vec<PathBuf> {
+    use granary::archive::{write_shard_entries, BinarySet, DeviceBinaries, DeviceBinary};
+    use granary_archive::Blob;
+    paths
+        .iter()
+        .map(|p| {
+            let a = Archive::read(p).unwrap();
+            let mut entries = a.entries().unwrap();
+            for w in &mut entries {
+                let own = DeviceBinary { key: w.entry.key.0.to_le_bytes().to_vec(), data: Blob::new(vec![7; 40]) };
+                w.binaries = vec![DeviceBinaries {
+                    device: device.clone(),
+                    set: std::sync::Arc::new(BinarySet { flags: 0, binaries: vec![own] }),
+                }];
+            }
+            let out = dir.join(format!("{}-{}", device.device_name, p.file_name().unwrap().to_string_lossy()));
+            write_shard_entries(&out, &entries, &a.meta().unwrap(), a.shard().as_ref()).unwrap();
+            out
+        })
+        .collect()
+}
+
+#[test]
+fn shards_of_two_devices_merge_in_one_call_into_a_two_device_archive() {
+    let dir = common::tempdir();
+    let (paths, _) = harvest_shards(dir.path(), 2);
+    let a = on_device(&paths, &common::test_device("gpu-a", vec![1; 16]), dir.path());
+    let b = on_device(&paths, &common::test_device("gpu-b", vec![2; 16]), dir.path());
+
+    // One call, the four shards in any order: both devices, every pipeline on each.
+    let all = dir.path().join("all.granary");
+    ok(merge(&[&b[1], &a[0], &b[0], &a[1]], &all));
+    let merged = Archive::read(&all).unwrap();
+    assert_eq!(merged.shard(), None);
+    let devices = merged.devices().unwrap();
+    assert_eq!(devices.len(), 2);
+    assert!(devices.iter().all(|d| d.pipeline_count() == merged.len()));
+    // The same bytes as merging each device's shards, then the two archives.
+    let (ma, mb, two) = (dir.path().join("a.granary"), dir.path().join("b.granary"), dir.path().join("two.granary"));
+    ok(merge(&[&a[0], &a[1]], &ma));
+    ok(merge(&[&b[0], &b[1]], &mb));
+    ok(merge(&[&ma, &mb], &two));
+    assert_eq!(std::fs::read(&all).unwrap(), std::fs::read(&two).unwrap());
+
+    // A shard missing on one device is named with that device.
+    let o = merge(&[&a[0], &a[1], &b[0]], &dir.path().join("x.granary"));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("shard 1/2 of script") && err.contains("gpu-b") && err.contains("missing"), "{err}");
+    // Shard 0 twice on one device is refused, even with a complete set on the other.
+    let o = merge(&[&a[0], &a[1], &b[0], &b[1], &b[0]], &dir.path().join("x.granary"));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("shard 0/2") && err.contains("given twice") && err.contains("gpu-b"), "{err}");
+}
