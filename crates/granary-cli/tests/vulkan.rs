@@ -342,6 +342,22 @@ fn prune_recognises_a_shard_harvested_with_expand_unspecialized() {
     let r = prune(&plain, &out);
     assert!(r["shard"].is_null() && r["shard_dropped"].is_string() && r["expanded"] == false, "{r}");
     assert_eq!(Archive::read(&out).unwrap().shard(), None);
+
+    // `plan --expand-unspecialized` plans exactly this split; without it, the unexpanded one.
+    let plan = |extra: &[&str]| -> Value {
+        let mut args = vec!["plan", path.to_str().unwrap(), "--shards", "2", "--json"];
+        args.extend_from_slice(extra);
+        let o = granary(&args, &[]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let expanded = plan(&["--expand-unspecialized"]);
+    let record = Archive::read(&shard).unwrap().shard().unwrap();
+    assert_eq!(expanded["script_hash"], format!("{:032x}", record.script), "{expanded}");
+    let held = Archive::read(&shard).unwrap().len();
+    assert_eq!(expanded["per_shard"][0]["pipelines"].as_u64(), Some(held as u64), "unique pipelines in shard 0");
+    assert_eq!(expanded["expanded_variants"], s["variants"]);
+    assert_ne!(plan(&[])["script_hash"], expanded["script_hash"]);
 }
 
 /// State the device cannot take is that pipeline's error, found before any driver call, and a
