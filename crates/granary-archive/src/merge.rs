@@ -146,9 +146,14 @@ fn check_shard_set(inputs: &[Archive], members: &[usize], on: &str) -> Result<()
         if s.count != reference.count || s.script != reference.script {
             let what = if s.script != reference.script { "scripts" } else { "shard counts" };
             return Err(ArchiveError::Incompatible(format!(
-                "cannot merge {} ({reference}) with {} ({s}): they are shards of different {what}{on}",
+                "cannot merge {} ({reference}) with {} ({s}): they are shards of different {what}{on}{}",
                 name_of(&inputs[first], first),
-                name_of(a, i)
+                name_of(a, i),
+                if s.script != reference.script {
+                    " (or of granary versions that split scripts differently: harvest every shard with one version)"
+                } else {
+                    ""
+                }
             )));
         }
         if let Some(j) = seen.insert(s.index, i) {

@@ -111,12 +111,18 @@ impl ShardItem {
     }
 }
 
-/// The hash that names a script's shards: `xxh3_128` of a domain string followed by the set
-/// of its pipeline keys (sorted, each once, little-endian).
+/// Names the assignment [`assign`] computes: the domain string of [`script_hash`]. Change it
+/// whenever a change to [`assign`] could move any pipeline to another shard, so shards split
+/// by two versions of granary never pass for one set (their merge could lose pipelines).
+pub const ASSIGNMENT_VERSION: &[u8] = b"granary shard script v2\0";
+
+/// The hash that names a script's shards: `xxh3_128` of [`ASSIGNMENT_VERSION`] followed by
+/// the set of its pipeline keys (sorted, each once, little-endian). Equal hashes mean the same
+/// pipelines split by the same assignment.
 pub fn script_hash(keys: impl IntoIterator<Item = u128>) -> u128 {
     let set: BTreeSet<u128> = keys.into_iter().collect();
     let mut bytes = Vec::with_capacity(32 + set.len() * 16);
-    bytes.extend_from_slice(b"granary shard script v1\0");
+    bytes.extend_from_slice(ASSIGNMENT_VERSION);
     for k in set {
         bytes.extend_from_slice(&k.to_le_bytes());
     }
