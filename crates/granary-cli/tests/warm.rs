@@ -183,3 +183,52 @@ fn a_flipped_byte_in_the_device_data_is_caught_before_the_driver_sees_it() {
         assert!(reasons.iter().all(|r| r.contains("not handed to the driver")), "{reasons:?}");
     }
 }
+
+/// An archive merged from shards (or written by `--isolate` workers) holds one pipeline-cache
+/// blob per harvesting process for the device: warm seeds its cache with all of them, merged
+/// with `vkMergePipelineCaches`, not with the first alone.
+#[test]
+fn warm_seeds_its_cache_with_every_cache_blob_of_the_device() {
+    if common::vulkan_device(&bin()).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut shards = Vec::new();
+    for i in 0..2 {
+        let out = dir.path().join(format!("shard-{i}.granary"));
+        let shard = format!("{i}/2");
+        let args = ["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "--backend", "vulkan", "-q", "-j", "2"];
+        let o = granary(&[&args[..], &["--shard", &shard]].concat());
+        assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+        shards.push(out);
+    }
+    let merged = dir.path().join("merged.granary");
+    let o =
+        granary(&["merge", shards[0].to_str().unwrap(), shards[1].to_str().unwrap(), "-o", merged.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Two different blobs for the device (a driver whose cache data is only a header, such as
+    // lavapipe's, writes the same bytes in both shards, which the merge stores once; a copy
+    // with trailing bytes, which a driver must tolerate, stands in for the second shard's).
+    let a = Archive::read(&merged).unwrap();
+    let mut meta = a.meta().unwrap();
+    assert!(!meta.device_caches.is_empty(), "a Vulkan harvest stores its pipeline cache");
+    let first = meta.device_caches[0].clone();
+    let mut second = first.data.to_vec();
+    second.extend_from_slice(&[0; 16]);
+    meta.device_caches.push(DeviceCache { device: first.device.clone(), data: granary::descriptor::Blob::new(second) });
+    let two = dir.path().join("two.granary");
+    std::fs::write(&two, granary::archive::encode(&a.entries().unwrap(), &meta)).unwrap();
+    let caches = Archive::read(&two).unwrap().devices().unwrap()[0].caches().unwrap().len();
+    assert!(caches >= 2, "{caches}");
+
+    let (code, w, stderr) = warm(&two, &["--source", "cache"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!((w["cache_seeded"].as_bool(), w["cache_blobs"].as_u64()), (Some(true), Some(caches as u64)), "{w:#}");
+    assert_eq!((w["created"].as_u64(), w["failed"].as_u64()), (Some(EXAMPLE_PIPELINES), Some(0)));
+    // An application's own cache file replaces the archive's blobs.
+    let file = dir.path().join("app.cache");
+    std::fs::write(&file, &first.data[..]).unwrap();
+    let (code, w, stderr) = warm(&two, &["--source", "cache", "--pipeline-cache-in", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(w["cache_blobs"].as_u64(), Some(1), "{w:#}");
+}

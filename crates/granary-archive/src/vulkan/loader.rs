@@ -38,7 +38,9 @@ pub struct LoaderOptions {
     /// of a compile. Default `false`.
     pub require_binaries: bool,
     /// Seed the compile path's `VkPipelineCache` with the archive's pipeline-cache data for
-    /// this device, if it holds any (default `true`).
+    /// this device, if it holds any: every blob, merged (`vkMergePipelineCaches`), since an
+    /// archive merged from shards or written by `--isolate` workers holds one per harvesting
+    /// process (default `true`).
     pub use_archive_cache: bool,
     /// Create pipelines archived as libraries from their binaries, then link them (default
     /// `true`). `false` compiles their library part from SPIR-V (with the loader's pipeline
@@ -185,8 +187,8 @@ pub struct PipelineLoader<'a> {
     device: Result<DeviceRef<'a>, DeviceMismatch>,
     /// The compile path's pipeline cache.
     cache: Cache,
-    /// Whether `cache` was seeded with data.
-    seeded: bool,
+    /// How many blobs of pipeline-cache data seeded `cache`.
+    seeded: usize,
     options: LoaderOptions,
     modules: Mutex<HashMap<StageKey, Cell<Module>>>,
     layouts: Mutex<HashMap<LayoutDesc, Cell<Layout>>>,
@@ -209,21 +211,25 @@ impl<'a> PipelineLoader<'a> {
                 device = Ok(d);
             }
         }
-        let initial: Vec<u8> = match (&options.initial_cache, &device) {
-            (Some(bytes), _) => bytes.clone(),
-            (None, Ok(d)) if options.use_archive_cache => d.caches()?.first().map(|c| c.to_vec()).unwrap_or_default(),
+        // Every blob the archive holds for this device (one per shard or `--isolate` worker
+        // that wrote one), merged into one cache.
+        let initial: Vec<&[u8]> = match (&options.initial_cache, &device) {
+            (Some(bytes), _) => vec![bytes.as_slice()],
+            (None, Ok(d)) if options.use_archive_cache => d.caches()?,
             _ => Vec::new(),
         };
+        let initial: Vec<&[u8]> = initial.into_iter().filter(|b| !b.is_empty()).collect();
         let cache = gpu
-            .pipeline_cache(&initial)
+            .pipeline_cache_merged(&initial)
             .map_err(|e| LoadError::Pipeline { pipeline: "(pipeline cache)".into(), message: e.to_string() })?;
+        let seeded = initial.len();
         Ok(PipelineLoader {
             archive,
             gpu,
             identity,
             device,
             cache,
-            seeded: !initial.is_empty(),
+            seeded,
             options,
             modules: Mutex::default(),
             layouts: Mutex::default(),
@@ -249,6 +255,12 @@ impl<'a> PipelineLoader<'a> {
 
     /// Whether the compile path's pipeline cache was seeded with data.
     pub fn cache_seeded(&self) -> bool {
+        self.seeded > 0
+    }
+
+    /// How many blobs of pipeline-cache data seeded the compile path's pipeline cache: the
+    /// archive's for this device (all of them, merged), or [`LoaderOptions::initial_cache`].
+    pub fn cache_blobs(&self) -> usize {
         self.seeded
     }
 

@@ -962,6 +962,25 @@ impl Gpu {
         Ok(Cache { gpu: self.clone(), handle })
     }
 
+    /// [`Gpu::pipeline_cache`] seeded with every blob of `blobs`: the first seeds the cache,
+    /// each further one seeds a temporary cache that `vkMergePipelineCaches` adds to it (an
+    /// archive holds several blobs for one device where shards or `--isolate` workers each
+    /// wrote one).
+    pub fn pipeline_cache_merged(self: &Arc<Self>, blobs: &[&[u8]]) -> Result<Cache, VulkanError> {
+        let cache = self.pipeline_cache(blobs.first().copied().unwrap_or_default())?;
+        if blobs.len() > 1 {
+            let sources = blobs[1..].iter().map(|b| self.pipeline_cache(b)).collect::<Result<Vec<_>, _>>()?;
+            let handles: Vec<vk::PipelineCache> = sources.iter().map(|c| c.handle).collect();
+            // SAFETY: the destination was created just above and has not been handed out, so
+            // no other thread can use it (the spec requires host access to it be externally
+            // synchronized); the sources are distinct caches of this device (each `Cache`
+            // owns its handle), alive until `sources` drops after the call.
+            unsafe { self.device.merge_pipeline_caches(cache.handle, &handles) }
+                .map_err(|e| VulkanError::call("vkMergePipelineCaches", e))?;
+        }
+        Ok(cache)
+    }
+
     /// The pipeline's binaries (`VK_KHR_pipeline_binary`), copied out; the binaries are
     /// destroyed and the pipeline's captured data released before returning.
     fn capture(&self, pipeline: &Pipeline, intern: Intern<'_>) -> Result<Vec<RawBinary>, VulkanError> {
