@@ -213,7 +213,7 @@ fn warm_seeds_its_cache_with_every_cache_blob_of_the_device() {
     let mut meta = a.meta().unwrap();
     assert!(!meta.device_caches.is_empty(), "a Vulkan harvest stores its pipeline cache");
     let first = meta.device_caches[0].clone();
-    let mut second = first.data.to_vec();
+    let mut second = first.data.bytes().to_vec();
     second.extend_from_slice(&[0; 16]);
     meta.device_caches.push(DeviceCache { device: first.device.clone(), data: granary::descriptor::Blob::new(second) });
     let two = dir.path().join("two.granary");
@@ -227,7 +227,7 @@ fn warm_seeds_its_cache_with_every_cache_blob_of_the_device() {
     assert_eq!((w["created"].as_u64(), w["failed"].as_u64()), (Some(EXAMPLE_PIPELINES), Some(0)));
     // An application's own cache file replaces the archive's blobs.
     let file = dir.path().join("app.cache");
-    std::fs::write(&file, &first.data[..]).unwrap();
+    std::fs::write(&file, first.data.bytes()).unwrap();
     let (code, w, stderr) = warm(&two, &["--source", "cache", "--pipeline-cache-in", file.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(w["cache_blobs"].as_u64(), Some(1), "{w:#}");
