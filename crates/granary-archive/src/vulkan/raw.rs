@@ -38,6 +38,10 @@
 //!   one value ([`Pipeline`], [`Binaries`]) and destroyed only in its `Drop`.
 //! - `vkCreatePipelineBinariesKHR` from data: nothing externally synchronized; the bytes are
 //!   checked against the archive's content hashes before the call (never raw file bytes).
+//! - `vkMergePipelineCaches`: the destination cache is externally synchronized. Granary
+//!   merges only in [`Gpu::pipeline_cache_merged`], into a cache it created in the same call
+//!   and has not returned yet, so no other thread can reach it; the sources are read, which
+//!   an internally synchronized cache allows.
 //! - Nothing else granary calls has an externally synchronized parameter: the device, shader
 //!   modules and layouts are only read by create calls, which the specification allows from
 //!   any number of threads.
