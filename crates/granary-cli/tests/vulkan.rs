@@ -483,3 +483,54 @@ fn without_a_driver_only_vulkan_commands_fail_and_they_say_why() {
         assert!(!String::from_utf8_lossy(&ldd.stdout).contains("libvulkan"), "granary links libvulkan");
     }
 }
+
+/// An unsharded archive harvested with `expand_unspecialized` applied has no record saying
+/// so: `prune` recognises it by its entries (the expanded pipelines find more of them than
+/// the script's own) and keeps the variants instead of dropping them.
+#[test]
+fn prune_keeps_the_variants_of_an_unsharded_expanded_harvest() {
+    if device().is_none() {
+        return;
+    }
+    let dir = common::tempdir();
+    let mut script = example_json();
+    script["expand_unspecialized"] = serde_json::json!({"formats": ["rgba8unorm"]});
+    let path = dir.path().join("pipelines.json");
+    std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
+    let out = dir.path().join("a.granary");
+    let (code, s) =
+        harvest(path.to_str().unwrap(), &out, &["--backend", "vulkan", "--no-pipeline-libraries", "-j", "2"], &[]);
+    assert_eq!(code, 0, "{s}");
+    assert!(s["variants"].as_u64().unwrap() > 0, "{s}");
+    let pruned = dir.path().join("pruned.granary");
+    let o = granary(
+        &["prune", out.to_str().unwrap(), "--script", path.to_str().unwrap(), "-o", pruned.to_str().unwrap(), "--json"],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["expanded"], true, "{r}");
+    assert_eq!((r["dropped"].as_u64(), r["missing"].as_array().map(Vec::len)), (Some(0), Some(0)), "{r}");
+    assert_eq!(std::fs::read(&pruned).unwrap(), std::fs::read(&out).unwrap(), "pruned to itself, variants and all");
+    // The archive of a harvest with libraries (no expansion) is pruned without it.
+    let libs = dir.path().join("libs.granary");
+    let (code, s) = harvest(path.to_str().unwrap(), &libs, &["--backend", "vulkan", "-j", "2"], &[]);
+    assert_eq!(code, 0, "{s}");
+    if s["variants"].as_u64() == Some(0) {
+        let o = granary(
+            &[
+                "prune",
+                libs.to_str().unwrap(),
+                "--script",
+                path.to_str().unwrap(),
+                "-o",
+                pruned.to_str().unwrap(),
+                "--json",
+            ],
+            &[],
+        );
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!((r["expanded"].as_bool(), r["dropped"].as_u64()), (Some(false), Some(0)), "{r}");
+        assert_eq!(std::fs::read(&pruned).unwrap(), std::fs::read(&libs).unwrap());
+    }
+}

@@ -12,7 +12,7 @@
 use super::shard::{assign_descriptors, Assignment};
 use super::{HarvestError, ShardSummary};
 use crate::archive::{write_shard_entries, Archive, ArchiveMeta, ShardRecord, WriteEntry};
-use crate::descriptor::{KeyContext, PipelineDescriptor, TargetSet};
+use crate::descriptor::{KeyContext, PipelineDescriptor, PipelineKey, TargetSet};
 use crate::script::{Expanded, Script};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -48,8 +48,9 @@ pub struct PruneReport {
     /// output is an ordinary archive of the script, which `granary merge` does not take as a
     /// shard. `None` when nothing was dropped.
     pub shard_dropped: Option<String>,
-    /// Whether the script's `expand_unspecialized` was applied: the input's shard record shows
-    /// that it was harvested with it (a device backend without graphics pipeline libraries).
+    /// Whether the script's `expand_unspecialized` was applied: the archive was harvested with
+    /// it (a device backend without graphics pipeline libraries), as a shard's record shows or,
+    /// unsharded, as the expanded pipelines find more of its entries than the script's own.
     pub expanded: bool,
 }
 
@@ -87,12 +88,10 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
             ctx.target_options
         )));
     }
-    // A shard archive may have been harvested with the script's `expand_unspecialized`
-    // applied; its record tells (below).
-    let expanded = match (input.shard(), &script.expand_unspecialized) {
-        (Some(_), Some(e)) => Some(e.apply(&script)),
-        _ => None,
-    };
+    // The archive may have been harvested with the script's `expand_unspecialized` applied
+    // (a device without graphics pipeline libraries): a shard's record tells; an unsharded
+    // archive, the keys it holds (below).
+    let expanded = script.expand_unspecialized.as_ref().map(|e| e.apply(&script));
     let no_expansion = Expanded::default();
     let plain = super::pipelines_to_harvest(&script, &no_expansion).0;
     let mut shard = None;
@@ -101,8 +100,23 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
     // The pipelines to keep, with their keys: the whole script, or a shard's share of it.
     let (view, keys) = match input.shard() {
         None => {
-            let keys = plain.iter().map(|(_, d)| d.key(&ctx).0).collect();
-            (plain, keys)
+            let keys: Vec<u128> = plain.iter().map(|(_, d)| d.key(&ctx).0).collect();
+            // Harvested with the expansion if the expanded pipelines find more of the
+            // archive's entries than the script's own (ties: the script's own).
+            let held =
+                |keys: &[u128]| keys.iter().filter(|k| matches!(input.get(PipelineKey(**k)), Ok(Some(_)))).count();
+            let with_expansion = expanded.as_ref().map(|x| {
+                let view = super::pipelines_to_harvest(&script, x).0;
+                let keys: Vec<u128> = view.iter().map(|(_, d)| d.key(&ctx).0).collect();
+                (x, view, keys)
+            });
+            match with_expansion {
+                Some((x, view, expanded_keys)) if held(&expanded_keys) > held(&keys) => {
+                    used_expansion = Some(x);
+                    (view, expanded_keys)
+                }
+                _ => (plain, keys),
+            }
         }
         Some(record) => {
             let (keys, a) = shard_assignment(&plain, &ctx, record.count);
