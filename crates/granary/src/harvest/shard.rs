@@ -423,7 +423,10 @@ fn grow_shards(units: &[Unit], functions: usize, n: usize, total: Option<usize>)
         buckets.iter_mut().for_each(Vec::clear);
         top = 0;
     }
-    (shard, loads)
+    // The last shard takes whatever is left, so every unit is placed; the clamp keeps an
+    // index in range should that ever not hold.
+    debug_assert!(shard.iter().all(|&s| s < n));
+    (shard.into_iter().map(|s| s.min(n - 1)).collect(), loads)
 }
 
 /// [`assign`] for descriptors under `ctx`, returning each descriptor's item too.
@@ -579,6 +582,34 @@ mod tests {
             let a = assign(&items, n);
             assert!(a.duplicated.is_empty(), "n={n}: {:?}", a.duplicated);
             assert!(a.imbalance() < 1.2, "n={n}: imbalance {}", a.imbalance());
+        }
+    }
+
+    #[test]
+    fn long_runs_and_many_shards_still_place_every_pipeline_once_and_balance() {
+        // Heavy-tailed runs (up to 400 pipelines on one vertex function) over a small pool of
+        // shared fragment functions, as in the seed workload: big units are split and spread.
+        let mut r = Rng(11);
+        let mut items = Vec::new();
+        for g in 0..300u128 {
+            let len = if g % 50 == 0 { 400 } else { r.next() % 6 + 1 };
+            let vertex = g << 64;
+            for p in 0..len as u128 {
+                let fragment = 1u128 << 127 | (r.next() % 40) as u128;
+                let mut functions = vec![vertex, fragment];
+                functions.sort_unstable();
+                items.push(ShardItem { key: g << 32 | p, group: vertex, functions });
+            }
+        }
+        for n in [2, 3, 7, 16, 64] {
+            let a = assign(&items, n);
+            assert_eq!(a.shard_of.len(), items.len(), "n={n}");
+            assert!(a.shard_of.values().all(|&s| s < n));
+            assert!(a.imbalance() < 1.25, "n={n}: imbalance {}", a.imbalance());
+            let pipelines: Vec<usize> = a.shards.iter().map(|s| s.pipelines).collect();
+            let mean = items.len() as f64 / n as f64;
+            let max = *pipelines.iter().max().unwrap() as f64;
+            assert!(max / mean < 1.3, "n={n}: pipelines {pipelines:?}");
         }
     }
 
