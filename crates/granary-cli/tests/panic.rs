@@ -43,24 +43,26 @@ fn pipeline(lib: &Arc<Library>, vs: &str, i: u32) -> PipelineDescriptor {
         label: Some(format!("{vs}/{i}")),
         vertex: FunctionDescriptor::library(lib.clone(), vs),
         fragment: Some(FunctionDescriptor::library(lib.clone(), "fs")),
-        vertex_buffers: vec![VertexBufferLayout {
-            stride: 12,
-            step: StepMode::Vertex,
-            attributes: vec![VertexAttribute { location: 0, format: VertexFormat::Float32x3, offset: 0 }],
-        }],
-        primitive: PrimitiveState::default(),
-        color_attachments: vec![ColorAttachment::unspecialized()],
-        depth_stencil: Some(DepthStencilState {
-            format: TextureFormat::Depth32float,
-            depth_write: true,
-            depth_compare: CompareFunction::Less,
-            stencil: None,
-            depth_bias: i as i32,
-            depth_bias_slope_scale: 0.0,
-            depth_bias_clamp: 0.0,
-        }),
-        sample_count: 1,
-        alpha_to_coverage: false,
+        state: RenderState {
+            vertex_buffers: vec![VertexBufferLayout {
+                stride: 12,
+                step: StepMode::Vertex,
+                attributes: vec![VertexAttribute { location: 0, format: VertexFormat::Float32x3, offset: 0 }],
+            }],
+            primitive: PrimitiveState::default(),
+            color_attachments: vec![ColorAttachment::unspecialized()],
+            depth_stencil: Some(DepthStencilState {
+                format: TextureFormat::Depth32float,
+                depth_write: true,
+                depth_compare: CompareFunction::Less,
+                stencil: None,
+                depth_bias: i as i32,
+                depth_bias_slope_scale: 0.0,
+                depth_bias_clamp: 0.0,
+            }),
+            sample_count: 1,
+            alpha_to_coverage: false,
+        },
         layout: None,
     })
 }
@@ -125,7 +127,7 @@ fn write_script(dir: &Path) -> std::path::PathBuf {
         .iter()
         .map(|d| {
             let PipelineDescriptor::Render(r) = d else { unreachable!() };
-            let (FunctionDescriptor::Library { name, .. }, i) = (&r.vertex, r.depth_stencil.as_ref().unwrap().depth_bias) else {
+            let (FunctionDescriptor::Library { name, .. }, i) = (&r.vertex, r.state.depth_stencil.as_ref().unwrap().depth_bias) else {
                 unreachable!()
             };
             serde_json::json!({"label": r.label, "render": {

@@ -122,8 +122,8 @@ fn small_workload_has_the_requested_shape() {
     let (mut specialized, mut plain) = (0, 0);
     for d in &descs {
         let PipelineDescriptor::Render(r) = d else { panic!("only render pipelines") };
-        assert!(!r.color_attachments.is_empty());
-        for a in &r.color_attachments {
+        assert!(!r.state.color_attachments.is_empty());
+        for a in &r.state.color_attachments {
             assert!(
                 a.format == Spec::Unspecialized
                     && a.blend == Spec::Unspecialized

@@ -223,11 +223,11 @@ impl VulkanBackend {
         // Computed once per pipeline, for the sharing key and the create info alike.
         let vk_layout = state::layout_desc(layout)?;
         let render_state = match desc {
-            PipelineDescriptor::Render(r) => Some(r.state()),
+            PipelineDescriptor::Render(r) => Some(&r.state),
             PipelineDescriptor::Compute(_) => None,
         };
         let Some(map) = &self.shared_captures else {
-            return self.create_unshared(desc, functions, &vk_layout, render_state.as_ref());
+            return self.create_unshared(desc, functions, &vk_layout, render_state);
         };
         let spirv: Option<Vec<(u128, ShaderStage, String)>> = functions
             .iter()
@@ -235,9 +235,9 @@ impl VulkanBackend {
             .collect();
         let Some(stages) = spirv else {
             // A stage without SPIR-V: the unshared path says which.
-            return self.create_unshared(desc, functions, &vk_layout, render_state.as_ref());
+            return self.create_unshared(desc, functions, &vk_layout, render_state);
         };
-        let state = render_state.as_ref().map(|r| r.encode()).transpose().map_err(|e| e.message)?;
+        let state = render_state.map(|r| r.encode()).transpose().map_err(|e| e.message)?;
         let key =
             DriverKey { stages, state, layout: vk_layout.clone(), library: granary::backend::needs_libraries(desc) };
         let cell = map.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_default().clone();
@@ -245,7 +245,7 @@ impl VulkanBackend {
         let result = cell
             .get_or_init(|| {
                 created_here = true;
-                self.create_unshared(desc, functions, &vk_layout, render_state.as_ref())
+                self.create_unshared(desc, functions, &vk_layout, render_state)
             })
             .clone();
         if !created_here && result.is_ok() {

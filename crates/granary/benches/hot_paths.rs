@@ -24,16 +24,18 @@ fn pipeline(i: u32) -> PipelineDescriptor {
         vertex: FunctionDescriptor::library(lib, "vs")
             .specialized(vec![Constant { id: ConstantId::Name("V".into()), value: ConstantValue::U32(i % 97) }]),
         fragment: None,
-        vertex_buffers: vec![VertexBufferLayout {
-            stride: 12,
-            step: StepMode::Vertex,
-            attributes: vec![VertexAttribute { location: 0, format: VertexFormat::Float32x3, offset: 0 }],
-        }],
-        primitive: PrimitiveState::default(),
-        color_attachments: vec![ColorAttachment::unspecialized(); 2],
-        depth_stencil: None,
-        sample_count: 1,
-        alpha_to_coverage: false,
+        state: RenderState {
+            vertex_buffers: vec![VertexBufferLayout {
+                stride: 12,
+                step: StepMode::Vertex,
+                attributes: vec![VertexAttribute { location: 0, format: VertexFormat::Float32x3, offset: 0 }],
+            }],
+            primitive: PrimitiveState::default(),
+            color_attachments: vec![ColorAttachment::unspecialized(); 2],
+            depth_stencil: None,
+            sample_count: 1,
+            alpha_to_coverage: false,
+        },
         layout: None,
     })
 }

@@ -101,12 +101,14 @@ fn compile_err(
             label: Some("p".into()),
             vertex: f,
             fragment: None,
-            vertex_buffers: common::layout(),
-            primitive: PrimitiveState::default(),
-            color_attachments: vec![],
-            depth_stencil: None,
-            sample_count: 1,
-            alpha_to_coverage: false,
+            state: RenderState {
+                vertex_buffers: common::layout(),
+                primitive: PrimitiveState::default(),
+                color_attachments: vec![],
+                depth_stencil: None,
+                sample_count: 1,
+                alpha_to_coverage: false,
+            },
             layout: None,
         }),
     };
@@ -189,27 +191,27 @@ fn interface_mismatches_are_link_errors() {
         other => panic!("expected link error, got {:?}", other.map(|_| ())),
     };
     let mut a = r.clone();
-    a.vertex_buffers[0].attributes.pop();
+    a.state.vertex_buffers[0].attributes.pop();
     assert!(link(a).contains("reads @location(2)"));
     let mut b = r.clone();
-    b.vertex_buffers[0].attributes[0].format = VertexFormat::Uint32x3;
+    b.state.vertex_buffers[0].attributes[0].format = VertexFormat::Uint32x3;
     assert!(link(b).contains("Uint32x3"));
     let mut c = r.clone();
-    c.color_attachments.clear();
+    c.state.color_attachments.clear();
     assert!(link(c).contains("0 colour attachment"));
     let mut d = r.clone();
-    d.color_attachments[0].format = Spec::Is(TextureFormat::R32uint);
+    d.state.color_attachments[0].format = Spec::Is(TextureFormat::R32uint);
     assert!(link(d).contains("R32uint"));
     let mut e = r.clone();
     e.vertex = FunctionDescriptor::library(fx.vs.clone(), "vs_depth");
-    e.vertex_buffers[0].attributes.truncate(1);
+    e.state.vertex_buffers[0].attributes.truncate(1);
     let m = link(e);
     assert!(m.contains("does not write it"), "{m}");
     // Every GLSL and SPIR-V entry point is `main`: messages name the library of each side.
     assert!(m.contains("'fs' of library 'fs_lib'") && m.contains("'vs_depth' of library 'vs_lib'"), "{m}");
     // Unspecialized and float formats both link.
     let mut ok = r.clone();
-    ok.color_attachments[0].format = Spec::Is(TextureFormat::Rgba16float);
+    ok.state.color_attachments[0].format = Spec::Is(TextureFormat::Rgba16float);
     compiler.compile(&PipelineDescriptor::Render(ok)).unwrap();
 }
 

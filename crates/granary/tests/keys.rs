@@ -76,15 +76,15 @@ fn everything_that_changes_the_result_changes_the_key() {
         }
         variants.push(d.key(&CTX));
     };
-    push(&|r| r.sample_count = 4);
-    push(&|r| r.primitive.cull = CullMode::Back);
-    push(&|r| r.color_attachments[0].format = Spec::Is(TextureFormat::Rgba8unorm));
-    push(&|r| r.color_attachments[0].write_mask = Spec::Is(ColorWrites(0b0111)));
-    push(&|r| r.color_attachments[0].blend = Spec::Is(Blend::Off));
-    push(&|r| r.vertex_buffers[0].stride = 36);
-    push(&|r| r.depth_stencil = None);
+    push(&|r| r.state.sample_count = 4);
+    push(&|r| r.state.primitive.cull = CullMode::Back);
+    push(&|r| r.state.color_attachments[0].format = Spec::Is(TextureFormat::Rgba8unorm));
+    push(&|r| r.state.color_attachments[0].write_mask = Spec::Is(ColorWrites(0b0111)));
+    push(&|r| r.state.color_attachments[0].blend = Spec::Is(Blend::Off));
+    push(&|r| r.state.vertex_buffers[0].stride = 36);
+    push(&|r| r.state.depth_stencil = None);
     push(&|r| r.fragment = None);
-    push(&|r| r.alpha_to_coverage = true);
+    push(&|r| r.state.alpha_to_coverage = true);
     push(&|r| r.vertex = common::fixture().vertex(1));
     let mut all = variants.clone();
     all.push(k);

@@ -46,12 +46,14 @@ fn render(lib: &Arc<Library>, vs: &str, fs_lib: &Arc<Library>, fs: &str) -> Pipe
         label: Some("p".into()),
         vertex: FunctionDescriptor::library(lib.clone(), vs),
         fragment: Some(FunctionDescriptor::library(fs_lib.clone(), fs)),
-        vertex_buffers: Vec::new(),
-        primitive: PrimitiveState::default(),
-        color_attachments: vec![ColorAttachment::unspecialized()],
-        depth_stencil: None,
-        sample_count: 1,
-        alpha_to_coverage: false,
+        state: RenderState {
+            vertex_buffers: Vec::new(),
+            primitive: PrimitiveState::default(),
+            color_attachments: vec![ColorAttachment::unspecialized()],
+            depth_stencil: None,
+            sample_count: 1,
+            alpha_to_coverage: false,
+        },
         layout: None,
     })
 }

@@ -27,7 +27,7 @@ pub fn check(desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result
     let fname = r.fragment.as_ref().map(|f| name_of(f.base(), f.base().1)).unwrap_or_default();
 
     let mut attrs = std::collections::HashMap::new();
-    for (b, buf) in r.vertex_buffers.iter().enumerate() {
+    for (b, buf) in r.state.vertex_buffers.iter().enumerate() {
         for a in &buf.attributes {
             if let Some(prev) = attrs.insert(a.location, (b, a.format)) {
                 return Err(format!(
@@ -74,10 +74,10 @@ pub fn check(desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result
         }
     }
     for (loc, ty) in &fs.interface.outputs {
-        let Some(att) = r.color_attachments.get(*loc as usize) else {
+        let Some(att) = r.state.color_attachments.get(*loc as usize) else {
             return Err(format!(
                 "fragment function {fname} writes @location({loc}) but the pipeline has {} colour attachment(s)",
-                r.color_attachments.len()
+                r.state.color_attachments.len()
             ));
         };
         if let Spec::Is(format) = att.format {

@@ -97,7 +97,7 @@ pub trait Backend: Send + Sync {
 /// format, blend or write mask is unspecialized.
 pub fn needs_libraries(desc: &PipelineDescriptor) -> bool {
     match desc {
-        PipelineDescriptor::Render(r) => r.color_attachments.iter().any(|c| c.is_unspecialized()),
+        PipelineDescriptor::Render(r) => r.state.color_attachments.iter().any(|c| c.is_unspecialized()),
         PipelineDescriptor::Compute(_) => false,
     }
 }

@@ -122,7 +122,7 @@ pub fn pipeline_entry(
 ) -> Result<PipelineEntry, String> {
     let stage_keys: Vec<_> = functions.iter().map(|f| f.key).collect();
     let state = match desc {
-        PipelineDescriptor::Render(r) => Some(Blob::new(r.state().encode().map_err(|e| e.message)?)),
+        PipelineDescriptor::Render(r) => Some(Blob::new(r.state.encode().map_err(|e| e.message)?)),
         PipelineDescriptor::Compute(_) => None,
     };
     Ok(PipelineEntry {

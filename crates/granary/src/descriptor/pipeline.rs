@@ -3,7 +3,7 @@
 use super::function::FunctionDescriptor;
 use super::key::{Canonical, Encoder, PipelineKey, StageKey};
 use super::layout::ExplicitLayout;
-use super::state::{ColorAttachment, DepthStencilState, PrimitiveState, RenderState, VertexBufferLayout};
+use super::state::RenderState;
 use super::{KeyContext, PipelineKind, ShaderStage};
 
 /// The key of one stage function compiled for `stage` under `ctx`.
@@ -28,34 +28,12 @@ pub struct RenderPipelineDescriptor {
     pub vertex: FunctionDescriptor,
     /// Fragment function; `None` for depth-only pipelines.
     pub fragment: Option<FunctionDescriptor>,
-    /// Vertex buffer layouts, by buffer slot.
-    pub vertex_buffers: Vec<VertexBufferLayout>,
-    /// Primitive and rasterizer state.
-    pub primitive: PrimitiveState,
-    /// Colour attachments, by index.
-    pub color_attachments: Vec<ColorAttachment>,
-    /// Depth/stencil state.
-    pub depth_stencil: Option<DepthStencilState>,
-    /// Samples per pixel (1 = no MSAA).
-    pub sample_count: u32,
-    /// Alpha-to-coverage.
-    pub alpha_to_coverage: bool,
+    /// The fixed-function state: vertex input, primitive, colour attachments, depth/stencil,
+    /// samples and alpha-to-coverage — exactly what the archive stores per pipeline
+    /// (docs/FORMAT.md §1.11).
+    pub state: RenderState,
     /// The resource layout given explicitly (`None`: derived from the shaders).
     pub layout: Option<std::sync::Arc<ExplicitLayout>>,
-}
-
-impl RenderPipelineDescriptor {
-    /// The fixed-function state, as the archive stores it (docs/FORMAT.md §1.11).
-    pub fn state(&self) -> RenderState {
-        RenderState {
-            vertex_buffers: self.vertex_buffers.clone(),
-            primitive: self.primitive.clone(),
-            color_attachments: self.color_attachments.clone(),
-            depth_stencil: self.depth_stencil.clone(),
-            sample_count: self.sample_count,
-            alpha_to_coverage: self.alpha_to_coverage,
-        }
-    }
 }
 
 /// A compute pipeline.
@@ -133,12 +111,7 @@ impl PipelineDescriptor {
             e.u128(k.0);
         }
         if let PipelineDescriptor::Render(r) = self {
-            r.vertex_buffers.encode(&mut e);
-            r.primitive.encode(&mut e);
-            r.color_attachments.encode(&mut e);
-            r.depth_stencil.encode(&mut e);
-            e.u32(r.sample_count);
-            e.bool(r.alpha_to_coverage);
+            Canonical::encode(&r.state, &mut e);
         }
         // Appended only when present, so keys of pipelines without an explicit layout are
         // unchanged (their derived layout is a function of the stage keys).

@@ -27,6 +27,18 @@ canonical_discriminant!(
     StencilOp
 );
 
+/// A render pipeline's state, in the order pipeline keys have always encoded it.
+impl Canonical for RenderState {
+    fn encode(&self, e: &mut Encoder) {
+        self.vertex_buffers.encode(e);
+        self.primitive.encode(e);
+        self.color_attachments.encode(e);
+        self.depth_stencil.encode(e);
+        e.u32(self.sample_count);
+        e.bool(self.alpha_to_coverage);
+    }
+}
+
 impl Canonical for VertexBufferLayout {
     fn encode(&self, e: &mut Encoder) {
         e.u64(self.stride);

@@ -249,7 +249,7 @@ pub fn export_script(path: &Path, out: &Path) -> Result<ExportReport, Mtl4Error>
             continue;
         }
         let state = match desc {
-            crate::descriptor::PipelineDescriptor::Render(r) => Some(r.state()),
+            crate::descriptor::PipelineDescriptor::Render(r) => Some(r.state.clone()),
             crate::descriptor::PipelineDescriptor::Compute(_) => None,
         };
         pipelines.push(PipelineIn { labels: sp.label.iter().cloned().collect(), kind: desc.kind(), stages, state });

@@ -84,6 +84,7 @@ impl Expansion {
             return None;
         }
         let open: Vec<usize> = r
+            .state
             .color_attachments
             .iter()
             .enumerate()
@@ -106,9 +107,9 @@ impl Expansion {
         loop {
             let mut v: RenderPipelineDescriptor = r.clone();
             for (slot, &i) in open.iter().enumerate() {
-                v.color_attachments[i].format = Spec::Is(self.formats[choice[slot]]);
+                v.state.color_attachments[i].format = Spec::Is(self.formats[choice[slot]]);
             }
-            for c in &mut v.color_attachments {
+            for c in &mut v.state.color_attachments {
                 if matches!(c.blend, Spec::Unspecialized) {
                     c.blend = Spec::Is(self.blend);
                 }
@@ -117,6 +118,7 @@ impl Expansion {
                 }
             }
             let formats: Vec<String> = v
+                .state
                 .color_attachments
                 .iter()
                 .map(|c| match c.format {
@@ -148,7 +150,7 @@ impl Expansion {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::descriptor::{ColorAttachment, FunctionDescriptor, Library, PrimitiveState};
+    use crate::descriptor::{ColorAttachment, FunctionDescriptor, Library, PrimitiveState, RenderState};
 
     fn pipeline(attachments: Vec<ColorAttachment>) -> PipelineDescriptor {
         let lib = Library::wgsl("l", "");
@@ -157,12 +159,14 @@ mod tests {
             label: Some("p".into()),
             vertex: f.clone(),
             fragment: Some(f),
-            vertex_buffers: vec![],
-            primitive: PrimitiveState::default(),
-            color_attachments: attachments,
-            depth_stencil: None,
-            sample_count: 1,
-            alpha_to_coverage: false,
+            state: RenderState {
+                vertex_buffers: vec![],
+                primitive: PrimitiveState::default(),
+                color_attachments: attachments,
+                depth_stencil: None,
+                sample_count: 1,
+                alpha_to_coverage: false,
+            },
             layout: None,
         })
     }

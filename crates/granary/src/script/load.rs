@@ -4,7 +4,7 @@ use super::error::{join_path, ScriptError};
 use super::raw::*;
 use crate::descriptor::{
     ComputePipelineDescriptor, Constant, ConstantId, ConstantValue, ExplicitLayout, FunctionDescriptor, Immediates,
-    LayoutBinding, Library, PipelineDescriptor, RenderPipelineDescriptor, SourceKind, StageMask,
+    LayoutBinding, Library, PipelineDescriptor, RenderPipelineDescriptor, RenderState, SourceKind, StageMask,
 };
 use base64::Engine as _;
 use std::collections::HashMap;
@@ -361,12 +361,14 @@ pub(super) fn convert_pipeline(raw: RawPipeline, cx: &Ctx<'_>, jp: &str) -> Resu
                 label: raw.label,
                 vertex,
                 fragment,
-                vertex_buffers: r.vertex_buffers,
-                primitive: r.primitive,
-                color_attachments: r.color_attachments,
-                depth_stencil: r.depth_stencil,
-                sample_count: r.sample_count,
-                alpha_to_coverage: r.alpha_to_coverage,
+                state: RenderState {
+                    vertex_buffers: r.vertex_buffers,
+                    primitive: r.primitive,
+                    color_attachments: r.color_attachments,
+                    depth_stencil: r.depth_stencil,
+                    sample_count: r.sample_count,
+                    alpha_to_coverage: r.alpha_to_coverage,
+                },
                 layout,
             }))
         }
