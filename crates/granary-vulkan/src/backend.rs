@@ -101,7 +101,7 @@ impl VulkanBackend {
     pub fn open(options: &VulkanOptions) -> Result<VulkanBackend, VulkanError> {
         let driver = Driver::load()?;
         let info = select_device(driver.physical_devices()?, options.device.as_deref())?;
-        if !info.dynamic_rendering {
+        if !info.supports.dynamic_rendering {
             return Err(VulkanError::Unsupported {
                 device: info.identity.device_name.clone(),
                 message: format!(

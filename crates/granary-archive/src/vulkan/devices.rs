@@ -2,7 +2,7 @@
 //! valid on it, and what it supports.
 
 use super::error::VulkanError;
-use super::raw::{Driver, Gpu, OpenOptions, PhysicalInfo};
+use super::raw::{Driver, Gpu, OpenOptions, PhysicalInfo, Supports};
 use crate::DeviceIdentity;
 
 /// One Vulkan device as `granary devices` lists it.
@@ -13,18 +13,8 @@ pub struct DeviceInfo {
     /// The identity binaries are checked against. Its `binary_global_key` is filled where the
     /// device has `VK_KHR_pipeline_binary` (the device is opened briefly to read it).
     pub identity: DeviceIdentity,
-    /// `VK_KHR_pipeline_binary` (with maintenance5): driver binaries can be captured.
-    pub pipeline_binaries: bool,
-    /// The driver's internal cache can be switched off while capturing.
-    pub internal_cache_control: bool,
-    /// `VK_EXT_graphics_pipeline_library`.
-    pub graphics_pipeline_library: bool,
-    /// Fast linking of graphics pipeline libraries.
-    pub fast_linking: bool,
-    /// Dynamic rendering (Vulkan 1.3), which the backend requires.
-    pub dynamic_rendering: bool,
-    /// `VkPipelineCache` data is always available; kept for the listing.
-    pub cache_data: bool,
+    /// What it supports of what granary uses.
+    pub supports: Supports,
     /// Device API version as `major.minor.patch`.
     pub api: String,
     /// MSAA sample counts usable for colour and depth attachments (e.g. `[1, 4]`).
@@ -47,7 +37,7 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>, VulkanError> {
     let driver = Driver::load()?;
     let mut out = Vec::new();
     for (index, info) in driver.physical_devices()?.into_iter().enumerate() {
-        let key = if info.pipeline_binaries && info.dynamic_rendering {
+        let key = if info.supports.pipeline_binaries && info.supports.dynamic_rendering {
             Gpu::open(
                 driver.clone(),
                 info.clone(),
@@ -61,12 +51,7 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>, VulkanError> {
         out.push(DeviceInfo {
             index,
             identity: identity_of(&info, &key),
-            pipeline_binaries: info.pipeline_binaries,
-            internal_cache_control: info.internal_cache_control,
-            graphics_pipeline_library: info.graphics_pipeline_library,
-            fast_linking: info.fast_linking,
-            dynamic_rendering: info.dynamic_rendering,
-            cache_data: true,
+            supports: info.supports,
             api: api_string(info.identity.api_version),
             sample_counts: (0..7).map(|i| 1u32 << i).filter(|n| info.sample_counts & n != 0).collect(),
         });

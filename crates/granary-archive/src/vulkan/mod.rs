@@ -51,7 +51,7 @@ pub mod state;
 pub use devices::{api_string, identity_of, list_devices, select_device, DeviceInfo};
 pub use error::VulkanError;
 pub use loader::{LoadError, Loaded, LoaderOptions, PipelineLoader, Source, FEEDBACK_CACHE_HIT, FEEDBACK_VALID};
-pub use raw::{Driver, Gpu, OpenOptions, PhysicalInfo};
+pub use raw::{Driver, Gpu, OpenOptions, PhysicalInfo, Supports};
 /// The Vulkan bindings this module speaks (vulkanalia), for callers that wrap their own
 /// instance and device.
 pub use vulkanalia;

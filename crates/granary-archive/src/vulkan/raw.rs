@@ -75,20 +75,31 @@ pub struct PhysicalInfo {
     /// What decides whether a binary is valid on the device, without the pipeline-binary
     /// global key (that needs an open device: [`Gpu::global_key`]).
     pub identity: DeviceIdentity,
-    /// `VK_KHR_pipeline_binary` with the `pipelineBinaries` feature (and maintenance5).
+    /// What it supports of what granary uses.
+    pub supports: Supports,
+    /// `maxBoundDescriptorSets`.
+    pub max_bound_descriptor_sets: u32,
+    /// Sample counts usable for colour and depth attachments (intersection).
+    pub sample_counts: u32,
+}
+
+/// What a physical device supports of what granary uses (also what `granary devices` lists).
+///
+/// Thread safety: plain data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Supports {
+    /// `VK_KHR_pipeline_binary` with the `pipelineBinaries` feature (and maintenance5):
+    /// driver binaries can be captured.
     pub pipeline_binaries: bool,
-    /// `pipelineBinaryInternalCacheControl`: the driver's internal cache can be turned off.
+    /// `pipelineBinaryInternalCacheControl`: the driver's internal cache can be turned off
+    /// while capturing.
     pub internal_cache_control: bool,
     /// `VK_EXT_graphics_pipeline_library` with its feature.
     pub graphics_pipeline_library: bool,
     /// `graphicsPipelineLibraryFastLinking`.
     pub fast_linking: bool,
-    /// `dynamicRendering` (Vulkan 1.3 core).
+    /// `dynamicRendering` (Vulkan 1.3 core), which the backend requires.
     pub dynamic_rendering: bool,
-    /// `maxBoundDescriptorSets`.
-    pub max_bound_descriptor_sets: u32,
-    /// Sample counts usable for colour and depth attachments (intersection).
-    pub sample_counts: u32,
 }
 
 fn string_of(bytes: &[u8]) -> String {
@@ -222,12 +233,16 @@ impl Driver {
                     driver_name: string_of(driver.driver_name.as_bytes()),
                     driver_info: string_of(driver.driver_info.as_bytes()),
                 },
-                pipeline_binaries: has_binary_ext && pb.pipeline_binaries == vk::TRUE && m5.maintenance5 == vk::TRUE,
-                internal_cache_control: has_binary_ext
-                    && binary_props.pipeline_binary_internal_cache_control == vk::TRUE,
-                graphics_pipeline_library: has_gpl_ext && gpl.graphics_pipeline_library == vk::TRUE,
-                fast_linking: has_gpl_ext && gpl_props.graphics_pipeline_library_fast_linking == vk::TRUE,
-                dynamic_rendering: v13 && f13.dynamic_rendering == vk::TRUE,
+                supports: Supports {
+                    pipeline_binaries: has_binary_ext
+                        && pb.pipeline_binaries == vk::TRUE
+                        && m5.maintenance5 == vk::TRUE,
+                    internal_cache_control: has_binary_ext
+                        && binary_props.pipeline_binary_internal_cache_control == vk::TRUE,
+                    graphics_pipeline_library: has_gpl_ext && gpl.graphics_pipeline_library == vk::TRUE,
+                    fast_linking: has_gpl_ext && gpl_props.graphics_pipeline_library_fast_linking == vk::TRUE,
+                    dynamic_rendering: v13 && f13.dynamic_rendering == vk::TRUE,
+                },
                 max_bound_descriptor_sets: limits.max_bound_descriptor_sets,
                 sample_counts: (limits.framebuffer_color_sample_counts & limits.framebuffer_depth_sample_counts).bits(),
             })
@@ -350,8 +365,8 @@ pub struct Created {
 impl Gpu {
     /// Opens `info` as a logical device.
     pub fn open(driver: Arc<Driver>, info: PhysicalInfo, options: OpenOptions) -> Result<Arc<Gpu>, VulkanError> {
-        let binaries = options.pipeline_binaries && info.pipeline_binaries;
-        let libraries = options.libraries && info.graphics_pipeline_library;
+        let binaries = options.pipeline_binaries && info.supports.pipeline_binaries;
+        let libraries = options.libraries && info.supports.graphics_pipeline_library;
         let mut ext: Vec<*const i8> = Vec::new();
         if libraries {
             ext.push(vk::KHR_PIPELINE_LIBRARY_EXTENSION.name.as_ptr());
@@ -387,7 +402,7 @@ impl Gpu {
             tail = (&mut m5 as *mut vk::PhysicalDeviceMaintenance5Features).cast();
             pb.next = tail;
             tail = (&mut pb as *mut vk::PhysicalDevicePipelineBinaryFeaturesKHR).cast();
-            if info.internal_cache_control && !options.internal_cache {
+            if info.supports.internal_cache_control && !options.internal_cache {
                 // Harvests measure (and capture) real compiles: the driver's own cache is off.
                 cache_control.next = tail as *const c_void;
                 tail = (&mut cache_control as *mut vk::DevicePipelineBinaryInternalCacheControlKHR).cast();
@@ -461,8 +476,8 @@ impl Gpu {
         device: &Device,
         enabled: OpenOptions,
     ) -> Result<Arc<Gpu>, VulkanError> {
-        let binaries = enabled.pipeline_binaries && info.pipeline_binaries;
-        let libraries = enabled.libraries && info.graphics_pipeline_library;
+        let binaries = enabled.pipeline_binaries && info.supports.pipeline_binaries;
+        let libraries = enabled.libraries && info.supports.graphics_pipeline_library;
         let mut global_key = Vec::new();
         if binaries {
             let mut key = vk::PipelineBinaryKeyKHR::default();

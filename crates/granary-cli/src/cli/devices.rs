@@ -44,14 +44,15 @@ pub(crate) fn device_json(d: &DeviceInfo) -> serde_json::Value {
         "pipeline_binary_global_key": if id.binary_global_key.is_empty() { None } else { Some(hex(&id.binary_global_key)) },
         "identity": id.describe(),
         "supports": {
-            "pipeline_binaries": d.pipeline_binaries,
-            "internal_cache_control": d.internal_cache_control,
-            "graphics_pipeline_library": d.graphics_pipeline_library,
-            "fast_linking": d.fast_linking,
-            "dynamic_rendering": d.dynamic_rendering,
-            "cache_data": d.cache_data,
+            "pipeline_binaries": d.supports.pipeline_binaries,
+            "internal_cache_control": d.supports.internal_cache_control,
+            "graphics_pipeline_library": d.supports.graphics_pipeline_library,
+            "fast_linking": d.supports.fast_linking,
+            "dynamic_rendering": d.supports.dynamic_rendering,
+            // `VkPipelineCache` data: every device has it.
+            "cache_data": true,
         },
-        "captures": if d.pipeline_binaries { "pipeline-binaries" } else { "cache-data" },
+        "captures": if d.supports.pipeline_binaries { "pipeline-binaries" } else { "cache-data" },
     })
 }
 
@@ -83,10 +84,10 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<i32> {
         }
         outln!(
             "    pipeline binaries: {}; graphics pipeline libraries: {}{}; cache data: yes",
-            yes(d.pipeline_binaries),
-            yes(d.graphics_pipeline_library),
-            if d.graphics_pipeline_library {
-                if d.fast_linking {
+            yes(d.supports.pipeline_binaries),
+            yes(d.supports.graphics_pipeline_library),
+            if d.supports.graphics_pipeline_library {
+                if d.supports.fast_linking {
                     " (fast linking)"
                 } else {
                     " (no fast linking)"
@@ -97,7 +98,11 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<i32> {
         );
         outln!(
             "    harvest captures: {}",
-            if d.pipeline_binaries { "driver binaries (VK_KHR_pipeline_binary)" } else { "VkPipelineCache data" }
+            if d.supports.pipeline_binaries {
+                "driver binaries (VK_KHR_pipeline_binary)"
+            } else {
+                "VkPipelineCache data"
+            }
         );
     }
     Ok(0)
