@@ -69,8 +69,10 @@ step() {
 
 # fingerprint ARCHIVE: what a merge must reproduce even where driver binaries differ run to run.
 fingerprint() {
-  "$G" ls "$1" --json | jq -c '[.pipelines[] | del(.devices)]' | sha256sum | cut -d' ' -f1
-  "$G" ls "$1" --json | jq '[.pipelines[] | select((.devices | length) > 0)] | length'
+  "$G" ls "$1" --json > "$WK/ls.json" || return 1
+  jq -c '[.pipelines[] | del(.devices)]' "$WK/ls.json" | sha256sum | cut -d' ' -f1
+  jq '[.pipelines[] | select((.devices | length) > 0)] | length' "$WK/ls.json"
+  rm -f "$WK/ls.json"
 }
 
 read -r -a GEN <<< "${GEN_ARGS:-}"

@@ -253,11 +253,6 @@ impl<'a> PipelineLoader<'a> {
         self.device.as_ref().is_ok_and(|d| d.has_pipeline_binaries()) && self.gpu.captures_binaries()
     }
 
-    /// Whether the compile path's pipeline cache was seeded with data.
-    pub fn cache_seeded(&self) -> bool {
-        self.seeded > 0
-    }
-
     /// How many blobs of pipeline-cache data seeded the compile path's pipeline cache: the
     /// archive's for this device (all of them, merged), or [`LoaderOptions::initial_cache`].
     pub fn cache_blobs(&self) -> usize {

@@ -210,7 +210,6 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
     let probe = PipelineLoader::new(&archive, gpu.clone(), options.clone())?;
     let mismatch = probe.mismatch().map(|m| m.to_string());
     let has_binaries = probe.has_binaries();
-    let cache_seeded = probe.cache_seeded();
     let cache_blobs = probe.cache_blobs();
     // The probe is the first pass's loader; each further pass gets a fresh one.
     let mut probe = Some(probe);
@@ -333,7 +332,7 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
                 "device_has_pipeline_binaries": gpu.captures_binaries(),
                 "archive_has_binaries_for_device": has_binaries,
                 "why_no_binaries": why_no_binaries,
-                "cache_seeded": cache_seeded,
+                "cache_seeded": cache_blobs > 0,
                 "cache_blobs": cache_blobs,
                 "threads": threads,
                 "pipelines": n,
