@@ -60,17 +60,20 @@ pub struct SalvageReport {
     pub shard_lost: Option<String>,
 }
 
-fn section_range(b: &[u8], i: usize) -> Option<(usize, usize)> {
+/// Section `i`'s `(offset, length)` clamped to the bytes present, and its declared
+/// `(offset, length)`; `None` where the row is unreadable.
+fn section_range(b: &[u8], i: usize) -> Option<((usize, usize), (u64, u64))> {
     let row = FIXED_HEADER + i * SECTION_ROW;
     if u32_at(b, row).ok()? != Section::ALL[i] as u32 {
         return None;
     }
-    let off = usize::try_from(u64_at(b, row + 8).ok()?).ok()?;
-    let len = usize::try_from(u64_at(b, row + 16).ok()?).ok()?;
+    let declared = (u64_at(b, row + 8).ok()?, u64_at(b, row + 16).ok()?);
+    let off = usize::try_from(declared.0).ok()?;
+    let len = usize::try_from(declared.1).ok()?;
     if off > b.len() {
-        return Some((b.len(), 0));
+        return Some(((b.len(), 0), declared));
     }
-    Some((off, len.min(b.len() - off)))
+    Some(((off, len.min(b.len() - off)), declared))
 }
 
 /// Recovers every verifiable pipeline from `b`. Fails only when the magic, version or section
@@ -87,19 +90,15 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
         ..Default::default()
     };
     let mut sec = [(0usize, 0usize); SECTION_COUNT];
-    for (i, s) in sec.iter_mut().enumerate() {
-        *s = section_range(b, i)
-            .ok_or_else(|| ArchiveError::corrupt(FIXED_HEADER + i * SECTION_ROW, "section table row is unreadable"))?;
-    }
     // What the section table declares, against what the file holds.
     let mut declared_end = 0u64;
-    for i in 0..SECTION_COUNT {
-        let row = FIXED_HEADER + i * SECTION_ROW;
-        if let (Ok(off), Ok(len)) = (u64_at(b, row + 8), u64_at(b, row + 16)) {
-            declared_end = declared_end.max(off.saturating_add(len));
-            if Section::ALL[i] == Section::Pipelines {
-                report.pipeline_records_declared = usize::try_from(len / PIPELINE_RECORD as u64).unwrap_or(usize::MAX);
-            }
+    for (i, s) in sec.iter_mut().enumerate() {
+        let (present, (off, len)) = section_range(b, i)
+            .ok_or_else(|| ArchiveError::corrupt(FIXED_HEADER + i * SECTION_ROW, "section table row is unreadable"))?;
+        *s = present;
+        declared_end = declared_end.max(off.saturating_add(len));
+        if Section::ALL[i] == Section::Pipelines {
+            report.pipeline_records_declared = usize::try_from(len / PIPELINE_RECORD as u64).unwrap_or(usize::MAX);
         }
     }
     report.missing_bytes = declared_end.saturating_sub(b.len() as u64);
