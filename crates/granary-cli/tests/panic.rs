@@ -43,26 +43,14 @@ fn pipeline(lib: &Arc<Library>, vs: &str, i: u32) -> PipelineDescriptor {
         label: Some(format!("{vs}/{i}")),
         vertex: FunctionDescriptor::library(lib.clone(), vs),
         fragment: Some(FunctionDescriptor::library(lib.clone(), "fs")),
-        state: RenderState {
-            vertex_buffers: vec![VertexBufferLayout {
+        state: common::opaque_state(
+            vec![VertexBufferLayout {
                 stride: 12,
                 step: StepMode::Vertex,
                 attributes: vec![VertexAttribute { location: 0, format: VertexFormat::Float32x3, offset: 0 }],
             }],
-            primitive: PrimitiveState::default(),
-            color_attachments: vec![ColorAttachment::unspecialized()],
-            depth_stencil: Some(DepthStencilState {
-                format: TextureFormat::Depth32float,
-                depth_write: true,
-                depth_compare: CompareFunction::Less,
-                stencil: None,
-                depth_bias: i as i32,
-                depth_bias_slope_scale: 0.0,
-                depth_bias_clamp: 0.0,
-            }),
-            sample_count: 1,
-            alpha_to_coverage: false,
-        },
+            i as i32,
+        ),
         layout: None,
     })
 }

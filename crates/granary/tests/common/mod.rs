@@ -42,6 +42,27 @@ pub fn fixture() -> Fixture {
     Fixture { vs: Library::wgsl("vs_lib", VS), fs: Library::wgsl("fs_lib", FS) }
 }
 
+/// One unspecialized colour attachment over a `Depth32float` less-than depth test with
+/// `depth_bias` (which tests vary to make keys distinct), reading `vertex_buffers`.
+pub fn opaque_state(vertex_buffers: Vec<VertexBufferLayout>, depth_bias: i32) -> RenderState {
+    RenderState {
+        vertex_buffers,
+        primitive: PrimitiveState::default(),
+        color_attachments: vec![ColorAttachment::unspecialized()],
+        depth_stencil: Some(DepthStencilState {
+            format: TextureFormat::Depth32float,
+            depth_write: true,
+            depth_compare: CompareFunction::Less,
+            stencil: None,
+            depth_bias,
+            depth_bias_slope_scale: 0.0,
+            depth_bias_clamp: 0.0,
+        }),
+        sample_count: 1,
+        alpha_to_coverage: false,
+    }
+}
+
 pub fn layout() -> Vec<VertexBufferLayout> {
     vec![VertexBufferLayout {
         stride: 32,
@@ -70,22 +91,7 @@ impl Fixture {
             label: Some(format!("v{variant}/p{i}")),
             vertex: self.vertex(variant),
             fragment: Some(self.fragment(i % materials)),
-            state: RenderState {
-                vertex_buffers: layout(),
-                primitive: PrimitiveState::default(),
-                color_attachments: vec![ColorAttachment::unspecialized()],
-                depth_stencil: Some(DepthStencilState {
-                    format: TextureFormat::Depth32float,
-                    depth_write: true,
-                    depth_compare: CompareFunction::Less,
-                    stencil: None,
-                    depth_bias: (i / materials) as i32,
-                    depth_bias_slope_scale: 0.0,
-                    depth_bias_clamp: 0.0,
-                }),
-                sample_count: 1,
-                alpha_to_coverage: false,
-            },
+            state: opaque_state(layout(), (i / materials) as i32),
             layout: None,
         })
     }
