@@ -33,6 +33,14 @@ pub enum VulkanError {
         /// What is missing.
         message: String,
     },
+    /// Validation was asked for
+    /// ([`DriverOptions::validation`](super::validation::DriverOptions::validation)) but the
+    /// Khronos validation layer, or the `VK_EXT_debug_utils` extension its messages come
+    /// through, is not installed.
+    NoValidationLayer {
+        /// What is missing: the layer's or the extension's name.
+        missing: &'static str,
+    },
 }
 
 impl std::fmt::Display for VulkanError {
@@ -53,6 +61,12 @@ impl std::fmt::Display for VulkanError {
                 write!(f, "no Vulkan device matches '{wanted}'; devices: {available}")
             }
             VulkanError::Unsupported { device, message } => write!(f, "device '{device}': {message}"),
+            VulkanError::NoValidationLayer { missing } => write!(
+                f,
+                "validation needs {missing}, which the Vulkan loader does not find. Install the Khronos \
+                 validation layer (Debian: `apt-get install vulkan-validationlayers`) or add the folder of \
+                 its layer JSON file to VK_LAYER_PATH"
+            ),
         }
     }
 }

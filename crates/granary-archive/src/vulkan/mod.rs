@@ -47,6 +47,7 @@ mod error;
 mod loader;
 pub mod raw;
 pub mod state;
+pub mod validation;
 
 pub use devices::{api_string, identity_of, list_devices, select_device, DeviceInfo};
 pub use error::VulkanError;

@@ -65,6 +65,10 @@ pub struct Driver {
     /// `None` for an instance the application created ([`Driver::borrowed`]).
     _entry: Option<Entry>,
     instance: Instance,
+    /// With validation ([`Driver::load_with`]): the messenger and the log its user data
+    /// points at, destroyed in `Drop` before the instance and before this field is dropped
+    /// (the lifetime rules of [`super::validation`]).
+    validation: Option<(vk::DebugUtilsMessengerEXT, super::validation::MessengerData)>,
 }
 
 /// What one physical device is and supports.
@@ -108,8 +112,19 @@ fn string_of(bytes: &[u8]) -> String {
 }
 
 impl Driver {
-    /// Opens the system's Vulkan loader and creates an instance (Vulkan 1.3 requested).
+    /// Opens the system's Vulkan loader and creates an instance (Vulkan 1.3 requested):
+    /// [`Driver::load_with`] with the default options (no validation).
     pub fn load() -> Result<Arc<Driver>, VulkanError> {
+        Driver::load_with(super::validation::DriverOptions::default())
+    }
+
+    /// Opens the system's Vulkan loader and creates an instance (Vulkan 1.3 requested). With
+    /// `options.validation`, `VK_LAYER_KHRONOS_validation` and `VK_EXT_debug_utils` are
+    /// enabled (or [`VulkanError::NoValidationLayer`] if either is missing) and a messenger
+    /// records every WARNING and ERROR message into [`Driver::validation`]'s log.
+    pub fn load_with(options: super::validation::DriverOptions) -> Result<Arc<Driver>, VulkanError> {
+        use super::validation::{MessengerData, ValidationLog, LAYER};
+        use vk::ExtDebugUtilsExtensionInstanceCommands as _;
         // SAFETY: `LibloadingLoader::new` runs the library's initializers; the Vulkan loader
         // is a system library made to be loaded this way.
         let loader = unsafe { LibloadingLoader::new(LIBRARY) }
@@ -124,22 +139,85 @@ impl Driver {
             api_version: vk::make_version(1, 3, 0),
             ..Default::default()
         };
-        let info = vk::InstanceCreateInfo { application_info: &app, ..Default::default() };
-        // SAFETY: `info` and what it points to (`app`, `name`) live until the call returns.
+        let layer = c"VK_LAYER_KHRONOS_validation";
+        let debug_utils = vk::EXT_DEBUG_UTILS_EXTENSION.name;
+        let data = if options.validation {
+            // SAFETY: global queries of the loader just opened; nothing is passed but names.
+            let layers = unsafe { entry.enumerate_instance_layer_properties() }
+                .map_err(|e| VulkanError::call("vkEnumerateInstanceLayerProperties", e))?;
+            if !layers.iter().any(|l| string_of(l.layer_name.as_bytes()) == LAYER) {
+                return Err(VulkanError::NoValidationLayer { missing: LAYER });
+            }
+            // SAFETY: as above; `debug_utils` from the loader or from the layer itself.
+            let has_utils = unsafe {
+                let loader_has = entry.enumerate_instance_extension_properties(None);
+                let layer_has = entry.enumerate_instance_extension_properties(Some(layer));
+                [loader_has, layer_has].into_iter().flatten().flatten().any(|e| e.extension_name == debug_utils)
+            };
+            if !has_utils {
+                return Err(VulkanError::NoValidationLayer { missing: "VK_EXT_debug_utils" });
+            }
+            Some(MessengerData::new(ValidationLog::new()))
+        } else {
+            None
+        };
+        let layers = [layer.as_ptr()];
+        let extensions = [debug_utils.as_ptr()];
+        // Chained into the instance's create info so that instance creation and destruction are
+        // validated too; its user data is `data`'s box, which outlives the instance.
+        let messenger_info = data.as_ref().map(MessengerData::create_info);
+        let mut info = vk::InstanceCreateInfo { application_info: &app, ..Default::default() };
+        if let Some(m) = &messenger_info {
+            info.next = (m as *const vk::DebugUtilsMessengerCreateInfoEXT).cast();
+            info.enabled_layer_count = 1;
+            info.enabled_layer_names = layers.as_ptr();
+            info.enabled_extension_count = 1;
+            info.enabled_extension_names = extensions.as_ptr();
+        }
+        // SAFETY: `info` and what it points to (`app`, `name`, the layer and extension names,
+        // `messenger_info`) live until the call returns; the messenger's user data (`data`)
+        // lives until the instance is destroyed (it moves into the `Driver`, a box whose
+        // address does not change).
         let instance = unsafe { entry.create_instance(&info, None) }.map_err(|e| {
             if e == vk::ErrorCode::INCOMPATIBLE_DRIVER {
                 VulkanError::NoDriver
+            } else if e == vk::ErrorCode::LAYER_NOT_PRESENT {
+                VulkanError::NoValidationLayer { missing: LAYER }
             } else {
                 VulkanError::call("vkCreateInstance", e)
             }
         })?;
-        Ok(Arc::new(Driver { _entry: Some(entry), instance }))
+        let validation = match (data, &messenger_info) {
+            (Some(data), Some(m)) => {
+                // SAFETY: the instance enables VK_EXT_debug_utils; `m` lives for the call, and
+                // its user data (`data`) until the messenger is destroyed (in `Drop`, first).
+                match unsafe { instance.create_debug_utils_messenger_ext(m, None) } {
+                    Ok(messenger) => Some((messenger, data)),
+                    Err(e) => {
+                        // SAFETY: nothing was made from the instance yet; `data` outlives it.
+                        unsafe { instance.destroy_instance(None) };
+                        return Err(VulkanError::call("vkCreateDebugUtilsMessengerEXT", e));
+                    }
+                }
+            }
+            _ => None,
+        };
+        Ok(Arc::new(Driver { _entry: Some(entry), instance, validation }))
+    }
+
+    /// The validation layer's messages for this instance: `Some` for a driver loaded with
+    /// [`DriverOptions::validation`](super::validation::DriverOptions), `None` otherwise
+    /// (also for [`Driver::borrowed`]: an application validating its own instance registers
+    /// [`MessengerData::create_info`](super::validation::MessengerData::create_info) itself).
+    /// The log is shared: it may be read from any thread while pipelines are created.
+    pub fn validation(&self) -> Option<&Arc<super::validation::ValidationLog>> {
+        self.validation.as_ref().map(|(_, data)| data.log())
     }
 
     /// Wraps the application's own instance. Granary never destroys it: the application
     /// keeps it alive until every [`Gpu`] made from this driver is dropped.
     pub fn borrowed(instance: &Instance) -> Arc<Driver> {
-        Arc::new(Driver { _entry: None, instance: instance.clone() })
+        Arc::new(Driver { _entry: None, instance: instance.clone(), validation: None })
     }
 
     /// What `physical` is and supports (without the global key: see [`Gpu::global_key`]).
@@ -258,6 +336,13 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        if let Some((messenger, _)) = &self.validation {
+            use vk::ExtDebugUtilsExtensionInstanceCommands as _;
+            // SAFETY: the messenger was created from this instance (`load_with`) and is
+            // destroyed once, here, before the instance and before its user data (the
+            // `MessengerData` in the same field, dropped after this function returns).
+            unsafe { self.instance.destroy_debug_utils_messenger_ext(*messenger, None) }
+        }
         if self._entry.is_some() {
             // SAFETY: the instance is granary's own (`load`); every `Gpu` holds an
             // `Arc<Driver>`, so no device made from it exists any more.
