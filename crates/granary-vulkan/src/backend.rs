@@ -16,6 +16,7 @@ use granary::descriptor::{PipelineDescriptor, PipelineLayout, ShaderStage, Stage
 use granary::frontend::StageFunction;
 use granary_archive::vulkan::build::{entry_name, graphics_input};
 use granary_archive::vulkan::raw::{How, Layout, Module};
+use granary_archive::vulkan::validation::{self, DriverOptions, ValidationLog};
 use granary_archive::vulkan::{identity_of, select_device, state, Driver, Gpu, OpenOptions, VulkanError};
 use granary_archive::{BinarySet, Blob, DeviceBinaries, DeviceBinary, DeviceCache, BINARY_SET_LIBRARY};
 use granary_archive::{DeviceIdentity, RenderState};
@@ -43,6 +44,10 @@ pub struct VulkanOptions {
     /// by default where the driver allows, so each capture is a real compile; on NVIDIA the
     /// internal cache also shares work between pipelines, see docs/BENCHMARKS.md).
     pub driver_internal_cache: bool,
+    /// Run under the Khronos validation layer: its WARNING and ERROR messages are collected,
+    /// each with the pipeline whose creation it came from, into [`VulkanBackend::validation`]
+    /// (`open` fails, naming the package, where the layer is not installed).
+    pub validate: bool,
 }
 
 /// What capturing one pipeline produced.
@@ -80,6 +85,7 @@ struct DriverKey {
 /// how each is kept.
 pub struct VulkanBackend {
     gpu: Arc<Gpu>,
+    validation: Option<Arc<ValidationLog>>,
     identity: Arc<DeviceIdentity>,
     modules: Mutex<HashMap<StageKey, Cell<Module>>>,
     layouts: Mutex<HashMap<state::LayoutDesc, Cell<Layout>>>,
@@ -99,7 +105,8 @@ pub struct VulkanBackend {
 impl VulkanBackend {
     /// Loads Vulkan and opens the selected device.
     pub fn open(options: &VulkanOptions) -> Result<VulkanBackend, VulkanError> {
-        let driver = Driver::load()?;
+        let driver = Driver::load_with(DriverOptions { validation: options.validate })?;
+        let validation = driver.validation().cloned();
         let info = select_device(driver.physical_devices()?, options.device.as_deref())?;
         if !info.supports.dynamic_rendering {
             return Err(VulkanError::Unsupported {
@@ -122,6 +129,7 @@ impl VulkanBackend {
         let identity = Arc::new(identity_of(&gpu.info, gpu.global_key()));
         Ok(VulkanBackend {
             gpu,
+            validation,
             identity,
             modules: Mutex::default(),
             layouts: Mutex::default(),
@@ -135,6 +143,13 @@ impl VulkanBackend {
             binaries: AtomicU64::new(0),
             binary_bytes: AtomicU64::new(0),
         })
+    }
+
+    /// The validation layer's messages (with [`VulkanOptions::validate`]), each attributed to
+    /// the pipeline whose [`Backend::compile`](granary::backend::Backend::compile) made it; readable from any
+    /// thread while pipelines are created.
+    pub fn validation(&self) -> Option<&Arc<ValidationLog>> {
+        self.validation.as_ref()
     }
 
     /// The device identity the captured binaries are valid for.
@@ -311,7 +326,15 @@ impl granary::backend::Backend for VulkanBackend {
         stages: &[Arc<StageFunction>],
         layout: &PipelineLayout,
     ) -> Result<Option<DeviceBinaries>, String> {
-        let c = self.create_pipeline(desc, stages, layout)?;
+        let c = validation::scope(
+            || {
+                desc.label().map_or_else(
+                    || desc.key_with_stage_keys(&stages.iter().map(|f| f.key).collect::<Vec<_>>()).to_hex(),
+                    str::to_owned,
+                )
+            },
+            || self.create_pipeline(desc, stages, layout),
+        )?;
         let set = BinarySet {
             flags: if c.library { BINARY_SET_LIBRARY } else { 0 },
             binaries: c.binaries.into_iter().map(|(key, data)| DeviceBinary { key, data }).collect(),

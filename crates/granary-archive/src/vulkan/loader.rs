@@ -281,6 +281,7 @@ impl<'a> PipelineLoader<'a> {
     pub fn load(&self, p: &PipelineRef<'_>) -> Result<Loaded, LoadError> {
         let start = Instant::now();
         let name = || self.name(p);
+        let _validation_scope = super::validation::enter(&name); // messages of this pipeline's calls are its
         let fail = |message: String| LoadError::Pipeline { pipeline: name(), message };
         let layout = p.layout()?.ok_or_else(|| fail("archived without a resource layout".into()))?;
         let layout = self.layout(&layout).map_err(fail)?;

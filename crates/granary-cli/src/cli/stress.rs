@@ -1,6 +1,6 @@
 //! `granary stress`.
 
-use super::harvest::DeviceArgs;
+use super::harvest::{BackendKind, DeviceArgs, ValidateArgs};
 use granary::descriptor::TargetSet;
 use granary_lab::stress::{run, Mode, StressOptions};
 use std::path::PathBuf;
@@ -43,6 +43,9 @@ pub struct StressArgs {
     // --backend, --device, --no-pipeline-binaries, --no-pipeline-libraries (shared with harvest).
     #[command(flatten)]
     device: DeviceArgs,
+    // --validate (shared with harvest and warm): messages on stderr, exit status 1 on errors.
+    #[command(flatten)]
+    validate: ValidateArgs,
 }
 
 #[derive(Clone)]
@@ -63,7 +66,12 @@ pub fn run_cli(a: StressArgs) -> anyhow::Result<i32> {
     let modes: Vec<Mode> =
         if a.mode.is_empty() { Mode::ALL.to_vec() } else { a.mode.into_iter().flat_map(|m| m.0).collect() };
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let backend = a.device.open(TargetSet::SPIRV, false)?;
+    let validation = a.validate.policy();
+    anyhow::ensure!(
+        !validation.flag || a.device.backend == BackendKind::Vulkan,
+        "--validate needs --backend vulkan (the none backend calls no driver)"
+    );
+    let (backend, log) = a.device.open_validated(TargetSet::SPIRV, false, validation.on)?;
     let mut failed = false;
     let mut reports = Vec::new();
     for mode in modes {
@@ -116,6 +124,10 @@ pub fn run_cli(a: StressArgs) -> anyhow::Result<i32> {
         }
         reports.push(r);
     }
+    // The device is destroyed before the layer's messages are reported (its own are in).
+    drop(backend);
+    // The JSON stays the reports' array; the layer's messages go to stderr and the status.
+    failed |= log.is_some_and(|log| validation.finish(&log).failed);
     if a.json {
         super::print_json(&reports)?;
     }

@@ -5,12 +5,13 @@
 use anyhow::Context;
 use granary::util::peak_rss_bytes;
 use granary_archive::state::TextureFormat;
+use granary_archive::vulkan::validation::DriverOptions;
 use granary_archive::vulkan::{
     identity_of, select_device, Driver, Gpu, LoadError, LoaderOptions, OpenOptions, PipelineLoader, Source,
 };
 use granary_archive::Archive;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[derive(clap::Args)]
@@ -87,6 +88,8 @@ pub struct WarmArgs {
     /// Print JSON: the summary and one record per pipeline.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    validate: super::harvest::ValidateArgs,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -179,8 +182,26 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 }
 
 pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
+    let validation = a.validate.policy();
+    let driver = Driver::load_with(DriverOptions { validation: validation.on })?;
+    let log = driver.validation().cloned();
+    // Every Vulkan object (the driver included) is destroyed when `warm` returns, so the
+    // layer's messages about destruction are in the report too.
+    let result = warm(&a, driver);
+    let report = log.map(|log| validation.finish(&log));
+    let (code, json) = result?;
+    if let Some(mut v) = json {
+        if let Some(r) = &report {
+            r.add_to(&mut v);
+        }
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+    }
+    Ok(if report.is_some_and(|r| r.failed) { code.max(1) } else { code })
+}
+
+/// The command on `driver`: its exit status and, with `--json`, what to print.
+fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_json::Value>)> {
     let archive = Archive::open(&a.archive).with_context(|| format!("opening {}", a.archive.display()))?;
-    let driver = Driver::load()?;
     let info = select_device(driver.physical_devices()?, a.device.as_deref())?;
     // The compile paths open the device as an application without granary would: without
     // VK_KHR_pipeline_binary (the baseline a developer writes uses a VkPipelineCache only).
@@ -215,22 +236,19 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
     let mut probe = Some(probe);
     if let Some(m) = &mismatch {
         if a.fallback == FallbackArg::Fail && matches!(a.source, SourceArg::Auto | SourceArg::Binaries) {
-            if a.json {
-                outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&serde_json::json!({
-                        "archive": a.archive.display().to_string(),
-                        "device": identity.describe(),
-                        "matches_device": false,
-                        "mismatch": m,
-                        "pipelines": archive.len(),
-                        "created": 0,
-                    }))?
-                );
-            }
+            let json = a.json.then(|| {
+                serde_json::json!({
+                    "archive": a.archive.display().to_string(),
+                    "device": identity.describe(),
+                    "matches_device": false,
+                    "mismatch": m,
+                    "pipelines": archive.len(),
+                    "created": 0,
+                })
+            });
             eprintln!("granary: {m}");
             eprintln!("granary: nothing created; run with --fallback compile to compile every pipeline from the archive's SPIR-V");
-            return Ok(1);
+            return Ok((1, json));
         }
     }
 
@@ -243,7 +261,7 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
         eprintln!(
             "granary: --source binaries: {why}; nothing created (--source auto or --fallback compile compiles instead)"
         );
-        return Ok(1);
+        return Ok((1, None));
     }
 
     let mut walls = Vec::new();
@@ -263,7 +281,7 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
         }
         last = Some(p);
     }
-    let Some(p) = last else { return Ok(2) };
+    let Some(p) = last else { return Ok((2, None)) };
 
     let labels = archive.labels()?;
     let mut names: Vec<Option<&str>> = vec![None; archive.len()];
@@ -299,6 +317,7 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
         Some("the archive holds pipeline-cache data, not binaries, for this device".to_string())
     };
 
+    let mut json = None;
     if a.json {
         let records: Vec<serde_json::Value> = p
             .records
@@ -322,9 +341,7 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
                 }
             })
             .collect();
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
+        json = Some(serde_json::json!({
                 "archive": a.archive.display().to_string(),
                 "device": identity.describe(),
                 "matches_device": mismatch.is_none(),
@@ -355,8 +372,7 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
                 "pipeline_cache_out_bytes": cache_bytes,
                 "peak_rss_bytes": peak_rss_bytes(),
                 "records": records,
-            }))?
-        );
+        }));
     } else {
         outln!("device: {}", identity.describe());
         if let Some(why) = &why_no_binaries {
@@ -384,5 +400,5 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
             }
         }
     }
-    Ok(if failed > 0 { 1 } else { 0 })
+    Ok((if failed > 0 { 1 } else { 0 }, json))
 }
