@@ -534,3 +534,106 @@ fn prune_keeps_the_variants_of_an_unsharded_expanded_harvest() {
         assert_eq!(std::fs::read(&pruned).unwrap(), std::fs::read(&libs).unwrap());
     }
 }
+
+/// A harvest of the example with only `extra` validation settings in its environment (the
+/// suite's own `GRANARY_VALIDATE`/`GRANARY_VALIDATE_EXPECT` removed): exit code, the JSON on
+/// stdout (which must parse: the layer prints nothing there), stderr. `None`: the validation
+/// layer is missing (a failure under `GRANARY_VALIDATE=1` or in CI).
+fn validated_harvest(out: &Path, args: &[&str], env: &[(&str, &str)]) -> Option<(i32, Value, String)> {
+    let mut c = Command::new(bin());
+    c.args(["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "--json", "-q", "--backend", "vulkan"])
+        .args(args)
+        .env_remove("GRANARY_FAULT")
+        .env_remove("GRANARY_VALIDATE")
+        .env_remove("GRANARY_VALIDATE_EXPECT");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().expect("run granary");
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    if o.status.code() == Some(2) && stderr.contains("vulkan-validationlayers") {
+        let required = std::env::var("GRANARY_VALIDATE").is_ok_and(|v| v == "1") || std::env::var_os("CI").is_some();
+        assert!(!required, "the validation layer is required here (GRANARY_VALIDATE=1 or CI): {stderr}");
+        eprintln!("SKIPPED: no validation layer ({stderr}); this test checked nothing");
+        return None;
+    }
+    let json = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!("stdout is not one JSON document ({e}):\n{}\n{stderr}", String::from_utf8_lossy(&o.stdout))
+    });
+    Some((o.status.code().unwrap_or(-1), json, stderr))
+}
+
+/// `(errors, warnings, expected)` per message id of a `validation` object.
+fn by_id(s: &Value) -> std::collections::BTreeMap<String, (u64, u64, bool)> {
+    let ids = s["validation"]["by_id"].as_object().unwrap_or_else(|| panic!("no validation.by_id: {s}"));
+    ids.iter()
+        .map(|(id, c)| {
+            (id.clone(), (c["errors"].as_u64().unwrap(), c["warnings"].as_u64().unwrap(), c["expected"] == true))
+        })
+        .collect()
+}
+
+/// `harvest --validate --json`: stdout stays one JSON document, with `validation_messages`
+/// equal to its per-id breakdown; the exit status is 1 exactly when the layer reported an
+/// error (every pipeline of the example lands); an `--isolate` harvest counts exactly the
+/// messages of the in-process one (each worker's reach the parent), message id by message id.
+#[test]
+fn validate_counts_the_layers_messages_in_json_and_workers_report_theirs_exactly() {
+    if device().is_none() {
+        return;
+    }
+    let dir = common::tempdir();
+    let Some((code, s, stderr)) = validated_harvest(&dir.path().join("a.granary"), &["-j", "1", "--validate"], &[])
+    else {
+        return;
+    };
+    assert_eq!(s["succeeded"], EXAMPLE_PIPELINES as u64, "{stderr}");
+    let n = s["validation_messages"].as_u64().unwrap_or_else(|| panic!("no validation_messages: {s}"));
+    let ids = by_id(&s);
+    assert_eq!(ids.values().map(|(e, w, _)| e + w).sum::<u64>(), n, "{s}");
+    let errors: u64 = ids.values().map(|(e, _, _)| e).sum();
+    assert_eq!(s["validation"]["errors"], errors);
+    assert_eq!(code, i32::from(errors > 0), "exit 1 exactly when the layer reported an error: {stderr}");
+    // Every message is printed on stderr, with its pipeline; none on stdout (parsed above).
+    for id in ids.keys() {
+        assert!(stderr.contains(id.as_str()) && stderr.contains("in pipeline '"), "{id} not on stderr: {stderr}");
+    }
+    let Some((icode, i, istderr)) =
+        validated_harvest(&dir.path().join("i.granary"), &["-j", "1", "--validate", "--isolate"], &[])
+    else {
+        return;
+    };
+    assert_eq!((icode, i["succeeded"].as_u64()), (code, Some(EXAMPLE_PIPELINES as u64)), "{istderr}");
+    assert_eq!(by_id(&i), ids, "the workers' messages, counted by the parent");
+    assert_eq!(i["validation_messages"], n);
+}
+
+/// `GRANARY_VALIDATE=1` (what `.ci/run` sets) validates without `--validate` and fails on any
+/// message, warnings included; `GRANARY_VALIDATE_EXPECT` naming every id seen makes the same
+/// harvest succeed, each message still counted and marked expected.
+#[test]
+fn granary_validate_fails_on_any_unexpected_message_and_expected_ids_are_not_failures() {
+    if device().is_none() {
+        return;
+    }
+    let dir = common::tempdir();
+    let out = dir.path().join("v.granary");
+    let Some((code, s, stderr)) = validated_harvest(&out, &["-j", "2"], &[("GRANARY_VALIDATE", "1")]) else {
+        return;
+    };
+    assert_eq!(s["succeeded"], EXAMPLE_PIPELINES as u64, "{stderr}");
+    let n = s["validation_messages"].as_u64().unwrap_or_else(|| panic!("GRANARY_VALIDATE=1 validates: {s}"));
+    assert_eq!(s["validation"]["warnings_fail"], true);
+    assert_eq!(code, i32::from(n > 0), "any unexpected message fails under GRANARY_VALIDATE=1: {stderr}");
+    let ids: Vec<String> = by_id(&s).into_keys().collect();
+    let expect = ids.join(",");
+    let env = [("GRANARY_VALIDATE", "1"), ("GRANARY_VALIDATE_EXPECT", expect.as_str())];
+    let Some((code, e, stderr)) = validated_harvest(&out, &["-j", "2"], &env) else { return };
+    assert_eq!(code, 0, "every message expected: {stderr}");
+    assert_eq!((e["validation_messages"].as_u64(), e["validation"]["unexpected"].as_u64()), (Some(n), Some(0)), "{e}");
+    assert!(by_id(&e).values().all(|(_, _, expected)| *expected), "{e}");
+    // `--validate` needs a backend that opens a device.
+    let o = granary(&["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "--validate"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--validate needs --backend vulkan"));
+}

@@ -238,3 +238,48 @@ fn warm_seeds_its_cache_with_every_cache_blob_of_the_device() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(w["cache_blobs"].as_u64(), Some(1), "{w:#}");
 }
+
+/// `warm --validate --json`: every pipeline created under the validation layer, stdout one
+/// JSON document (the layer prints nothing there) with `validation_messages` equal to its
+/// per-id breakdown, each message on stderr with its pipeline, exit 1 exactly when the layer
+/// reported an error. The suite's own `GRANARY_VALIDATE*` settings are removed for this run.
+#[test]
+fn warm_validate_keeps_the_json_valid_and_counts_the_layers_messages() {
+    if common::vulkan_device(&bin()).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.granary");
+    let clean = |c: &mut Command| {
+        c.env_remove("GRANARY_FAULT").env_remove("GRANARY_VALIDATE").env_remove("GRANARY_VALIDATE_EXPECT");
+    };
+    let mut c = Command::new(bin());
+    c.args(["harvest", EXAMPLE, "-o", archive.to_str().unwrap(), "--backend", "vulkan", "-q", "-j", "2"]);
+    clean(&mut c);
+    let o = c.output().expect("harvest");
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut c = Command::new(bin());
+    c.args(["warm", archive.to_str().unwrap(), "--json", "-j", "2", "--validate"]);
+    clean(&mut c);
+    let o = c.output().expect("warm");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    if o.status.code() == Some(2) && stderr.contains("vulkan-validationlayers") {
+        let required = std::env::var("GRANARY_VALIDATE").is_ok_and(|v| v == "1") || std::env::var_os("CI").is_some();
+        assert!(!required, "the validation layer is required here (GRANARY_VALIDATE=1 or CI): {stderr}");
+        eprintln!("SKIPPED: no validation layer ({stderr}); this test checked nothing");
+        return;
+    }
+    let w: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!("stdout is not one JSON document ({e}):\n{}\n{stderr}", String::from_utf8_lossy(&o.stdout))
+    });
+    assert_eq!((w["created"].as_u64(), w["failed"].as_u64()), (Some(EXAMPLE_PIPELINES), Some(0)), "{stderr}");
+    let n = w["validation_messages"].as_u64().unwrap_or_else(|| panic!("no validation_messages: {w:#}"));
+    let ids = w["validation"]["by_id"].as_object().expect("validation.by_id");
+    let count = |k: &str| ids.values().map(|c| c[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(count("errors") + count("warnings"), n);
+    assert_eq!(w["validation"]["errors"], count("errors"));
+    assert_eq!(o.status.code(), Some(i32::from(count("errors") > 0)), "exit 1 exactly on an error: {stderr}");
+    for id in ids.keys() {
+        assert!(stderr.contains(id.as_str()) && stderr.contains("in pipeline '"), "{id} not on stderr: {stderr}");
+    }
+}

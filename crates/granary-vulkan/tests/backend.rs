@@ -3,7 +3,11 @@
 //! share shader modules while another thread reads the pipeline cache.
 //!
 //! Without a Vulkan driver each test prints one `SKIPPED` line, unless
-//! `GRANARY_REQUIRE_VULKAN=1` (set by `.ci/run`) makes that a failure.
+//! `GRANARY_REQUIRE_VULKAN=1` (set by `.ci/run`) makes that a failure. Under
+//! `GRANARY_VALIDATE=1` (also set there) the backend runs under the validation layer and each
+//! test fails on any message the layer reports (`support::assert_clean`).
+
+mod support;
 
 use granary::compiler::{Compiler, CompilerOptions};
 use granary::descriptor::PipelineDescriptor;
@@ -14,9 +18,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 fn backend() -> Option<VulkanBackend> {
-    match VulkanBackend::open(&VulkanOptions::default()) {
+    match VulkanBackend::open(&VulkanOptions { validate: support::requested(), ..VulkanOptions::default() }) {
         Ok(b) => Some(b),
         Err(e) => {
+            support::fail_if_layer_missing(&e);
             assert!(
                 std::env::var("GRANARY_REQUIRE_VULKAN").map_or(true, |v| v != "1"),
                 "no Vulkan device and GRANARY_REQUIRE_VULKAN=1 requires one: {e}"
@@ -69,6 +74,9 @@ fn every_example_pipeline_is_created_with_one_module_per_stage_function() {
     assert_eq!((s.pipelines_created + s.libraries_created) as usize, pipelines.len());
     assert_eq!(s.libraries_created as usize, libraries);
     assert!(b.uses_libraries() || libraries == 0);
+    let log = b.validation().cloned();
+    drop(b);
+    support::assert_clean(log);
 }
 
 /// The report's pattern on a real driver: 8 threads creating pipelines that share vertex
@@ -114,4 +122,7 @@ fn threads_sharing_shader_modules_while_the_cache_is_read() {
     let unique: std::collections::HashSet<_> =
         pipelines.iter().flat_map(|(_, fs, _)| fs.iter().map(|f| f.key)).collect();
     assert_eq!(granary::backend::Backend::report(&*b).map(|r| r.shader_modules as usize), Some(unique.len()));
+    let log = b.validation().cloned();
+    drop(b);
+    support::assert_clean(log);
 }

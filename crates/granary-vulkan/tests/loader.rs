@@ -5,12 +5,20 @@
 //! device.
 //!
 //! Without a Vulkan driver the test prints one `SKIPPED` line, unless
-//! `GRANARY_REQUIRE_VULKAN=1` (set by `.ci/run`) makes that a failure.
+//! `GRANARY_REQUIRE_VULKAN=1` (set by `.ci/run`) makes that a failure. Under
+//! `GRANARY_VALIDATE=1` (also set there) the application validates its own instance the way a
+//! game would: it enables the layer and registers granary's callback
+//! (`MessengerData::create_info`), so the loader's messages are attributed per pipeline, and
+//! the test fails on any message the layer reports.
+
+mod support;
 
 use granary::compiler::{Compiler, CompilerOptions};
 use granary::script::Script;
+use granary_archive::vulkan::validation::{MessengerData, ValidationLog, LAYER};
 use granary_archive::vulkan::vulkanalia::loader::{LibloadingLoader, LIBRARY};
 use granary_archive::vulkan::vulkanalia::prelude::v1_3::*;
+use granary_archive::vulkan::vulkanalia::vk::ExtDebugUtilsExtensionInstanceCommands as _;
 use granary_archive::vulkan::{Driver, Gpu, LoadError, LoaderOptions, OpenOptions, PipelineLoader, Source};
 use granary_archive::{Archive, WriteEntry};
 use std::path::Path;
@@ -46,6 +54,8 @@ struct App {
     instance: Instance,
     physical: vk::PhysicalDevice,
     device: Device,
+    /// Under `GRANARY_VALIDATE=1`: the application's messenger, with granary's callback.
+    validation: Option<(vk::DebugUtilsMessengerEXT, MessengerData)>,
 }
 
 fn app() -> Option<App> {
@@ -68,12 +78,33 @@ fn app() -> Option<App> {
         Err(e) => return skip(e.to_string()),
     };
     let app = vk::ApplicationInfo { api_version: vk::make_version(1, 3, 0), ..Default::default() };
-    let info = vk::InstanceCreateInfo { application_info: &app, ..Default::default() };
-    // SAFETY: `info` and `app` live until the call returns.
+    let mut info = vk::InstanceCreateInfo { application_info: &app, ..Default::default() };
+    let data = support::requested().then(|| MessengerData::new(ValidationLog::new()));
+    let layers = [c"VK_LAYER_KHRONOS_validation".as_ptr()];
+    let extensions = [vk::EXT_DEBUG_UTILS_EXTENSION.name.as_ptr()];
+    if data.is_some() {
+        // SAFETY: a global query of the loader just opened.
+        let available = unsafe { entry.enumerate_instance_layer_properties() }.unwrap_or_default();
+        assert!(
+            available.iter().any(|l| l.layer_name.to_string_lossy() == LAYER),
+            "GRANARY_VALIDATE=1 needs {LAYER} (Debian: apt-get install vulkan-validationlayers)"
+        );
+        info.enabled_layer_count = 1;
+        info.enabled_layer_names = layers.as_ptr();
+        info.enabled_extension_count = 1;
+        info.enabled_extension_names = extensions.as_ptr();
+    }
+    // SAFETY: `info` and `app`, `layers` and `extensions` live until the call returns.
     let instance = match unsafe { entry.create_instance(&info, None) } {
         Ok(i) => i,
         Err(e) => return skip(format!("{e:?}")),
     };
+    let validation = data.map(|data| {
+        // SAFETY: the instance enables VK_EXT_debug_utils; `data` outlives the messenger (it
+        // is destroyed, before the instance, at the end of the test).
+        let m = unsafe { instance.create_debug_utils_messenger_ext(&data.create_info(), None) }.expect("messenger");
+        (m, data)
+    });
     // SAFETY: the instance is valid.
     let physical = unsafe { instance.enumerate_physical_devices() }.ok()?.first().copied()?;
     let mut f13 = vk::PhysicalDeviceVulkan13Features { dynamic_rendering: vk::TRUE, ..Default::default() };
@@ -93,7 +124,7 @@ fn app() -> Option<App> {
     // SAFETY: `physical` came from `instance`; `create` and its chain point at locals that
     // live until the call returns.
     let device = unsafe { instance.create_device(physical, &create, None) }.expect("vkCreateDevice");
-    Some(App { _entry: entry, instance, physical, device })
+    Some(App { _entry: entry, instance, physical, device, validation })
 }
 
 #[test]
@@ -158,6 +189,10 @@ fn the_loader_creates_every_pipeline_on_the_applications_device_from_four_thread
             app.device.destroy_pipeline(p, None);
         }
         app.device.destroy_device(None);
+        if let Some((messenger, _)) = &app.validation {
+            app.instance.destroy_debug_utils_messenger_ext(*messenger, None);
+        }
         app.instance.destroy_instance(None);
     }
+    support::assert_clean(app.validation.map(|(_, data)| data.log().clone()));
 }
