@@ -29,6 +29,48 @@ pub enum ArchiveError {
     /// Two sources disagree about one pipeline (same key, different bytes) or one label (it
     /// names two different pipelines). Granary never keeps "the first"; the caller decides.
     Conflict(String),
+    /// Data the archive was to carry could not be read from a device (its `VkPipelineCache`
+    /// data): written nothing rather than an archive that silently lacks it.
+    Device(String),
+    /// A signed archive was required (feature `sign`) and this one carries no signature: its
+    /// signature section is empty (docs/FORMAT.md §1.12).
+    Unsigned {
+        /// The file, when known.
+        path: Option<PathBuf>,
+        /// The public key whose signature was required.
+        expected: [u8; 32],
+    },
+    /// The archive is signed, but by another key than the one required.
+    WrongKey {
+        /// The file, when known.
+        path: Option<PathBuf>,
+        /// The public key the archive's signature section names.
+        signed_by: [u8; 32],
+        /// The public key whose signature was required.
+        expected: [u8; 32],
+    },
+    /// The signature does not verify under the key it names: bytes were changed after the
+    /// archive was signed (tampering or damage), or the signature itself is damaged.
+    BadSignature {
+        /// The file, when known.
+        path: Option<PathBuf>,
+        /// The public key the archive's signature section names.
+        key: [u8; 32],
+    },
+    /// A key (a key file, or key text) is unreadable, malformed, not a valid Ed25519 key, or a
+    /// private key file that group or others may read.
+    Key {
+        /// The key file, when there is one.
+        path: Option<PathBuf>,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+/// The short form of a public key in messages: its first 8 bytes as 16 hex digits (the first
+/// 16 digits of its `.pub` file).
+pub(crate) fn key_id(key: &[u8; 32]) -> String {
+    key[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl std::fmt::Display for ArchiveError {
@@ -43,6 +85,41 @@ impl std::fmt::Display for ArchiveError {
             }
             ArchiveError::Incompatible(m) => f.write_str(m),
             ArchiveError::Conflict(m) => write!(f, "conflict: {m}"),
+            ArchiveError::Device(m) => write!(f, "reading device data: {m}"),
+            ArchiveError::Unsigned { path, expected } => {
+                if let Some(p) = path {
+                    write!(f, "{}: ", p.display())?;
+                }
+                write!(f, "archive is unsigned, and a signature by key {} is required", key_id(expected))
+            }
+            ArchiveError::WrongKey { path, signed_by, expected } => {
+                if let Some(p) = path {
+                    write!(f, "{}: ", p.display())?;
+                }
+                write!(
+                    f,
+                    "archive is signed by key {}, not by the required key {}",
+                    key_id(signed_by),
+                    key_id(expected)
+                )
+            }
+            ArchiveError::BadSignature { path, key } => {
+                if let Some(p) = path {
+                    write!(f, "{}: ", p.display())?;
+                }
+                write!(
+                    f,
+                    "signature by key {} does not verify: the archive was changed after it was signed \
+                     (tampered with or damaged)",
+                    key_id(key)
+                )
+            }
+            ArchiveError::Key { path, what } => {
+                if let Some(p) = path {
+                    write!(f, "{}: ", p.display())?;
+                }
+                f.write_str(what)
+            }
         }
     }
 }
@@ -70,12 +147,16 @@ impl ArchiveError {
             None => self,
         }
     }
-    /// Attaches a file path to a `Corrupt` error.
+    /// Attaches a file path to a `Corrupt` error (or a signature error) that has none.
     pub fn with_path(self, p: &std::path::Path) -> Self {
+        let p = Some(p.to_path_buf());
         match self {
-            ArchiveError::Corrupt { path: None, offset, what } => {
-                ArchiveError::Corrupt { path: Some(p.to_path_buf()), offset, what }
+            ArchiveError::Corrupt { path: None, offset, what } => ArchiveError::Corrupt { path: p, offset, what },
+            ArchiveError::Unsigned { path: None, expected } => ArchiveError::Unsigned { path: p, expected },
+            ArchiveError::WrongKey { path: None, signed_by, expected } => {
+                ArchiveError::WrongKey { path: p, signed_by, expected }
             }
+            ArchiveError::BadSignature { path: None, key } => ArchiveError::BadSignature { path: p, key },
             other => other,
         }
     }

@@ -1,4 +1,4 @@
-//! Byte layout of archive format v3 (docs/FORMAT.md is the prose version of this file).
+//! Byte layout of archive format v5 (docs/FORMAT.md is the prose version of this file).
 //!
 //! All integers little-endian. Sections start at 16-byte aligned offsets; blobs inside the
 //! blob-data section start at 16-byte aligned offsets too, so a mapped SPIR-V blob can be read
@@ -7,13 +7,13 @@
 /// File magic.
 pub const MAGIC: [u8; 8] = *b"GRANARY\0";
 /// Format version this build writes and reads.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 /// Bytes of the fixed header before the section table.
 pub const FIXED_HEADER: usize = 64;
 /// Bytes per section-table row.
 pub const SECTION_ROW: usize = 32;
-/// Number of sections in v3.
-pub const SECTION_COUNT: usize = 10;
+/// Number of sections in v5 (v5 added the signature section).
+pub const SECTION_COUNT: usize = 11;
 /// Total header size: fixed part, section table, header checksum.
 pub const HEADER_LEN: usize = FIXED_HEADER + SECTION_ROW * SECTION_COUNT + 8;
 /// Section alignment.
@@ -28,6 +28,21 @@ pub const MAX_STAGES_PER_PIPELINE: u32 = 8;
 pub const MAX_DEVICES: usize = 1024;
 /// Most `VkPipelineCache` blobs one device may have.
 pub const MAX_CACHES_PER_DEVICE: usize = 256;
+
+/// Magic of a signed archive's signature section (docs/FORMAT.md §1.12).
+pub const SIGNATURE_MAGIC: [u8; 4] = *b"GSIG";
+/// Signature scheme 1: Ed25519 (RFC 8032, pure, no context string).
+pub const SIGNATURE_SCHEME_ED25519: u32 = 1;
+/// Bytes of an Ed25519 public key.
+pub const PUBLIC_KEY_LEN: usize = 32;
+/// Bytes of an Ed25519 signature.
+pub const SIGNATURE_LEN: usize = 64;
+/// Bytes of the signature section before the signature: magic, scheme, 8 reserved zero bytes,
+/// the public key. The section-table checksum covers exactly these.
+pub const SIGNATURE_HEAD: usize = 16 + PUBLIC_KEY_LEN;
+/// Length of a signed archive's signature section (an unsigned archive's is 0). A multiple of
+/// [`ALIGN`], so the signature is the file's last 64 bytes.
+pub const SIGNATURE_SECTION: usize = SIGNATURE_HEAD + SIGNATURE_LEN;
 
 /// Section kinds, in file order. Each appears exactly once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +68,9 @@ pub enum Section {
     DevicePipelines = 9,
     /// Binary records (driver binaries, then each device's pipeline-cache blobs).
     Binaries = 10,
+    /// The signature: empty in an unsigned archive, else [`SIGNATURE_SECTION`] bytes ending
+    /// the file (docs/FORMAT.md §1.12).
+    Signature = 11,
 }
 
 impl Section {
@@ -68,6 +86,7 @@ impl Section {
         Section::Devices,
         Section::DevicePipelines,
         Section::Binaries,
+        Section::Signature,
     ];
     /// Fixed record size, or `None` for byte sections.
     pub fn record_size(self) -> Option<usize> {
@@ -95,6 +114,7 @@ impl Section {
             Section::Devices => "device table",
             Section::DevicePipelines => "device-pipeline table",
             Section::Binaries => "binary table",
+            Section::Signature => "signature",
         }
     }
 }
@@ -208,7 +228,9 @@ mod tests {
 
     #[test]
     fn header_length_matches_docs_format_md() {
-        assert_eq!(super::HEADER_LEN, 392);
-        assert_eq!(super::align_up(super::HEADER_LEN), 400);
+        assert_eq!(super::HEADER_LEN, 424);
+        assert_eq!(super::align_up(super::HEADER_LEN), 432);
+        assert_eq!(super::SIGNATURE_SECTION % super::ALIGN, 0);
+        assert_eq!(super::SIGNATURE_SECTION, 112);
     }
 }

@@ -93,6 +93,11 @@
 //!   journal: what the offline tool needs, and what an application that writes its own
 //!   archives at run time needs. Off by default, so a game builds only the reader.
 //! - `serde` — `Serialize`/`Deserialize` for [`ShaderStage`], [`Target`] and [`PipelineKind`].
+//! - `sign` — Ed25519 archive signatures (docs/FORMAT.md §1.12): `Archive::open_verified`
+//!   opens an archive only if a key the game pins signed it; with `write` also
+//!   `sign_archive`. Off by default ([`Archive::signature`], which says who signed, is always
+//!   there). Adds `ed25519-dalek` (without default features) and its dependencies; on x86_64
+//!   that includes one proc-macro, `curve25519-dalek-derive`.
 //! - `fault` — granary's test-only fault injection (`GRANARY_FAULT=slow-write:MS`). Never enable
 //!   it in a shipped build.
 //!
@@ -107,6 +112,8 @@ pub mod format;
 pub mod key;
 pub mod layout;
 mod reader;
+#[cfg(feature = "sign")]
+mod sign;
 pub mod state;
 mod types;
 #[cfg(feature = "vulkan")]
@@ -134,7 +141,13 @@ pub use layout::{
     BindingKind, Immediates, LayoutBinding, LayoutError, MslClass, PipelineLayout, SlotAssignment, StageBindingMap,
     StageMask,
 };
-pub use reader::{Archive, BinaryRef, BinarySetRef, DeviceMismatch, DeviceRef, PipelineRef, StageRef, VerifyReport};
+pub use reader::{
+    Archive, BinaryRef, BinarySetRef, DeviceMismatch, DeviceRef, PipelineRef, SignatureInfo, StageRef, VerifyReport,
+};
+#[cfg(feature = "sign")]
+pub use sign::PublicKey;
+#[cfg(all(feature = "sign", feature = "write"))]
+pub use sign::{sign_archive, sign_bytes, write_key_pair, SecretKey};
 pub use state::{RenderState, StateError};
 pub use types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 

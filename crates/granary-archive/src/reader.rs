@@ -229,6 +229,17 @@ impl Archive {
         }
         let device_pipeline_count = count(Section::DevicePipelines);
         let binary_count = count(Section::Binaries);
+        // The signature section (docs/FORMAT.md §1.12) is empty or exactly one signature, and
+        // ends the file, so that the signed bytes are everything before the last 64.
+        let (soff, slen) = sections[Section::Signature as usize - 1];
+        if (slen != 0 && slen != SIGNATURE_SECTION) || soff.checked_add(slen) != Some(b.len()) {
+            return Err(ArchiveError::corrupt(
+                FIXED_HEADER + (Section::Signature as usize - 1) * SECTION_ROW + 8,
+                format!(
+                    "signature section ({soff:#x}+{slen}) is neither empty nor {SIGNATURE_SECTION} bytes ending the file"
+                ),
+            ));
+        }
         let (moff, mlen) = sections[Section::Meta as usize - 1];
         let meta = &b[moff..moff + mlen];
         let mut pos = 0usize;
@@ -283,11 +294,75 @@ impl Archive {
         })
     }
 
-    fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         self.data.bytes()
     }
-    fn section(&self, s: Section) -> (usize, usize) {
+    pub(crate) fn section(&self, s: Section) -> (usize, usize) {
         self.sections[s as usize - 1]
+    }
+    /// The bytes of section `s` its section-table checksum covers: all of them, except in the
+    /// signature section, whose checksum stops before the signature (the signature covers
+    /// the checksum, so it cannot be covered by it).
+    pub(super) fn checksummed(&self, s: Section) -> (usize, usize) {
+        let (off, len) = self.section(s);
+        match s {
+            Section::Signature => (off, len.min(SIGNATURE_HEAD)),
+            _ => (off, len),
+        }
+    }
+
+    /// Who signed this archive: the public key and signature its signature section holds, or
+    /// `None` for an unsigned archive (docs/FORMAT.md §1.12). Checks the section's structure
+    /// (magic, scheme, reserved bytes, checksum), not the signature itself: that is
+    /// [`Archive::verify_signature`] (feature `sign`), against a key the caller trusts.
+    /// Constant time.
+    pub fn signature(&self) -> Result<Option<SignatureInfo>> {
+        let (off, len) = self.section(Section::Signature);
+        if len == 0 {
+            return Ok(None);
+        }
+        let b = self.bytes();
+        let row = FIXED_HEADER + (Section::Signature as usize - 1) * SECTION_ROW;
+        let sec = off
+            .checked_add(SIGNATURE_SECTION)
+            .and_then(|end| b.get(off..end))
+            .ok_or_else(|| ArchiveError::corrupt(off, "signature section runs past the end of the file"))?;
+        let head = &sec[..SIGNATURE_HEAD];
+        if checksum64(head) != u64_at(b, row + 24)? {
+            return Err(ArchiveError::corrupt(off, "signature section checksum mismatch"));
+        }
+        if head[..4] != SIGNATURE_MAGIC {
+            return Err(ArchiveError::corrupt(off, "signature section has a bad magic"));
+        }
+        let scheme = u32_at(head, 4)?;
+        if scheme != SIGNATURE_SCHEME_ED25519 {
+            return Err(ArchiveError::corrupt(
+                off + 4,
+                format!("unknown signature scheme {scheme} (this granary knows 1, Ed25519)"),
+            ));
+        }
+        if u64_at(head, 8)? != 0 {
+            return Err(ArchiveError::corrupt(off + 8, "reserved signature-section bytes are not zero"));
+        }
+        let mut info = SignatureInfo { public_key: [0; PUBLIC_KEY_LEN], signature: [0; SIGNATURE_LEN] };
+        info.public_key.copy_from_slice(&sec[16..SIGNATURE_HEAD]);
+        info.signature.copy_from_slice(&sec[SIGNATURE_HEAD..]);
+        Ok(Some(info))
+    }
+
+    /// `verify`'s part for the signature section: its structure and, with the `sign` feature,
+    /// that the signature verifies under the key it names (which catches any changed byte,
+    /// the signature's own included, but says nothing about who signed: that is
+    /// [`Archive::verify_signature`]).
+    pub(super) fn verify_signature_section(&self) -> Result<()> {
+        let info = self.signature()?;
+        #[cfg(feature = "sign")]
+        if let Some(info) = info {
+            crate::sign::check_under_own_key(self, &info)?;
+        }
+        #[cfg(not(feature = "sign"))]
+        let _ = info;
+        Ok(())
     }
     fn record(&self, s: Section, i: usize) -> Result<(usize, &[u8])> {
         let (off, len) = self.section(s);
@@ -499,6 +574,36 @@ impl Archive {
             return Err(ArchiveError::corrupt(doff + off, format!("blob {i} content does not match its hash")));
         }
         Ok((hash, bytes))
+    }
+}
+
+/// The signature section of a signed archive (docs/FORMAT.md §1.12): which key signed it and
+/// the signature, as stored. What [`Archive::signature`] returns; whether the signature is
+/// valid, and by a key you trust, is what `Archive::verify_signature` (feature `sign`) checks.
+///
+/// Plain data; `Copy`, `Send + Sync`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SignatureInfo {
+    /// The signer's Ed25519 public key (the 32 bytes a `.pub` file holds as hex).
+    pub public_key: [u8; PUBLIC_KEY_LEN],
+    /// The Ed25519 signature of every byte of the file before it.
+    pub signature: [u8; SIGNATURE_LEN],
+}
+
+impl SignatureInfo {
+    /// The public key as 64 lower-case hex digits (the text of its `.pub` file).
+    pub fn public_key_hex(&self) -> String {
+        self.public_key.iter().map(|b| format!("{b:02x}")).collect()
+    }
+    /// The short form used in messages: the public key's first 16 hex digits.
+    pub fn key_id(&self) -> String {
+        crate::error::key_id(&self.public_key)
+    }
+}
+
+impl std::fmt::Debug for SignatureInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignatureInfo").field("public_key", &self.public_key_hex()).finish_non_exhaustive()
     }
 }
 

@@ -354,6 +354,10 @@ pub fn prepare_shard<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta, shard: O
             device_bytes,
             dp_bytes,
             bin_bytes,
+            // The signature section: empty, since the writer writes unsigned archives (new
+            // content; `sign_archive` signs a finished one). Its bytes therefore stay a pure
+            // function of the entries.
+            Vec::new(),
         ],
         blobs: blobs.into_values().collect(),
         _entries: std::marker::PhantomData,

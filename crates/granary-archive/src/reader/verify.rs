@@ -27,11 +27,13 @@ pub struct VerifyReport {
 
 impl Archive {
     /// Checks every byte: section checksums, every record, sort orders, every reference and
-    /// every blob's content hash.
+    /// every blob's content hash; and the signature section (docs/FORMAT.md §1.12): its
+    /// structure and, with the `sign` feature, that the signature verifies under the key it
+    /// names (which says nothing about who signed: see `verify_signature`).
     pub fn verify(&self) -> Result<VerifyReport> {
         let b = self.bytes();
         for (i, s) in Section::ALL.iter().enumerate() {
-            let (off, len) = self.section(*s);
+            let (off, len) = self.checksummed(*s);
             let row = FIXED_HEADER + i * SECTION_ROW;
             if checksum64(&b[off..off + len]) != u64_at(b, row + 24)? {
                 return Err(ArchiveError::corrupt(off, format!("{} section checksum mismatch", s.name())));
@@ -122,6 +124,7 @@ impl Archive {
             prev = Some(cur);
         }
         self.verify_devices()?;
+        self.verify_signature_section()?;
         Ok(VerifyReport {
             pipelines: self.pipeline_count,
             stages: self.stage_count,
