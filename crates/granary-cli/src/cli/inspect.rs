@@ -42,6 +42,21 @@ pub struct VerifyArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Also require a signature by this public key (NAME.pub from `granary sign
+    /// --generate-key`): an archive that is unsigned, signed by another key or changed after
+    /// signing fails (exit 1). Without it, a signature is checked only against the key the
+    /// archive itself names, which catches damage but not who signed.
+    #[arg(long, value_name = "PUBLIC_KEY_FILE")]
+    key: Option<PathBuf>,
+}
+
+/// The signature status `ls` and `verify` print in JSON: `{"signed": false}`, or
+/// `{"signed": true, "key": 64 hex digits, "key_id": the first 16}`.
+fn signature_json(s: Option<granary_archive::SignatureInfo>) -> serde_json::Value {
+    match s {
+        None => serde_json::json!({"signed": false}),
+        Some(s) => serde_json::json!({"signed": true, "key": s.public_key_hex(), "key_id": s.key_id()}),
+    }
 }
 
 #[derive(clap::Args)]
@@ -229,6 +244,7 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
             "targets": ar.targets().names(),
             "blobs": ar.blob_count(),
             "shard": ar.shard(),
+            "signature": signature_json(ar.signature()?),
             "devices": devices_json,
             "pipelines": rows,
         }))?;
@@ -261,18 +277,31 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
             d.pipeline_count()
         );
     }
+    match ar.signature()? {
+        Some(s) => outln!("signed by key {} (`granary verify --key` checks who signed)", s.key_id()),
+        None => outln!("unsigned"),
+    }
     Ok(0)
 }
 
 pub fn verify(a: VerifyArgs) -> anyhow::Result<i32> {
     let mut bad = 0;
     let mut results = Vec::new();
+    let key = a.key.as_deref().map(granary_archive::PublicKey::read).transpose()?;
     for path in &a.archives {
         let read = Archive::read(path);
         // The shard record (docs/FORMAT.md §1.4.1) as the header and meta section give it,
         // shown whether or not the rest verifies: a damaged shard says which one to redo.
         let shard = read.as_ref().ok().and_then(Archive::shard);
-        let r = read.and_then(|ar| ar.verify());
+        // None: unknown (the file or its signature section is unreadable); Some(None): unsigned.
+        let signature = read.as_ref().ok().and_then(|ar| ar.signature().ok());
+        // With --key, who signed comes first (a changed byte says "changed after signing").
+        let r = read.and_then(|ar| key.as_ref().map_or(Ok(()), |k| ar.verify_signature(k)).and_then(|_| ar.verify()));
+        let signed = match (signature.flatten(), &key) {
+            (None, _) => "; unsigned".to_string(),
+            (Some(s), Some(_)) => format!("; signed by key {} (the --key)", s.key_id()),
+            (Some(s), None) => format!("; signed by key {} (pass --key to check who signed)", s.key_id()),
+        };
         let of_shard = |s: &archive::ShardRecord| {
             format!("shard {} of {} (0-based) of script {:032x}", s.index, s.count, s.script)
         };
@@ -280,7 +309,7 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<i32> {
             Ok(rep) => {
                 if !a.json {
                     outln!(
-                        "{}: ok ({} pipelines, {} stages, {} blobs, {} labels, {} bytes){}",
+                        "{}: ok ({} pipelines, {} stages, {} blobs, {} labels, {} bytes){signed}{}",
                         path.display(),
                         rep.pipelines,
                         rep.stages,
@@ -306,6 +335,8 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<i32> {
             "archive": path.display().to_string(),
             "ok": r.is_ok(),
             "shard": shard,
+            "signature": signature.map(signature_json),
+            "required_key": key.map(|k| k.to_text().trim().to_string()),
             "report": r.as_ref().ok(),
             "error": r.as_ref().err().map(|e| e.to_string()),
         }));

@@ -24,6 +24,7 @@ mod inspect;
 mod plan;
 mod prune;
 mod salvage;
+mod sign;
 mod stress;
 mod warm;
 mod workload;
@@ -58,6 +59,10 @@ enum Command {
     Verify(inspect::VerifyArgs),
     /// Write one pipeline's stage outputs to files.
     Extract(inspect::ExtractArgs),
+    /// Sign an archive with a private key (Ed25519, every byte), so a game that pins the
+    /// public key refuses any archive someone else made or changed; `--generate-key NAME`
+    /// makes the key pair. Check with `granary verify ARCHIVE --key NAME.pub`.
+    Sign(sign::SignArgs),
     /// Combine archives into one (deterministic; duplicates stored once).
     Merge(inspect::MergeArgs),
     /// Write a synthetic workload (a pipelines script and its shaders) for benchmarks.
@@ -101,6 +106,7 @@ pub fn main() -> i32 {
         Command::Ls(a) => inspect::ls(a),
         Command::Verify(a) => inspect::verify(a),
         Command::Extract(a) => inspect::extract(a),
+        Command::Sign(a) => sign::run(a),
         Command::Merge(a) => inspect::merge(a),
         Command::Gen(a) => gen::run(a),
         Command::Salvage(a) => salvage::run(a),
