@@ -18,8 +18,119 @@ pub const MAX_BINARY_KEY: usize = 32;
 pub const MAX_IDENTITY_STRING: usize = 256;
 /// Magic of an encoded [`DeviceIdentity`].
 pub const IDENTITY_MAGIC: [u8; 4] = *b"GDEV";
-/// Version of the encoded [`DeviceIdentity`].
-pub const IDENTITY_VERSION: u32 = 1;
+/// Version of the encoded [`DeviceIdentity`] (2: the enabled features follow the five
+/// numbers).
+pub const IDENTITY_VERSION: u32 = 2;
+
+/// The Vulkan 1.0 core features a pipeline's state or shaders can need, as a stable bit set:
+/// what a device supports, what granary enabled when it opened the device, and what one
+/// pipeline requires. The bit numbers are part of the archive format (docs/FORMAT.md §1.10)
+/// and never change; new features take new bits.
+///
+/// Thread safety: plain data (`Copy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeviceFeatures(pub u64);
+
+impl DeviceFeatures {
+    /// `depthBiasClamp`: a non-zero depth-bias clamp.
+    pub const DEPTH_BIAS_CLAMP: DeviceFeatures = DeviceFeatures(1 << 0);
+    /// `independentBlend`: colour attachments with different blend states or write masks.
+    pub const INDEPENDENT_BLEND: DeviceFeatures = DeviceFeatures(1 << 1);
+    /// `vertexPipelineStoresAndAtomics`: storage writes in vertex (and tessellation,
+    /// geometry) stages.
+    pub const VERTEX_PIPELINE_STORES_AND_ATOMICS: DeviceFeatures = DeviceFeatures(1 << 2);
+    /// `fragmentStoresAndAtomics`: storage writes in fragment stages.
+    pub const FRAGMENT_STORES_AND_ATOMICS: DeviceFeatures = DeviceFeatures(1 << 3);
+    /// `sampleRateShading`.
+    pub const SAMPLE_RATE_SHADING: DeviceFeatures = DeviceFeatures(1 << 4);
+    /// `depthClamp`.
+    pub const DEPTH_CLAMP: DeviceFeatures = DeviceFeatures(1 << 5);
+    /// `fillModeNonSolid`: line and point polygon modes.
+    pub const FILL_MODE_NON_SOLID: DeviceFeatures = DeviceFeatures(1 << 6);
+    /// `wideLines`: a line width other than 1.
+    pub const WIDE_LINES: DeviceFeatures = DeviceFeatures(1 << 7);
+    /// `geometryShader`.
+    pub const GEOMETRY_SHADER: DeviceFeatures = DeviceFeatures(1 << 8);
+    /// `tessellationShader`.
+    pub const TESSELLATION_SHADER: DeviceFeatures = DeviceFeatures(1 << 9);
+    /// `dualSrcBlend`.
+    pub const DUAL_SRC_BLEND: DeviceFeatures = DeviceFeatures(1 << 10);
+    /// `logicOp`.
+    pub const LOGIC_OP: DeviceFeatures = DeviceFeatures(1 << 11);
+    /// `depthBounds`.
+    pub const DEPTH_BOUNDS: DeviceFeatures = DeviceFeatures(1 << 12);
+    /// `multiViewport`.
+    pub const MULTI_VIEWPORT: DeviceFeatures = DeviceFeatures(1 << 13);
+    /// `shaderStorageImageReadWithoutFormat`.
+    pub const STORAGE_IMAGE_READ_WITHOUT_FORMAT: DeviceFeatures = DeviceFeatures(1 << 14);
+    /// `shaderStorageImageWriteWithoutFormat`.
+    pub const STORAGE_IMAGE_WRITE_WITHOUT_FORMAT: DeviceFeatures = DeviceFeatures(1 << 15);
+
+    /// Every feature this format knows, with its Vulkan name, in bit order.
+    pub const ALL: [(DeviceFeatures, &'static str); 16] = [
+        (Self::DEPTH_BIAS_CLAMP, "depthBiasClamp"),
+        (Self::INDEPENDENT_BLEND, "independentBlend"),
+        (Self::VERTEX_PIPELINE_STORES_AND_ATOMICS, "vertexPipelineStoresAndAtomics"),
+        (Self::FRAGMENT_STORES_AND_ATOMICS, "fragmentStoresAndAtomics"),
+        (Self::SAMPLE_RATE_SHADING, "sampleRateShading"),
+        (Self::DEPTH_CLAMP, "depthClamp"),
+        (Self::FILL_MODE_NON_SOLID, "fillModeNonSolid"),
+        (Self::WIDE_LINES, "wideLines"),
+        (Self::GEOMETRY_SHADER, "geometryShader"),
+        (Self::TESSELLATION_SHADER, "tessellationShader"),
+        (Self::DUAL_SRC_BLEND, "dualSrcBlend"),
+        (Self::LOGIC_OP, "logicOp"),
+        (Self::DEPTH_BOUNDS, "depthBounds"),
+        (Self::MULTI_VIEWPORT, "multiViewport"),
+        (Self::STORAGE_IMAGE_READ_WITHOUT_FORMAT, "shaderStorageImageReadWithoutFormat"),
+        (Self::STORAGE_IMAGE_WRITE_WITHOUT_FORMAT, "shaderStorageImageWriteWithoutFormat"),
+    ];
+    /// Every bit this format knows.
+    pub const KNOWN: DeviceFeatures = DeviceFeatures((1 << 16) - 1);
+    /// No feature.
+    pub const NONE: DeviceFeatures = DeviceFeatures(0);
+
+    /// Whether every feature of `other` is in `self`.
+    pub fn contains(self, other: DeviceFeatures) -> bool {
+        self.0 & other.0 == other.0
+    }
+    /// The features in either.
+    pub fn union(self, other: DeviceFeatures) -> DeviceFeatures {
+        DeviceFeatures(self.0 | other.0)
+    }
+    /// The features in both.
+    pub fn intersection(self, other: DeviceFeatures) -> DeviceFeatures {
+        DeviceFeatures(self.0 & other.0)
+    }
+    /// The features of `self` not in `other`.
+    pub fn difference(self, other: DeviceFeatures) -> DeviceFeatures {
+        DeviceFeatures(self.0 & !other.0)
+    }
+    /// Whether no feature is set.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    /// The Vulkan names of the features set, in bit order (unknown bits as `bit N`).
+    pub fn names(self) -> Vec<String> {
+        let mut out: Vec<String> =
+            Self::ALL.iter().filter(|(f, _)| self.contains(*f)).map(|(_, n)| (*n).to_string()).collect();
+        for bit in 16..64 {
+            if self.0 & (1 << bit) != 0 {
+                out.push(format!("bit {bit}"));
+            }
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for DeviceFeatures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_empty() {
+            return f.write_str("none");
+        }
+        f.write_str(&self.names().join(", "))
+    }
+}
 
 /// Identity deciding whether driver binaries are valid on a device. Binaries are valid only on
 /// a device whose identity is equal in every field.
@@ -35,6 +146,10 @@ pub struct DeviceIdentity {
     pub driver_version: u32,
     /// `VkPhysicalDeviceProperties::apiVersion`.
     pub api_version: u32,
+    /// The core features enabled on the logical device the binaries were created on (of the
+    /// ones granary knows, [`DeviceFeatures::KNOWN`]): a binary is used only on a device with
+    /// exactly these enabled.
+    pub features: DeviceFeatures,
     /// `VkPhysicalDeviceProperties::pipelineCacheUUID`.
     pub pipeline_cache_uuid: [u8; 16],
     /// The driver's global pipeline-binary key (`vkGetPipelineKeyKHR` without a create info);
@@ -53,8 +168,8 @@ fn hex(b: &[u8]) -> String {
 }
 
 impl DeviceIdentity {
-    /// The canonical bytes: magic `GDEV`, version u32 (1), the five u32 fields, the 16 UUID
-    /// bytes, then the binary key, device name, driver name and driver info, each as a u32
+    /// The canonical bytes: magic `GDEV`, version u32 (2), the five u32 fields, the enabled
+    /// features u64, the 16 UUID bytes, then the binary key, device name, driver name and driver info, each as a u32
     /// length followed by its bytes. All integers little-endian.
     pub fn encode(&self) -> Vec<u8> {
         let mut o = Vec::with_capacity(64 + self.binary_global_key.len() + self.device_name.len() + 64);
@@ -63,6 +178,7 @@ impl DeviceIdentity {
         for v in [self.vendor_id, self.device_id, self.driver_id, self.driver_version, self.api_version] {
             o.extend_from_slice(&v.to_le_bytes());
         }
+        o.extend_from_slice(&self.features.0.to_le_bytes());
         o.extend_from_slice(&self.pipeline_cache_uuid);
         for s in [
             self.binary_global_key.as_slice(),
@@ -95,11 +211,22 @@ impl DeviceIdentity {
         }
         let version = u32_of(take(4)?);
         if version != IDENTITY_VERSION {
-            return Err(format!("device identity version {version} is not supported (this granary reads 1)"));
+            return Err(format!(
+                "device identity version {version} is not supported (this granary reads {IDENTITY_VERSION})"
+            ));
         }
         let mut v = [0u32; 5];
         for x in &mut v {
             *x = u32_of(take(4)?);
+        }
+        let mut f = [0u8; 8];
+        f.copy_from_slice(take(8)?);
+        let features = DeviceFeatures(u64::from_le_bytes(f));
+        if !DeviceFeatures::KNOWN.contains(features) {
+            return Err(format!(
+                "device identity: unknown feature bits {:#x}",
+                features.difference(DeviceFeatures::KNOWN).0
+            ));
         }
         let mut uuid = [0u8; 16];
         uuid.copy_from_slice(take(16)?);
@@ -127,6 +254,7 @@ impl DeviceIdentity {
             driver_id: v[2],
             driver_version: v[3],
             api_version: v[4],
+            features,
             pipeline_cache_uuid: uuid,
             binary_global_key: key,
             device_name,
@@ -173,6 +301,17 @@ impl DeviceIdentity {
                 d.push(format!("{name} {a:#x} vs {b:#x}"));
             }
         }
+        if self.features != other.features {
+            let (more, less) = (self.features.difference(other.features), other.features.difference(self.features));
+            let mut what = Vec::new();
+            if !more.is_empty() {
+                what.push(format!("{more} only in the first"));
+            }
+            if !less.is_empty() {
+                what.push(format!("{less} only in the second"));
+            }
+            d.push(format!("enabled features {} vs {} ({})", self.features, other.features, what.join("; ")));
+        }
         if self.pipeline_cache_uuid != other.pipeline_cache_uuid {
             d.push(format!(
                 "pipeline_cache_uuid {} vs {}",
@@ -200,8 +339,13 @@ impl DeviceIdentity {
 /// The set is a graphics pipeline library (vertex input + pre-rasterization + fragment
 /// shader); the caller links a fragment-output library at run time.
 pub const BINARY_SET_LIBRARY: u32 = 1;
-/// Every [`BinarySet::flags`] bit this format knows.
-pub const BINARY_SET_FLAGS: u32 = BINARY_SET_LIBRARY;
+/// The set records its pipeline key (`vkGetPipelineKeyKHR` of the create info it was
+/// captured with) in the first binary record of its range (docs/FORMAT.md §1.10). Set by the
+/// writer when [`BinarySet::pipeline_key`] is not empty; readers report the key apart from the
+/// binaries and never return this bit in [`BinarySet::flags`].
+pub const BINARY_SET_KEYED: u32 = 2;
+/// Every device-pipeline record flag bit this format knows.
+pub const BINARY_SET_FLAGS: u32 = BINARY_SET_LIBRARY | BINARY_SET_KEYED;
 /// Most binaries one set may hold.
 pub const MAX_BINARIES_PER_SET: usize = 64;
 
@@ -211,6 +355,11 @@ pub const MAX_BINARIES_PER_SET: usize = 64;
 pub struct BinarySet {
     /// [`BINARY_SET_LIBRARY`] or 0.
     pub flags: u32,
+    /// The driver's pipeline key for the create info the set was captured with
+    /// (`vkGetPipelineKeyKHR`, 1..=32 bytes); empty where the device has no pipeline binaries
+    /// or the key was not recorded. A loader uses the binaries only when the key of its own
+    /// create info equals it.
+    pub pipeline_key: Vec<u8>,
     /// The binaries, in the driver's order. Empty: the pipeline was compiled on the device
     /// but its binaries live only in the device's `VkPipelineCache` data.
     pub binaries: Vec<DeviceBinary>,
@@ -227,10 +376,11 @@ pub struct DeviceBinary {
 
 impl BinarySet {
     /// XXH3-128 of the canonical description (flags u32, count u32, then per binary its key
-    /// length u32, key bytes and the content hash of its bytes): the deterministic tie-break
-    /// between two sets for one pipeline and device (the smaller wins).
+    /// length u32, key bytes and the content hash of its bytes, then — for a set with a
+    /// pipeline key — the key's length u32 and bytes): the deterministic tie-break between two
+    /// sets for one pipeline and device (the smaller wins).
     pub fn hash(&self) -> u128 {
-        let mut b = Vec::with_capacity(8 + self.binaries.len() * (4 + MAX_BINARY_KEY + 16));
+        let mut b = Vec::with_capacity(8 + self.binaries.len() * (4 + MAX_BINARY_KEY + 16) + 36);
         b.extend_from_slice(&self.flags.to_le_bytes());
         b.extend_from_slice(&(self.binaries.len() as u32).to_le_bytes());
         for x in &self.binaries {
@@ -238,13 +388,17 @@ impl BinarySet {
             b.extend_from_slice(&x.key);
             b.extend_from_slice(&x.data.hash().0.to_le_bytes());
         }
+        if !self.pipeline_key.is_empty() {
+            b.extend_from_slice(&(self.pipeline_key.len() as u32).to_le_bytes());
+            b.extend_from_slice(&self.pipeline_key);
+        }
         crate::key::content_hash(&b).0
     }
 
     /// Why the writer cannot store this set, if it cannot: unknown flags, more than
     /// [`MAX_BINARIES_PER_SET`] binaries, a key empty or over 32 bytes.
     pub fn check(&self) -> Result<(), String> {
-        if self.flags & !BINARY_SET_FLAGS != 0 {
+        if self.flags & !BINARY_SET_LIBRARY != 0 {
             return Err(format!("unknown binary set flags {:#x}", self.flags));
         }
         if self.binaries.len() > MAX_BINARIES_PER_SET {
@@ -252,6 +406,12 @@ impl BinarySet {
         }
         if let Some(b) = self.binaries.iter().find(|b| b.key.is_empty() || b.key.len() > MAX_BINARY_KEY) {
             return Err(format!("binary key of {} bytes (1..={MAX_BINARY_KEY})", b.key.len()));
+        }
+        if self.pipeline_key.len() > MAX_BINARY_KEY {
+            return Err(format!("pipeline key of {} bytes (at most {MAX_BINARY_KEY})", self.pipeline_key.len()));
+        }
+        if !self.pipeline_key.is_empty() && self.binaries.is_empty() {
+            return Err("a pipeline key without binaries".into());
         }
         Ok(())
     }
@@ -310,6 +470,7 @@ mod tests {
             driver_id: 4,
             driver_version: 0x9100_0000,
             api_version: 0x0040_3000,
+            features: DeviceFeatures::DEPTH_BIAS_CLAMP,
             pipeline_cache_uuid: [7; 16],
             binary_global_key: vec![1, 2, 3],
             device_name: "NVIDIA H200".into(),

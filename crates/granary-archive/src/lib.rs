@@ -1,4 +1,7 @@
 #![warn(missing_docs)]
+// `unsafe` only where the crate maps a file (`reader`) or calls the Vulkan driver (the
+// `vulkan` modules that say so); every block carries a `// SAFETY:` argument.
+#![deny(unsafe_code)]
 //! The run-time side of [granary](https://crates.io/crates/granary): open a pipeline archive,
 //! look pipelines up by label or by key, read their stage outputs, verify the file. This is the
 //! crate a game or engine ships. It depends on no shader compiler, no CLI stack and no
@@ -111,6 +114,7 @@ mod fault;
 pub mod format;
 pub mod key;
 pub mod layout;
+#[allow(unsafe_code)] // memory-maps the archive (`Archive::open`)
 mod reader;
 #[cfg(feature = "sign")]
 mod sign;
@@ -131,8 +135,8 @@ mod salvage;
 mod writer;
 
 pub use device::{
-    BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity, BINARY_SET_FLAGS, BINARY_SET_LIBRARY,
-    MAX_BINARIES_PER_SET, MAX_BINARY_KEY, MAX_IDENTITY_STRING,
+    BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceFeatures, DeviceIdentity, BINARY_SET_FLAGS,
+    BINARY_SET_KEYED, BINARY_SET_LIBRARY, MAX_BINARIES_PER_SET, MAX_BINARY_KEY, MAX_IDENTITY_STRING,
 };
 pub use entry::{Blob, PipelineEntry, StageEntry, TargetOutputs, WriteEntry};
 pub use error::ArchiveError;

@@ -358,14 +358,33 @@ fn salvage_devices(
                 let flags = u32_at(&r, 4).map_err(|e| e.to_string())?;
                 let first = u32_at(&r, 8).map_err(|e| e.to_string())? as usize;
                 let n = u32_at(&r, 12).map_err(|e| e.to_string())? as usize;
-                if flags & !crate::BINARY_SET_FLAGS != 0 || n > crate::MAX_BINARIES_PER_SET {
+                let keyed = flags & crate::BINARY_SET_KEYED != 0;
+                if flags & !crate::BINARY_SET_FLAGS != 0
+                    || n > crate::MAX_BINARIES_PER_SET + usize::from(keyed)
+                    || (keyed && n < 2)
+                {
                     return Err(format!("device-pipeline record {j} is invalid"));
                 }
+                let (pipeline_key, first, n) = if keyed {
+                    let r = record(b.binaries, BINARY_RECORD, first)
+                        .ok_or_else(|| format!("pipeline {p}: pipeline-key record {first} is damaged or missing"))?;
+                    let key_len = u32_at(&r, 4).map_err(|e| e.to_string())? as usize;
+                    if u32_at(&r, 0).ok() != Some(NO_BLOB)
+                        || !(1..=MAX_BINARY_KEY).contains(&key_len)
+                        || r[8 + key_len..8 + MAX_BINARY_KEY].iter().any(|x| *x != 0)
+                    {
+                        return Err(format!("pipeline {p}: pipeline-key record {first} is invalid"));
+                    }
+                    (r[8..8 + key_len].to_vec(), first + 1, n - 1)
+                } else {
+                    (Vec::new(), first, n)
+                };
+                let flags = flags & !crate::BINARY_SET_KEYED;
                 let binaries = (first..first.saturating_add(n))
                     .map(|k| binary(k, false).map(|(key, data)| DeviceBinary { key, data }))
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(|e| format!("pipeline {p}: {e}"))?;
-                Ok((p, BinarySet { flags, binaries }))
+                Ok((p, BinarySet { flags, pipeline_key, binaries }))
             })();
             match set {
                 Ok((p, set)) if kept.contains_key(&p) => {

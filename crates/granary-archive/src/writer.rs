@@ -307,12 +307,18 @@ pub fn prepare_shard<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta, shard: O
         let first_pipeline = (dp_bytes.len() / DEVICE_PIPELINE_RECORD) as u32;
         for (pipeline, set) in &d.pipelines {
             let rec_start = dp_bytes.len();
+            let keyed = !set.pipeline_key.is_empty();
+            let flags = if keyed { set.flags | crate::BINARY_SET_KEYED } else { set.flags };
             dp_bytes.extend_from_slice(&pipeline.to_le_bytes());
-            dp_bytes.extend_from_slice(&set.flags.to_le_bytes());
+            dp_bytes.extend_from_slice(&flags.to_le_bytes());
             dp_bytes.extend_from_slice(&((bin_bytes.len() / BINARY_RECORD) as u32).to_le_bytes());
-            dp_bytes.extend_from_slice(&(set.binaries.len() as u32).to_le_bytes());
+            dp_bytes.extend_from_slice(&((set.binaries.len() + usize::from(keyed)) as u32).to_le_bytes());
             let c = checksum64(&dp_bytes[rec_start..]);
             dp_bytes.extend_from_slice(&c.to_le_bytes());
+            if keyed {
+                // The pipeline-key record: no blob, the key in the key field.
+                binary_record(&mut bin_bytes, NO_BLOB, &set.pipeline_key);
+            }
             for b in &set.binaries {
                 binary_record(&mut bin_bytes, blob_of(&b.data), &b.key);
             }

@@ -15,6 +15,7 @@ fn nvidia() -> Arc<DeviceIdentity> {
         driver_id: 4,
         driver_version: 0x9100_4000,
         api_version: 0x0040_3000,
+        features: Default::default(),
         pipeline_cache_uuid: [0xab; 16],
         binary_global_key: vec![9; 20],
         device_name: "NVIDIA H200".into(),
@@ -30,6 +31,7 @@ fn lavapipe() -> Arc<DeviceIdentity> {
         driver_id: 13,
         driver_version: 0x0060_1000,
         api_version: 0x0040_3000,
+        features: Default::default(),
         pipeline_cache_uuid: [0x11; 16],
         binary_global_key: Vec::new(),
         device_name: "llvmpipe (LLVM 19.1.7, 256 bits)".into(),
@@ -67,6 +69,7 @@ fn dictionary(process: u8) -> DeviceBinary {
 fn nvidia_set(k: u128, process: u8) -> Arc<BinarySet> {
     Arc::new(BinarySet {
         flags: if k.is_multiple_of(2) { BINARY_SET_LIBRARY } else { 0 },
+        pipeline_key: if k.is_multiple_of(3) { Vec::new() } else { vec![k as u8; 16] },
         binaries: vec![
             bin(&[k as u8, 1], vec![k as u8 ^ process; 1000 + k as usize]),
             dictionary(process),
@@ -79,7 +82,10 @@ fn with_binaries(k: u128, process: u8) -> WriteEntry {
     let mut w = entry(k);
     w.binaries = vec![
         DeviceBinaries { device: nvidia(), set: nvidia_set(k, process) },
-        DeviceBinaries { device: lavapipe(), set: Arc::new(BinarySet { flags: 0, binaries: Vec::new() }) },
+        DeviceBinaries {
+            device: lavapipe(),
+            set: Arc::new(BinarySet { flags: 0, pipeline_key: Vec::new(), binaries: Vec::new() }),
+        },
     ];
     w
 }
@@ -240,8 +246,10 @@ fn merge_is_order_independent_and_unions_devices() {
     // on lavapipe only (cache data).
     let mut lp_only = vec![entry(1), entry(5)];
     for w in &mut lp_only {
-        w.binaries =
-            vec![DeviceBinaries { device: lavapipe(), set: Arc::new(BinarySet { flags: 0, binaries: vec![] }) }];
+        w.binaries = vec![DeviceBinaries {
+            device: lavapipe(),
+            set: Arc::new(BinarySet { flags: 0, pipeline_key: Vec::new(), binaries: vec![] }),
+        }];
     }
     let nv = |process| {
         let mut w = vec![with_binaries(1, process), with_binaries(2, process)];
@@ -333,9 +341,16 @@ fn every_flipped_byte_and_every_cut_is_refused_without_a_panic() {
     w.binaries = vec![
         DeviceBinaries {
             device: nvidia(),
-            set: Arc::new(BinarySet { flags: 1, binaries: vec![bin(&[1], vec![1; 20]), bin(&[2; 32], vec![2; 17])] }),
+            set: Arc::new(BinarySet {
+                flags: 1,
+                pipeline_key: Vec::new(),
+                binaries: vec![bin(&[1], vec![1; 20]), bin(&[2; 32], vec![2; 17])],
+            }),
         },
-        DeviceBinaries { device: lavapipe(), set: Arc::new(BinarySet { flags: 0, binaries: vec![] }) },
+        DeviceBinaries {
+            device: lavapipe(),
+            set: Arc::new(BinarySet { flags: 0, pipeline_key: Vec::new(), binaries: vec![] }),
+        },
     ];
     let mut m = ArchiveMeta::new("t");
     m.device_caches = vec![DeviceCache { device: lavapipe(), data: Blob::new(vec![7; 24]) }];
@@ -396,7 +411,7 @@ fn the_journal_carries_binaries_and_caches() {
     let mut bad = entry(9);
     bad.binaries = vec![DeviceBinaries {
         device: nvidia(),
-        set: Arc::new(BinarySet { flags: 0, binaries: vec![bin(&[1; 33], vec![1])] }),
+        set: Arc::new(BinarySet { flags: 0, pipeline_key: Vec::new(), binaries: vec![bin(&[1; 33], vec![1])] }),
     }];
     assert!(matches!(j.append(&[bad.clone()]), Err(ArchiveError::Incompatible(_))));
     assert!(matches!(

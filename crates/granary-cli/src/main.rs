@@ -1,5 +1,7 @@
 //! The `granary` command-line tool: a thin layer over the library.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 fn main() {

@@ -286,7 +286,7 @@ fn ls_merge_and_salvage_carry_device_sections() {
         };
         w.binaries = vec![DeviceBinaries {
             device: device.clone(),
-            set: Arc::new(BinarySet { flags: 0, binaries: vec![own, dictionary.clone()] }),
+            set: Arc::new(BinarySet { flags: 0, pipeline_key: Vec::new(), binaries: vec![own, dictionary.clone()] }),
         }];
     }
     let mut meta = ar.meta().unwrap();

@@ -570,7 +570,7 @@ fn on_device(paths: &[PathBuf], device: &std::sync::Arc<granary::archive::Device
                 let own = DeviceBinary { key: w.entry.key.0.to_le_bytes().to_vec(), data: Blob::new(vec![7; 40]) };
                 w.binaries = vec![DeviceBinaries {
                     device: device.clone(),
-                    set: std::sync::Arc::new(BinarySet { flags: 0, binaries: vec![own] }),
+                    set: std::sync::Arc::new(BinarySet { flags: 0, pipeline_key: Vec::new(), binaries: vec![own] }),
                 }];
             }
             let out = dir.join(format!("{}-{}", device.device_name, p.file_name().unwrap().to_string_lossy()));

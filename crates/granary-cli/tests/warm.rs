@@ -237,6 +237,33 @@ fn warm_seeds_its_cache_with_every_cache_blob_of_the_device() {
     let (code, w, stderr) = warm(&two, &["--source", "cache", "--pipeline-cache-in", file.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(w["cache_blobs"].as_u64(), Some(1), "{w:#}");
+
+    // A cache file whose VkPipelineCacheHeaderVersionOne names another vendor is refused
+    // before vkCreatePipelineCache, naming the field: exit 2, nothing created.
+    let mut foreign = first.data.bytes().to_vec();
+    foreign[8..12].copy_from_slice(&0x1002u32.to_le_bytes());
+    std::fs::write(&file, &foreign).unwrap();
+    let (code, _, stderr) = warm(&two, &["--source", "cache", "--pipeline-cache-in", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("vendorID 0x1002") && stderr.contains("not handed to the driver"), "{stderr}");
+    std::fs::write(&file, [0u8; 8]).unwrap();
+    let (code, _, stderr) = warm(&two, &["--source", "cache", "--pipeline-cache-in", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("shorter than a pipeline-cache header"), "{stderr}");
+
+    // An archive blob with another device's pipelineCacheUUID is skipped and reported; the
+    // others still seed the cache.
+    let mut uuid = first.data.bytes().to_vec();
+    uuid[16] ^= 0xff;
+    meta.device_caches.push(DeviceCache { device: first.device.clone(), data: granary::descriptor::Blob::new(uuid) });
+    let three = dir.path().join("three.granary");
+    std::fs::write(&three, granary::archive::encode(&a.entries().unwrap(), &meta)).unwrap();
+    let (code, w, stderr) = warm(&three, &["--source", "cache"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(w["cache_blobs"].as_u64(), Some(caches as u64), "{w:#}");
+    let skipped = w["cache_blobs_skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{w:#}");
+    assert!(skipped[0].as_str().unwrap().contains("pipelineCacheUUID"), "{w:#}");
 }
 
 /// `warm --validate --json`: every pipeline created under the validation layer, stdout one
@@ -282,4 +309,41 @@ fn warm_validate_keeps_the_json_valid_and_counts_the_layers_messages() {
     for id in ids.keys() {
         assert!(stderr.contains(id.as_str()) && stderr.contains("in pipeline '"), "{id} not on stderr: {stderr}");
     }
+}
+
+/// `warm --key`: the loader's `require_signature`. A signed archive loads; an unsigned one,
+/// one signed by another key and a signed one with a changed byte are refused before any
+/// pipeline is created (exit 2, saying why).
+#[test]
+fn warm_with_a_key_loads_only_archives_that_key_signed() {
+    if common::vulkan_device(&bin()).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = harvest(dir.path(), "a.granary");
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    for name in ["studio", "other"] {
+        let o = granary(&["sign", "--generate-key", &p(name)]);
+        assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let o = granary(&["sign", archive.to_str().unwrap(), "--key", &p("studio.key"), "-o", &p("signed.granary")]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let (code, w, stderr) = warm(Path::new(&p("signed.granary")), &["--key", &p("studio.pub")]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(w["created"], EXAMPLE_PIPELINES);
+
+    let (code, _, stderr) = warm(&archive, &["--key", &p("studio.pub")]);
+    assert_eq!(code, 2, "an unsigned archive: {stderr}");
+    assert!(stderr.to_lowercase().contains("unsigned"), "{stderr}");
+    let (code, _, stderr) = warm(Path::new(&p("signed.granary")), &["--key", &p("other.pub")]);
+    assert_eq!(code, 2, "another key's archive: {stderr}");
+
+    let mut bytes = std::fs::read(p("signed.granary")).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x01;
+    std::fs::write(p("tampered.granary"), &bytes).unwrap();
+    let (code, w, stderr) = warm(Path::new(&p("tampered.granary")), &["--key", &p("studio.pub")]);
+    assert_eq!(code, 2, "a changed byte: {stderr}");
+    assert_eq!(w, Value::Null, "nothing was created: {w:#}");
 }

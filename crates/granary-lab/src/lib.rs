@@ -1,4 +1,5 @@
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 //! granary's lab: the tools that exercise the library rather than extend it — the seed-scale
 //! workload generator ([`gen`]), the bug report's race scenarios with invariant checks
 //! ([`stress`]) and the macro benchmark with its baselines ([`mod@bench`]). They back the

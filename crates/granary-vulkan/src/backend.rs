@@ -16,8 +16,9 @@ use granary::descriptor::{PipelineDescriptor, PipelineLayout, ShaderStage, Stage
 use granary::frontend::StageFunction;
 use granary_archive::vulkan::build::{entry_name, graphics_input};
 use granary_archive::vulkan::raw::{How, Layout, Module};
+use granary_archive::vulkan::shared::Shared;
 use granary_archive::vulkan::validation::{self, DriverOptions, ValidationLog};
-use granary_archive::vulkan::{identity_of, select_device, state, Driver, Gpu, OpenOptions, VulkanError};
+use granary_archive::vulkan::{features, select_device, state, Driver, Gpu, OpenOptions, VulkanError};
 use granary_archive::{BinarySet, Blob, DeviceBinaries, DeviceBinary, DeviceCache, BINARY_SET_LIBRARY};
 use granary_archive::{DeviceIdentity, RenderState};
 use std::collections::HashMap;
@@ -58,9 +59,10 @@ pub struct PipelineCapture {
     pub library: bool,
     /// `(key, data)` per binary, in the driver's order; empty where only cache data is kept.
     pub binaries: Vec<(Vec<u8>, Arc<Blob>)>,
+    /// `vkGetPipelineKeyKHR` of the create info the binaries were captured with (empty where
+    /// only cache data is kept): a loader uses them only for a create info with this key.
+    pub pipeline_key: Vec<u8>,
 }
-
-type Cell<T> = Arc<OnceLock<Result<Arc<T>, String>>>;
 
 /// One driver pipeline's capture, made once and handed to every pipeline that has its
 /// create info.
@@ -87,8 +89,8 @@ pub struct VulkanBackend {
     gpu: Arc<Gpu>,
     validation: Option<Arc<ValidationLog>>,
     identity: Arc<DeviceIdentity>,
-    modules: Mutex<HashMap<StageKey, Cell<Module>>>,
-    layouts: Mutex<HashMap<state::LayoutDesc, Cell<Layout>>>,
+    modules: Shared<StageKey, Module>,
+    layouts: Shared<state::LayoutDesc, Layout>,
     /// Captured binary bytes by content hash (see `intern`).
     blobs: Mutex<HashMap<u128, Arc<Blob>>>,
     /// With `share_identical`: one capture per distinct driver-level pipeline.
@@ -124,15 +126,16 @@ impl VulkanBackend {
                 pipeline_binaries: !options.no_pipeline_binaries,
                 libraries: !options.no_libraries,
                 internal_cache: options.driver_internal_cache,
+                ..OpenOptions::default()
             },
         )?;
-        let identity = Arc::new(identity_of(&gpu.info, gpu.global_key()));
+        let identity = Arc::new(gpu.identity());
         Ok(VulkanBackend {
             gpu,
             validation,
             identity,
-            modules: Mutex::default(),
-            layouts: Mutex::default(),
+            modules: Shared::default(),
+            layouts: Shared::default(),
             blobs: Mutex::default(),
             shared_captures: options.share_identical.then(Mutex::default),
             shared: AtomicU64::new(0),
@@ -186,16 +189,8 @@ impl VulkanBackend {
         map.entry(hash).or_insert_with(|| Blob::new(data.to_vec())).clone()
     }
 
-    fn device_name(&self) -> &str {
-        &self.identity.device_name
-    }
-
     fn module(&self, f: &StageFunction) -> Result<Arc<Module>, String> {
-        let cell = {
-            let mut map = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-            map.entry(f.key).or_default().clone()
-        };
-        cell.get_or_init(|| {
+        self.modules.get_or_try(f.key, || {
             let spirv = f.outputs.get(Target::Spirv).ok_or_else(|| {
                 format!(
                     "{} function '{}' has no SPIR-V output; the Vulkan backend needs the spirv target",
@@ -204,25 +199,13 @@ impl VulkanBackend {
             })?;
             let m = self.gpu.module(spirv.bytes()).map_err(|e| e.to_string())?;
             self.module_count.fetch_add(1, Relaxed);
-            Ok(Arc::new(m))
+            Ok(m)
         })
-        .clone()
     }
 
     fn layout(&self, desc: &state::LayoutDesc) -> Result<Arc<Layout>, String> {
-        if desc.sets.len() as u32 > self.gpu.info.max_bound_descriptor_sets {
-            return Err(format!(
-                "the layout uses {} descriptor sets; device '{}' binds at most {}",
-                desc.sets.len(),
-                self.device_name(),
-                self.gpu.info.max_bound_descriptor_sets
-            ));
-        }
-        let cell = {
-            let mut map = self.layouts.lock().unwrap_or_else(|p| p.into_inner());
-            map.entry(desc.clone()).or_default().clone()
-        };
-        cell.get_or_init(|| self.gpu.layout(desc).map(Arc::new).map_err(|e| e.to_string())).clone()
+        self.gpu.check_layout(desc)?;
+        self.layouts.get_or_try(desc.clone(), || self.gpu.layout(desc).map_err(|e| e.to_string()))
     }
 
     /// Creates one pipeline on the device, captures it and destroys it. `functions` are the
@@ -241,6 +224,8 @@ impl VulkanBackend {
             PipelineDescriptor::Render(r) => Some(&r.state),
             PipelineDescriptor::Compute(_) => None,
         };
+        // What the pipeline needs of the device's enabled features, before any driver call.
+        features::check(&self.gpu, layout, render_state)?;
         let Some(map) = &self.shared_captures else {
             return self.create_unshared(desc, functions, &vk_layout, render_state);
         };
@@ -307,7 +292,7 @@ impl VulkanBackend {
         self.driver_nanos.fetch_add(created.driver_time.as_nanos() as u64, Relaxed);
         self.binaries.fetch_add(created.binaries.len() as u64, Relaxed);
         self.binary_bytes.fetch_add(created.binaries.iter().map(|(_, d)| d.bytes().len() as u64).sum(), Relaxed);
-        Ok(PipelineCapture { library, binaries: created.binaries })
+        Ok(PipelineCapture { library, pipeline_key: created.pipeline_key, binaries: created.binaries })
     }
 }
 
@@ -337,15 +322,17 @@ impl granary::backend::Backend for VulkanBackend {
         )?;
         let set = BinarySet {
             flags: if c.library { BINARY_SET_LIBRARY } else { 0 },
+            pipeline_key: c.pipeline_key,
             binaries: c.binaries.into_iter().map(|(key, data)| DeviceBinary { key, data }).collect(),
         };
         Ok(Some(DeviceBinaries { device: self.identity.clone(), set: Arc::new(set) }))
     }
 
-    fn device_caches(&self) -> Vec<DeviceCache> {
+    fn device_caches(&self) -> Result<Vec<DeviceCache>, String> {
         match self.cache_data() {
-            Ok(d) if !d.is_empty() => vec![DeviceCache { device: self.identity.clone(), data: Blob::new(d) }],
-            _ => Vec::new(),
+            Ok(d) if !d.is_empty() => Ok(vec![DeviceCache { device: self.identity.clone(), data: Blob::new(d) }]),
+            Ok(_) => Ok(Vec::new()),
+            Err(e) => Err(e.to_string()),
         }
     }
 

@@ -1,4 +1,5 @@
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 //! granary's Vulkan backend: creates every pipeline of a harvest on a real driver, from all
 //! cores, and captures the driver's binaries per device (`VK_KHR_pipeline_binary`), or the
 //! driver's `VkPipelineCache` data where that extension is missing.

@@ -59,6 +59,13 @@ struct App {
 }
 
 fn app() -> Option<App> {
+    app_with(true, false)
+}
+
+/// The application's side, enabling every core feature its device supports or none.
+/// With `libraries`: also `VK_KHR_pipeline_library` + `VK_EXT_graphics_pipeline_library`
+/// (`None` where the device lacks them).
+fn app_with(enable_features: bool, libraries: bool) -> Option<App> {
     let skip = |why: String| {
         assert!(
             std::env::var("GRANARY_REQUIRE_VULKAN").map_or(true, |v| v != "1"),
@@ -107,7 +114,22 @@ fn app() -> Option<App> {
     });
     // SAFETY: the instance is valid.
     let physical = unsafe { instance.enumerate_physical_devices() }.ok()?.first().copied()?;
+    let mut gpl = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT {
+        graphics_pipeline_library: vk::TRUE,
+        ..Default::default()
+    };
     let mut f13 = vk::PhysicalDeviceVulkan13Features { dynamic_rendering: vk::TRUE, ..Default::default() };
+    let library_extensions =
+        [vk::KHR_PIPELINE_LIBRARY_EXTENSION.name.as_ptr(), vk::EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION.name.as_ptr()];
+    if libraries {
+        // SAFETY: `physical` came from `instance`.
+        let have = unsafe { instance.enumerate_device_extension_properties(physical, None) }.unwrap_or_default();
+        if !have.iter().any(|e| e.extension_name.to_string_lossy() == "VK_EXT_graphics_pipeline_library") {
+            eprintln!("SKIPPED: the device has no graphics pipeline libraries; this test checked nothing");
+            return None;
+        }
+        f13.next = (&mut gpl as *mut vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT).cast();
+    }
     let priority = 1.0f32;
     let queue = vk::DeviceQueueCreateInfo {
         queue_family_index: 0,
@@ -115,10 +137,21 @@ fn app() -> Option<App> {
         queue_priorities: &priority,
         ..Default::default()
     };
+    // The application enables every core feature its device has (as engines do for the
+    // ones they use), and tells granary so through `OpenOptions::features`.
+    // SAFETY: `physical` came from `instance`.
+    let features = if enable_features {
+        unsafe { instance.get_physical_device_features(physical) }
+    } else {
+        vk::PhysicalDeviceFeatures::default()
+    };
     let create = vk::DeviceCreateInfo {
         next: (&mut f13 as *mut vk::PhysicalDeviceVulkan13Features).cast(),
         queue_create_info_count: 1,
         queue_create_infos: &queue,
+        enabled_features: &features,
+        enabled_extension_count: if libraries { library_extensions.len() as u32 } else { 0 },
+        enabled_extension_names: library_extensions.as_ptr(),
         ..Default::default()
     };
     // SAFETY: `physical` came from `instance`; `create` and its chain point at locals that
@@ -133,13 +166,22 @@ fn the_loader_creates_every_pipeline_on_the_applications_device_from_four_thread
     let archive = example_archive();
     let handed_over = Mutex::new(Vec::new());
     {
-        let driver = Driver::borrowed(&app.instance);
+        // SAFETY: the application's Vulkan 1.3 instance, alive until after this block.
+        let driver = unsafe { Driver::borrowed(&app.instance) };
         let info = driver.physical_device(app.physical).expect("device info");
         // Only what the application enabled: no pipeline binaries, no libraries (pipelines
         // archived with unspecialized colour output are then created whole, with the link
         // format).
-        let enabled = OpenOptions { pipeline_binaries: false, libraries: false, internal_cache: false };
-        let gpu = Gpu::borrowed(driver, info, &app.device, enabled).expect("wrap the device");
+        let enabled = OpenOptions {
+            pipeline_binaries: false,
+            libraries: false,
+            internal_cache: false,
+            features: granary_archive::DeviceFeatures::KNOWN,
+        };
+        // SAFETY: `app.device` was created from `info.handle` of this instance with every core
+        // feature the device supports (granary intersects KNOWN with those), no pipeline
+        // binaries and no libraries; it outlives the loader (dropped at the end of this block).
+        let gpu = unsafe { Gpu::borrowed(driver, info, &app.device, enabled) }.expect("wrap the device");
         let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default()).expect("loader");
         assert!(loader.mismatch().expect("no device section").to_string().contains("holds no driver binaries"));
         assert!(!loader.has_binaries());
@@ -164,7 +206,9 @@ fn the_loader_creates_every_pipeline_on_the_applications_device_from_four_thread
                     if i.is_multiple_of(2) {
                         // The application takes every other pipeline over; the rest are
                         // destroyed by the loader's `Pipeline` when dropped here.
-                        handed_over.lock().unwrap().push(made.pipeline.into_raw());
+                        let (pipeline, libraries) = made.pipeline.into_raw();
+                        assert!(libraries.is_empty(), "nothing is linked on this device");
+                        handed_over.lock().unwrap().push(pipeline);
                     }
                 });
             }
@@ -176,7 +220,7 @@ fn the_loader_creates_every_pipeline_on_the_applications_device_from_four_thread
         // By label, and a label the archive does not have.
         let first = archive.labels().expect("labels")[0].0.to_string();
         let by_label = loader.load_label(&first).expect("by label");
-        handed_over.lock().unwrap().push(by_label.pipeline.into_raw());
+        handed_over.lock().unwrap().push(by_label.pipeline.into_raw().0);
         assert!(matches!(loader.load_label("no/such/pipeline"), Err(LoadError::NotFound(_))));
     } // the loader, its modules, layouts and cache, the Gpu and the Driver are dropped here
     let handed_over = handed_over.into_inner().unwrap();
@@ -187,6 +231,98 @@ fn the_loader_creates_every_pipeline_on_the_applications_device_from_four_thread
     unsafe {
         for p in handed_over {
             app.device.destroy_pipeline(p, None);
+        }
+        app.device.destroy_device(None);
+        if let Some((messenger, _)) = &app.validation {
+            app.instance.destroy_debug_utils_messenger_ext(*messenger, None);
+        }
+        app.instance.destroy_instance(None);
+    }
+    support::assert_clean(app.validation.map(|(_, data)| data.log().clone()));
+}
+
+#[test]
+fn a_pipeline_needing_a_feature_the_application_did_not_enable_is_refused_naming_it() {
+    let Some(app) = app_with(false, false) else { return };
+    let archive = example_archive();
+    let (mut made, mut refused) = (0, Vec::new());
+    {
+        // SAFETY: the application's Vulkan 1.3 instance, alive until after this block.
+        let driver = unsafe { Driver::borrowed(&app.instance) };
+        let info = driver.physical_device(app.physical).expect("device info");
+        let enabled = OpenOptions {
+            pipeline_binaries: false,
+            libraries: false,
+            internal_cache: false,
+            features: granary_archive::DeviceFeatures::NONE,
+        };
+        // SAFETY: the device was created from `info.handle` with no core feature, no pipeline
+        // binaries and no libraries, and outlives this block.
+        let gpu = unsafe { Gpu::borrowed(driver, info, &app.device, enabled) }.expect("wrap the device");
+        let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default()).expect("loader");
+        for i in 0..archive.len() {
+            match loader.load(&archive.pipeline(i).expect("record")) {
+                Ok(_) => made += 1,
+                Err(e) => refused.push(e.to_string()),
+            }
+        }
+    }
+    // SAFETY: granary's objects are gone; the device and instance are the application's.
+    unsafe {
+        app.device.destroy_device(None);
+        if let Some((messenger, _)) = &app.validation {
+            app.instance.destroy_debug_utils_messenger_ext(*messenger, None);
+        }
+        app.instance.destroy_instance(None);
+    }
+    // The example has pipelines with a depth-bias clamp and with differing blend per
+    // attachment: each is refused by name before the driver sees it, so the validation layer
+    // reports nothing (before the fix the driver got them: VUID-…-00754 and -00605).
+    assert!(made > 0, "{refused:?}");
+    assert!(refused.iter().any(|e| e.contains("depthBiasClamp (depth_stencil.depth_bias_clamp is")), "{refused:#?}");
+    assert!(refused.iter().all(|e| e.contains("not enabled on device")), "{refused:#?}");
+    support::assert_clean(app.validation.map(|(_, data)| data.log().clone()));
+}
+
+#[test]
+fn a_linked_pipeline_keeps_its_libraries_alive_after_the_loader_and_into_raw() {
+    let Some(app) = app_with(true, true) else { return };
+    let archive = example_archive();
+    let mut handed_over = Vec::new();
+    {
+        // SAFETY: the application's Vulkan 1.3 instance, alive until after this block.
+        let driver = unsafe { Driver::borrowed(&app.instance) };
+        let info = driver.physical_device(app.physical).expect("device info");
+        let enabled = OpenOptions {
+            pipeline_binaries: false,
+            libraries: true,
+            internal_cache: false,
+            features: granary_archive::DeviceFeatures::KNOWN,
+        };
+        // SAFETY: the device was created from `info.handle` with every supported core feature
+        // and the two library extensions with `graphicsPipelineLibrary`; it outlives this
+        // block.
+        let gpu = unsafe { Gpu::borrowed(driver, info, &app.device, enabled) }.expect("wrap the device");
+        let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default()).expect("loader");
+        let mut linked = 0;
+        for i in 0..archive.len() {
+            let made = loader.load(&archive.pipeline(i).expect("record")).expect("created");
+            assert_eq!(made.linked, made.pipeline.is_linked());
+            if made.linked {
+                linked += 1;
+                let (pipeline, libraries) = made.pipeline.into_raw();
+                assert!(!libraries.is_empty(), "a linked pipeline hands over its libraries");
+                handed_over.push((pipeline, libraries));
+            }
+        }
+        assert!(linked > 0, "the example has pipelines with unspecialized colour output");
+    } // the loader is dropped here; the libraries (and the Gpu they hold) live on in `handed_over`
+      // SAFETY: the pipelines are the application's now; each is destroyed before the libraries
+      // it was linked from (dropped right after), and before the device.
+    unsafe {
+        for (pipeline, libraries) in handed_over {
+            app.device.destroy_pipeline(pipeline, None);
+            drop(libraries);
         }
         app.device.destroy_device(None);
         if let Some((messenger, _)) = &app.validation {

@@ -1,4 +1,7 @@
 #![warn(missing_docs)]
+// `unsafe` only in the modules that call the OS directly (`util::unix`, the worker's
+// descriptor writes, the fault facility's crashes), each with a `// SAFETY:` argument.
+#![deny(unsafe_code)]
 //! Granary compiles every GPU pipeline an application will use, from all cores at once, and
 //! captures the results into one offline archive that the application reads at run time.
 //!
@@ -90,6 +93,7 @@ pub mod compiler;
 pub mod descriptor;
 pub mod export;
 // The GRANARY_FAULT test facility: private, and inert without the `fault` feature.
+#[allow(unsafe_code)] // the test-only crashes (abort, segfault) it injects
 mod fault;
 pub mod frontend;
 pub mod harvest;

@@ -301,12 +301,13 @@ fn pinned_archive_bytes() {
     let (gpu, cpu) = (device("gpu", vec![0x42; 20]), device("cpu", Vec::new()));
     let set = archive::BinarySet {
         flags: archive::BINARY_SET_LIBRARY,
+        pipeline_key: vec![0x5c; 20],
         binaries: vec![
             archive::DeviceBinary { key: vec![1, 2], data: Blob::new(vec![7; 33]) },
             archive::DeviceBinary { key: vec![3; 32], data: Blob::new(vec![8; 5]) },
         ],
     };
-    let empty = archive::BinarySet { flags: 0, binaries: Vec::new() };
+    let empty = archive::BinarySet { flags: 0, pipeline_key: Vec::new(), binaries: Vec::new() };
     let entries = vec![
         WriteEntry {
             entry: entry(5, 1, Some(&layout)),
@@ -337,12 +338,14 @@ fn pinned_archive_bytes() {
     assert_eq!(a.devices().unwrap().len(), 2);
     let set = a.device_for(&gpu).unwrap().unwrap().binaries(&a.get(PipelineKey(5)).unwrap().unwrap()).unwrap().unwrap();
     assert_eq!((set.flags(), set.get(1).unwrap().key), (archive::BINARY_SET_LIBRARY, &[3u8; 32][..]));
+    // The pipeline key travels beside the binaries (a keyed set, format v5) and is not a binary.
+    assert_eq!((set.pipeline_key(), set.len()), (&[0x5c; 20][..], 2));
     assert_eq!(a.device_for(&cpu).unwrap().unwrap().caches().unwrap(), vec![&[9u8; 17][..]]);
     assert_eq!(bytes.len(), PIN_LEN);
     assert_eq!(format!("{:016x}", granary::descriptor::key::checksum64(&bytes)), PIN_SUM);
 }
-const PIN_LEN: usize = 1776;
-const PIN_SUM: &str = "ddf64cea8542abd6";
+const PIN_LEN: usize = 1840;
+const PIN_SUM: &str = "f39646bbde15c7b5";
 
 /// naga's output, pinned: if this fails, the front end writes different bytes for the same
 /// input (a naga update or an option change), so `frontend::targets::TARGET_OPTIONS` must

@@ -34,6 +34,7 @@ fn valid_archive() -> &'static (Vec<u8>, Vec<granary::descriptor::PipelineKey>) 
                 driver_id: 4,
                 driver_version: 1,
                 api_version: 2,
+                features: Default::default(),
                 pipeline_cache_uuid: [3; 16],
                 binary_global_key: key,
                 device_name: name.into(),
@@ -48,12 +49,16 @@ fn valid_archive() -> &'static (Vec<u8>, Vec<granary::descriptor::PipelineKey>) 
         for (i, w) in entries.iter_mut().enumerate() {
             let own =
                 archive::DeviceBinary { key: vec![i as u8], data: granary::descriptor::Blob::new(vec![i as u8; 40]) };
-            let set = archive::BinarySet { flags: (i % 2) as u32, binaries: vec![own, dictionary.clone()] };
+            let set = archive::BinarySet {
+                flags: (i % 2) as u32,
+                pipeline_key: Vec::new(),
+                binaries: vec![own, dictionary.clone()],
+            };
             w.binaries = vec![
                 archive::DeviceBinaries { device: nv.clone(), set: Arc::new(set) },
                 archive::DeviceBinaries {
                     device: lp.clone(),
-                    set: Arc::new(archive::BinarySet { flags: 0, binaries: vec![] }),
+                    set: Arc::new(archive::BinarySet { flags: 0, pipeline_key: Vec::new(), binaries: vec![] }),
                 },
             ];
         }

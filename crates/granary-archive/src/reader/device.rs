@@ -1,7 +1,7 @@
 //! Reading device sections: identities, per-pipeline driver binaries, pipeline caches.
 
 use super::*;
-use crate::device::{BINARY_SET_FLAGS, MAX_BINARIES_PER_SET, MAX_BINARY_KEY};
+use crate::device::{BINARY_SET_FLAGS, BINARY_SET_KEYED, MAX_BINARIES_PER_SET, MAX_BINARY_KEY};
 use crate::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity};
 
 /// One device section of an [`Archive`]: the identity its binaries are valid on, its
@@ -21,9 +21,15 @@ pub struct DeviceRef<'a> {
 #[derive(Clone, Copy)]
 pub struct BinarySetRef<'a> {
     archive: &'a Archive,
+    /// The record's flags without [`BINARY_SET_KEYED`].
     flags: u32,
+    /// The binaries' range of the binary table (after the pipeline-key record, if any).
     first: usize,
     count: usize,
+    /// The pipeline key (empty: not recorded).
+    pipeline_key: &'a [u8],
+    /// The whole range of the binary table the record names (key record included).
+    range: (usize, usize),
 }
 
 /// One driver binary: its key and its bytes, checked against their content hash.
@@ -136,7 +142,8 @@ impl Archive {
         }))
     }
 
-    /// The device-pipeline record at index `i`: (pipeline index, flags, first binary, count).
+    /// The device-pipeline record at index `i`: (pipeline index, flags, first binary, count);
+    /// the range includes a keyed set's pipeline-key record.
     fn device_pipeline(&self, i: usize) -> Result<(usize, u32, usize, usize)> {
         let (at, rec) = self.record(Section::DevicePipelines, i)?;
         if checksum64(&rec[..16]) != u64_at(rec, 16)? {
@@ -155,10 +162,30 @@ impl Archive {
         if flags & !BINARY_SET_FLAGS != 0 {
             return Err(ArchiveError::corrupt(at + 4, format!("device-pipeline record {i}: unknown flags {flags:#x}")));
         }
-        if count > MAX_BINARIES_PER_SET || first.checked_add(count).is_none_or(|e| e > self.binary_count) {
+        let keyed = flags & BINARY_SET_KEYED != 0;
+        if count > MAX_BINARIES_PER_SET + usize::from(keyed)
+            || (keyed && count < 2)
+            || first.checked_add(count).is_none_or(|e| e > self.binary_count)
+        {
             return Err(ArchiveError::corrupt(at + 8, format!("device-pipeline record {i}: invalid binary range")));
         }
         Ok((pipeline, flags, first, count))
+    }
+
+    /// Pipeline-key record `i`: its key (1..=32 bytes), record checked (no blob, padding).
+    fn key_record(&self, i: usize) -> Result<&[u8]> {
+        let (at, rec) = self.record(Section::Binaries, i)?;
+        if checksum64(&rec[..40]) != u64_at(rec, 40)? {
+            return Err(ArchiveError::corrupt(at, format!("binary record {i} checksum mismatch")));
+        }
+        let key_len = u32_at(rec, 4)? as usize;
+        if u32_at(rec, 0)? != NO_BLOB || !(1..=MAX_BINARY_KEY).contains(&key_len) {
+            return Err(ArchiveError::corrupt(at, format!("binary record {i}: not a valid pipeline-key record")));
+        }
+        if rec[8 + key_len..8 + MAX_BINARY_KEY].iter().any(|b| *b != 0) {
+            return Err(ArchiveError::corrupt(at + 8 + key_len, format!("binary record {i}: key padding is not zero")));
+        }
+        Ok(&rec[8..8 + key_len])
     }
 
     /// Binary record `i`: (blob index, key), record checked (key length, zero padding). With
@@ -224,7 +251,14 @@ impl<'a> DeviceRef<'a> {
 
     fn set_at(&self, j: usize) -> Result<(usize, BinarySetRef<'a>)> {
         let (pipeline, flags, first, count) = self.archive.device_pipeline(self.first_pipeline + j)?;
-        Ok((pipeline, BinarySetRef { archive: self.archive, flags, first, count }))
+        let range = (first, count);
+        let (pipeline_key, first, count) = if flags & BINARY_SET_KEYED != 0 {
+            (self.archive.key_record(first)?, first + 1, count - 1)
+        } else {
+            (&[][..], first, count)
+        };
+        let flags = flags & !BINARY_SET_KEYED;
+        Ok((pipeline, BinarySetRef { archive: self.archive, flags, first, count, pipeline_key, range }))
     }
 
     /// The `j`-th pipeline record of this device (pipeline-table index and its binaries), in
@@ -272,6 +306,11 @@ impl<'a> BinarySetRef<'a> {
     /// [`BINARY_SET_LIBRARY`](crate::BINARY_SET_LIBRARY) or 0.
     pub fn flags(&self) -> u32 {
         self.flags
+    }
+    /// The driver's pipeline key of the create info the set was captured with (empty: not
+    /// recorded; the loader then never uses the binaries).
+    pub fn pipeline_key(&self) -> &'a [u8] {
+        self.pipeline_key
     }
     /// Number of binaries.
     pub fn len(&self) -> usize {
@@ -347,7 +386,7 @@ pub(super) fn owned_set(
         };
         binaries.push(DeviceBinary { key: key.to_vec(), data });
     }
-    Ok(BinarySet { flags: set.flags(), binaries })
+    Ok(BinarySet { flags: set.flags(), pipeline_key: set.pipeline_key().to_vec(), binaries })
 }
 
 impl Archive {
@@ -382,10 +421,10 @@ impl Archive {
                     return Err(ArchiveError::corrupt(rec_at, "device-pipeline records are not strictly sorted"));
                 }
                 prev_pipeline = Some(p);
-                if set.first != next_bin {
+                if set.range.0 != next_bin {
                     return Err(ArchiveError::corrupt(rec_at + 8, "binary ranges are not contiguous"));
                 }
-                next_bin += set.count;
+                next_bin += set.range.1;
                 for b in set.iter() {
                     b?;
                 }

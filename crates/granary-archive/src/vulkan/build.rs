@@ -69,6 +69,72 @@ pub fn color_output(
     Ok(out)
 }
 
+/// Refuses vertex input and colour attachments beyond the device's limits, naming the field
+/// and the limit.
+fn check_limits(
+    gpu: &Gpu,
+    r: &RenderState,
+    bindings: &[vk::VertexInputBindingDescription],
+    attributes: &[vk::VertexInputAttributeDescription],
+) -> Result<(), String> {
+    let l = &gpu.info.limits;
+    let device = &gpu.info.identity.device_name;
+    let over = |what: String, value: u64, limit: u32, name: &str| {
+        Err(format!("{what} is {value}; device '{device}' allows at most {limit} ({name})"))
+    };
+    if bindings.len() as u64 > u64::from(l.max_vertex_input_bindings) {
+        return over(
+            "vertex_buffers.len()".into(),
+            bindings.len() as u64,
+            l.max_vertex_input_bindings,
+            "maxVertexInputBindings",
+        );
+    }
+    if attributes.len() as u64 > u64::from(l.max_vertex_input_attributes) {
+        return over(
+            "the number of vertex attributes".into(),
+            attributes.len() as u64,
+            l.max_vertex_input_attributes,
+            "maxVertexInputAttributes",
+        );
+    }
+    for (i, b) in bindings.iter().enumerate() {
+        if b.stride > l.max_vertex_input_binding_stride {
+            return over(
+                format!("vertex_buffers[{i}].stride"),
+                u64::from(b.stride),
+                l.max_vertex_input_binding_stride,
+                "maxVertexInputBindingStride",
+            );
+        }
+    }
+    for (k, a) in attributes.iter().enumerate() {
+        if a.location >= l.max_vertex_input_attributes {
+            return Err(format!(
+                "vertex attribute {k}'s location is {}; device '{device}' has locations 0..{} (maxVertexInputAttributes)",
+                a.location, l.max_vertex_input_attributes
+            ));
+        }
+        if a.offset > l.max_vertex_input_attribute_offset {
+            return over(
+                format!("vertex_buffers[{}] attribute at location {} has offset", a.binding, a.location),
+                u64::from(a.offset),
+                l.max_vertex_input_attribute_offset,
+                "maxVertexInputAttributeOffset",
+            );
+        }
+    }
+    if r.color_attachments.len() as u64 > u64::from(l.max_color_attachments) {
+        return over(
+            "color_attachments.len()".into(),
+            r.color_attachments.len() as u64,
+            l.max_color_attachments,
+            "maxColorAttachments",
+        );
+    }
+    Ok(())
+}
+
 /// The input of one graphics pipeline of state `r` with `stages` (in pipeline order) and
 /// `layout`. With `library`, the pipeline is a library of the vertex-input,
 /// pre-rasterization and fragment-shader parts, its fragment output left to
@@ -84,6 +150,7 @@ pub fn graphics_input<'a>(
 ) -> Result<GraphicsInput<'a>, String> {
     let device = &gpu.info.identity.device_name;
     let (bindings, attributes) = state::vertex_input(&r.vertex_buffers)?;
+    check_limits(gpu, r, &bindings, &attributes)?;
     let samples = state::samples(r.sample_count)?;
     if samples.bits() & gpu.info.sample_counts == 0 {
         return Err(format!("sample_count {} is not supported by device '{device}'", r.sample_count));

@@ -38,13 +38,9 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>, VulkanError> {
     let mut out = Vec::new();
     for (index, info) in driver.physical_devices()?.into_iter().enumerate() {
         let key = if info.supports.pipeline_binaries && info.supports.dynamic_rendering {
-            Gpu::open(
-                driver.clone(),
-                info.clone(),
-                OpenOptions { pipeline_binaries: true, libraries: false, internal_cache: false },
-            )
-            .map(|g| g.global_key().to_vec())
-            .unwrap_or_default()
+            Gpu::open(driver.clone(), info.clone(), OpenOptions { libraries: false, ..OpenOptions::default() })
+                .map(|g| g.global_key().to_vec())
+                .unwrap_or_default()
         } else {
             Vec::new()
         };

@@ -26,6 +26,12 @@ pub enum VulkanError {
         /// What exists (index: name).
         available: String,
     },
+    /// Pipeline-cache data whose `VkPipelineCacheHeaderVersionOne` does not match this device
+    /// (refused before `vkCreatePipelineCache`).
+    CacheHeader {
+        /// The field that differs, with both values (`"vendorID 0x1002, this device's is …"`).
+        why: String,
+    },
     /// The device lacks something granary's backend needs.
     Unsupported {
         /// The device's name.
@@ -61,6 +67,9 @@ impl std::fmt::Display for VulkanError {
                 write!(f, "no Vulkan device matches '{wanted}'; devices: {available}")
             }
             VulkanError::Unsupported { device, message } => write!(f, "device '{device}': {message}"),
+            VulkanError::CacheHeader { why } => {
+                write!(f, "pipeline-cache data is not for this device (not handed to the driver): {why}")
+            }
             VulkanError::NoValidationLayer { missing } => write!(
                 f,
                 "validation needs {missing}, which the Vulkan loader does not find. Install the Khronos \

@@ -1,7 +1,8 @@
 //! [`PipelineLoader`]: create an archive's pipelines on a device at run time.
 
 use super::build::{color_output, entry_name, graphics_input};
-use super::raw::{Binaries, Cache, Gpu, How, Layout, Module, Pipeline};
+use super::raw::{Binaries, Cache, CheckedBinaries, Gpu, GraphicsInput, How, Layout, Module, Pipeline};
+use super::shared::Shared;
 use super::state::{layout_desc, stage_flag, LayoutDesc};
 use super::VulkanError;
 use crate::state::TextureFormat;
@@ -9,8 +10,7 @@ use crate::DeviceMismatch;
 use crate::{
     Archive, ArchiveError, DeviceIdentity, DeviceRef, PipelineKey, PipelineKind, PipelineRef, StageKey, Target,
 };
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vulkanalia::vk;
 
@@ -55,13 +55,16 @@ pub struct LoaderOptions {
     /// of resident memory over 33,000 pipelines for no speed (docs/BENCHMARKS.md). 0 shares
     /// every binary.
     pub share_binaries_from: usize,
-    /// Create shader modules also for pipelines made from binaries. The specification says
-    /// modules are ignored then, so the default (`false`) skips the work; this is a
-    /// compatibility switch for a driver that reads them anyway.
-    pub modules_with_binaries: bool,
     /// Seed the compile path's `VkPipelineCache` with these bytes instead (e.g. a file the
-    /// application saved with `vkGetPipelineCacheData`).
+    /// application saved with `vkGetPipelineCacheData`). Their header must match the device
+    /// (vendor, device, `pipelineCacheUUID`): otherwise [`PipelineLoader::new`] fails with
+    /// [`LoadError::Cache`] naming the field, and no byte reaches the driver.
     pub initial_cache: Option<Vec<u8>>,
+    /// Refuse the archive unless it is signed by this key (feature `sign`): checked in
+    /// [`PipelineLoader::new`], over every byte of the archive, before any byte of it reaches
+    /// the driver. `None` (the default) loads unsigned archives.
+    #[cfg(feature = "sign")]
+    pub require_signature: Option<crate::PublicKey>,
 }
 
 impl Default for LoaderOptions {
@@ -73,9 +76,10 @@ impl Default for LoaderOptions {
             require_binaries: false,
             library_binaries: true,
             share_binaries_from: 64 << 10,
-            modules_with_binaries: false,
             use_archive_cache: true,
             initial_cache: None,
+            #[cfg(feature = "sign")]
+            require_signature: None,
         }
     }
 }
@@ -113,7 +117,9 @@ pub struct Loaded {
     /// It was archived as a library and linked with a fragment-output part here.
     pub linked: bool,
     /// Why binaries were not used although the archive has a section for this device (a
-    /// damaged binary, one the driver refused); `None` when they were used or absent.
+    /// damaged binary, one the driver refused, a pipeline key that differs from this create
+    /// info's, a library set on a device without graphics pipeline libraries); `None` when
+    /// they were used or absent.
     pub fallback_reason: Option<String>,
     /// Binaries handed to the driver.
     pub binaries: usize,
@@ -134,6 +140,9 @@ pub enum LoadError {
     NotFound(String),
     /// The archive has no binaries for this device and compiling was not allowed.
     Mismatch(DeviceMismatch),
+    /// The loader's pipeline cache could not be made: initial data whose header does not
+    /// match this device ([`VulkanError::CacheHeader`]), or the driver failed.
+    Cache(VulkanError),
     /// The pipeline cannot be created on this device (unsupported state, no SPIR-V, a binary
     /// that is damaged or refused with fallback off), or the driver failed.
     Pipeline {
@@ -150,6 +159,7 @@ impl std::fmt::Display for LoadError {
             LoadError::Archive(e) => write!(f, "{e}"),
             LoadError::NotFound(what) => write!(f, "no pipeline {what} in the archive"),
             LoadError::Mismatch(m) => write!(f, "{m}"),
+            LoadError::Cache(e) => write!(f, "{e}"),
             LoadError::Pipeline { pipeline, message } => write!(f, "pipeline '{pipeline}': {message}"),
         }
     }
@@ -163,7 +173,6 @@ impl From<ArchiveError> for LoadError {
     }
 }
 
-type Cell<T> = Arc<OnceLock<Result<Arc<T>, String>>>;
 /// A distinct archived binary: its key and its blob index.
 type BinaryId = (Vec<u8>, usize);
 
@@ -185,22 +194,36 @@ pub struct PipelineLoader<'a> {
     gpu: Arc<Gpu>,
     identity: DeviceIdentity,
     device: Result<DeviceRef<'a>, DeviceMismatch>,
+    /// Whether this device's section holds binaries this device may take: its global key
+    /// equals this device's, non-empty, and the device has `VK_KHR_pipeline_binary` on.
+    binaries_ok: bool,
     /// The compile path's pipeline cache.
     cache: Cache,
     /// How many blobs of pipeline-cache data seeded `cache`.
     seeded: usize,
+    /// Archive cache blobs skipped because their header is not this device's (index, why).
+    skipped_caches: Vec<(usize, String)>,
+    /// Pipelines whose binaries were not used because the pipeline key differed or was absent.
+    key_mismatches: std::sync::atomic::AtomicU64,
     options: LoaderOptions,
-    modules: Mutex<HashMap<StageKey, Cell<Module>>>,
-    layouts: Mutex<HashMap<LayoutDesc, Cell<Layout>>>,
+    modules: Shared<StageKey, Module>,
+    layouts: Shared<LayoutDesc, Layout>,
     /// Distinct binaries by (key, blob index).
-    binaries: Mutex<HashMap<BinaryId, Cell<Binaries>>>,
+    binaries: Shared<BinaryId, Binaries>,
+    /// Fragment-output libraries by output state, shared by every pipeline linked with one.
+    outputs: Shared<Vec<u64>, Pipeline>,
 }
 
 impl<'a> PipelineLoader<'a> {
     /// A loader for `archive` on `gpu`. Fails only if the archive's device table is damaged or
     /// the pipeline cache cannot be created.
     pub fn new(archive: &'a Archive, gpu: Arc<Gpu>, options: LoaderOptions) -> Result<Self, LoadError> {
-        let identity = super::identity_of(&gpu.info, gpu.global_key());
+        #[cfg(feature = "sign")]
+        if let Some(key) = &options.require_signature {
+            // Unsigned, another key's, or any byte changed: refused before anything else.
+            archive.verify_signature(key)?;
+        }
+        let identity = gpu.identity();
         let mut device = archive.binaries_for(&identity)?;
         if device.is_err() && !identity.binary_global_key.is_empty() {
             // An archive harvested on this very device without pipeline binaries
@@ -219,21 +242,34 @@ impl<'a> PipelineLoader<'a> {
             _ => Vec::new(),
         };
         let initial: Vec<&[u8]> = initial.into_iter().filter(|b| !b.is_empty()).collect();
-        let cache = gpu
-            .pipeline_cache_merged(&initial)
-            .map_err(|e| LoadError::Pipeline { pipeline: "(pipeline cache)".into(), message: e.to_string() })?;
-        let seeded = initial.len();
+        if let Some(bytes) = options.initial_cache.as_deref().filter(|b| !b.is_empty()) {
+            // The caller's own file: a header for another device is an error, not a skip.
+            super::cache::check_header(bytes, &identity)
+                .map_err(|why| LoadError::Cache(VulkanError::CacheHeader { why }))?;
+        }
+        let merged = gpu.pipeline_cache_merged(&initial).map_err(LoadError::Cache)?;
+        let (cache, seeded, skipped_caches) = (merged.cache, merged.seeded, merged.skipped);
+        // Binaries only from a section whose global key is this device's, never empty: an
+        // archive found by the keyless identity holds cache data only.
+        let binaries_ok = gpu.captures_binaries()
+            && device.as_ref().is_ok_and(|d| {
+                d.has_pipeline_binaries() && d.identity().binary_global_key.as_slice() == gpu.global_key()
+            });
         Ok(PipelineLoader {
             archive,
             gpu,
             identity,
             device,
+            binaries_ok,
             cache,
             seeded,
+            skipped_caches,
+            key_mismatches: Default::default(),
             options,
-            modules: Mutex::default(),
-            layouts: Mutex::default(),
-            binaries: Mutex::default(),
+            modules: Shared::default(),
+            layouts: Shared::default(),
+            binaries: Shared::default(),
+            outputs: Shared::default(),
         })
     }
 
@@ -248,9 +284,22 @@ impl<'a> PipelineLoader<'a> {
         self.device.as_ref().err()
     }
 
-    /// Whether the archive holds driver binaries for this device and the device can take them.
+    /// Whether the archive holds driver binaries for this device and the device can take them
+    /// (the section's pipeline-binary global key equals this device's).
     pub fn has_binaries(&self) -> bool {
-        self.device.as_ref().is_ok_and(|d| d.has_pipeline_binaries()) && self.gpu.captures_binaries()
+        self.binaries_ok
+    }
+
+    /// Archive pipeline-cache blobs skipped because their header is not this device's
+    /// (`(index among the device's blobs, why)`).
+    pub fn skipped_caches(&self) -> &[(usize, String)] {
+        &self.skipped_caches
+    }
+
+    /// How many loads so far found the archived pipeline key different from (or missing for)
+    /// their create info and compiled instead of using the binaries.
+    pub fn key_mismatches(&self) -> u64 {
+        self.key_mismatches.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How many blobs of pipeline-cache data seeded the compile path's pipeline cache: the
@@ -276,100 +325,113 @@ impl<'a> PipelineLoader<'a> {
         self.load(&p)
     }
 
-    /// Creates `pipeline`: from this device's binaries where the archive has them, else (if
-    /// allowed) by compiling its SPIR-V with the loader's pipeline cache.
+    /// Creates `pipeline`: from this device's binaries where the archive has them and their
+    /// pipeline key equals the key of the create info used here, else (if allowed) by
+    /// compiling its SPIR-V with the loader's pipeline cache. A pipeline that needs a feature
+    /// or limit the device lacks is refused before any driver call.
     pub fn load(&self, p: &PipelineRef<'_>) -> Result<Loaded, LoadError> {
         let start = Instant::now();
         let name = || self.name(p);
         let _validation_scope = super::validation::enter(&name); // messages of this pipeline's calls are its
         let fail = |message: String| LoadError::Pipeline { pipeline: name(), message };
-        let layout = p.layout()?.ok_or_else(|| fail("archived without a resource layout".into()))?;
-        let layout = self.layout(&layout).map_err(fail)?;
+        let archived_layout = p.layout()?.ok_or_else(|| fail("archived without a resource layout".into()))?;
+        let layout = self.layout(&archived_layout).map_err(fail)?;
         let stages = p.stages()?;
         let state = match p.kind() {
             PipelineKind::Render => Some(p.state()?.ok_or_else(|| fail("archived without its render state".into()))?),
             PipelineKind::Compute => None,
         };
+        super::features::check(&self.gpu, &archived_layout, state.as_ref()).map_err(fail)?;
 
-        // Binaries: only from this device's section, only after their hashes check out.
-        let mut fallback_reason = None;
+        // Binaries: only from this device's own section (same identity and global key).
         let set = match &self.device {
-            Ok(d) if self.options.use_binaries && self.gpu.captures_binaries() => d.binaries(p)?,
+            Ok(d) if self.options.use_binaries && self.binaries_ok => d.binaries(p)?,
             Ok(_) => None,
             Err(m) if !self.options.fallback_compile => return Err(LoadError::Mismatch(m.clone())),
             Err(_) => None,
         };
-        // `(handles in the driver's order, library)`; each distinct binary is created once per
-        // loader and shared (see `binary_handles`).
-        let mut made: Option<(Vec<vk::PipelineBinaryKHR>, bool)> = None;
-        // Binaries made for this pipeline alone, destroyed when it exists (end of `load`).
-        let mut _own = Vec::new();
-        let usable = |s: &crate::BinarySetRef<'_>| {
-            !s.is_empty() && (self.options.library_binaries || s.flags() & crate::BINARY_SET_LIBRARY == 0)
+        let mut fallback_reason = None;
+        let set = match set.filter(|s| !s.is_empty()) {
+            Some(s) if s.flags() & crate::BINARY_SET_LIBRARY != 0 && !self.options.library_binaries => None,
+            Some(s) if s.flags() & crate::BINARY_SET_LIBRARY != 0 && !self.gpu.libraries() => {
+                fallback_reason = Some(
+                    "archived as a graphics pipeline library, and this device has no graphics pipeline libraries: \
+                     compiled whole with the link formats"
+                        .to_string(),
+                );
+                None
+            }
+            other => other,
         };
-        if let Some(set) = set.filter(usable) {
-            match self.binary_handles(&set) {
-                Ok((h, own)) => {
-                    made = Some((h, set.flags() & crate::BINARY_SET_LIBRARY != 0));
-                    _own = own;
-                }
-                Err(reason) if self.options.fallback_compile => fallback_reason = Some(reason),
-                Err(reason) => return Err(fail(reason)),
+        if set.is_none() && fallback_reason.is_none() && self.options.require_binaries {
+            let archived = self.device.as_ref().ok().and_then(|d| d.binaries(p).ok().flatten());
+            if archived.is_none_or(|s| s.is_empty()) {
+                return Err(fail(match &self.device {
+                    Ok(_) if !self.gpu.captures_binaries() => "this device has no VK_KHR_pipeline_binary".into(),
+                    _ => "the archive holds no binaries for this pipeline on this device".into(),
+                }));
             }
         }
-        if made.is_none()
-            && fallback_reason.is_none()
-            && self.options.require_binaries
-            && !set.is_some_and(|s| !usable(&s) && !s.is_empty())
-        {
-            return Err(fail(match &self.device {
-                Ok(_) if !self.gpu.captures_binaries() => "this device has no VK_KHR_pipeline_binary".into(),
-                _ => "the archive holds no binaries for this pipeline on this device".into(),
-            }));
-        }
-        let handles = made.as_ref().map_or(&[][..], |(h, _)| h.as_slice());
-        let cache = if made.is_some() { None } else { Some(&self.cache) };
-        let how = How::Keep { binaries: handles, cache };
 
-        // Modules only for a compile: the specification ignores them with binaries.
-        let modules: Vec<Option<Arc<Module>>> = if made.is_some() && !self.options.modules_with_binaries {
-            vec![None; stages.len()]
-        } else {
-            stages
-                .iter()
-                .map(|s| self.module(s.key, s.output(Target::Spirv)?, s).map(Some))
-                .collect::<Result<_, _>>()?
-        };
+        // Modules always: the pipeline key is computed over the shader code.
+        let modules: Vec<Arc<Module>> =
+            stages.iter().map(|s| self.module(s.key, s.output(Target::Spirv)?, s)).collect::<Result<_, _>>()?;
         let mut stage_info = Vec::with_capacity(stages.len());
         for (s, m) in stages.iter().zip(&modules) {
-            stage_info.push((m.as_deref(), stage_flag(s.stage), entry_name(s.entry_point).map_err(fail)?));
+            stage_info.push((Some(&**m), stage_flag(s.stage), entry_name(s.entry_point).map_err(fail)?));
         }
-        let (created, linked) = match &state {
+        // Binaries made for this pipeline alone, destroyed when it exists (end of `load`).
+        let mut _own = Vec::new();
+        let mut take = |set: Option<crate::BinarySetRef<'_>>,
+                        key: &dyn Fn() -> Result<Vec<u8>, VulkanError>|
+         -> Result<Option<Vec<vk::PipelineBinaryKHR>>, LoadError> {
+            let Some(set) = set else { return Ok(None) };
+            match self.checked_binaries(&set, key) {
+                Ok((handles, own)) => {
+                    _own = own;
+                    Ok(Some(handles))
+                }
+                Err(reason) if self.options.fallback_compile => {
+                    fallback_reason = Some(reason);
+                    Ok(None)
+                }
+                Err(reason) => Err(fail(reason)),
+            }
+        };
+        let (created, linked, made) = match &state {
             None => {
                 let (m, entry) = (stage_info[0].0, &stage_info[0].2);
-                (self.gpu.create_compute(m, entry, &layout, how).map_err(|e| fail(e.to_string()))?, false)
+                let made = take(set, &|| self.gpu.compute_key(m, entry, &layout))?;
+                let handles = made.as_deref().unwrap_or_default();
+                // SAFETY: `checked_binaries` made these handles from hash-checked bytes of this
+                // device's own section (`binaries_ok`), for a set whose archived pipeline key
+                // equals `compute_key` of exactly this create info.
+                let binaries = unsafe { CheckedBinaries::new(handles) };
+                let how = How::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
+                (self.gpu.create_compute(m, entry, &layout, how).map_err(|e| fail(e.to_string()))?, false, made)
             }
             Some(state) => {
-                let library = match &made {
-                    Some((_, library)) => *library,
+                let library = match &set {
+                    Some(s) => s.flags() & crate::BINARY_SET_LIBRARY != 0,
                     None => state.is_unspecialized() && self.gpu.libraries(),
                 };
-                let input = if library {
-                    graphics_input(&self.gpu, state, stage_info, &layout, true, &[])
-                } else {
-                    graphics_input(&self.gpu, state, stage_info, &layout, false, &self.options.link_formats)
-                }
-                .map_err(fail)?;
+                let formats: &[TextureFormat] = if library { &[] } else { &self.options.link_formats };
+                let input = graphics_input(&self.gpu, state, stage_info, &layout, library, formats).map_err(fail)?;
+                let made = take(set, &|| self.gpu.graphics_key(&input))?;
+                let handles = made.as_deref().unwrap_or_default();
+                // SAFETY: as for compute, with `graphics_key` of exactly `input`.
+                let binaries = unsafe { CheckedBinaries::new(handles) };
+                let how = How::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
                 let created = self.gpu.create_graphics(&input, how).map_err(|e| fail(e.to_string()))?;
                 if library {
                     let lib = created.pipeline.ok_or_else(|| fail("the driver returned no library".into()))?;
-                    let output = color_output(&self.gpu, state, &self.options.link_formats).map_err(fail)?;
-                    let mut linked = self.gpu.link(&lib, &input, &output).map_err(|e| fail(e.to_string()))?;
-                    linked.driver_time += created.driver_time;
+                    let (output, output_time) = self.fragment_output(state, &input).map_err(fail)?;
+                    let mut linked = self.gpu.link(Arc::new(lib), output, &layout).map_err(|e| fail(e.to_string()))?;
+                    linked.driver_time += created.driver_time + output_time;
                     linked.feedback = created.feedback;
-                    (linked, true)
+                    (linked, true, made)
                 } else {
-                    (created, false)
+                    (created, false, made)
                 }
             }
         };
@@ -386,11 +448,79 @@ impl<'a> PipelineLoader<'a> {
             source,
             linked,
             fallback_reason,
-            binaries: handles.len(),
+            binaries: made.map_or(0, |h| h.len()),
             driver_time: created.driver_time,
             total_time: start.elapsed(),
             feedback: created.feedback,
         })
+    }
+
+    /// The handles of `set`'s binaries, only when the set's archived pipeline key equals
+    /// `key()` (the key of the create info they will be used with); otherwise why not (which
+    /// counts as a key mismatch). No binary reaches the driver before the keys agree.
+    fn checked_binaries(
+        &self,
+        set: &crate::BinarySetRef<'_>,
+        key: &dyn Fn() -> Result<Vec<u8>, VulkanError>,
+    ) -> Result<(Vec<vk::PipelineBinaryKHR>, Vec<Binaries>), String> {
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let mismatch = || self.key_mismatches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let archived = set.pipeline_key();
+        if archived.is_empty() {
+            mismatch();
+            return Err("the archive records no pipeline key for these binaries, so they cannot be checked \
+                        against this create info"
+                .into());
+        }
+        let now = key().map_err(|e| e.to_string())?;
+        if now != archived {
+            mismatch();
+            return Err(format!(
+                "pipeline key differs: archived {}, this create info {} (the create info or the device's \
+                 enabled state differs from the harvest's)",
+                hex(archived),
+                hex(&now)
+            ));
+        }
+        self.binary_handles(set)
+    }
+
+    /// The fragment-output library for `state`'s colour attachments (with the link formats)
+    /// and `input`'s multisample and depth/stencil formats: one per distinct output state,
+    /// created once and shared by every pipeline linked with it. Returns it and the driver
+    /// time spent creating it here (zero when it existed).
+    fn fragment_output(
+        &self,
+        state: &crate::RenderState,
+        input: &GraphicsInput<'_>,
+    ) -> Result<(Arc<Pipeline>, Duration), String> {
+        let output = color_output(&self.gpu, state, &self.options.link_formats)?;
+        let mut key = vec![
+            u64::from(input.samples.bits()),
+            u64::from(input.alpha_to_coverage),
+            input.depth_format.as_raw() as u64,
+            input.stencil_format.as_raw() as u64,
+        ];
+        for (f, a) in &output {
+            key.extend([
+                f.as_raw() as u64,
+                u64::from(a.blend_enable),
+                a.src_color_blend_factor.as_raw() as u64,
+                a.dst_color_blend_factor.as_raw() as u64,
+                a.color_blend_op.as_raw() as u64,
+                a.src_alpha_blend_factor.as_raw() as u64,
+                a.dst_alpha_blend_factor.as_raw() as u64,
+                a.alpha_blend_op.as_raw() as u64,
+                u64::from(a.color_write_mask.bits()),
+            ]);
+        }
+        let time = std::cell::Cell::new(Duration::ZERO);
+        let made = self.outputs.get_or_try(key, || {
+            let (p, t) = self.gpu.fragment_output(input, &output).map_err(|e| e.to_string())?;
+            time.set(t);
+            Ok(p)
+        })?;
+        Ok((made, time.get()))
     }
 
     /// The handles of a set's binaries, in the set's (the driver's) order. Each distinct
@@ -418,27 +548,21 @@ impl<'a> PipelineLoader<'a> {
                 && self.archive.blob_len(blob).map_err(damaged)? < self.options.share_binaries_from
             {
                 let (_, data) = self.archive.blob(blob).map_err(damaged)?;
-                let b = self
-                    .gpu
-                    .binaries_from_data(&[(key, data)])
+                // SAFETY: `data` was just checked against its content hash, and the set comes
+                // from the device section whose identity and global key equal this device's
+                // (`binaries_ok`, checked by the caller).
+                let b = unsafe { self.gpu.binaries_from_data(&[(key, data)]) }
                     .map_err(|e| format!("the driver refused the binaries: {e}"))?;
                 handles[i] = b.handles()[0];
                 own.push(b);
                 continue;
             }
-            let cell = {
-                let mut map = self.binaries.lock().unwrap_or_else(|p| p.into_inner());
-                map.entry((key.to_vec(), blob)).or_default().clone()
-            };
-            let made = cell
-                .get_or_init(|| {
-                    let (_, data) = self.archive.blob(blob).map_err(damaged)?;
-                    self.gpu
-                        .binaries_from_data(&[(key, data)])
-                        .map(Arc::new)
-                        .map_err(|e| format!("the driver refused the binaries: {e}"))
-                })
-                .clone()?;
+            let made = self.binaries.get_or_try((key.to_vec(), blob), || {
+                let (_, data) = self.archive.blob(blob).map_err(damaged)?;
+                // SAFETY: as above: hash-checked bytes from this device's own section.
+                unsafe { self.gpu.binaries_from_data(&[(key, data)]) }
+                    .map_err(|e| format!("the driver refused the binaries: {e}"))
+            })?;
             handles[i] = made.handles()[0];
         }
         Ok((handles, own))
@@ -451,33 +575,19 @@ impl<'a> PipelineLoader<'a> {
     }
 
     fn module(&self, key: StageKey, spirv: Option<&[u8]>, s: &crate::StageRef<'_>) -> Result<Arc<Module>, LoadError> {
-        let cell = {
-            let mut map = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-            map.entry(key).or_default().clone()
-        };
-        cell.get_or_init(|| {
-            let spirv = spirv.ok_or_else(|| {
-                format!("{} function '{}' has no SPIR-V in the archive to compile from", s.stage, s.entry_point)
-            })?;
-            self.gpu.module(spirv).map(Arc::new).map_err(|e| e.to_string())
-        })
-        .clone()
-        .map_err(|message| LoadError::Pipeline { pipeline: format!("stage {}", key.to_hex()), message })
+        self.modules
+            .get_or_try(key, || {
+                let spirv = spirv.ok_or_else(|| {
+                    format!("{} function '{}' has no SPIR-V in the archive to compile from", s.stage, s.entry_point)
+                })?;
+                self.gpu.module(spirv).map_err(|e| e.to_string())
+            })
+            .map_err(|message| LoadError::Pipeline { pipeline: format!("stage {}", key.to_hex()), message })
     }
 
     fn layout(&self, layout: &crate::PipelineLayout) -> Result<Arc<Layout>, String> {
         let desc = layout_desc(layout)?;
-        if desc.sets.len() as u32 > self.gpu.info.max_bound_descriptor_sets {
-            return Err(format!(
-                "the layout uses {} descriptor sets; this device binds at most {}",
-                desc.sets.len(),
-                self.gpu.info.max_bound_descriptor_sets
-            ));
-        }
-        let cell = {
-            let mut map = self.layouts.lock().unwrap_or_else(|p| p.into_inner());
-            map.entry(desc.clone()).or_default().clone()
-        };
-        cell.get_or_init(|| self.gpu.layout(&desc).map(Arc::new).map_err(|e| e.to_string())).clone()
+        self.gpu.check_layout(&desc)?;
+        self.layouts.get_or_try(desc.clone(), || self.gpu.layout(&desc).map_err(|e| e.to_string()))
     }
 }

@@ -8,8 +8,13 @@
 //!   archive's device sections once ("built for X, this device is Y" if they differ), then
 //!   creates each pipeline by label or key, linking the fragment-output part of library
 //!   pipelines with the formats the caller gives, and says how each was made ([`Source`]).
-//! - [`raw`]: every Vulkan call and every `unsafe` block, with the object-lifetime and
-//!   external-synchronization rules written down in its header.
+//! - [`raw`]: every type that owns or wraps a Vulkan object, and the map of the modules that
+//!   call the driver — `instance`, `device`, `handles`, `pipeline`, `binary`, `cache`,
+//!   `validation` — each with its object-lifetime and external-synchronization rules at its
+//!   top; the only modules of the crate where `unsafe` is allowed (besides the reader's
+//!   memory map and the loader's vouching for checked binaries).
+//! - [`features`]: the core features and limits a pipeline needs, checked before any driver
+//!   call.
 //! - [`state`]: pure mappings of granary's pipeline state and layouts to Vulkan values.
 //! - [`build`]: an archived render state to the create-info input of one pipeline.
 //!
@@ -26,10 +31,14 @@
 //! let archive = Archive::open(std::path::Path::new("game.granary"))?;
 //! // The application's instance and device, with what it enabled (here: VK_KHR_pipeline_binary
 //! // + maintenance5, and graphics pipeline libraries).
-//! let driver = Driver::borrowed(instance);
+//! // SAFETY: the application's Vulkan 1.3 instance, alive until the loader is dropped.
+//! let driver = unsafe { Driver::borrowed(instance) };
 //! let info = driver.physical_device(physical)?;
-//! let enabled = OpenOptions { pipeline_binaries: true, libraries: true, internal_cache: false };
-//! let gpu = Gpu::borrowed(driver, info, device, enabled)?;
+//! // …and the core features it enabled (granary refuses a pipeline needing one it did not).
+//! let enabled = OpenOptions { pipeline_binaries: true, libraries: true, ..OpenOptions::default() };
+//! // SAFETY: `device` was created from `physical` of `instance` with what `enabled` says, and
+//! // outlives the loader.
+//! let gpu = unsafe { Gpu::borrowed(driver, info, device, enabled)? };
 //! let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default())?;
 //! if let Some(why) = loader.mismatch() {
 //!     // "built for NVIDIA H200 … 580.159.04 …, this device is …: driver_version … vs …"
@@ -37,17 +46,39 @@
 //! }
 //! let made = loader.load_label("forward/high/skinned/opaque")?; // from any thread
 //! assert!(matches!(made.source, Source::Binaries | Source::CacheHit | Source::Compiled));
-//! let pipeline: vk::Pipeline = made.pipeline.into_raw(); // now the application's to destroy
-//! # let _ = pipeline; Ok(()) }
+//! // Now the application's to destroy; `libraries` (what it was linked from) must outlive it.
+//! let (pipeline, libraries): (vk::Pipeline, _) = made.pipeline.into_raw();
+//! # let _ = (pipeline, libraries); Ok(()) }
 //! ```
+
+// The modules that call the driver (`allow(unsafe_code)`); every other module of the crate
+// denies `unsafe`.
+#[allow(unsafe_code)]
+mod binary;
+#[allow(unsafe_code)]
+mod cache;
+#[allow(unsafe_code)]
+mod device;
+#[allow(unsafe_code)]
+mod handles;
+#[allow(unsafe_code)]
+mod instance;
+#[allow(unsafe_code)]
+mod pipeline;
+#[allow(unsafe_code)]
+pub mod validation;
+// The loader vouches for checked binaries (`CheckedBinaries::new`, `binaries_from_data`).
+#[allow(unsafe_code)]
+mod loader;
 
 pub mod build;
 mod devices;
 mod error;
-mod loader;
+pub mod features;
+pub mod probe;
 pub mod raw;
+pub mod shared;
 pub mod state;
-pub mod validation;
 
 pub use devices::{api_string, identity_of, list_devices, select_device, DeviceInfo};
 pub use error::VulkanError;

@@ -287,16 +287,30 @@ pub fn layout_desc(layout: &PipelineLayout) -> Result<LayoutDesc, String> {
         }
         sets[g].push(SetBinding { binding: b.binding, ty, count, stages: stage_flags(b.visibility) });
     }
-    let push_constants = layout.immediates.map(|i| (i.size.next_multiple_of(4), stage_flags(i.visibility)));
+    let push_constants = match layout.immediates {
+        None => None,
+        Some(i) => {
+            let size = i.size.checked_next_multiple_of(4).filter(|s| *s > 0).ok_or_else(|| {
+                format!("the push-constant (immediate data) block is {} bytes: it must be 1 to 2^32-4", i.size)
+            })?;
+            let stages = stage_flags(i.visibility);
+            if stages.is_empty() {
+                return Err("the push-constant (immediate data) block is visible to no stage".into());
+            }
+            Some((size, stages))
+        }
+    };
     Ok(LayoutDesc { sets, push_constants })
 }
 
-/// Vertex input bindings and attributes.
+/// Vertex input bindings and attributes. Refuses two attributes at one location (across all
+/// buffers), which Vulkan forbids.
 pub fn vertex_input(
     buffers: &[VertexBufferLayout],
 ) -> Result<(Vec<vk::VertexInputBindingDescription>, Vec<vk::VertexInputAttributeDescription>), String> {
     let mut bindings = Vec::with_capacity(buffers.len());
-    let mut attributes = Vec::new();
+    let mut attributes: Vec<vk::VertexInputAttributeDescription> = Vec::new();
+    let mut locations: std::collections::HashMap<u32, (usize, usize)> = std::collections::HashMap::new();
     for (i, buffer) in buffers.iter().enumerate() {
         let stride = u32::try_from(buffer.stride)
             .map_err(|_| format!("vertex_buffers[{i}].stride {} does not fit 32 bits", buffer.stride))?;
@@ -311,6 +325,12 @@ pub fn vertex_input(
         for (j, a) in buffer.attributes.iter().enumerate() {
             let offset = u32::try_from(a.offset)
                 .map_err(|_| format!("vertex_buffers[{i}].attributes[{j}].offset {} does not fit 32 bits", a.offset))?;
+            if let Some((bi, bj)) = locations.insert(a.location, (i, j)) {
+                return Err(format!(
+                    "vertex_buffers[{i}].attributes[{j}].location {} is also vertex_buffers[{bi}].attributes[{bj}]'s",
+                    a.location
+                ));
+            }
             attributes.push(vk::VertexInputAttributeDescription {
                 location: a.location,
                 binding: i as u32,
@@ -387,5 +407,34 @@ mod tests {
         assert_eq!(d.push_constants, Some((8, vk::ShaderStageFlags::VERTEX)));
         l.bindings[1].count = u32::MAX;
         assert!(layout_desc(&l).unwrap_err().contains("unsized"));
+    }
+
+    #[test]
+    fn push_constant_blocks_must_be_sized_visible_and_not_wrap() {
+        use crate::Immediates;
+        let with = |size, visibility| PipelineLayout {
+            bindings: vec![],
+            immediates: Some(Immediates { size, visibility: StageMask(visibility) }),
+            stages: vec![],
+        };
+        assert!(layout_desc(&with(0, 1)).unwrap_err().contains("0 bytes"));
+        assert!(layout_desc(&with(u32::MAX - 1, 1)).unwrap_err().contains("4294967294 bytes"));
+        assert!(layout_desc(&with(16, 0)).unwrap_err().contains("visible to no stage"));
+        assert_eq!(layout_desc(&with(13, 2)).unwrap().push_constants, Some((16, vk::ShaderStageFlags::FRAGMENT)));
+    }
+
+    #[test]
+    fn two_attributes_at_one_location_are_refused_across_buffers() {
+        use crate::state::{VertexAttribute, VertexFormat};
+        let attr = |location, offset| VertexAttribute { format: VertexFormat::Float32x4, offset, location };
+        let buffers = vec![
+            VertexBufferLayout { stride: 16, step: StepMode::Vertex, attributes: vec![attr(0, 0)] },
+            VertexBufferLayout { stride: 32, step: StepMode::Instance, attributes: vec![attr(1, 0), attr(0, 16)] },
+        ];
+        let e = vertex_input(&buffers).unwrap_err();
+        assert!(
+            e.contains("vertex_buffers[1].attributes[1].location 0") && e.contains("vertex_buffers[0].attributes[0]"),
+            "{e}"
+        );
     }
 }

@@ -298,7 +298,10 @@ impl MessengerData {
         &self.log
     }
 
-    /// A messenger create info for WARNING and ERROR messages of every type, with granary's
+    /// A messenger create info for WARNING and ERROR messages of the general, validation and
+    /// performance types (`DEVICE_ADDRESS_BINDING` needs `VK_EXT_device_address_binding_report`,
+    /// which granary does not enable: asking for it is itself a validation error, as the
+    /// layer's 1.4 releases report), with granary's
     /// callback and a pointer to this value's log as user data: valid to pass to
     /// `vkCreateDebugUtilsMessengerEXT` (or to chain into `VkInstanceCreateInfo`) while `self`
     /// lives, and `self` must outlive the messenger.
@@ -308,7 +311,7 @@ impl MessengerData {
         let log: *const Arc<ValidationLog> = &*self.log;
         vk::DebugUtilsMessengerCreateInfoEXT {
             message_severity: S::WARNING | S::ERROR,
-            message_type: T::GENERAL | T::VALIDATION | T::PERFORMANCE | T::DEVICE_ADDRESS_BINDING,
+            message_type: T::GENERAL | T::VALIDATION | T::PERFORMANCE,
             user_callback: Some(on_message),
             user_data: log.cast_mut().cast(),
             ..Default::default()

@@ -5,8 +5,9 @@ use granary_vulkan::{list_devices, DeviceInfo};
 #[derive(clap::Args)]
 #[command(after_help = "\
 Binaries captured on one device are valid only on a device whose identity is equal in every
-field listed here (vendor, device, driver id, version and info, pipeline-cache UUID, and the
-pipeline-binary global key). `granary harvest --backend vulkan --device N` picks a device by
+field listed here (vendor, device, driver id, version and info, pipeline-cache UUID, the
+pipeline-binary global key, and the core features enabled on the device: a harvest enables
+every one granary knows that the device supports, listed under features). `granary harvest --backend vulkan --device N` picks a device by
 this index or by part of its name.")]
 pub struct DevicesArgs {
     /// Print JSON.
@@ -40,6 +41,7 @@ pub(crate) fn device_json(d: &DeviceInfo) -> serde_json::Value {
         "driver_version": id.driver_version,
         "api_version": d.api,
         "sample_counts": d.sample_counts,
+        "features": id.features.names(),
         "pipeline_cache_uuid": hex(&id.pipeline_cache_uuid),
         "pipeline_binary_global_key": if id.binary_global_key.is_empty() { None } else { Some(hex(&id.binary_global_key)) },
         "identity": id.describe(),
@@ -79,6 +81,7 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<i32> {
         );
         outln!("    pipeline cache UUID {}", hex(&id.pipeline_cache_uuid));
         outln!("    sample counts {:?}", d.sample_counts);
+        outln!("    core features enabled for pipelines: {}", id.features);
         if !id.binary_global_key.is_empty() {
             outln!("    pipeline binary global key {}", hex(&id.binary_global_key));
         }

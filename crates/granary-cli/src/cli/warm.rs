@@ -7,7 +7,7 @@ use granary::util::peak_rss_bytes;
 use granary_archive::state::TextureFormat;
 use granary_archive::vulkan::validation::DriverOptions;
 use granary_archive::vulkan::{
-    identity_of, select_device, Driver, Gpu, LoadError, LoaderOptions, OpenOptions, PipelineLoader, Source,
+    select_device, Driver, Gpu, LoadError, LoaderOptions, OpenOptions, PipelineLoader, Source,
 };
 use granary_archive::Archive;
 use std::path::PathBuf;
@@ -56,8 +56,16 @@ pub struct WarmArgs {
     #[arg(long, value_enum, default_value = "fail")]
     fallback: FallbackArg,
     /// Seed the compile path's VkPipelineCache with this file (vkGetPipelineCacheData bytes).
+    /// Its header must be this device's (vendor, device, pipelineCacheUUID): otherwise warm
+    /// stops, naming the field (exit 2), and the driver never sees the bytes.
     #[arg(long, value_name = "FILE")]
     pipeline_cache_in: Option<PathBuf>,
+    /// Refuse the archive unless it is signed by the public key in FILE (`granary sign
+    /// --generate-key NAME` writes NAME.pub): unsigned, another key's or changed archives stop
+    /// before any pipeline is created (exit 2), as a game's loader with
+    /// `LoaderOptions::require_signature` does.
+    #[arg(long, value_name = "FILE")]
+    key: Option<PathBuf>,
     /// Write the compile path's VkPipelineCache data to this file at the end.
     #[arg(long, value_name = "FILE")]
     pipeline_cache_out: Option<PathBuf>,
@@ -74,10 +82,11 @@ pub struct WarmArgs {
     /// driver that crashes linking libraries made from binaries, docs/BENCHMARKS.md).
     #[arg(long, value_enum, default_value = "binaries")]
     libraries: LibrariesArg,
-    /// Create shader modules also for pipelines made from binaries (the specification says a
-    /// driver ignores them; a compatibility switch).
+    /// Open the device without graphics pipeline libraries (as an application that does not
+    /// enable them would): pipelines archived as libraries are then created whole, with the
+    /// link formats, from SPIR-V (their library binaries cannot be used; `fell_back` says so).
     #[arg(long)]
-    modules_with_binaries: bool,
+    no_pipeline_libraries: bool,
     /// Binaries of at least this many bytes are created once and shared between pipelines;
     /// smaller ones are created per pipeline (0: share every binary).
     #[arg(long, hide = true, default_value_t = 64 << 10)]
@@ -206,9 +215,12 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
     // The compile paths open the device as an application without granary would: without
     // VK_KHR_pipeline_binary (the baseline a developer writes uses a VkPipelineCache only).
     let binaries = matches!(a.source, SourceArg::Auto | SourceArg::Binaries);
-    let gpu =
-        Gpu::open(driver, info, OpenOptions { pipeline_binaries: binaries, libraries: true, internal_cache: false })?;
-    let identity = identity_of(&gpu.info, gpu.global_key());
+    let gpu = Gpu::open(
+        driver,
+        info,
+        OpenOptions { pipeline_binaries: binaries, libraries: !a.no_pipeline_libraries, ..OpenOptions::default() },
+    )?;
+    let identity = gpu.identity();
     let initial_cache = match &a.pipeline_cache_in {
         Some(p) => Some(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?),
         None => None,
@@ -219,10 +231,13 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
         fallback_compile: a.fallback == FallbackArg::Compile || matches!(a.source, SourceArg::Cache | SourceArg::Spirv),
         require_binaries: a.source == SourceArg::Binaries && a.fallback == FallbackArg::Fail,
         library_binaries: a.libraries == LibrariesArg::Binaries,
-        modules_with_binaries: a.modules_with_binaries,
         share_binaries_from: a.share_binaries_from,
         use_archive_cache: matches!(a.source, SourceArg::Auto | SourceArg::Cache),
         initial_cache,
+        require_signature: match &a.key {
+            Some(p) => Some(granary_archive::PublicKey::read(p).with_context(|| format!("reading {}", p.display()))?),
+            None => None,
+        },
     };
     let threads = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
 
@@ -232,6 +247,12 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
     let mismatch = probe.mismatch().map(|m| m.to_string());
     let has_binaries = probe.has_binaries();
     let cache_blobs = probe.cache_blobs();
+    // Archive cache blobs whose header is not this device's never reach the driver.
+    let skipped_caches: Vec<String> =
+        probe.skipped_caches().iter().map(|(i, why)| format!("pipeline-cache blob {i}: {why}")).collect();
+    for s in &skipped_caches {
+        eprintln!("granary: skipped {s}");
+    }
     // The probe is the first pass's loader; each further pass gets a fresh one.
     let mut probe = Some(probe);
     if let Some(m) = &mismatch {
@@ -267,12 +288,14 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
     let mut walls = Vec::new();
     let mut last = None;
     let mut cache_bytes = None;
+    let mut key_mismatches = 0;
     for _ in 0..a.repeat.max(1) {
         let loader = match probe.take() {
             Some(l) => l,
             None => PipelineLoader::new(&archive, gpu.clone(), options.clone())?,
         };
         let p = pass(&loader, &archive, threads, a.trace_each);
+        key_mismatches = loader.key_mismatches();
         walls.push(p.wall.as_secs_f64());
         if let Some(path) = &a.pipeline_cache_out {
             let data = loader.cache_data()?;
@@ -351,6 +374,8 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
                 "why_no_binaries": why_no_binaries,
                 "cache_seeded": cache_blobs > 0,
                 "cache_blobs": cache_blobs,
+                "cache_blobs_skipped": skipped_caches,
+                "key_mismatches": key_mismatches,
                 "threads": threads,
                 "pipelines": n,
                 "created": n - failed,

@@ -222,7 +222,7 @@ pub(crate) fn compiler(capture: Option<Arc<Capture>>, threads: usize, backend: O
 /// device binaries and the device caches of its backends.
 pub(crate) fn encode_capture(capture: &Capture) -> Vec<u8> {
     let mut meta = portable_meta();
-    meta.device_caches = capture.device_caches();
+    meta.device_caches = capture.device_caches().unwrap_or_default();
     encode(&capture.snapshot().entries, &meta)
 }
 
@@ -566,6 +566,7 @@ mod tests {
                     driver_id: 4,
                     driver_version: 1,
                     api_version: 1,
+                    features: Default::default(),
                     pipeline_cache_uuid: [7; 16],
                     binary_global_key: if binaries { vec![1, 2, 3] } else { Vec::new() },
                     device_name: "fake".into(),
@@ -599,14 +600,15 @@ mod tests {
             } else {
                 Vec::new()
             };
-            let set = BinarySet { flags: if library { BINARY_SET_LIBRARY } else { 0 }, binaries };
+            let set =
+                BinarySet { flags: if library { BINARY_SET_LIBRARY } else { 0 }, pipeline_key: Vec::new(), binaries };
             Ok(Some(DeviceBinaries { device: self.identity.clone(), set: Arc::new(set) }))
         }
-        fn device_caches(&self) -> Vec<DeviceCache> {
+        fn device_caches(&self) -> Result<Vec<DeviceCache>, String> {
             if self.binaries {
-                return Vec::new();
+                return Ok(Vec::new());
             }
-            vec![DeviceCache { device: self.identity.clone(), data: Blob::new(vec![0x5a; 32]) }]
+            Ok(vec![DeviceCache { device: self.identity.clone(), data: Blob::new(vec![0x5a; 32]) }])
         }
         fn report(&self) -> Option<BackendReport> {
             Some(BackendReport {
@@ -702,7 +704,11 @@ mod tests {
         let i = e.iter().position(|x| !w.device.as_ref().unwrap().libraries.contains(&x.entry.key)).unwrap();
         let set = &mut e[i].binaries[0].set;
         assert_eq!(set.flags & BINARY_SET_LIBRARY, 0);
-        *set = Arc::new(BinarySet { flags: BINARY_SET_LIBRARY, binaries: set.binaries.clone() });
+        *set = Arc::new(BinarySet {
+            flags: BINARY_SET_LIBRARY,
+            pipeline_key: set.pipeline_key.clone(),
+            binaries: set.binaries.clone(),
+        });
         let mut v = Vec::new();
         check_final(&w, &encode(&e, &portable_meta()), "m", &mut v);
         assert!(v.len() == 1 && v[0].contains("1 binary sets have the LIBRARY flag wrong"), "{v:?}");
@@ -737,13 +743,17 @@ mod tests {
         // A LIBRARY flag flipped.
         let mut e = entries.clone();
         let set = &mut e[1].binaries[0].set;
-        *set = Arc::new(BinarySet { flags: set.flags ^ BINARY_SET_LIBRARY, binaries: set.binaries.clone() });
+        *set = Arc::new(BinarySet {
+            flags: set.flags ^ BINARY_SET_LIBRARY,
+            pipeline_key: set.pipeline_key.clone(),
+            binaries: set.binaries.clone(),
+        });
         let v = check(&e);
         assert!(v.len() == 1 && v[0].contains("1 binary sets have the LIBRARY flag wrong"), "{v:?}");
         // Empty binaries on a device that captures them.
         let mut e = entries.clone();
         let set = &mut e[2].binaries[0].set;
-        *set = Arc::new(BinarySet { flags: set.flags, binaries: Vec::new() });
+        *set = Arc::new(BinarySet { flags: set.flags, pipeline_key: Vec::new(), binaries: Vec::new() });
         let v = check(&e);
         assert!(v.len() == 1 && v[0].contains("1 binary sets are empty although the device captures"), "{v:?}");
         // No device at all.
@@ -774,6 +784,7 @@ mod tests {
         let set = &mut e[0].binaries[0].set;
         *set = Arc::new(BinarySet {
             flags: set.flags,
+            pipeline_key: set.pipeline_key.clone(),
             binaries: vec![DeviceBinary { key: vec![1], data: Blob::new(vec![2]) }],
         });
         let mut v = Vec::new();

@@ -72,9 +72,10 @@ pub trait Backend: Send + Sync {
         Ok(None)
     }
     /// Device-level data to store with the archive (a device's `VkPipelineCache` data), as it
-    /// is now. May be called while compiles run.
-    fn device_caches(&self) -> Vec<DeviceCache> {
-        Vec::new()
+    /// is now. May be called while compiles run. An `Err` (the driver failed to hand the data
+    /// over) fails the archive write instead of writing one without it.
+    fn device_caches(&self) -> Result<Vec<DeviceCache>, String> {
+        Ok(Vec::new())
     }
     /// What the backend did so far (`None` for backends without a device).
     fn report(&self) -> Option<BackendReport> {

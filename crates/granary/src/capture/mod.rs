@@ -128,21 +128,21 @@ impl Capture {
     /// distinct cache, and per device at most the archive's limit
     /// ([`granary_archive::format::MAX_CACHES_PER_DEVICE`]), the smallest content hashes kept so the
     /// choice does not depend on arrival order.
-    pub fn device_caches(&self) -> Vec<DeviceCache> {
+    pub fn device_caches(&self) -> Result<Vec<DeviceCache>, ArchiveError> {
         let mut all = crate::sync::lock_std(&self.caches).clone();
         let backends = crate::sync::lock_std(&self.backends).clone();
         for b in backends {
-            all.extend(b.device_caches());
+            all.extend(b.device_caches().map_err(ArchiveError::Device)?);
         }
         let mut by_device: std::collections::BTreeMap<u128, std::collections::BTreeMap<u128, DeviceCache>> =
             Default::default();
         for c in all {
             by_device.entry(c.device.id()).or_default().insert(c.data.hash().0, c);
         }
-        by_device
+        Ok(by_device
             .into_values()
             .flat_map(|m| m.into_values().take(granary_archive::format::MAX_CACHES_PER_DEVICE))
-            .collect()
+            .collect())
     }
 
     /// An empty capture whose archives carry the writer options of `profile` and the
@@ -311,7 +311,7 @@ impl Capture {
         let _in_order = crate::sync::lock_std(&lock);
         let snap = self.snapshot();
         let mut meta = self.meta().clone();
-        meta.device_caches = self.device_caches();
+        meta.device_caches = self.device_caches()?;
         let bytes = archive::write_entries(path, &snap.entries, &meta)?;
         Ok(WriteReport { pipelines: snap.entries.len(), bytes })
     }

@@ -419,7 +419,11 @@ impl BlobTable {
                             .collect();
                         granary_archive::DeviceBinaries {
                             device: device.cloned().unwrap_or(d.device),
-                            set: Arc::new(granary_archive::BinarySet { flags: d.set.flags, binaries }),
+                            set: Arc::new(granary_archive::BinarySet {
+                                flags: d.set.flags,
+                                pipeline_key: d.set.pipeline_key.clone(),
+                                binaries,
+                            }),
                         }
                     })
                     .collect();

@@ -22,6 +22,7 @@ mod report;
 pub mod shard;
 mod sink;
 mod trace;
+#[allow(unsafe_code)] // writes answers to the private descriptor with `libc::write`
 mod worker;
 
 pub use isolate::IsolateOptions;
@@ -458,7 +459,7 @@ pub fn harvest_shard(
                 // The same entries and meta `write_archive` writes, plus the shard record.
                 let snap = capture.snapshot();
                 let mut meta = crate::archive::portable_meta_for(opts.profile, opts.targets);
-                meta.device_caches = capture.device_caches();
+                meta.device_caches = capture.device_caches()?;
                 let bytes = granary_archive::write_shard_entries(&opts.output, &snap.entries, &meta, Some(record))?;
                 WriteReport { pipelines: snap.entries.len(), bytes }
             }

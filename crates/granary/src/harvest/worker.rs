@@ -290,7 +290,13 @@ pub fn worker_main(
             Ok(None) => {
                 // The end of the input: hand the device's pipeline-cache data to the parent
                 // (frame tag 3), where the device keeps one instead of binaries.
-                if let Some(cache) = compiler.backend().device_caches().into_iter().next() {
+                // A failed read sends nothing: the parent then has no cache data from this
+                // worker, which its report shows (the worker's stderr carries the reason).
+                let caches = compiler.backend().device_caches().unwrap_or_else(|e| {
+                    eprintln!("granary worker: reading the device's pipeline cache failed: {e}");
+                    Vec::new()
+                });
+                if let Some(cache) = caches.into_iter().next() {
                     let bytes = cache.data.bytes();
                     let mut f = frame(3, 0, bytes.len() as u64);
                     f.extend_from_slice(bytes);

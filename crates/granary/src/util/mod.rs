@@ -7,6 +7,7 @@ use std::time::Duration;
 pub mod panic;
 
 #[cfg(unix)]
+#[allow(unsafe_code)] // process control: fork/exec helpers, rlimits, signals
 mod unix;
 #[cfg(unix)]
 use unix as platform;

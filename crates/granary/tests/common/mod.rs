@@ -162,6 +162,7 @@ pub fn test_device(name: &str, key: Vec<u8>) -> Arc<granary::archive::DeviceIden
         driver_id: 4,
         driver_version: 0x9100_4000,
         api_version: 0x0040_3000,
+        features: Default::default(),
         pipeline_cache_uuid: [0xab; 16],
         binary_global_key: key,
         device_name: name.into(),

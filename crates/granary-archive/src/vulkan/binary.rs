@@ -1,0 +1,256 @@
+//! Pipeline binaries (`VK_KHR_pipeline_binary`): capture from a pipeline, read their keys and
+//! bytes, create them from archived bytes, and the pipeline key of a create info.
+//!
+//! # Object lifetime rules
+//!
+//! - At capture, binaries live only inside [`Gpu::capture`]: created from the pipeline,
+//!   their keys and bytes copied out, destroyed by a guard on every path. The pipeline's
+//!   captured data is not released separately: the pipeline itself is destroyed right after
+//!   (`vkDestroyPipeline` frees it), so a failing `vkReleaseCapturedPipelineDataKHR` can never
+//!   throw away binaries already copied.
+//! - [`Binaries`] made from archived data ([`Gpu::binaries_from_data`]) are destroyed when
+//!   dropped, after every pipeline made from them exists (a pipeline does not reference its
+//!   binaries once created).
+//!
+//! # External synchronization
+//!
+//! `vkCreatePipelineBinariesKHR`, `vkGetPipelineBinaryDataKHR`, `vkGetPipelineKeyKHR`: no
+//! externally synchronized parameter. `vkDestroyPipelineBinaryKHR`: the binary is owned by one
+//! value ([`Binaries`] or the capture guard) and destroyed only in its `Drop`.
+
+use super::device::{key_bytes, Gpu};
+use super::VulkanError;
+use crate::Blob;
+use std::ffi::c_void;
+use std::sync::Arc;
+use vulkanalia::prelude::v1_3::*;
+use vulkanalia::vk::KhrPipelineBinaryExtensionDeviceCommands;
+
+/// `(key, data)` of one pipeline binary, as the driver returned it (the bytes interned by
+/// content: see [`Intern`]).
+pub type RawBinary = (Vec<u8>, Arc<Blob>);
+
+/// Turns a binary's bytes into the one shared in-memory copy of those bytes. NVIDIA returns
+/// the same dictionary binary (hundreds of KB) with every pipeline after its first few hundred
+/// compiles: the bytes are read into a reused per-thread buffer and copied only when new.
+pub type Intern<'a> = &'a (dyn Fn(&[u8]) -> Arc<Blob> + Sync);
+
+/// Most binaries one pipeline may have (the archive's per-set cap).
+const MAX_BINARIES: usize = crate::MAX_BINARIES_PER_SET;
+/// Largest binary granary reads from a driver.
+const MAX_BINARY_BYTES: usize = 64 << 20;
+
+thread_local! {
+    /// The buffer `vkGetPipelineBinaryDataKHR` writes into, reused by every capture on the
+    /// thread (no allocation per binary, so no allocator churn of large blocks).
+    static BINARY_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Pipeline binaries made from archived data ([`Gpu::binaries_from_data`]), destroyed on
+/// drop (a pipeline created from them does not need them afterwards).
+///
+/// Thread safety: `Send + Sync`; the handles are only read by pipeline creation.
+pub struct Binaries {
+    gpu: Arc<Gpu>,
+    handles: Vec<vk::PipelineBinaryKHR>,
+}
+
+impl Binaries {
+    /// The handles, in the driver's order.
+    pub fn handles(&self) -> &[vk::PipelineBinaryKHR] {
+        &self.handles
+    }
+}
+
+impl Drop for Binaries {
+    fn drop(&mut self) {
+        for h in &self.handles {
+            if !h.is_null() {
+                // SAFETY: the binaries are owned by this value; pipeline creation reads them
+                // only during the call.
+                unsafe { self.gpu.device.destroy_pipeline_binary_khr(*h, None) }
+            }
+        }
+    }
+}
+
+/// Destroys pipeline binaries when the capturing call ends.
+struct BinaryGuard<'a> {
+    gpu: &'a Gpu,
+    handles: Vec<vk::PipelineBinaryKHR>,
+}
+
+impl Drop for BinaryGuard<'_> {
+    fn drop(&mut self) {
+        for h in &self.handles {
+            if !h.is_null() {
+                // SAFETY: the binaries are local to the capturing call.
+                unsafe { self.gpu.device.destroy_pipeline_binary_khr(*h, None) }
+            }
+        }
+    }
+}
+
+/// The create infos `vkGetPipelineKeyKHR` takes, through `VkPipelineCreateInfoKHR::pNext`.
+pub(super) trait PipelineCreateInfo {}
+impl PipelineCreateInfo for vk::GraphicsPipelineCreateInfo {}
+impl PipelineCreateInfo for vk::ComputePipelineCreateInfo {}
+
+impl Gpu {
+    /// `vkGetPipelineKeyKHR` of `info`: the key that decides which binaries are valid for it.
+    pub(super) fn pipeline_key_of<T: PipelineCreateInfo>(&self, info: &T) -> Result<Vec<u8>, VulkanError> {
+        let create = vk::PipelineCreateInfoKHR { next: (info as *const T as *mut T).cast(), ..Default::default() };
+        let mut key = vk::PipelineBinaryKeyKHR::default();
+        // SAFETY: the extension is enabled (callers check `self.binaries`); `create` points at
+        // `info`, a graphics or compute create info (the trait admits only those) whose chain
+        // the caller keeps alive for this call; `key` lives until return.
+        unsafe { self.device.get_pipeline_key_khr(Some(&create), &mut key) }
+            .map_err(|e| VulkanError::call("vkGetPipelineKeyKHR", e))?;
+        key_bytes(&key, "vkGetPipelineKeyKHR")
+    }
+
+    /// Creates pipeline binaries from `(key, data)` pairs in the driver's order (the order
+    /// `vkCreatePipelineBinariesKHR` returned them at capture), to hand to
+    /// [`How::Keep`](super::How::Keep) through [`CheckedBinaries`](super::pipeline::CheckedBinaries).
+    ///
+    /// # Safety
+    ///
+    /// Drivers do not validate binary data. Every `data` must be bytes this device's driver
+    /// returned from `vkGetPipelineBinaryDataKHR` under that `key` (for an archive: bytes
+    /// checked against their content hash, from a device section whose identity and global
+    /// key equal this device's), never unchecked file bytes.
+    pub unsafe fn binaries_from_data(self: &Arc<Self>, binaries: &[(&[u8], &[u8])]) -> Result<Binaries, VulkanError> {
+        if !self.binaries {
+            return Err(VulkanError::Unsupported {
+                device: self.info.identity.device_name.clone(),
+                message: "VK_KHR_pipeline_binary is not enabled".into(),
+            });
+        }
+        if binaries.is_empty() || binaries.len() > MAX_BINARIES {
+            return Err(VulkanError::call("vkCreatePipelineBinariesKHR", format!("{} binaries", binaries.len())));
+        }
+        let mut keys = Vec::with_capacity(binaries.len());
+        let mut data = Vec::with_capacity(binaries.len());
+        for (key, bytes) in binaries {
+            if key.is_empty() || key.len() > crate::MAX_BINARY_KEY || bytes.is_empty() {
+                return Err(VulkanError::call("vkCreatePipelineBinariesKHR", "empty or oversized key, or empty data"));
+            }
+            let mut bytes32 = [0u8; 32];
+            bytes32[..key.len()].copy_from_slice(key);
+            keys.push(vk::PipelineBinaryKeyKHR {
+                key_size: key.len() as u32,
+                key: bytes32.into(),
+                ..Default::default()
+            });
+            // The driver only reads `data` (the structure's pointer is `*mut` in the C API).
+            data.push(vk::PipelineBinaryDataKHR { data_size: bytes.len(), data: bytes.as_ptr() as *mut c_void });
+        }
+        super::probe::observe_binaries(binaries);
+        let keys_and_data = vk::PipelineBinaryKeysAndDataKHR {
+            binary_count: binaries.len() as u32,
+            pipeline_binary_keys: keys.as_ptr(),
+            pipeline_binary_data: data.as_ptr(),
+        };
+        let create = vk::PipelineBinaryCreateInfoKHR { keys_and_data_info: &keys_and_data, ..Default::default() };
+        let mut raw = vec![vk::PipelineBinaryKHR::null(); binaries.len()];
+        let mut handles = vk::PipelineBinaryHandlesInfoKHR {
+            pipeline_binary_count: raw.len() as u32,
+            pipeline_binaries: raw.as_mut_ptr(),
+            ..Default::default()
+        };
+        // SAFETY: `keys`, `data` (pointing into the caller's byte slices, valid per this
+        // function's contract), `raw` and the info structures live until the call returns;
+        // `raw` has room for every handle.
+        let r = unsafe { self.device.create_pipeline_binaries_khr(&create, None, &mut handles) };
+        let made = (handles.pipeline_binary_count as usize).min(raw.len());
+        raw.truncate(made);
+        let out = Binaries { gpu: self.clone(), handles: raw };
+        match r {
+            Ok(vk::SuccessCode::SUCCESS) if made == binaries.len() => Ok(out),
+            Ok(other) => Err(VulkanError::call("vkCreatePipelineBinariesKHR", format!("{other:?}, {made} made"))),
+            Err(e) => Err(VulkanError::call("vkCreatePipelineBinariesKHR", e)),
+        }
+    }
+
+    /// The pipeline's binaries (`VK_KHR_pipeline_binary`), copied out; the binaries are
+    /// destroyed before returning (the caller destroys the pipeline, which frees its captured
+    /// data).
+    pub(super) fn capture(
+        &self,
+        pipeline: &super::pipeline::Pipeline,
+        intern: Intern<'_>,
+    ) -> Result<Vec<RawBinary>, VulkanError> {
+        if !self.binaries {
+            return Ok(Vec::new());
+        }
+        let create = vk::PipelineBinaryCreateInfoKHR { pipeline: pipeline.handle, ..Default::default() };
+        let mut handles = vk::PipelineBinaryHandlesInfoKHR::default();
+        // SAFETY: the pipeline was created with CAPTURE_DATA and lives (borrowed); a null
+        // `pipeline_binaries` asks for the count.
+        let r = unsafe { self.device.create_pipeline_binaries_khr(&create, None, &mut handles) };
+        r.map_err(|e| VulkanError::call("vkCreatePipelineBinariesKHR (count)", e))?;
+        let count = handles.pipeline_binary_count as usize;
+        if count == 0 || count > MAX_BINARIES {
+            return Err(VulkanError::call("vkCreatePipelineBinariesKHR", format!("driver reported {count} binaries")));
+        }
+        let mut raw = vec![vk::PipelineBinaryKHR::null(); count];
+        handles.pipeline_binaries = raw.as_mut_ptr();
+        // SAFETY: `raw` has room for `pipeline_binary_count` handles and lives until return.
+        let r = unsafe { self.device.create_pipeline_binaries_khr(&create, None, &mut handles) };
+        // Only the slots the driver says it filled are binaries (the rest stay null).
+        raw.truncate((handles.pipeline_binary_count as usize).min(count));
+        let guard = BinaryGuard { gpu: self, handles: raw };
+        match r {
+            Ok(vk::SuccessCode::SUCCESS) => {}
+            Ok(other) => {
+                return Err(VulkanError::call("vkCreatePipelineBinariesKHR", format!("{other:?}")));
+            }
+            Err(e) => return Err(VulkanError::call("vkCreatePipelineBinariesKHR", e)),
+        }
+        if guard.handles.len() != count {
+            return Err(VulkanError::call(
+                "vkCreatePipelineBinariesKHR",
+                format!("driver made {} of {count} binaries", guard.handles.len()),
+            ));
+        }
+        let mut out = Vec::with_capacity(count);
+        for &binary in &guard.handles {
+            out.push(self.binary_data(binary, intern)?);
+        }
+        Ok(out)
+    }
+
+    fn binary_data(&self, binary: vk::PipelineBinaryKHR, intern: Intern<'_>) -> Result<RawBinary, VulkanError> {
+        let info = vk::PipelineBinaryDataInfoKHR { pipeline_binary: binary, ..Default::default() };
+        let mut key = vk::PipelineBinaryKeyKHR::default();
+        let mut size = 0usize;
+        let get = self.device.commands().get_pipeline_binary_data_khr;
+        // SAFETY: the raw command is called with a valid key pointer on both calls (a null key
+        // on the size query crashes some drivers); a null data pointer asks for the size.
+        let r = unsafe { get(self.device.handle(), &info, &mut key, &mut size, std::ptr::null_mut()) };
+        if r != vk::Result::SUCCESS {
+            return Err(VulkanError::call("vkGetPipelineBinaryDataKHR (size)", r));
+        }
+        if size == 0 || size > MAX_BINARY_BYTES {
+            return Err(VulkanError::call("vkGetPipelineBinaryDataKHR", format!("driver reported {size} bytes")));
+        }
+        let data = BINARY_BUFFER.with_borrow_mut(|buf| {
+            buf.clear();
+            buf.resize(size, 0);
+            let mut got = size;
+            // SAFETY: `buf` has `size` writable bytes; the driver writes at most `got` of them.
+            let r = unsafe { get(self.device.handle(), &info, &mut key, &mut got, buf.as_mut_ptr().cast()) };
+            if r != vk::Result::SUCCESS {
+                return Err(VulkanError::call("vkGetPipelineBinaryDataKHR", r));
+            }
+            if got != size {
+                return Err(VulkanError::call(
+                    "vkGetPipelineBinaryDataKHR",
+                    format!("driver wrote {got} bytes of the {size} it reported"),
+                ));
+            }
+            Ok(intern(&buf[..size]))
+        })?;
+        Ok((key_bytes(&key, "vkGetPipelineBinaryDataKHR")?, data))
+    }
+}

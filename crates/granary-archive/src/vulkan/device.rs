@@ -1,0 +1,331 @@
+//! The logical device: opening one with its extension and feature chain ([`Gpu::open`]), or
+//! wrapping the application's ([`Gpu::borrowed`]); what it enabled; its identity.
+//!
+//! # Object lifetime rules
+//!
+//! [`Gpu`] owns the `VkDevice` ([`Gpu::open`]) or wraps the application's ([`Gpu::borrowed`],
+//! never destroyed by granary), and owns its internal `VkPipelineCache` (harvests without
+//! pipeline binaries). Every [`Module`](super::Module), [`Layout`](super::Layout),
+//! [`Pipeline`](super::Pipeline), [`Binaries`](super::Binaries) and [`Cache`](super::Cache)
+//! holds an `Arc<Gpu>`, so the device outlives every object made from it (for a borrowed
+//! device: as long as the application keeps it alive, which is its side of the contract).
+//!
+//! # What is enabled
+//!
+//! Only what the physical device reports: extensions and feature structures are chained only
+//! where present, core features are intersected with the supported ones, and
+//! `dynamicRendering` is checked before the device is created. The enabled core features are
+//! part of [`Gpu::identity`], the identity binaries are valid for.
+//!
+//! # External synchronization
+//!
+//! `vkGetPipelineKeyKHR(NULL)` has none; `vkDestroyDevice` and the cache's destruction run
+//! only in `Drop`, after every object made from the device is gone.
+
+use super::error::VulkanError;
+use super::instance::{attachment_formats, Driver, PhysicalInfo};
+use crate::state::TextureFormat;
+use crate::{DeviceFeatures, DeviceIdentity};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::Arc;
+use vulkanalia::prelude::v1_3::*;
+use vulkanalia::vk::KhrPipelineBinaryExtensionDeviceCommands;
+
+/// The bytes of a driver-written binary key: 1..=32 of them, or the driver broke the
+/// specification (`VK_MAX_PIPELINE_BINARY_KEY_SIZE_KHR` is 32), which is an error rather than
+/// something to truncate.
+pub(super) fn key_bytes(key: &vk::PipelineBinaryKeyKHR, call: &'static str) -> Result<Vec<u8>, VulkanError> {
+    let n = key.key_size as usize;
+    if n == 0 || n > crate::MAX_BINARY_KEY {
+        return Err(VulkanError::call(call, format!("driver returned a key of {n} bytes (1..=32)")));
+    }
+    Ok(key.key[..n].to_vec())
+}
+
+/// What to enable when opening a device ([`Gpu::open`]), or what the application enabled on
+/// its own device ([`Gpu::borrowed`]).
+///
+/// Thread safety: plain data.
+#[derive(Clone, Copy, Debug)]
+pub struct OpenOptions {
+    /// Capture with `VK_KHR_pipeline_binary` (else keep `VkPipelineCache` data).
+    pub pipeline_binaries: bool,
+    /// Enable graphics pipeline libraries.
+    pub libraries: bool,
+    /// With pipeline binaries: leave the driver's internal cache on (where the driver lets it
+    /// be switched off, `pipelineBinaryInternalCacheControl`, granary switches it off by
+    /// default so that every capture is a real compile).
+    pub internal_cache: bool,
+    /// Core features: with [`Gpu::open`], those to enable where the device supports them
+    /// (default: every feature granary knows, [`DeviceFeatures::KNOWN`]); with
+    /// [`Gpu::borrowed`], exactly those the application enabled. They are part of the
+    /// device identity binaries are valid for, and a pipeline that needs one not enabled is
+    /// refused naming it.
+    pub features: DeviceFeatures,
+}
+
+impl Default for OpenOptions {
+    /// Binaries and libraries where supported, the driver's internal cache off, every known
+    /// feature.
+    fn default() -> Self {
+        OpenOptions { pipeline_binaries: true, libraries: true, internal_cache: false, features: DeviceFeatures::KNOWN }
+    }
+}
+
+/// One logical device with its pipeline cache.
+///
+/// Thread safety: `Send + Sync`. Every method may be called from any number of threads at
+/// once (see the module's synchronization notes).
+pub struct Gpu {
+    pub(super) _driver: Arc<Driver>,
+    pub(super) device: Device,
+    /// Whether granary created the device (and destroys it in `Drop`).
+    pub(super) owned: bool,
+    /// The Vulkan format of each texture format the device can use as an attachment of its
+    /// kind (colour, or depth/stencil); absent: it cannot.
+    pub(super) formats: HashMap<TextureFormat, vk::Format>,
+    /// The physical device.
+    pub info: PhysicalInfo,
+    pub(super) cache: vk::PipelineCache,
+    pub(super) binaries: bool,
+    pub(super) libraries: bool,
+    pub(super) global_key: Vec<u8>,
+    /// The core features enabled on the device (of the ones granary knows).
+    pub(super) features: DeviceFeatures,
+}
+
+impl Gpu {
+    /// Opens `info` as a logical device with the extensions `options` asks for where the
+    /// device supports them, Vulkan 1.3 `dynamicRendering` (refused if unsupported), and the
+    /// core features of `options.features` the device supports.
+    pub fn open(driver: Arc<Driver>, info: PhysicalInfo, options: OpenOptions) -> Result<Arc<Gpu>, VulkanError> {
+        if !info.supports.dynamic_rendering {
+            return Err(VulkanError::Unsupported {
+                device: info.identity.device_name.clone(),
+                message: format!(
+                    "Vulkan {} without dynamicRendering; granary needs Vulkan 1.3",
+                    super::api_string(info.identity.api_version)
+                ),
+            });
+        }
+        let binaries = options.pipeline_binaries && info.supports.pipeline_binaries;
+        let libraries = options.libraries && info.supports.graphics_pipeline_library;
+        let features = options.features.intersection(info.features).intersection(DeviceFeatures::KNOWN);
+        let mut ext: Vec<*const i8> = Vec::new();
+        if libraries {
+            ext.push(vk::KHR_PIPELINE_LIBRARY_EXTENSION.name.as_ptr());
+            ext.push(vk::EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION.name.as_ptr());
+        }
+        if binaries {
+            ext.push(vk::KHR_MAINTENANCE5_EXTENSION.name.as_ptr());
+            ext.push(vk::KHR_PIPELINE_BINARY_EXTENSION.name.as_ptr());
+        }
+        let priority = 1.0f32;
+        let queue = vk::DeviceQueueCreateInfo {
+            queue_family_index: 0,
+            queue_count: 1,
+            queue_priorities: &priority,
+            ..Default::default()
+        };
+        // The feature chain: core features (exactly `features`) → Vulkan 1.3 (dynamic
+        // rendering) → [graphics pipeline library] → [maintenance5, pipeline binaries]
+        // → [internal cache control]. Each struct is linked only when its extension is enabled.
+        let mut f13 = vk::PhysicalDeviceVulkan13Features { dynamic_rendering: vk::TRUE, ..Default::default() };
+        let mut gpl = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT {
+            graphics_pipeline_library: vk::TRUE,
+            ..Default::default()
+        };
+        let mut m5 = vk::PhysicalDeviceMaintenance5Features { maintenance5: vk::TRUE, ..Default::default() };
+        let mut pb = vk::PhysicalDevicePipelineBinaryFeaturesKHR { pipeline_binaries: vk::TRUE, ..Default::default() };
+        let mut cache_control =
+            vk::DevicePipelineBinaryInternalCacheControlKHR { disable_internal_cache: vk::TRUE, ..Default::default() };
+        let mut tail: *mut c_void = std::ptr::null_mut();
+        if libraries {
+            gpl.next = tail;
+            tail = (&mut gpl as *mut vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT).cast();
+        }
+        if binaries {
+            m5.next = tail;
+            tail = (&mut m5 as *mut vk::PhysicalDeviceMaintenance5Features).cast();
+            pb.next = tail;
+            tail = (&mut pb as *mut vk::PhysicalDevicePipelineBinaryFeaturesKHR).cast();
+            if info.supports.internal_cache_control && !options.internal_cache {
+                // Harvests measure (and capture) real compiles: the driver's own cache is off.
+                cache_control.next = tail as *const c_void;
+                tail = (&mut cache_control as *mut vk::DevicePipelineBinaryInternalCacheControlKHR).cast();
+            }
+        }
+        f13.next = tail;
+        let mut features2 = vk::PhysicalDeviceFeatures2 {
+            next: (&mut f13 as *mut vk::PhysicalDeviceVulkan13Features).cast(),
+            features: super::features::to_vk(features),
+            ..Default::default()
+        };
+        let create = vk::DeviceCreateInfo {
+            next: (&mut features2 as *mut vk::PhysicalDeviceFeatures2).cast(),
+            queue_create_info_count: 1,
+            queue_create_infos: &queue,
+            enabled_extension_count: ext.len() as u32,
+            enabled_extension_names: ext.as_ptr(),
+            // `pEnabledFeatures` stays null: the core features travel in `features2`.
+            ..Default::default()
+        };
+        // SAFETY: `info.handle` came from `driver`'s instance; `create` and its chain point
+        // only at locals (features, queue, extension names from 'static constants) that live
+        // until the call returns; only supported extensions and features are enabled
+        // (`PhysicalInfo` was queried from this device: extensions and feature structs are
+        // linked only where present, core features are intersected with the supported ones,
+        // dynamic rendering was checked above).
+        let device = unsafe { driver.instance().create_device(info.handle, &create, None) }
+            .map_err(|e| VulkanError::call("vkCreateDevice", e))?;
+        let cache = if binaries {
+            vk::PipelineCache::null()
+        } else {
+            let ci = vk::PipelineCacheCreateInfo::default();
+            // SAFETY: `device` is valid; the cache is internally synchronized (no flags).
+            match unsafe { device.create_pipeline_cache(&ci, None) } {
+                Ok(c) => c,
+                Err(e) => {
+                    // SAFETY: nothing was made from the device yet.
+                    unsafe { device.destroy_device(None) };
+                    return Err(VulkanError::call("vkCreatePipelineCache", e));
+                }
+            }
+        };
+        let gpu = Gpu {
+            _driver: driver,
+            device,
+            owned: true,
+            formats: HashMap::new(),
+            info,
+            cache,
+            binaries,
+            libraries,
+            global_key: Vec::new(),
+            features,
+        };
+        // On error `gpu`'s Drop destroys the cache and the device.
+        gpu.finish_open()
+    }
+
+    /// What `open` and `borrowed` share once the device exists: the pipeline-binary global
+    /// key and the attachment formats.
+    fn finish_open(mut self) -> Result<Arc<Gpu>, VulkanError> {
+        if self.binaries {
+            self.global_key = self.read_global_key()?;
+        }
+        self.formats = attachment_formats(&self._driver, self.info.handle);
+        Ok(Arc::new(self))
+    }
+
+    /// `vkGetPipelineKeyKHR(NULL)`: the key that applies to every pipeline. A key of 0 or
+    /// more than 32 bytes is a driver error, not something to truncate.
+    fn read_global_key(&self) -> Result<Vec<u8>, VulkanError> {
+        let mut key = vk::PipelineBinaryKeyKHR::default();
+        // SAFETY: the extension is enabled on the device (`self.binaries`); a null create info
+        // asks for the global key; `key` lives until the call returns.
+        unsafe { self.device.get_pipeline_key_khr(None, &mut key) }
+            .map_err(|e| VulkanError::call("vkGetPipelineKeyKHR", e))?;
+        key_bytes(&key, "vkGetPipelineKeyKHR (global key)")
+    }
+
+    /// Wraps the application's own device, created from `driver`'s instance (see
+    /// [`Driver::borrowed`]) with the extensions and features `enabled` names (pipeline
+    /// binaries: `VK_KHR_pipeline_binary` + `VK_KHR_maintenance5` with `pipelineBinaries`;
+    /// libraries: `VK_KHR_pipeline_library` + `VK_EXT_graphics_pipeline_library`;
+    /// `enabled.features`: the core features it enabled; always Vulkan 1.3
+    /// `dynamicRendering`). Granary never destroys it.
+    ///
+    /// # Safety
+    ///
+    /// `device` must have been created from `info.handle` of `driver`'s instance with at
+    /// least what `enabled` says (an extension or feature granary believes enabled but is not
+    /// is undefined behaviour in the driver), and the application must keep it alive until
+    /// this value and everything made from it are dropped.
+    pub unsafe fn borrowed(
+        driver: Arc<Driver>,
+        info: PhysicalInfo,
+        device: &Device,
+        enabled: OpenOptions,
+    ) -> Result<Arc<Gpu>, VulkanError> {
+        if !info.supports.dynamic_rendering {
+            return Err(VulkanError::Unsupported {
+                device: info.identity.device_name.clone(),
+                message: "no dynamicRendering (Vulkan 1.3); granary's pipelines need it".into(),
+            });
+        }
+        let binaries = enabled.pipeline_binaries && info.supports.pipeline_binaries;
+        let libraries = enabled.libraries && info.supports.graphics_pipeline_library;
+        let features = enabled.features.intersection(info.features).intersection(DeviceFeatures::KNOWN);
+        Gpu {
+            _driver: driver,
+            device: device.clone(),
+            owned: false,
+            formats: HashMap::new(),
+            info,
+            cache: vk::PipelineCache::null(),
+            binaries,
+            libraries,
+            global_key: Vec::new(),
+            features,
+        }
+        .finish_open()
+    }
+
+    /// The identity binaries made on this device are valid for: the physical device's, with
+    /// the global key and the features enabled on this logical device.
+    pub fn identity(&self) -> DeviceIdentity {
+        DeviceIdentity {
+            binary_global_key: self.global_key.clone(),
+            features: self.features,
+            ..self.info.identity.clone()
+        }
+    }
+
+    /// The core features enabled on the device (of the ones granary knows).
+    pub fn features(&self) -> DeviceFeatures {
+        self.features
+    }
+
+    /// Whether the device is the application's ([`Gpu::borrowed`]).
+    pub fn is_borrowed(&self) -> bool {
+        !self.owned
+    }
+
+    /// The Vulkan format standing for `f` as an attachment on this device, if any.
+    pub fn format(&self, f: TextureFormat) -> Option<vk::Format> {
+        self.formats.get(&f).copied()
+    }
+
+    /// Whether binaries are captured with `VK_KHR_pipeline_binary`.
+    pub fn captures_binaries(&self) -> bool {
+        self.binaries
+    }
+
+    /// Whether graphics pipeline libraries are enabled.
+    pub fn libraries(&self) -> bool {
+        self.libraries
+    }
+
+    /// The pipeline-binary global key (empty without the extension).
+    pub fn global_key(&self) -> &[u8] {
+        &self.global_key
+    }
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        // SAFETY: every module, layout, pipeline, binary and cache holds an `Arc<Gpu>`, so no
+        // object made from the device is left; no other thread can reach `self`. A borrowed
+        // device is the application's to destroy.
+        unsafe {
+            if !self.cache.is_null() {
+                self.device.destroy_pipeline_cache(self.cache, None);
+            }
+            if self.owned {
+                self.device.destroy_device(None);
+            }
+        }
+    }
+}

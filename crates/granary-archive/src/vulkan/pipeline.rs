@@ -1,0 +1,633 @@
+//! Pipelines: the create info of one graphics or compute pipeline, built apart from the driver
+//! call that uses it (so the same chain is hashed by `vkGetPipelineKeyKHR` and created), and
+//! the owned [`Pipeline`] handle with the libraries it was linked from.
+//!
+//! # Object lifetime rules
+//!
+//! - A [`Pipeline`] owns its `VkPipeline` and destroys it when dropped, unless handed over with
+//!   [`Pipeline::into_raw`].
+//! - A pipeline linked from graphics pipeline libraries ([`Gpu::link`]) holds an `Arc` of each
+//!   library for as long as it lives: the specification requires the application to keep a
+//!   library alive while any pipeline linked with it exists. Its `Drop` destroys the linked
+//!   pipeline first; the libraries go when their last user does. [`Pipeline::into_raw`]
+//!   hands the libraries over with the handle ([`LinkedLibraries`]), to be dropped only after
+//!   the application destroyed the pipeline.
+//! - Fragment-output libraries ([`Gpu::fragment_output`]) are ordinary [`Pipeline`]s, shared
+//!   (`Arc`) by every pipeline linked with them; the loader caches one per output state.
+//! - At capture ([`How::Capture`]) a pipeline never outlives the creating call: its binaries
+//!   are copied out and it is destroyed before the call returns.
+//!
+//! # External synchronization
+//!
+//! `vkCreateGraphicsPipelines`/`vkCreateComputePipelines` take a pipeline cache created
+//! without `EXTERNALLY_SYNCHRONIZED`, so any number of threads may create into it;
+//! `vkGetPipelineKeyKHR` has no externally synchronized parameter; `vkDestroyPipeline` is
+//! called only from `Drop`, when no other reference exists.
+
+use super::binary::{Intern, RawBinary};
+use super::cache::Cache;
+use super::device::Gpu;
+use super::handles::{Layout, Module};
+use super::VulkanError;
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use vulkanalia::prelude::v1_3::*;
+
+/// Depth/stencil state of a graphics pipeline.
+pub type DepthStencil = vk::PipelineDepthStencilStateCreateInfo;
+
+/// Everything one graphics pipeline (or library) is made of.
+pub struct GraphicsInput<'a> {
+    /// `(module, stage, entry point)` per stage; the module is `None` only when the pipeline
+    /// is created from binaries (the specification ignores modules then).
+    pub stages: Vec<(Option<&'a Module>, vk::ShaderStageFlags, CString)>,
+    /// Vertex buffer bindings.
+    pub bindings: Vec<vk::VertexInputBindingDescription>,
+    /// Vertex attributes.
+    pub attributes: Vec<vk::VertexInputAttributeDescription>,
+    /// Topology.
+    pub topology: vk::PrimitiveTopology,
+    /// Primitive restart.
+    pub primitive_restart: bool,
+    /// Culling.
+    pub cull: vk::CullModeFlags,
+    /// Winding.
+    pub front_face: vk::FrontFace,
+    /// `(enable, constant, slope, clamp)`.
+    pub depth_bias: Option<(bool, f32, f32, f32)>,
+    /// Samples.
+    pub samples: vk::SampleCountFlags,
+    /// Alpha to coverage.
+    pub alpha_to_coverage: bool,
+    /// Depth/stencil state (`None`: no depth/stencil attachment).
+    pub depth_stencil: Option<DepthStencil>,
+    /// Depth attachment format (`UNDEFINED` if none).
+    pub depth_format: vk::Format,
+    /// Stencil attachment format (`UNDEFINED` if none).
+    pub stencil_format: vk::Format,
+    /// Colour attachments; `None` builds a library without the fragment-output part.
+    pub output: Option<Vec<(vk::Format, vk::PipelineColorBlendAttachmentState)>>,
+    /// The pipeline layout.
+    pub layout: &'a Layout,
+}
+
+/// What to do with a pipeline being created.
+#[derive(Clone, Copy)]
+pub enum How<'a> {
+    /// Harvest: capture its binaries and pipeline key (when the device captures binaries, else
+    /// it goes into the device's own pipeline cache) and destroy it before returning.
+    Capture(Intern<'a>),
+    /// Run time: create it from `binaries` (in the driver's order) or, when there are none,
+    /// from the shader modules with `cache`, and return it.
+    Keep {
+        /// Binaries to create it from ([`CheckedBinaries::NONE`]: compile from the modules).
+        binaries: CheckedBinaries<'a>,
+        /// Pipeline cache for a compile (ignored with binaries).
+        cache: Option<&'a Cache>,
+    },
+}
+
+/// Pipeline binary handles, in the driver's order, that the caller vouched for (see
+/// [`CheckedBinaries::new`]): the only way binaries reach a pipeline creation.
+///
+/// Thread safety: plain borrowed data.
+#[derive(Clone, Copy)]
+pub struct CheckedBinaries<'a>(&'a [vk::PipelineBinaryKHR]);
+
+impl<'a> CheckedBinaries<'a> {
+    /// No binaries: compile from the shader modules.
+    pub const NONE: CheckedBinaries<'static> = CheckedBinaries(&[]);
+
+    /// Binaries to create one pipeline from.
+    ///
+    /// # Safety
+    ///
+    /// Every handle must be alive, made on the device the pipeline is created on by
+    /// [`Gpu::binaries_from_data`](super::Gpu::binaries_from_data) (whose own contract covers
+    /// the bytes), and the set must be the one captured for a create info whose
+    /// `vkGetPipelineKeyKHR` equals that of the create info it is used with
+    /// ([`Gpu::graphics_key`] / [`Gpu::compute_key`]). Drivers do not validate binary data:
+    /// anything else is undefined behaviour in the driver.
+    pub unsafe fn new(handles: &'a [vk::PipelineBinaryKHR]) -> Self {
+        CheckedBinaries(handles)
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// A pipeline's creation result.
+pub struct Created {
+    /// `(key, data)` of each binary, in the driver's order (empty without pipeline binaries,
+    /// and with [`How::Keep`]).
+    pub binaries: Vec<RawBinary>,
+    /// With [`How::Capture`] on a device with pipeline binaries: `vkGetPipelineKeyKHR` of
+    /// the create info the pipeline was created with (else empty).
+    pub pipeline_key: Vec<u8>,
+    /// Time inside `vkCreate*Pipelines`.
+    pub driver_time: Duration,
+    /// The pipeline, with [`How::Keep`].
+    pub pipeline: Option<Pipeline>,
+    /// `VkPipelineCreationFeedback::flags` (with [`How::Keep`]; 0 if the driver wrote none).
+    pub feedback: u32,
+}
+
+/// The chain a create info is built with.
+#[derive(Clone, Copy)]
+struct Chain<'a> {
+    /// `VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR` (harvest on a binaries device).
+    capture: bool,
+    /// Creation feedback (run time).
+    feedback: Option<*mut vk::PipelineCreationFeedback>,
+    /// Binaries to create from.
+    binaries: &'a [vk::PipelineBinaryKHR],
+}
+
+impl<'a> Chain<'a> {
+    fn of(gpu: &Gpu, how: How<'a>, feedback: *mut vk::PipelineCreationFeedback) -> (Chain<'a>, vk::PipelineCache) {
+        match how {
+            How::Capture(_) => (Chain { capture: gpu.binaries, feedback: None, binaries: &[] }, gpu.cache),
+            How::Keep { binaries, cache } => (
+                Chain { capture: false, feedback: Some(feedback), binaries: binaries.0 },
+                // A pipeline made from binaries may not use a pipeline cache.
+                if binaries.is_empty() {
+                    cache.map_or(vk::PipelineCache::null(), |c| c.handle)
+                } else {
+                    vk::PipelineCache::null()
+                },
+            ),
+        }
+    }
+}
+
+impl Gpu {
+    /// Builds the create info of `input` with `chain` on this stack frame and hands it to `f`
+    /// (every pointer in it refers to a local of this call or to `input`, valid while `f`
+    /// runs).
+    fn with_graphics_info<R>(
+        &self,
+        input: &GraphicsInput<'_>,
+        chain: Chain<'_>,
+        f: impl FnOnce(&vk::GraphicsPipelineCreateInfo) -> R,
+    ) -> R {
+        let library = input.output.is_none();
+        let stages: Vec<vk::PipelineShaderStageCreateInfo> = input
+            .stages
+            .iter()
+            .map(|(m, stage, name)| vk::PipelineShaderStageCreateInfo {
+                stage: *stage,
+                module: m.map_or(vk::ShaderModule::null(), |m| m.handle),
+                name: name.as_ptr(),
+                ..Default::default()
+            })
+            .collect();
+        let vertex_input = vk::PipelineVertexInputStateCreateInfo {
+            vertex_binding_description_count: input.bindings.len() as u32,
+            vertex_binding_descriptions: input.bindings.as_ptr(),
+            vertex_attribute_description_count: input.attributes.len() as u32,
+            vertex_attribute_descriptions: input.attributes.as_ptr(),
+            ..Default::default()
+        };
+        let assembly = vk::PipelineInputAssemblyStateCreateInfo {
+            topology: input.topology,
+            primitive_restart_enable: vk::Bool32::from(input.primitive_restart),
+            ..Default::default()
+        };
+        let viewport =
+            vk::PipelineViewportStateCreateInfo { viewport_count: 1, scissor_count: 1, ..Default::default() };
+        let (bias_enable, bias_constant, bias_slope, bias_clamp) = input.depth_bias.unwrap_or((false, 0.0, 0.0, 0.0));
+        let raster = vk::PipelineRasterizationStateCreateInfo {
+            polygon_mode: vk::PolygonMode::FILL,
+            cull_mode: input.cull,
+            front_face: input.front_face,
+            depth_bias_enable: vk::Bool32::from(bias_enable),
+            depth_bias_constant_factor: bias_constant,
+            depth_bias_slope_factor: bias_slope,
+            depth_bias_clamp: bias_clamp,
+            line_width: 1.0,
+            ..Default::default()
+        };
+        let multisample = vk::PipelineMultisampleStateCreateInfo {
+            rasterization_samples: input.samples,
+            alpha_to_coverage_enable: vk::Bool32::from(input.alpha_to_coverage),
+            ..Default::default()
+        };
+        let depth_stencil = input.depth_stencil.unwrap_or_default();
+        let (formats, attachments): (Vec<vk::Format>, Vec<vk::PipelineColorBlendAttachmentState>) =
+            input.output.iter().flatten().copied().unzip();
+        let blend = vk::PipelineColorBlendStateCreateInfo {
+            attachment_count: attachments.len() as u32,
+            attachments: attachments.as_ptr(),
+            ..Default::default()
+        };
+        let mut dynamic_states = vec![vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
+        if input.depth_stencil.is_some() {
+            dynamic_states.push(vk::DynamicState::STENCIL_REFERENCE);
+        }
+        if !library {
+            dynamic_states.push(vk::DynamicState::BLEND_CONSTANTS);
+        }
+        let dynamic = vk::PipelineDynamicStateCreateInfo {
+            dynamic_state_count: dynamic_states.len() as u32,
+            dynamic_states: dynamic_states.as_ptr(),
+            ..Default::default()
+        };
+
+        // The pNext chain: rendering formats → [library parts] → [flags2] → [binaries] →
+        // [creation feedback].
+        let mut flags2 = vk::PipelineCreateFlags2CreateInfo::default();
+        let mut parts = vk::GraphicsPipelineLibraryCreateInfoEXT {
+            flags: vk::GraphicsPipelineLibraryFlagsEXT::VERTEX_INPUT_INTERFACE
+                | vk::GraphicsPipelineLibraryFlagsEXT::PRE_RASTERIZATION_SHADERS
+                | vk::GraphicsPipelineLibraryFlagsEXT::FRAGMENT_SHADER,
+            ..Default::default()
+        };
+        let mut rendering = vk::PipelineRenderingCreateInfo {
+            color_attachment_count: formats.len() as u32,
+            color_attachment_formats: formats.as_ptr(),
+            depth_attachment_format: input.depth_format,
+            stencil_attachment_format: input.stencil_format,
+            ..Default::default()
+        };
+        let mut tail: *const c_void = std::ptr::null();
+        let mut feedback_info = vk::PipelineCreationFeedbackCreateInfo::default();
+        if let Some(fb) = chain.feedback {
+            feedback_info.pipeline_creation_feedback = fb;
+            feedback_info.next = tail;
+            tail = (&feedback_info as *const vk::PipelineCreationFeedbackCreateInfo).cast();
+        }
+        let mut binary_info = vk::PipelineBinaryInfoKHR::default();
+        if !chain.binaries.is_empty() {
+            binary_info.binary_count = chain.binaries.len() as u32;
+            binary_info.pipeline_binaries = chain.binaries.as_ptr();
+            binary_info.next = tail;
+            tail = (&binary_info as *const vk::PipelineBinaryInfoKHR).cast();
+        }
+        if chain.capture || (library && self.binaries) {
+            let mut f = if chain.capture {
+                vk::PipelineCreateFlags2::CAPTURE_DATA_KHR
+            } else {
+                vk::PipelineCreateFlags2::empty()
+            };
+            if library {
+                f |= vk::PipelineCreateFlags2::LIBRARY_KHR;
+            }
+            flags2.flags = f;
+            flags2.next = tail;
+            tail = (&flags2 as *const vk::PipelineCreateFlags2CreateInfo).cast();
+        }
+        if library {
+            parts.next = tail;
+            tail = (&parts as *const vk::GraphicsPipelineLibraryCreateInfoEXT).cast();
+        }
+        rendering.next = tail;
+        let info = vk::GraphicsPipelineCreateInfo {
+            next: (&rendering as *const vk::PipelineRenderingCreateInfo).cast(),
+            flags: if library { vk::PipelineCreateFlags::LIBRARY_KHR } else { vk::PipelineCreateFlags::empty() },
+            stage_count: stages.len() as u32,
+            stages: stages.as_ptr(),
+            vertex_input_state: &vertex_input,
+            input_assembly_state: &assembly,
+            viewport_state: &viewport,
+            rasterization_state: &raster,
+            multisample_state: &multisample,
+            depth_stencil_state: &depth_stencil,
+            color_blend_state: if library { std::ptr::null() } else { &blend },
+            dynamic_state: &dynamic,
+            layout: input.layout.handle,
+            ..Default::default()
+        };
+        f(&info)
+    }
+
+    /// Creates a graphics pipeline (or, with `input.output == None`, a graphics pipeline
+    /// library of the vertex-input, pre-rasterization and fragment-shader parts). With
+    /// [`How::Capture`] it captures the pipeline's binaries and pipeline key and destroys it
+    /// before returning; with [`How::Keep`] it creates it from binaries or modules and
+    /// returns it. A stage's module may be `None` only with binaries.
+    pub fn create_graphics(self: &Arc<Self>, input: &GraphicsInput<'_>, how: How<'_>) -> Result<Created, VulkanError> {
+        let mut feedback = vk::PipelineCreationFeedback::default();
+        let (chain, cache) = Chain::of(self, how, &mut feedback);
+        if chain.binaries.is_empty() && input.stages.iter().any(|(m, _, _)| m.is_none()) {
+            return Err(VulkanError::call(
+                "vkCreateGraphicsPipelines",
+                "a stage without a shader module and no binaries",
+            ));
+        }
+        let mut pipeline_key = Vec::new();
+        let (result, driver_time) = self.with_graphics_info(input, chain, |info| {
+            if chain.capture {
+                // The key of exactly the chain created with, stored beside the binaries.
+                pipeline_key = match self.pipeline_key_of(info) {
+                    Ok(k) => k,
+                    Err(e) => return (Err(e), Duration::ZERO),
+                };
+            }
+            let start = Instant::now();
+            // SAFETY: every pointer in `info` and its chain refers to a local of
+            // `with_graphics_info` (or to `input`/`how`, borrowed for the whole call), alive
+            // while this closure runs; modules, layout, binaries and cache are alive (the
+            // caller holds them); the cache is internally synchronized. Binaries come only as
+            // `CheckedBinaries`, whose constructor's contract makes them valid for this create
+            // info. A null module comes only with binaries (checked above).
+            let r = unsafe { self.device.create_graphics_pipelines(cache, &[*info], None) };
+            (r.map_err(|e| VulkanError::call("vkCreateGraphicsPipelines", e)), start.elapsed())
+        });
+        let handle = result?.0.first().copied().unwrap_or_default();
+        let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
+        self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags)
+    }
+
+    /// `vkGetPipelineKeyKHR` of the graphics pipeline `input` would be created with at run
+    /// time ([`How::Keep`]: creation feedback in the chain, no binaries yet): the key a set of
+    /// archived binaries must carry to be used for it. Empty without pipeline binaries.
+    pub fn graphics_key(&self, input: &GraphicsInput<'_>) -> Result<Vec<u8>, VulkanError> {
+        if !self.binaries {
+            return Ok(Vec::new());
+        }
+        let mut feedback = vk::PipelineCreationFeedback::default();
+        let chain = Chain { capture: false, feedback: Some(&mut feedback), binaries: &[] };
+        self.with_graphics_info(input, chain, |info| self.pipeline_key_of(info))
+    }
+
+    /// Builds the compute create info on this stack frame and hands it to `f`.
+    fn with_compute_info<R>(
+        &self,
+        module: Option<&Module>,
+        entry: &std::ffi::CStr,
+        layout: &Layout,
+        chain: Chain<'_>,
+        f: impl FnOnce(&vk::ComputePipelineCreateInfo) -> R,
+    ) -> R {
+        let flags2 = vk::PipelineCreateFlags2CreateInfo {
+            flags: vk::PipelineCreateFlags2::CAPTURE_DATA_KHR,
+            ..Default::default()
+        };
+        let mut feedback_info = vk::PipelineCreationFeedbackCreateInfo::default();
+        let mut binary_info = vk::PipelineBinaryInfoKHR::default();
+        let mut tail: *const c_void = std::ptr::null();
+        if let Some(fb) = chain.feedback {
+            feedback_info.pipeline_creation_feedback = fb;
+            tail = (&feedback_info as *const vk::PipelineCreationFeedbackCreateInfo).cast();
+        }
+        if !chain.binaries.is_empty() {
+            binary_info.binary_count = chain.binaries.len() as u32;
+            binary_info.pipeline_binaries = chain.binaries.as_ptr();
+            binary_info.next = tail;
+            tail = (&binary_info as *const vk::PipelineBinaryInfoKHR).cast();
+        }
+        if chain.capture {
+            tail = (&flags2 as *const vk::PipelineCreateFlags2CreateInfo).cast();
+        }
+        let info = vk::ComputePipelineCreateInfo {
+            next: tail,
+            stage: vk::PipelineShaderStageCreateInfo {
+                stage: vk::ShaderStageFlags::COMPUTE,
+                module: module.map_or(vk::ShaderModule::null(), |m| m.handle),
+                name: entry.as_ptr(),
+                ..Default::default()
+            },
+            layout: layout.handle,
+            ..Default::default()
+        };
+        f(&info)
+    }
+
+    /// Creates a compute pipeline; as [`create_graphics`](Self::create_graphics).
+    pub fn create_compute(
+        self: &Arc<Self>,
+        module: Option<&Module>,
+        entry: &std::ffi::CStr,
+        layout: &Layout,
+        how: How<'_>,
+    ) -> Result<Created, VulkanError> {
+        let mut feedback = vk::PipelineCreationFeedback::default();
+        let (chain, cache) = Chain::of(self, how, &mut feedback);
+        if chain.binaries.is_empty() && module.is_none() {
+            return Err(VulkanError::call("vkCreateComputePipelines", "no shader module and no binaries"));
+        }
+        let mut pipeline_key = Vec::new();
+        let (result, driver_time) = self.with_compute_info(module, entry, layout, chain, |info| {
+            if chain.capture {
+                pipeline_key = match self.pipeline_key_of(info) {
+                    Ok(k) => k,
+                    Err(e) => return (Err(e), Duration::ZERO),
+                };
+            }
+            let start = Instant::now();
+            // SAFETY: as in `create_graphics`.
+            let r = unsafe { self.device.create_compute_pipelines(cache, &[*info], None) };
+            (r.map_err(|e| VulkanError::call("vkCreateComputePipelines", e)), start.elapsed())
+        });
+        let handle = result?.0.first().copied().unwrap_or_default();
+        let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
+        self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags)
+    }
+
+    /// `vkGetPipelineKeyKHR` of the compute pipeline as created at run time; as
+    /// [`graphics_key`](Self::graphics_key).
+    pub fn compute_key(
+        &self,
+        module: Option<&Module>,
+        entry: &std::ffi::CStr,
+        layout: &Layout,
+    ) -> Result<Vec<u8>, VulkanError> {
+        if !self.binaries {
+            return Ok(Vec::new());
+        }
+        let mut feedback = vk::PipelineCreationFeedback::default();
+        let chain = Chain { capture: false, feedback: Some(&mut feedback), binaries: &[] };
+        self.with_compute_info(module, entry, layout, chain, |info| self.pipeline_key_of(info))
+    }
+
+    /// Captures (and destroys) or keeps a freshly created pipeline.
+    fn finish(
+        &self,
+        pipeline: Pipeline,
+        how: How<'_>,
+        pipeline_key: Vec<u8>,
+        driver_time: Duration,
+        feedback: vk::PipelineCreationFeedbackFlags,
+    ) -> Result<Created, VulkanError> {
+        match how {
+            How::Capture(intern) => {
+                let binaries = self.capture(&pipeline, intern)?;
+                let pipeline_key = if binaries.is_empty() { Vec::new() } else { pipeline_key };
+                // `pipeline` drops here: destroyed before returning.
+                Ok(Created { binaries, pipeline_key, driver_time, pipeline: None, feedback: feedback.bits() })
+            }
+            How::Keep { .. } => Ok(Created {
+                binaries: Vec::new(),
+                pipeline_key: Vec::new(),
+                driver_time,
+                pipeline: Some(pipeline),
+                feedback: feedback.bits(),
+            }),
+        }
+    }
+
+    /// Creates the fragment-output library for `output` (formats and blend per colour
+    /// attachment) with `input`'s multisample state and depth/stencil formats, to be linked
+    /// with any number of libraries ([`link`](Self::link)); share it (`Arc`).
+    pub fn fragment_output(
+        self: &Arc<Self>,
+        input: &GraphicsInput<'_>,
+        output: &[(vk::Format, vk::PipelineColorBlendAttachmentState)],
+    ) -> Result<(Pipeline, Duration), VulkanError> {
+        let (formats, attachments): (Vec<vk::Format>, Vec<vk::PipelineColorBlendAttachmentState>) =
+            output.iter().copied().unzip();
+        let multisample = vk::PipelineMultisampleStateCreateInfo {
+            rasterization_samples: input.samples,
+            alpha_to_coverage_enable: vk::Bool32::from(input.alpha_to_coverage),
+            ..Default::default()
+        };
+        let blend = vk::PipelineColorBlendStateCreateInfo {
+            attachment_count: attachments.len() as u32,
+            attachments: attachments.as_ptr(),
+            ..Default::default()
+        };
+        let dynamic_states = [vk::DynamicState::BLEND_CONSTANTS];
+        let dynamic = vk::PipelineDynamicStateCreateInfo {
+            dynamic_state_count: dynamic_states.len() as u32,
+            dynamic_states: dynamic_states.as_ptr(),
+            ..Default::default()
+        };
+        let parts = vk::GraphicsPipelineLibraryCreateInfoEXT {
+            flags: vk::GraphicsPipelineLibraryFlagsEXT::FRAGMENT_OUTPUT_INTERFACE,
+            ..Default::default()
+        };
+        let rendering = vk::PipelineRenderingCreateInfo {
+            next: (&parts as *const vk::GraphicsPipelineLibraryCreateInfoEXT).cast(),
+            color_attachment_count: formats.len() as u32,
+            color_attachment_formats: formats.as_ptr(),
+            depth_attachment_format: input.depth_format,
+            stencil_attachment_format: input.stencil_format,
+            ..Default::default()
+        };
+        let info = vk::GraphicsPipelineCreateInfo {
+            next: (&rendering as *const vk::PipelineRenderingCreateInfo).cast(),
+            flags: vk::PipelineCreateFlags::LIBRARY_KHR,
+            multisample_state: &multisample,
+            color_blend_state: &blend,
+            dynamic_state: &dynamic,
+            ..Default::default()
+        };
+        let start = Instant::now();
+        // SAFETY: every pointer in `info` and its chain refers to a local above that lives
+        // until the call returns. A fragment-output library uses no shader and no layout.
+        let r = unsafe { self.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
+        let handle = r.map_err(|e| VulkanError::call("vkCreateGraphicsPipelines (fragment output)", e))?.0;
+        let pipeline =
+            Pipeline { gpu: self.clone(), handle: handle.first().copied().unwrap_or_default(), libraries: Vec::new() };
+        Ok((pipeline, start.elapsed()))
+    }
+
+    /// Links `library` (made by [`create_graphics`](Self::create_graphics) with `output ==
+    /// None`) with `output` (made by [`fragment_output`](Self::fragment_output)) into a
+    /// complete pipeline with `layout` (the one the library was created with). The linked
+    /// pipeline holds both libraries until it is destroyed.
+    pub fn link(
+        self: &Arc<Self>,
+        library: Arc<Pipeline>,
+        output: Arc<Pipeline>,
+        layout: &Layout,
+    ) -> Result<Created, VulkanError> {
+        let libraries = [library.handle, output.handle];
+        let mut feedback = vk::PipelineCreationFeedback::default();
+        let feedback_info =
+            vk::PipelineCreationFeedbackCreateInfo { pipeline_creation_feedback: &mut feedback, ..Default::default() };
+        let link = vk::PipelineLibraryCreateInfoKHR {
+            next: (&feedback_info as *const vk::PipelineCreationFeedbackCreateInfo).cast(),
+            library_count: libraries.len() as u32,
+            libraries: libraries.as_ptr(),
+            ..Default::default()
+        };
+        let info = vk::GraphicsPipelineCreateInfo {
+            next: (&link as *const vk::PipelineLibraryCreateInfoKHR).cast(),
+            layout: layout.handle,
+            ..Default::default()
+        };
+        let start = Instant::now();
+        // SAFETY: both libraries are alive (the `Arc`s are held for the call and then by the
+        // linked pipeline) and were created on this device; `link` and `feedback_info` live
+        // until the call returns; the layout is the one the shader library was created with.
+        let r = unsafe { self.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
+        let driver_time = start.elapsed();
+        let handle = r.map_err(|e| VulkanError::call("vkCreateGraphicsPipelines (link)", e))?.0.first().copied();
+        Ok(Created {
+            binaries: Vec::new(),
+            pipeline_key: Vec::new(),
+            driver_time,
+            pipeline: Some(Pipeline {
+                gpu: self.clone(),
+                handle: handle.unwrap_or_default(),
+                libraries: vec![library, output],
+            }),
+            feedback: feedback.flags.bits(),
+        })
+    }
+}
+
+/// A `VkPipeline` (or pipeline library), destroyed on drop unless taken with
+/// [`into_raw`](Pipeline::into_raw); a linked pipeline also holds the libraries it was linked
+/// from (see the module's lifetime rules).
+///
+/// Thread safety: `Send + Sync`; the handle is only read (bound in command buffers) by the
+/// application after it is created.
+pub struct Pipeline {
+    pub(super) gpu: Arc<Gpu>,
+    pub(super) handle: vk::Pipeline,
+    /// The libraries this pipeline was linked from, kept alive as long as it is.
+    pub(super) libraries: Vec<Arc<Pipeline>>,
+}
+
+/// The graphics pipeline libraries a pipeline handed over with [`Pipeline::into_raw`] was
+/// linked from. Keep this value until the application has destroyed that pipeline
+/// (`vkDestroyPipeline`), then drop it: the specification requires a library to outlive every
+/// pipeline linked with it. Empty for a pipeline that was not linked.
+///
+/// Thread safety: `Send + Sync`.
+#[must_use = "the libraries must outlive the pipeline linked from them"]
+pub struct LinkedLibraries(#[allow(dead_code)] Vec<Arc<Pipeline>>);
+
+impl LinkedLibraries {
+    /// Whether the pipeline was linked from no library.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Pipeline {
+    /// The handle, still owned by this value.
+    pub fn handle(&self) -> vk::Pipeline {
+        self.handle
+    }
+    /// Whether the pipeline was linked from libraries (which it keeps alive).
+    pub fn is_linked(&self) -> bool {
+        !self.libraries.is_empty()
+    }
+    /// Hands the pipeline over to the caller, who must destroy it (`vkDestroyPipeline`)
+    /// before the device, and before dropping the returned [`LinkedLibraries`].
+    pub fn into_raw(mut self) -> (vk::Pipeline, LinkedLibraries) {
+        let handle = std::mem::take(&mut self.handle);
+        (handle, LinkedLibraries(std::mem::take(&mut self.libraries)))
+    }
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        if !self.handle.is_null() {
+            // SAFETY: the pipeline is owned by this value (not handed out with `into_raw`);
+            // granary records no command buffer, so none can still use it. The caller of
+            // `Keep` drops it only once its own command buffers are done with it. Libraries it
+            // was linked from are destroyed after it (fields drop after this body).
+            unsafe { self.gpu.device.destroy_pipeline(self.handle, None) }
+        }
+    }
+}
