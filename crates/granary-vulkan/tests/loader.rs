@@ -23,7 +23,7 @@ use granary_archive::vulkan::{Driver, Gpu, LoadError, LoaderOptions, OpenOptions
 use granary_archive::{Archive, WriteEntry};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The example compiled with the `none` backend: SPIR-V, layouts and render states, no
 /// device section.
@@ -160,28 +160,47 @@ fn app_with(enable_features: bool, libraries: bool) -> Option<App> {
     Some(App { _entry: entry, instance, physical, device, validation })
 }
 
+impl App {
+    /// Granary's view of the application's device: no pipeline binaries, `libraries` as the
+    /// device was created, and the core features it enabled (every supported one, or none).
+    fn gpu(&self, libraries: bool, features: granary_archive::DeviceFeatures) -> Arc<Gpu> {
+        // SAFETY: the application's Vulkan 1.3 instance; every test keeps `self` alive until
+        // everything granary made from it is dropped (`finish` destroys it last).
+        let driver = unsafe { Driver::borrowed(&self.instance) };
+        let info = driver.physical_device(self.physical).expect("device info");
+        let enabled = OpenOptions { pipeline_binaries: false, libraries, internal_cache: false, features };
+        // SAFETY: `self.device` was created from `info.handle` of this instance by `app_with`
+        // with what `enabled` says (the features it enabled: all supported, or none; the
+        // library extensions exactly when `libraries`), and outlives the returned value.
+        unsafe { Gpu::borrowed(driver, info, &self.device, enabled) }.expect("wrap the device")
+    }
+
+    /// The application's teardown once granary's objects are gone: the device, the
+    /// messenger, the instance; then the validation verdict.
+    fn finish(self) {
+        // SAFETY: nothing granary made from the device or instance is alive any more (each
+        // test drops them first), so both are the application's alone to destroy, in order.
+        unsafe {
+            self.device.destroy_device(None);
+            if let Some((messenger, _)) = &self.validation {
+                self.instance.destroy_debug_utils_messenger_ext(*messenger, None);
+            }
+            self.instance.destroy_instance(None);
+        }
+        support::assert_clean(self.validation.map(|(_, data)| data.log().clone()));
+    }
+}
+
 #[test]
 fn the_loader_creates_every_pipeline_on_the_applications_device_from_four_threads() {
     let Some(app) = app() else { return };
     let archive = example_archive();
     let handed_over = Mutex::new(Vec::new());
     {
-        // SAFETY: the application's Vulkan 1.3 instance, alive until after this block.
-        let driver = unsafe { Driver::borrowed(&app.instance) };
-        let info = driver.physical_device(app.physical).expect("device info");
         // Only what the application enabled: no pipeline binaries, no libraries (pipelines
         // archived with unspecialized colour output are then created whole, with the link
-        // format).
-        let enabled = OpenOptions {
-            pipeline_binaries: false,
-            libraries: false,
-            internal_cache: false,
-            features: granary_archive::DeviceFeatures::KNOWN,
-        };
-        // SAFETY: `app.device` was created from `info.handle` of this instance with every core
-        // feature the device supports (granary intersects KNOWN with those), no pipeline
-        // binaries and no libraries; it outlives the loader (dropped at the end of this block).
-        let gpu = unsafe { Gpu::borrowed(driver, info, &app.device, enabled) }.expect("wrap the device");
+        // format), every core feature the device has.
+        let gpu = app.gpu(false, granary_archive::DeviceFeatures::KNOWN);
         let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default()).expect("loader");
         assert!(loader.mismatch().expect("no device section").to_string().contains("holds no driver binaries"));
         assert!(!loader.has_binaries());
@@ -232,13 +251,8 @@ fn the_loader_creates_every_pipeline_on_the_applications_device_from_four_thread
         for p in handed_over {
             app.device.destroy_pipeline(p, None);
         }
-        app.device.destroy_device(None);
-        if let Some((messenger, _)) = &app.validation {
-            app.instance.destroy_debug_utils_messenger_ext(*messenger, None);
-        }
-        app.instance.destroy_instance(None);
     }
-    support::assert_clean(app.validation.map(|(_, data)| data.log().clone()));
+    app.finish();
 }
 
 #[test]
@@ -247,18 +261,7 @@ fn a_pipeline_needing_a_feature_the_application_did_not_enable_is_refused_naming
     let archive = example_archive();
     let (mut made, mut refused) = (0, Vec::new());
     {
-        // SAFETY: the application's Vulkan 1.3 instance, alive until after this block.
-        let driver = unsafe { Driver::borrowed(&app.instance) };
-        let info = driver.physical_device(app.physical).expect("device info");
-        let enabled = OpenOptions {
-            pipeline_binaries: false,
-            libraries: false,
-            internal_cache: false,
-            features: granary_archive::DeviceFeatures::NONE,
-        };
-        // SAFETY: the device was created from `info.handle` with no core feature, no pipeline
-        // binaries and no libraries, and outlives this block.
-        let gpu = unsafe { Gpu::borrowed(driver, info, &app.device, enabled) }.expect("wrap the device");
+        let gpu = app.gpu(false, granary_archive::DeviceFeatures::NONE);
         let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default()).expect("loader");
         for i in 0..archive.len() {
             match loader.load(&archive.pipeline(i).expect("record")) {
@@ -267,21 +270,13 @@ fn a_pipeline_needing_a_feature_the_application_did_not_enable_is_refused_naming
             }
         }
     }
-    // SAFETY: granary's objects are gone; the device and instance are the application's.
-    unsafe {
-        app.device.destroy_device(None);
-        if let Some((messenger, _)) = &app.validation {
-            app.instance.destroy_debug_utils_messenger_ext(*messenger, None);
-        }
-        app.instance.destroy_instance(None);
-    }
     // The example has pipelines with a depth-bias clamp and with differing blend per
     // attachment: each is refused by name before the driver sees it, so the validation layer
     // reports nothing (before the fix the driver got them: VUID-…-00754 and -00605).
     assert!(made > 0, "{refused:?}");
     assert!(refused.iter().any(|e| e.contains("depthBiasClamp (depth_stencil.depth_bias_clamp is")), "{refused:#?}");
     assert!(refused.iter().all(|e| e.contains("not enabled on device")), "{refused:#?}");
-    support::assert_clean(app.validation.map(|(_, data)| data.log().clone()));
+    app.finish();
 }
 
 #[test]
@@ -290,19 +285,7 @@ fn a_linked_pipeline_keeps_its_libraries_alive_after_the_loader_and_into_raw() {
     let archive = example_archive();
     let mut handed_over = Vec::new();
     {
-        // SAFETY: the application's Vulkan 1.3 instance, alive until after this block.
-        let driver = unsafe { Driver::borrowed(&app.instance) };
-        let info = driver.physical_device(app.physical).expect("device info");
-        let enabled = OpenOptions {
-            pipeline_binaries: false,
-            libraries: true,
-            internal_cache: false,
-            features: granary_archive::DeviceFeatures::KNOWN,
-        };
-        // SAFETY: the device was created from `info.handle` with every supported core feature
-        // and the two library extensions with `graphicsPipelineLibrary`; it outlives this
-        // block.
-        let gpu = unsafe { Gpu::borrowed(driver, info, &app.device, enabled) }.expect("wrap the device");
+        let gpu = app.gpu(true, granary_archive::DeviceFeatures::KNOWN);
         let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default()).expect("loader");
         let mut linked = 0;
         for i in 0..archive.len() {
@@ -316,19 +299,15 @@ fn a_linked_pipeline_keeps_its_libraries_alive_after_the_loader_and_into_raw() {
             }
         }
         assert!(linked > 0, "the example has pipelines with unspecialized colour output");
-    } // the loader is dropped here; the libraries (and the Gpu they hold) live on in `handed_over`
-      // SAFETY: the pipelines are the application's now; each is destroyed before the libraries
-      // it was linked from (dropped right after), and before the device.
+        // The loader is dropped here; the libraries (and the Gpu they hold) live on.
+    }
+    // SAFETY: the pipelines are the application's now; each is destroyed before the libraries
+    // it was linked from (dropped right after), and before the device.
     unsafe {
         for (pipeline, libraries) in handed_over {
             app.device.destroy_pipeline(pipeline, None);
             drop(libraries);
         }
-        app.device.destroy_device(None);
-        if let Some((messenger, _)) = &app.validation {
-            app.instance.destroy_debug_utils_messenger_ext(*messenger, None);
-        }
-        app.instance.destroy_instance(None);
     }
-    support::assert_clean(app.validation.map(|(_, data)| data.log().clone()));
+    app.finish();
 }

@@ -55,18 +55,24 @@ pub fn color_output(
                 format!("color_attachments[{i}] is unspecialized and no format was given to link it with")
             })?,
         };
-        let blend = match c.blend {
-            Spec::Is(b) => b,
-            Spec::Unspecialized => Blend::Off,
-        };
-        let writes = match c.write_mask {
-            Spec::Is(m) => m,
-            Spec::Unspecialized => ColorWrites::ALL,
-        };
         let f = device_format(gpu, format, &format!("color_attachments[{i}]"))?;
-        out.push((f, state::blend_attachment(blend, writes)));
+        out.push((f, blend_state(c)));
     }
     Ok(out)
+}
+
+/// The blend state an attachment is created with: unspecialized blend is off, an
+/// unspecialized write mask writes every channel.
+pub fn blend_state(c: &crate::state::ColorAttachment) -> vk::PipelineColorBlendAttachmentState {
+    let blend = match c.blend {
+        Spec::Is(b) => b,
+        Spec::Unspecialized => Blend::Off,
+    };
+    let writes = match c.write_mask {
+        Spec::Is(m) => m,
+        Spec::Unspecialized => ColorWrites::ALL,
+    };
+    state::blend_attachment(blend, writes)
 }
 
 /// Refuses vertex input and colour attachments beyond the device's limits, naming the field

@@ -4,7 +4,7 @@
 
 use super::device::Gpu;
 use crate::layout::{BindingKind, PipelineLayout};
-use crate::state::{Blend, ColorWrites, RenderState, Spec};
+use crate::state::RenderState;
 use crate::{DeviceFeatures, ShaderStage};
 use vulkanalia::vk;
 
@@ -97,18 +97,7 @@ impl Limits {
 /// will be created: unspecialized fields take blending off and every channel, as
 /// [`color_output`](super::build::color_output) does).
 fn blends_identical(r: &RenderState) -> bool {
-    let effective = |i: usize| {
-        let c = &r.color_attachments[i];
-        let blend = match c.blend {
-            Spec::Is(b) => b,
-            Spec::Unspecialized => Blend::Off,
-        };
-        let writes = match c.write_mask {
-            Spec::Is(m) => m,
-            Spec::Unspecialized => ColorWrites::ALL,
-        };
-        super::state::blend_attachment(blend, writes)
-    };
+    let effective = |i: usize| super::build::blend_state(&r.color_attachments[i]);
     let same = |a: &vk::PipelineColorBlendAttachmentState, b: &vk::PipelineColorBlendAttachmentState| {
         a.blend_enable == b.blend_enable
             && a.color_write_mask == b.color_write_mask

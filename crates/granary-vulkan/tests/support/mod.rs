@@ -90,3 +90,22 @@ pub fn assert_clean(log: Option<Arc<ValidationLog>>) {
         examples.join("\n")
     );
 }
+
+/// The backend on the first device (under the layer when [`requested`]), or `None` without a
+/// driver after printing `SKIPPED` (a failure under `GRANARY_REQUIRE_VULKAN=1`, and when the
+/// layer is missing but required).
+pub fn backend() -> Option<granary_vulkan::VulkanBackend> {
+    let options = granary_vulkan::VulkanOptions { validate: requested(), ..Default::default() };
+    match granary_vulkan::VulkanBackend::open(&options) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            fail_if_layer_missing(&e);
+            assert!(
+                std::env::var("GRANARY_REQUIRE_VULKAN").map_or(true, |v| v != "1"),
+                "no Vulkan device and GRANARY_REQUIRE_VULKAN=1 requires one: {e}"
+            );
+            eprintln!("SKIPPED: no Vulkan driver ({e}); this test checked nothing");
+            None
+        }
+    }
+}
