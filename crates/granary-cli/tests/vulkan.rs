@@ -377,6 +377,12 @@ fn a_pipeline_the_device_refuses_costs_only_that_pipeline() {
     bad["label"] = Value::String("post/blit/unsupported-msaa".into());
     bad["render"]["sample_count"] = Value::from(samples);
     pipelines.push(bad);
+    // A vertex stride past every device's maxVertexInputBindingStride (at least 2048 by the
+    // specification; a 1 MiB stride is past every real device's), refused by name.
+    let mut wide = pipelines.iter().find(|p| p["label"] == "prepass/low/static/opaque").unwrap().clone();
+    wide["label"] = Value::String("prepass/low/static/too-wide".into());
+    wide["render"]["vertex_buffers"][0]["stride"] = Value::from(1u64 << 20);
+    pipelines.push(wide);
     let path = dir.path().join("pipelines.json");
     std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
     let out = dir.path().join("a.granary");
@@ -388,11 +394,15 @@ fn a_pipeline_the_device_refuses_costs_only_that_pipeline() {
     );
     assert_eq!(code, 1, "{s}");
     let failures = s["failures"].as_array().unwrap();
-    assert_eq!(failures.len(), 2, "{s}");
+    assert_eq!(failures.len(), 3, "{s}");
     let by = |label: &str| failures.iter().find(|f| f["pipeline"] == label).unwrap_or_else(|| panic!("{label}: {s}"));
     let msaa = by("post/blit/unsupported-msaa");
     assert_eq!(msaa["phase"], "device");
     assert!(msaa["message"].as_str().unwrap().contains(&format!("sample_count {samples} is not supported")), "{msaa}");
+    let wide = by("prepass/low/static/too-wide");
+    assert_eq!(wide["phase"], "device");
+    let m = wide["message"].as_str().unwrap();
+    assert!(m.contains("vertex_buffers[0].stride is 1048576") && m.contains("(maxVertexInputBindingStride)"), "{wide}");
     let fail = by("post/fxaa/low");
     assert_eq!(fail["phase"], "device");
     assert!(fail["message"].as_str().unwrap().contains("vkCreateGraphicsPipelines failed"), "{fail}");

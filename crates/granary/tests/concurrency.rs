@@ -206,3 +206,35 @@ fn plan_is_the_same_for_any_thread_count() {
         assert!(shape(threads) == one, "plan differs with {threads} threads");
     }
 }
+
+/// A backend whose device cannot hand over its pipeline-cache data (`vkGetPipelineCacheData`
+/// failed): the archive write fails saying so and leaves no file, instead of writing an archive
+/// that silently lacks the cache (the Vulkan backend used to swallow the error).
+#[test]
+fn a_device_cache_that_cannot_be_read_fails_the_write_instead_of_vanishing() {
+    use granary::backend::Backend;
+    use granary::descriptor::PipelineDescriptor;
+    use granary::frontend::StageFunction;
+    struct Failing;
+    impl Backend for Failing {
+        fn name(&self) -> &'static str {
+            "failing-cache"
+        }
+        fn link(&self, desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result<(), String> {
+            granary::backend::link_check(desc, stages)
+        }
+        fn device_caches(&self) -> Result<Vec<granary::archive::DeviceCache>, String> {
+            Err("vkGetPipelineCacheData failed: ERROR_OUT_OF_HOST_MEMORY".into())
+        }
+    }
+    let fx = common::fixture();
+    let capture = Arc::new(Capture::new(CaptureMode::Outputs));
+    let options = CompilerOptions { capture: Some(capture.clone()), ..Default::default() };
+    let compiler = Compiler::with_backend(options, Arc::new(Failing));
+    compiler.compile(&fx.pipeline(0, 0, 1)).expect("compiles");
+    let dir = common::tempdir();
+    let path = dir.path().join("a.granary");
+    let e = capture.write_archive(&path).expect_err("the cache could not be read").to_string();
+    assert!(e.contains("ERROR_OUT_OF_HOST_MEMORY") && e.contains("reading device data"), "{e}");
+    assert!(!path.exists());
+}
