@@ -23,7 +23,7 @@ use granary_archive::{BinarySet, Blob, DeviceBinaries, DeviceBinary, DeviceCache
 use granary_archive::{DeviceIdentity, RenderState};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// How to open the backend's device.
 #[derive(Clone, Debug, Default)]
@@ -64,10 +64,6 @@ pub struct PipelineCapture {
     pub pipeline_key: Vec<u8>,
 }
 
-/// One driver pipeline's capture, made once and handed to every pipeline that has its
-/// create info.
-type SharedCapture = Arc<OnceLock<Result<PipelineCapture, String>>>;
-
 /// What decides a driver pipeline's create info: each stage's SPIR-V (content hash), stage
 /// and entry point, the encoded render state, the Vulkan layout and whether it is a library.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -94,7 +90,9 @@ pub struct VulkanBackend {
     /// Captured binary bytes by content hash (see `intern`).
     blobs: Mutex<HashMap<u128, Arc<Blob>>>,
     /// With `share_identical`: one capture per distinct driver-level pipeline.
-    shared_captures: Option<Mutex<HashMap<DriverKey, SharedCapture>>>,
+    /// (One driver pipeline's capture, made once and handed to every pipeline that has its
+    /// create info; a failed capture is not kept, so the next identical pipeline tries again.)
+    shared_captures: Option<Shared<DriverKey, PipelineCapture>>,
     shared: AtomicU64,
     pipelines: AtomicU64,
     libraries: AtomicU64,
@@ -137,7 +135,7 @@ impl VulkanBackend {
             modules: Shared::default(),
             layouts: Shared::default(),
             blobs: Mutex::default(),
-            shared_captures: options.share_identical.then(Mutex::default),
+            shared_captures: options.share_identical.then(Shared::default),
             shared: AtomicU64::new(0),
             pipelines: AtomicU64::new(0),
             libraries: AtomicU64::new(0),
@@ -240,18 +238,15 @@ impl VulkanBackend {
         let state = render_state.map(|r| r.encode()).transpose().map_err(|e| e.message)?;
         let key =
             DriverKey { stages, state, layout: vk_layout.clone(), library: granary::backend::needs_libraries(desc) };
-        let cell = map.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_default().clone();
         let mut created_here = false;
-        let result = cell
-            .get_or_init(|| {
-                created_here = true;
-                self.create_unshared(desc, functions, &vk_layout, render_state)
-            })
-            .clone();
+        let result = map.get_or_try(key, || {
+            created_here = true;
+            self.create_unshared(desc, functions, &vk_layout, render_state)
+        });
         if !created_here && result.is_ok() {
             self.shared.fetch_add(1, Relaxed);
         }
-        result
+        result.map(|c| (*c).clone())
     }
 
     /// `render_state` is the descriptor's (`None` for compute pipelines).
