@@ -320,26 +320,17 @@ impl Gpu {
                 "a stage without a shader module and no binaries",
             ));
         }
-        let mut pipeline_key = Vec::new();
-        let (result, driver_time) = self.with_graphics_info(input, chain, |info| {
-            if chain.capture {
-                // The key of exactly the chain created with, stored beside the binaries.
-                pipeline_key = match self.pipeline_key_of(info) {
-                    Ok(k) => k,
-                    Err(e) => return (Err(e), Duration::ZERO),
-                };
-            }
-            let start = Instant::now();
-            // SAFETY: every pointer in `info` and its chain refers to a local of
-            // `with_graphics_info` (or to `input`/`how`, borrowed for the whole call), alive
-            // while this closure runs; modules, layout, binaries and cache are alive (the
-            // caller holds them); the cache is internally synchronized. Binaries come only as
-            // `CheckedBinaries`, whose constructor's contract makes them valid for this create
-            // info. A null module comes only with binaries (checked above).
-            let r = unsafe { self.device.create_graphics_pipelines(cache, &[*info], None) };
-            (r.map_err(|e| VulkanError::call("vkCreateGraphicsPipelines", e)), start.elapsed())
-        });
-        let handle = result?.0.first().copied().unwrap_or_default();
+        let (handle, pipeline_key, driver_time) = self.with_graphics_info(input, chain, |info| {
+            self.key_and_create(chain.capture, info, "vkCreateGraphicsPipelines", |info| {
+                // SAFETY: every pointer in `info` and its chain refers to a local of
+                // `with_graphics_info` (or to `input`/`how`, borrowed for the whole call),
+                // alive while this closure runs; modules, layout, binaries and cache are alive
+                // (the caller holds them); the cache is internally synchronized. Binaries come
+                // only as `CheckedBinaries`, whose constructor's contract makes them valid for
+                // this create info. A null module comes only with binaries (checked above).
+                unsafe { self.device.create_graphics_pipelines(cache, &[*info], None) }
+            })
+        })?;
         let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
         self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags)
     }
@@ -412,20 +403,12 @@ impl Gpu {
         if chain.binaries.is_empty() && module.is_none() {
             return Err(VulkanError::call("vkCreateComputePipelines", "no shader module and no binaries"));
         }
-        let mut pipeline_key = Vec::new();
-        let (result, driver_time) = self.with_compute_info(module, entry, layout, chain, |info| {
-            if chain.capture {
-                pipeline_key = match self.pipeline_key_of(info) {
-                    Ok(k) => k,
-                    Err(e) => return (Err(e), Duration::ZERO),
-                };
-            }
-            let start = Instant::now();
-            // SAFETY: as in `create_graphics`.
-            let r = unsafe { self.device.create_compute_pipelines(cache, &[*info], None) };
-            (r.map_err(|e| VulkanError::call("vkCreateComputePipelines", e)), start.elapsed())
-        });
-        let handle = result?.0.first().copied().unwrap_or_default();
+        let (handle, pipeline_key, driver_time) = self.with_compute_info(module, entry, layout, chain, |info| {
+            self.key_and_create(chain.capture, info, "vkCreateComputePipelines", |info| {
+                // SAFETY: as in `create_graphics`, for the compute create info.
+                unsafe { self.device.create_compute_pipelines(cache, &[*info], None) }
+            })
+        })?;
         let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
         self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags)
     }
@@ -444,6 +427,24 @@ impl Gpu {
         let mut feedback = vk::PipelineCreationFeedback::default();
         let chain = Chain { capture: false, feedback: Some(&mut feedback), binaries: &[] };
         self.with_compute_info(module, entry, layout, chain, |info| self.pipeline_key_of(info))
+    }
+
+    /// With `capture`, the pipeline key of `info` (exactly the chain created with, stored beside
+    /// the binaries); then `create(info)`, timed. Returns the pipeline, the key (empty without
+    /// `capture`) and the time inside the driver's create call.
+    fn key_and_create<T: super::binary::PipelineCreateInfo, S, E: std::fmt::Debug>(
+        &self,
+        capture: bool,
+        info: &T,
+        call: &'static str,
+        create: impl FnOnce(&T) -> Result<(Vec<vk::Pipeline>, S), E>,
+    ) -> Result<(vk::Pipeline, Vec<u8>, Duration), VulkanError> {
+        let key = if capture { self.pipeline_key_of(info)? } else { Vec::new() };
+        let start = Instant::now();
+        let r = create(info);
+        let driver_time = start.elapsed();
+        let handle = r.map_err(|e| VulkanError::call(call, e))?.0.first().copied().unwrap_or_default();
+        Ok((handle, key, driver_time))
     }
 
     /// Captures (and destroys) or keeps a freshly created pipeline.
