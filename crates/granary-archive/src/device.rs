@@ -65,9 +65,33 @@ impl DeviceFeatures {
     pub const STORAGE_IMAGE_READ_WITHOUT_FORMAT: DeviceFeatures = DeviceFeatures(1 << 14);
     /// `shaderStorageImageWriteWithoutFormat`.
     pub const STORAGE_IMAGE_WRITE_WITHOUT_FORMAT: DeviceFeatures = DeviceFeatures(1 << 15);
+    /// `shaderClipDistance` (SPIR-V `ClipDistance`).
+    pub const SHADER_CLIP_DISTANCE: DeviceFeatures = DeviceFeatures(1 << 16);
+    /// `shaderCullDistance` (SPIR-V `CullDistance`).
+    pub const SHADER_CULL_DISTANCE: DeviceFeatures = DeviceFeatures(1 << 17);
+    /// `shaderFloat64` (SPIR-V `Float64`).
+    pub const SHADER_FLOAT64: DeviceFeatures = DeviceFeatures(1 << 18);
+    /// `shaderInt64` (SPIR-V `Int64`).
+    pub const SHADER_INT64: DeviceFeatures = DeviceFeatures(1 << 19);
+    /// `shaderInt16` (SPIR-V `Int16`).
+    pub const SHADER_INT16: DeviceFeatures = DeviceFeatures(1 << 20);
+    /// `imageCubeArray` (SPIR-V `ImageCubeArray`, `SampledCubeArray`).
+    pub const IMAGE_CUBE_ARRAY: DeviceFeatures = DeviceFeatures(1 << 21);
+    /// `shaderImageGatherExtended` (SPIR-V `ImageGatherExtended`).
+    pub const SHADER_IMAGE_GATHER_EXTENDED: DeviceFeatures = DeviceFeatures(1 << 22);
+    /// `shaderStorageImageMultisample` (SPIR-V `StorageImageMultisample`, `ImageMSArray`).
+    pub const SHADER_STORAGE_IMAGE_MULTISAMPLE: DeviceFeatures = DeviceFeatures(1 << 23);
+    /// `shaderStorageImageExtendedFormats` (SPIR-V `StorageImageExtendedFormats`).
+    pub const SHADER_STORAGE_IMAGE_EXTENDED_FORMATS: DeviceFeatures = DeviceFeatures(1 << 24);
+    /// `shaderResourceMinLod` (SPIR-V `MinLod`).
+    pub const SHADER_RESOURCE_MIN_LOD: DeviceFeatures = DeviceFeatures(1 << 25);
+    /// Vulkan 1.1 `multiview` (SPIR-V `MultiView`).
+    pub const MULTIVIEW: DeviceFeatures = DeviceFeatures(1 << 26);
+    /// Vulkan 1.1 `shaderDrawParameters` (SPIR-V `DrawParameters`).
+    pub const SHADER_DRAW_PARAMETERS: DeviceFeatures = DeviceFeatures(1 << 27);
 
     /// Every feature this format knows, with its Vulkan name, in bit order.
-    pub const ALL: [(DeviceFeatures, &'static str); 16] = [
+    pub const ALL: [(DeviceFeatures, &'static str); 28] = [
         (Self::DEPTH_BIAS_CLAMP, "depthBiasClamp"),
         (Self::INDEPENDENT_BLEND, "independentBlend"),
         (Self::VERTEX_PIPELINE_STORES_AND_ATOMICS, "vertexPipelineStoresAndAtomics"),
@@ -84,9 +108,21 @@ impl DeviceFeatures {
         (Self::MULTI_VIEWPORT, "multiViewport"),
         (Self::STORAGE_IMAGE_READ_WITHOUT_FORMAT, "shaderStorageImageReadWithoutFormat"),
         (Self::STORAGE_IMAGE_WRITE_WITHOUT_FORMAT, "shaderStorageImageWriteWithoutFormat"),
+        (Self::SHADER_CLIP_DISTANCE, "shaderClipDistance"),
+        (Self::SHADER_CULL_DISTANCE, "shaderCullDistance"),
+        (Self::SHADER_FLOAT64, "shaderFloat64"),
+        (Self::SHADER_INT64, "shaderInt64"),
+        (Self::SHADER_INT16, "shaderInt16"),
+        (Self::IMAGE_CUBE_ARRAY, "imageCubeArray"),
+        (Self::SHADER_IMAGE_GATHER_EXTENDED, "shaderImageGatherExtended"),
+        (Self::SHADER_STORAGE_IMAGE_MULTISAMPLE, "shaderStorageImageMultisample"),
+        (Self::SHADER_STORAGE_IMAGE_EXTENDED_FORMATS, "shaderStorageImageExtendedFormats"),
+        (Self::SHADER_RESOURCE_MIN_LOD, "shaderResourceMinLod"),
+        (Self::MULTIVIEW, "multiview"),
+        (Self::SHADER_DRAW_PARAMETERS, "shaderDrawParameters"),
     ];
     /// Every bit this format knows.
-    pub const KNOWN: DeviceFeatures = DeviceFeatures((1 << 16) - 1);
+    pub const KNOWN: DeviceFeatures = DeviceFeatures((1 << 28) - 1);
     /// No feature.
     pub const NONE: DeviceFeatures = DeviceFeatures(0);
 
@@ -114,7 +150,7 @@ impl DeviceFeatures {
     pub fn names(self) -> Vec<String> {
         let mut out: Vec<String> =
             Self::ALL.iter().filter(|(f, _)| self.contains(*f)).map(|(_, n)| (*n).to_string()).collect();
-        for bit in 16..64 {
+        for bit in Self::ALL.len()..64 {
             if self.0 & (1 << bit) != 0 {
                 out.push(format!("bit {bit}"));
             }

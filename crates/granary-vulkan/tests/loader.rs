@@ -56,6 +56,8 @@ struct App {
     device: Device,
     /// Under `GRANARY_VALIDATE=1`: the application's messenger, with granary's callback.
     validation: Option<(vk::DebugUtilsMessengerEXT, MessengerData)>,
+    /// The core features the application enabled on `device`, as granary names them.
+    features: granary_archive::DeviceFeatures,
 }
 
 fn app() -> Option<App> {
@@ -157,13 +159,16 @@ fn app_with(enable_features: bool, libraries: bool) -> Option<App> {
     // SAFETY: `physical` came from `instance`; `create` and its chain point at locals that
     // live until the call returns.
     let device = unsafe { instance.create_device(physical, &create, None) }.expect("vkCreateDevice");
-    Some(App { _entry: entry, instance, physical, device, validation })
+    let features =
+        granary_archive::vulkan::features::from_vk(&features, &vk::PhysicalDeviceVulkan11Features::default());
+    Some(App { _entry: entry, instance, physical, device, validation, features })
 }
 
 impl App {
     /// Granary's view of the application's device: no pipeline binaries, `libraries` as the
     /// device was created, and the core features it enabled (every supported one, or none).
-    fn gpu(&self, libraries: bool, features: granary_archive::DeviceFeatures) -> Arc<Gpu> {
+    fn gpu(&self, libraries: bool) -> Arc<Gpu> {
+        let features = self.features;
         // SAFETY: the application's Vulkan 1.3 instance; every test keeps `self` alive until
         // everything granary made from it is dropped (`finish` destroys it last).
         let driver = unsafe { Driver::borrowed(&self.instance) };
@@ -200,7 +205,7 @@ fn the_loader_creates_every_pipeline_on_the_applications_device_from_four_thread
         // Only what the application enabled: no pipeline binaries, no libraries (pipelines
         // archived with unspecialized colour output are then created whole, with the link
         // format), every core feature the device has.
-        let gpu = app.gpu(false, granary_archive::DeviceFeatures::KNOWN);
+        let gpu = app.gpu(false);
         let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default()).expect("loader");
         assert!(loader.mismatch().expect("no device section").to_string().contains("holds no driver binaries"));
         assert!(!loader.has_binaries());
@@ -261,7 +266,13 @@ fn a_pipeline_needing_a_feature_the_application_did_not_enable_is_refused_naming
     let archive = example_archive();
     let (mut made, mut refused) = (0, Vec::new());
     {
-        let gpu = app.gpu(false, granary_archive::DeviceFeatures::NONE);
+        let gpu = app.gpu(false);
+        // A module declaring ClipDistance is refused before vkCreateShaderModule (where it
+        // would be VUID-VkShaderModuleCreateInfo-pCode-01091), naming capability and feature.
+        let words: [u32; 10] = [0x0723_0203, 0x0001_0000, 0, 8, 0, (2 << 16) | 17, 1, (2 << 16) | 17, 32, 0];
+        let spirv: Vec<u8> = words[..9].iter().flat_map(|w| w.to_le_bytes()).collect();
+        let e = gpu.module(&spirv).err().expect("refused").to_string();
+        assert!(e.contains("shaderClipDistance (the SPIR-V declares capability ClipDistance)"), "{e}");
         let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default()).expect("loader");
         for i in 0..archive.len() {
             match loader.load(&archive.pipeline(i).expect("record")) {
@@ -285,7 +296,7 @@ fn a_linked_pipeline_keeps_its_libraries_alive_after_the_loader_and_into_raw() {
     let archive = example_archive();
     let mut handed_over = Vec::new();
     {
-        let gpu = app.gpu(true, granary_archive::DeviceFeatures::KNOWN);
+        let gpu = app.gpu(true);
         let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default()).expect("loader");
         let mut linked = 0;
         for i in 0..archive.len() {

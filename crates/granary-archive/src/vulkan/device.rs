@@ -111,7 +111,7 @@ impl Gpu {
         }
         let binaries = options.pipeline_binaries && info.supports.pipeline_binaries;
         let libraries = options.libraries && info.supports.graphics_pipeline_library;
-        let features = options.features.intersection(info.features).intersection(DeviceFeatures::KNOWN);
+        let features = options.features.intersection(info.identity.features).intersection(DeviceFeatures::KNOWN);
         let mut ext: Vec<*const i8> = Vec::new();
         if libraries {
             ext.push(vk::KHR_PIPELINE_LIBRARY_EXTENSION.name.as_ptr());
@@ -156,7 +156,10 @@ impl Gpu {
                 tail = (&mut cache_control as *mut vk::DevicePipelineBinaryInternalCacheControlKHR).cast();
             }
         }
-        f13.next = tail;
+        // Vulkan 1.1 features (multiview, draw parameters): the device is 1.3 (checked above).
+        let mut f11 = super::features::to_vk11(features);
+        f11.next = tail;
+        f13.next = (&mut f11 as *mut vk::PhysicalDeviceVulkan11Features).cast();
         let mut features2 = vk::PhysicalDeviceFeatures2 {
             next: (&mut f13 as *mut vk::PhysicalDeviceVulkan13Features).cast(),
             features: super::features::to_vk(features),
@@ -257,7 +260,7 @@ impl Gpu {
         }
         let binaries = enabled.pipeline_binaries && info.supports.pipeline_binaries;
         let libraries = enabled.libraries && info.supports.graphics_pipeline_library;
-        let features = enabled.features.intersection(info.features).intersection(DeviceFeatures::KNOWN);
+        let features = enabled.features.intersection(info.identity.features).intersection(DeviceFeatures::KNOWN);
         Gpu {
             _driver: driver,
             device: device.clone(),

@@ -8,8 +8,8 @@ use crate::state::RenderState;
 use crate::{DeviceFeatures, ShaderStage};
 use vulkanalia::vk;
 
-/// The features of `f` that granary knows (one bit per `VkBool32`).
-pub fn from_vk(f: &vk::PhysicalDeviceFeatures) -> DeviceFeatures {
+/// The features of `f` and `v11` (Vulkan 1.1's) that granary knows (one bit per `VkBool32`).
+pub fn from_vk(f: &vk::PhysicalDeviceFeatures, v11: &vk::PhysicalDeviceVulkan11Features) -> DeviceFeatures {
     let on = |b: vk::Bool32, x: DeviceFeatures| if b == vk::TRUE { x } else { DeviceFeatures::NONE };
     [
         on(f.depth_bias_clamp, DeviceFeatures::DEPTH_BIAS_CLAMP),
@@ -28,12 +28,33 @@ pub fn from_vk(f: &vk::PhysicalDeviceFeatures) -> DeviceFeatures {
         on(f.multi_viewport, DeviceFeatures::MULTI_VIEWPORT),
         on(f.shader_storage_image_read_without_format, DeviceFeatures::STORAGE_IMAGE_READ_WITHOUT_FORMAT),
         on(f.shader_storage_image_write_without_format, DeviceFeatures::STORAGE_IMAGE_WRITE_WITHOUT_FORMAT),
+        on(f.shader_clip_distance, DeviceFeatures::SHADER_CLIP_DISTANCE),
+        on(f.shader_cull_distance, DeviceFeatures::SHADER_CULL_DISTANCE),
+        on(f.shader_float64, DeviceFeatures::SHADER_FLOAT64),
+        on(f.shader_int64, DeviceFeatures::SHADER_INT64),
+        on(f.shader_int16, DeviceFeatures::SHADER_INT16),
+        on(f.image_cube_array, DeviceFeatures::IMAGE_CUBE_ARRAY),
+        on(f.shader_image_gather_extended, DeviceFeatures::SHADER_IMAGE_GATHER_EXTENDED),
+        on(f.shader_storage_image_multisample, DeviceFeatures::SHADER_STORAGE_IMAGE_MULTISAMPLE),
+        on(f.shader_storage_image_extended_formats, DeviceFeatures::SHADER_STORAGE_IMAGE_EXTENDED_FORMATS),
+        on(f.shader_resource_min_lod, DeviceFeatures::SHADER_RESOURCE_MIN_LOD),
+        on(v11.multiview, DeviceFeatures::MULTIVIEW),
+        on(v11.shader_draw_parameters, DeviceFeatures::SHADER_DRAW_PARAMETERS),
     ]
     .into_iter()
     .fold(DeviceFeatures::NONE, DeviceFeatures::union)
 }
 
-/// The `VkPhysicalDeviceFeatures` that enables exactly `f` (every other member false).
+/// The `VkPhysicalDeviceVulkan11Features` that enables exactly `f`'s Vulkan 1.1 members.
+pub fn to_vk11(f: DeviceFeatures) -> vk::PhysicalDeviceVulkan11Features {
+    vk::PhysicalDeviceVulkan11Features {
+        multiview: vk::Bool32::from(f.contains(DeviceFeatures::MULTIVIEW)),
+        shader_draw_parameters: vk::Bool32::from(f.contains(DeviceFeatures::SHADER_DRAW_PARAMETERS)),
+        ..Default::default()
+    }
+}
+
+/// The `VkPhysicalDeviceFeatures` that enables exactly `f`'s core members (every other false).
 pub fn to_vk(f: DeviceFeatures) -> vk::PhysicalDeviceFeatures {
     let b = |x: DeviceFeatures| vk::Bool32::from(f.contains(x));
     vk::PhysicalDeviceFeatures {
@@ -53,6 +74,16 @@ pub fn to_vk(f: DeviceFeatures) -> vk::PhysicalDeviceFeatures {
         multi_viewport: b(DeviceFeatures::MULTI_VIEWPORT),
         shader_storage_image_read_without_format: b(DeviceFeatures::STORAGE_IMAGE_READ_WITHOUT_FORMAT),
         shader_storage_image_write_without_format: b(DeviceFeatures::STORAGE_IMAGE_WRITE_WITHOUT_FORMAT),
+        shader_clip_distance: b(DeviceFeatures::SHADER_CLIP_DISTANCE),
+        shader_cull_distance: b(DeviceFeatures::SHADER_CULL_DISTANCE),
+        shader_float64: b(DeviceFeatures::SHADER_FLOAT64),
+        shader_int64: b(DeviceFeatures::SHADER_INT64),
+        shader_int16: b(DeviceFeatures::SHADER_INT16),
+        image_cube_array: b(DeviceFeatures::IMAGE_CUBE_ARRAY),
+        shader_image_gather_extended: b(DeviceFeatures::SHADER_IMAGE_GATHER_EXTENDED),
+        shader_storage_image_multisample: b(DeviceFeatures::SHADER_STORAGE_IMAGE_MULTISAMPLE),
+        shader_storage_image_extended_formats: b(DeviceFeatures::SHADER_STORAGE_IMAGE_EXTENDED_FORMATS),
+        shader_resource_min_lod: b(DeviceFeatures::SHADER_RESOURCE_MIN_LOD),
         ..Default::default()
     }
 }
@@ -159,15 +190,70 @@ pub fn required(layout: &PipelineLayout, state: Option<&RenderState>) -> Vec<(De
     out
 }
 
-/// Refuses a pipeline that needs a feature `gpu` did not enable, naming the feature and why
-/// the pipeline needs it.
-pub fn check(gpu: &Gpu, layout: &PipelineLayout, state: Option<&RenderState>) -> Result<(), String> {
+/// SPIR-V capabilities that need a device feature (the specification's SPIR-V environment
+/// appendix), by capability number, with the capability's name.
+const CAPABILITY_FEATURES: [(u32, &str, DeviceFeatures); 20] = [
+    (2, "Geometry", DeviceFeatures::GEOMETRY_SHADER),
+    (3, "Tessellation", DeviceFeatures::TESSELLATION_SHADER),
+    (10, "Float64", DeviceFeatures::SHADER_FLOAT64),
+    (11, "Int64", DeviceFeatures::SHADER_INT64),
+    (22, "Int16", DeviceFeatures::SHADER_INT16),
+    (25, "ImageGatherExtended", DeviceFeatures::SHADER_IMAGE_GATHER_EXTENDED),
+    (27, "StorageImageMultisample", DeviceFeatures::SHADER_STORAGE_IMAGE_MULTISAMPLE),
+    (32, "ClipDistance", DeviceFeatures::SHADER_CLIP_DISTANCE),
+    (33, "CullDistance", DeviceFeatures::SHADER_CULL_DISTANCE),
+    (34, "ImageCubeArray", DeviceFeatures::IMAGE_CUBE_ARRAY),
+    (35, "SampleRateShading", DeviceFeatures::SAMPLE_RATE_SHADING),
+    (42, "MinLod", DeviceFeatures::SHADER_RESOURCE_MIN_LOD),
+    (45, "SampledCubeArray", DeviceFeatures::IMAGE_CUBE_ARRAY),
+    (48, "ImageMSArray", DeviceFeatures::SHADER_STORAGE_IMAGE_MULTISAMPLE),
+    (49, "StorageImageExtendedFormats", DeviceFeatures::SHADER_STORAGE_IMAGE_EXTENDED_FORMATS),
+    (52, "InterpolationFunction", DeviceFeatures::SAMPLE_RATE_SHADING),
+    (55, "StorageImageReadWithoutFormat", DeviceFeatures::STORAGE_IMAGE_READ_WITHOUT_FORMAT),
+    (56, "StorageImageWriteWithoutFormat", DeviceFeatures::STORAGE_IMAGE_WRITE_WITHOUT_FORMAT),
+    (4427, "DrawParameters", DeviceFeatures::SHADER_DRAW_PARAMETERS),
+    (4439, "MultiView", DeviceFeatures::MULTIVIEW),
+];
+
+/// The features the `OpCapability` declarations of a SPIR-V module need (as far as granary
+/// knows them), each with the capability that needs it. Reads only the module's preamble
+/// (capabilities come first); bytes that are not SPIR-V need nothing here (the module's own
+/// checks refuse them).
+pub fn required_by_spirv(spirv: &[u8]) -> Vec<(DeviceFeatures, String)> {
+    let word = |i: usize| spirv.get(i * 4..i * 4 + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let mut out = Vec::new();
+    if word(0) != Some(0x0723_0203) {
+        return out;
+    }
+    let mut i = 5;
+    while let Some(w) = word(i) {
+        let (op, len) = (w & 0xffff, (w >> 16) as usize);
+        match op {
+            // OpCapability
+            17 => {
+                if let Some(cap) = word(i + 1) {
+                    if let Some((_, name, f)) = CAPABILITY_FEATURES.iter().find(|(c, _, _)| *c == cap) {
+                        out.push((*f, format!("the SPIR-V declares capability {name}")));
+                    }
+                }
+            }
+            // OpExtension, OpExtInstImport, OpMemoryModel: still the preamble.
+            10 | 11 | 14 => {}
+            _ => break,
+        }
+        if len == 0 {
+            break;
+        }
+        i += len;
+    }
+    out
+}
+
+/// Why `gpu` cannot take these needs, or `Ok` when it enabled every feature they name.
+fn refuse_missing(gpu: &Gpu, needs: Vec<(DeviceFeatures, String)>) -> Result<(), String> {
     let enabled = gpu.features();
-    let missing: Vec<String> = required(layout, state)
-        .into_iter()
-        .filter(|(f, _)| !enabled.contains(*f))
-        .map(|(f, why)| format!("{f} ({why})"))
-        .collect();
+    let missing: Vec<String> =
+        needs.into_iter().filter(|(f, _)| !enabled.contains(*f)).map(|(f, why)| format!("{f} ({why})")).collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -180,17 +266,56 @@ pub fn check(gpu: &Gpu, layout: &PipelineLayout, state: Option<&RenderState>) ->
     ))
 }
 
+/// Refuses a shader module whose SPIR-V declares a capability needing a feature `gpu` did not
+/// enable (before `vkCreateShaderModule`, where it is `VUID-VkShaderModuleCreateInfo-pCode-01091`).
+pub fn check_spirv(gpu: &Gpu, spirv: &[u8]) -> Result<(), String> {
+    refuse_missing(gpu, required_by_spirv(spirv))
+}
+
+/// Refuses a pipeline that needs a feature `gpu` did not enable, naming the feature and why
+/// the pipeline needs it.
+pub fn check(gpu: &Gpu, layout: &PipelineLayout, state: Option<&RenderState>) -> Result<(), String> {
+    refuse_missing(gpu, required(layout, state))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
+    fn capabilities_name_the_features_they_need() {
+        let mut w: Vec<u32> = vec![0x0723_0203, 0x0001_0000, 0, 100, 0];
+        for cap in [1u32, 32, 4439, 4427, 9999] {
+            w.extend([(2 << 16) | 17, cap]);
+        }
+        w.extend([(3 << 16) | 14, 0, 1]); // OpMemoryModel
+        w.extend([(2 << 16) | 17, 10]); // still the preamble: read
+        w.extend([(5 << 16) | 54, 1, 2, 0, 3]); // OpFunction: the preamble is over
+        w.extend([(2 << 16) | 17, 11]); // never read
+        let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let needs: Vec<DeviceFeatures> = required_by_spirv(&bytes).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(
+            needs,
+            [
+                DeviceFeatures::SHADER_CLIP_DISTANCE,
+                DeviceFeatures::MULTIVIEW,
+                DeviceFeatures::SHADER_DRAW_PARAMETERS,
+                DeviceFeatures::SHADER_FLOAT64
+            ]
+        );
+        assert!(required_by_spirv(&bytes)[0].1.contains("ClipDistance"));
+        assert!(required_by_spirv(b"not spirv at all").is_empty());
+        assert!(required_by_spirv(&bytes[..22]).is_empty(), "a cut module needs nothing it did not say");
+    }
+
+    #[test]
     fn every_known_feature_maps_both_ways() {
         for (f, name) in DeviceFeatures::ALL {
-            let v = to_vk(f);
-            assert_eq!(from_vk(&v), f, "{name}");
+            assert_eq!(from_vk(&to_vk(f), &to_vk11(f)), f, "{name}");
         }
-        assert_eq!(from_vk(&to_vk(DeviceFeatures::KNOWN)), DeviceFeatures::KNOWN);
-        assert_eq!(from_vk(&vk::PhysicalDeviceFeatures::default()), DeviceFeatures::NONE);
+        let all = DeviceFeatures::KNOWN;
+        assert_eq!(from_vk(&to_vk(all), &to_vk11(all)), all);
+        let none = (vk::PhysicalDeviceFeatures::default(), vk::PhysicalDeviceVulkan11Features::default());
+        assert_eq!(from_vk(&none.0, &none.1), DeviceFeatures::NONE);
     }
 }

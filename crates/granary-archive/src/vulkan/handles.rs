@@ -78,6 +78,9 @@ impl Gpu {
         if spirv[..4] != [0x03, 0x02, 0x23, 0x07] {
             return Err(VulkanError::call("vkCreateShaderModule", "not SPIR-V (no little-endian magic 0x07230203)"));
         }
+        // A capability whose feature is not enabled is invalid usage (VUID-…-pCode-01091).
+        super::features::check_spirv(self, spirv)
+            .map_err(|message| VulkanError::Unsupported { device: self.info.identity.device_name.clone(), message })?;
         super::probe::observe(super::probe::Data::Spirv, spirv);
         // Copy to a `u32` buffer: the archive's bytes are 16-byte aligned, but a `Vec<u8>` from
         // elsewhere need not be.

@@ -17,7 +17,7 @@
 use super::error::VulkanError;
 use super::features::Limits;
 use crate::state::TextureFormat;
-use crate::{DeviceFeatures, DeviceIdentity};
+use crate::DeviceIdentity;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -47,8 +47,6 @@ pub struct PhysicalInfo {
     pub identity: DeviceIdentity,
     /// What it supports of what granary uses.
     pub supports: Supports,
-    /// The core features it supports, of the ones granary knows.
-    pub features: DeviceFeatures,
     /// The limits pipelines are checked against.
     pub limits: Limits,
     /// `maxBoundDescriptorSets`.
@@ -253,6 +251,7 @@ impl Driver {
             i.get_physical_device_properties2(pd, &mut props2);
 
             // Features.
+            let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
             let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
             let mut gpl = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT::default();
             let mut m5 = vk::PhysicalDeviceMaintenance5Features::default();
@@ -273,6 +272,10 @@ impl Driver {
                 f13.next = tail;
                 tail = (&mut f13 as *mut vk::PhysicalDeviceVulkan13Features).cast();
             }
+            if v12 {
+                f11.next = tail;
+                tail = (&mut f11 as *mut vk::PhysicalDeviceVulkan11Features).cast();
+            }
             features2.next = tail;
             i.get_physical_device_features2(pd, &mut features2);
 
@@ -286,7 +289,7 @@ impl Driver {
                     driver_version: core.driver_version,
                     api_version: core.api_version,
                     // What `Gpu::open` enables: every known feature the device supports.
-                    features: super::features::from_vk(&features2.features),
+                    features: super::features::from_vk(&features2.features, &f11),
                     pipeline_cache_uuid: *core.pipeline_cache_uuid,
                     binary_global_key: Vec::new(),
                     device_name: string_of(core.device_name.as_bytes()),
@@ -303,7 +306,6 @@ impl Driver {
                     fast_linking: has_gpl_ext && gpl_props.graphics_pipeline_library_fast_linking == vk::TRUE,
                     dynamic_rendering: v13 && f13.dynamic_rendering == vk::TRUE,
                 },
-                features: super::features::from_vk(&features2.features),
                 limits: Limits::from_vk(limits),
                 max_bound_descriptor_sets: limits.max_bound_descriptor_sets,
                 sample_counts: (limits.framebuffer_color_sample_counts & limits.framebuffer_depth_sample_counts).bits(),
