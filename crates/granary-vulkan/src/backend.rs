@@ -108,15 +108,7 @@ impl VulkanBackend {
         let driver = Driver::load_with(DriverOptions { validation: options.validate })?;
         let validation = driver.validation().cloned();
         let info = select_device(driver.physical_devices()?, options.device.as_deref())?;
-        if !info.supports.dynamic_rendering {
-            return Err(VulkanError::Unsupported {
-                device: info.identity.device_name.clone(),
-                message: format!(
-                    "Vulkan {} without dynamic rendering; the backend needs Vulkan 1.3",
-                    granary_archive::vulkan::api_string(info.identity.api_version)
-                ),
-            });
-        }
+        // `Gpu::open` refuses a device without Vulkan 1.3 dynamic rendering, saying so.
         let gpu = Gpu::open(
             driver,
             info,

@@ -65,6 +65,28 @@ pub struct OpenOptions {
     pub features: DeviceFeatures,
 }
 
+impl OpenOptions {
+    /// What these options come to on `info`: (pipeline binaries, libraries, core features),
+    /// each only where the device supports it; a device without Vulkan 1.3 dynamic rendering
+    /// is refused (granary's pipelines need it).
+    fn on(&self, info: &PhysicalInfo) -> Result<(bool, bool, DeviceFeatures), VulkanError> {
+        if !info.supports.dynamic_rendering {
+            return Err(VulkanError::Unsupported {
+                device: info.identity.device_name.clone(),
+                message: format!(
+                    "Vulkan {} without dynamicRendering; granary needs Vulkan 1.3",
+                    super::api_string(info.identity.api_version)
+                ),
+            });
+        }
+        Ok((
+            self.pipeline_binaries && info.supports.pipeline_binaries,
+            self.libraries && info.supports.graphics_pipeline_library,
+            self.features.intersection(info.identity.features).intersection(DeviceFeatures::KNOWN),
+        ))
+    }
+}
+
 impl Default for OpenOptions {
     /// Binaries and libraries where supported, the driver's internal cache off, every known
     /// feature.
@@ -100,18 +122,7 @@ impl Gpu {
     /// device supports them, Vulkan 1.3 `dynamicRendering` (refused if unsupported), and the
     /// core features of `options.features` the device supports.
     pub fn open(driver: Arc<Driver>, info: PhysicalInfo, options: OpenOptions) -> Result<Arc<Gpu>, VulkanError> {
-        if !info.supports.dynamic_rendering {
-            return Err(VulkanError::Unsupported {
-                device: info.identity.device_name.clone(),
-                message: format!(
-                    "Vulkan {} without dynamicRendering; granary needs Vulkan 1.3",
-                    super::api_string(info.identity.api_version)
-                ),
-            });
-        }
-        let binaries = options.pipeline_binaries && info.supports.pipeline_binaries;
-        let libraries = options.libraries && info.supports.graphics_pipeline_library;
-        let features = options.features.intersection(info.identity.features).intersection(DeviceFeatures::KNOWN);
+        let (binaries, libraries, features) = options.on(&info)?;
         let mut ext: Vec<*const i8> = Vec::new();
         if libraries {
             ext.push(vk::KHR_PIPELINE_LIBRARY_EXTENSION.name.as_ptr());
@@ -252,15 +263,7 @@ impl Gpu {
         device: &Device,
         enabled: OpenOptions,
     ) -> Result<Arc<Gpu>, VulkanError> {
-        if !info.supports.dynamic_rendering {
-            return Err(VulkanError::Unsupported {
-                device: info.identity.device_name.clone(),
-                message: "no dynamicRendering (Vulkan 1.3); granary's pipelines need it".into(),
-            });
-        }
-        let binaries = enabled.pipeline_binaries && info.supports.pipeline_binaries;
-        let libraries = enabled.libraries && info.supports.graphics_pipeline_library;
-        let features = enabled.features.intersection(info.identity.features).intersection(DeviceFeatures::KNOWN);
+        let (binaries, libraries, features) = enabled.on(&info)?;
         Gpu {
             _driver: driver,
             device: device.clone(),

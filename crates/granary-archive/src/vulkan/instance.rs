@@ -49,8 +49,6 @@ pub struct PhysicalInfo {
     pub supports: Supports,
     /// The limits pipelines are checked against.
     pub limits: Limits,
-    /// `maxBoundDescriptorSets`.
-    pub max_bound_descriptor_sets: u32,
     /// Sample counts usable for colour and depth attachments (intersection).
     pub sample_counts: u32,
 }
@@ -307,7 +305,6 @@ impl Driver {
                     dynamic_rendering: v13 && f13.dynamic_rendering == vk::TRUE,
                 },
                 limits: Limits::from_vk(limits),
-                max_bound_descriptor_sets: limits.max_bound_descriptor_sets,
                 sample_counts: (limits.framebuffer_color_sample_counts & limits.framebuffer_depth_sample_counts).bits(),
             })
         }

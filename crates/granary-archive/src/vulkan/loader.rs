@@ -351,8 +351,13 @@ impl<'a> PipelineLoader<'a> {
             Err(_) => None,
         };
         let mut fallback_reason = None;
+        // `--libraries compile`: binaries the caller chose not to use (not a missing set).
+        let mut declined = false;
         let set = match set.filter(|s| !s.is_empty()) {
-            Some(s) if s.flags() & crate::BINARY_SET_LIBRARY != 0 && !self.options.library_binaries => None,
+            Some(s) if s.flags() & crate::BINARY_SET_LIBRARY != 0 && !self.options.library_binaries => {
+                declined = true;
+                None
+            }
             Some(s) if s.flags() & crate::BINARY_SET_LIBRARY != 0 && !self.gpu.libraries() => {
                 fallback_reason = Some(
                     "archived as a graphics pipeline library, and this device has no graphics pipeline libraries: \
@@ -363,14 +368,11 @@ impl<'a> PipelineLoader<'a> {
             }
             other => other,
         };
-        if set.is_none() && fallback_reason.is_none() && self.options.require_binaries {
-            let archived = self.device.as_ref().ok().and_then(|d| d.binaries(p).ok().flatten());
-            if archived.is_none_or(|s| s.is_empty()) {
-                return Err(fail(match &self.device {
-                    Ok(_) if !self.gpu.captures_binaries() => "this device has no VK_KHR_pipeline_binary".into(),
-                    _ => "the archive holds no binaries for this pipeline on this device".into(),
-                }));
-            }
+        if set.is_none() && fallback_reason.is_none() && !declined && self.options.require_binaries {
+            return Err(fail(match &self.device {
+                Ok(_) if !self.gpu.captures_binaries() => "this device has no VK_KHR_pipeline_binary".into(),
+                _ => "the archive holds no binaries for this pipeline on this device".into(),
+            }));
         }
 
         // Modules always: the pipeline key is computed over the shader code.
