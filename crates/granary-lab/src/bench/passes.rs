@@ -6,7 +6,7 @@ use granary::capture::Capture;
 use granary::compiler::{CompileError, Compiler, CompilerOptions};
 use granary::descriptor::{KeyContext, PipelineDescriptor, StageKey, TargetSet};
 use granary::harvest::{plan, Task};
-use granary::util::thread_cpu_time;
+use granary::measure::thread_cpu_time;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -166,10 +166,10 @@ pub fn granary_on(
     let t0 = Instant::now();
     // Planning runs on `threads` threads of its own: count the whole process's CPU (nothing
     // else runs during it).
-    let c0 = granary::util::process_cpu_time();
+    let c0 = granary::measure::process_cpu_time();
     let indexed: Vec<(usize, &PipelineDescriptor)> = pipelines.iter().enumerate().collect();
     let p = plan(&indexed, &c.key_context(), threads);
-    let plan_cpu = granary::util::process_cpu_time().saturating_sub(c0);
+    let plan_cpu = granary::measure::process_cpu_time().saturating_sub(c0);
     let (t, workers) = parallel_workers(p.tasks.len(), threads, |i| match &p.tasks[i] {
         Task::Library(l) => {
             let _ = c.frontend().library(l);

@@ -4,8 +4,8 @@ use super::plan::{Plan, Task};
 use super::sink::{compile_failure, Sink};
 use crate::compiler::{CompileError, Compiler};
 use crate::descriptor::PipelineDescriptor;
+use crate::measure::thread_cpu_time;
 use crate::script::Script;
-use crate::util::thread_cpu_time;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -56,7 +56,7 @@ pub(crate) fn run(
                                 if let Some(desc) = by_index.get(p) {
                                     // The task boundary: whatever panics in here (code granary
                                     // does not control) costs this pipeline, never the thread.
-                                    let outcome = crate::util::panic::catch(|| {
+                                    let outcome = crate::contain::catch(|| {
                                         if let Some(a) = crate::fault::action_for(desc.label()) {
                                             crate::fault::trigger(a);
                                         }

@@ -545,7 +545,7 @@ impl Job<'_> {
         };
         w.done += 1;
         // The parent measures the worker itself where it can, rather than believe it.
-        let rss = crate::util::process_rss_bytes(w.child.id()).unwrap_or(frame.rss);
+        let rss = crate::measure::process_rss_bytes(w.child.id()).unwrap_or(frame.rss);
         let over_count = opts.recycle_after > 0 && w.done >= opts.recycle_after;
         let over_memory = opts.memory_limit.is_some_and(|m| rss > m);
         match self.accept(index, &name, desc, frame) {

@@ -22,7 +22,6 @@ mod report;
 pub mod shard;
 mod sink;
 mod trace;
-#[allow(unsafe_code)] // writes answers to the private descriptor with `libc::write`
 mod worker;
 
 pub use isolate::IsolateOptions;
@@ -37,9 +36,9 @@ use crate::archive::{Archive, ArchiveError};
 use crate::capture::{Capture, CaptureMode, WriteReport};
 use crate::compiler::{Compiler, CompilerOptions};
 use crate::descriptor::{PipelineDescriptor, TargetSet};
+use crate::measure::process_cpu_time;
 use crate::script::{Script, ScriptError};
 use crate::sync::lock_std;
-use crate::util::process_cpu_time;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -397,7 +396,7 @@ pub fn harvest_shard(
             Some(iso) => {
                 let indices: Vec<usize> = valid.iter().map(|(i, _)| *i).collect();
                 on_progress(Progress::Planned { tasks: indices.len() });
-                let children0 = crate::util::children_cpu_time();
+                let children0 = crate::measure::children_cpu_time();
                 let iso_stats = isolate::run(
                     &script,
                     &text,
@@ -412,7 +411,7 @@ pub fn harvest_shard(
                 );
                 workers_started = iso_stats.workers_started;
                 worker_caches = iso_stats.worker_caches;
-                crate::util::children_cpu_time() - children0
+                crate::measure::children_cpu_time() - children0
             }
         };
         sink.close(); // ends the flush thread
@@ -572,7 +571,7 @@ pub fn harvest_shard(
         flush_errors,
         archive_bytes: report.bytes,
         bytes_written,
-        peak_rss_bytes: crate::util::peak_rss_bytes(),
+        peak_rss_bytes: crate::measure::peak_rss_bytes(),
         workers_started,
         worker_caches,
         target_counts,

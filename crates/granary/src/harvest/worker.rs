@@ -5,11 +5,11 @@
 //! # Start
 //!
 //! The worker first moves its standard input and output to private descriptors
-//! ([`crate::util::private_stdio`]): fd 1 then writes to the standard error (which the parent
+//! (`crate::os::private_stdio`): fd 1 then writes to the standard error (which the parent
 //! collects for messages) and fd 0 reads `/dev/null`, so nothing the worker's code or
 //! libraries print can land in the answer stream. On Linux it then asks for SIGKILL when its
 //! parent dies and exits at once if the parent `P` is already gone
-//! ([`crate::util::die_with_parent`]).
+//! (`crate::os::die_with_parent`).
 //!
 //! # Parent → worker messages (the worker's standard input)
 //!
@@ -229,7 +229,7 @@ fn frame(tag: u8, index: usize, len: u64) -> Vec<u8> {
     f.push(0);
     f.extend_from_slice(&[0; 4]);
     f.extend_from_slice(&(index as u64).to_le_bytes());
-    f.extend_from_slice(&crate::util::current_rss_bytes().to_le_bytes());
+    f.extend_from_slice(&crate::measure::current_rss_bytes().to_le_bytes());
     f.extend_from_slice(&len.to_le_bytes());
     f
 }
@@ -244,7 +244,7 @@ pub fn worker_main(
     parent: Option<u32>,
     backend: Option<Arc<dyn crate::backend::Backend>>,
 ) -> i32 {
-    let (mut input, mut out) = match crate::util::private_stdio() {
+    let (mut input, mut out) = match crate::os::private_stdio() {
         Ok(io) => io,
         Err(e) => {
             eprintln!("granary worker: cannot set up private channels: {e}");
@@ -252,7 +252,7 @@ pub fn worker_main(
         }
     };
     if let Some(p) = parent {
-        if !crate::util::die_with_parent(p) {
+        if !crate::os::die_with_parent(p) {
             eprintln!("granary worker: parent {p} is gone");
             return 2;
         }
@@ -385,7 +385,7 @@ fn answer(script: &LazyScript, compiler: &Compiler, meta: &ArchiveMeta, index: u
             desc = other;
         }
     }
-    let outcome = crate::util::panic::catch(|| {
+    let outcome = crate::contain::catch(|| {
         match action {
             Some(Action::PrintStdout) => print_junk(),
             Some(a) => crate::fault::trigger(a),
@@ -416,15 +416,7 @@ fn answer(script: &LazyScript, compiler: &Compiler, meta: &ArchiveMeta, index: u
 /// driver's `printf` would), shaped like the start of an answer frame.
 fn print_junk() {
     println!("GW\u{1}\u{0} junk printed on stdout by a chatty library");
-    #[cfg(unix)]
-    {
-        let junk = b"GW\x00\x00\xff\xff\xff\xff junk written to fd 1 by a driver\n";
-        // SAFETY: `write` reads `junk.len()` bytes from a live byte string; fd 1 is open (in a
-        // worker it is the standard error, which is the point of the test).
-        unsafe {
-            libc::write(1, junk.as_ptr().cast(), junk.len());
-        }
-    }
+    crate::os::write_stdout_fd(b"GW\x00\x00\xff\xff\xff\xff junk written to fd 1 by a driver\n");
 }
 
 fn failure_json(f: &Failure) -> Vec<u8> {
