@@ -4,9 +4,10 @@ use anyhow::Context as _;
 use granary::descriptor::TargetSet;
 use granary::frontend::Profile;
 use granary::harvest::shard::ShardSpec;
-use granary::harvest::{harvest_shard, HarvestOptions, IsolateOptions, Progress};
+use granary::harvest::{harvest_shard, HarvestOptions, IsolateOptions, Progress, WorkerCommand};
 use granary_archive::vulkan::validation::{Severity, ValidationLog, ValidationMessage, LAYER};
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -503,6 +504,27 @@ fn parse_profile(s: &str) -> Result<&'static Profile, String> {
     Profile::named(s)
 }
 
+/// The complete command of one `--isolate` worker: `granary worker SCRIPT`, this harvest's
+/// backend selection and `validation` arguments, its targets and profile, and this process as
+/// the worker's parent. The library runs it as is.
+fn worker_command(a: &HarvestArgs, validation: Vec<String>) -> anyhow::Result<WorkerCommand> {
+    let program = std::env::current_exe().context("cannot find the granary executable to start workers")?;
+    let mut args: Vec<OsString> = vec!["worker".into(), a.script.clone().into_os_string()];
+    args.extend(a.device.worker_args().into_iter().chain(validation).map(OsString::from));
+    args.extend(
+        [
+            "--targets".to_string(),
+            a.targets.names(),
+            "--profile".to_string(),
+            a.profile.name.to_string(),
+            "--parent-pid".to_string(),
+            std::process::id().to_string(),
+        ]
+        .map(OsString::from),
+    );
+    Ok(WorkerCommand { program, args, env: Vec::new() })
+}
+
 pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     anyhow::ensure!(threads >= 1, "-j must be at least 1");
@@ -517,10 +539,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         Some(_) if a.isolate => Some(WorkerLogs::create()?),
         _ => None,
     };
-    let mut worker_args = a.device.worker_args();
-    if let Some(w) = &worker_logs {
-        worker_args.extend(validation.worker_args(&w.0));
-    }
+    let validation_args = worker_logs.as_ref().map(|w| validation.worker_args(&w.0)).unwrap_or_default();
     let opts = HarvestOptions {
         script: a.script.clone(),
         output: a.output.clone(),
@@ -535,11 +554,10 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         isolate: if a.isolate {
             anyhow::ensure!(a.timeout > 0.0 && a.timeout.is_finite(), "--timeout must be a positive number of seconds");
             Some(IsolateOptions {
-                worker_exe: std::env::current_exe().context("cannot find the granary executable to start workers")?,
+                worker: worker_command(&a, validation_args)?,
                 timeout: Some(std::time::Duration::from_secs_f64(a.timeout)),
                 recycle_after: a.recycle_after,
                 memory_limit: a.worker_memory_limit.map(|m| m << 20),
-                worker_args,
                 device: backend.as_ref().and_then(|b| b.device()),
             })
         } else {

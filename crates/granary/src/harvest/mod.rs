@@ -15,8 +15,10 @@
 
 mod flush;
 mod inprocess;
+mod intern;
 mod isolate;
 mod plan;
+mod process;
 mod prune;
 mod report;
 mod resume;
@@ -24,10 +26,12 @@ mod select;
 pub mod shard;
 mod sink;
 mod trace;
+mod wire;
 mod worker;
 
 pub use isolate::IsolateOptions;
 pub use plan::{plan, Plan, Task};
+pub use process::WorkerCommand;
 pub use prune::{prune, PruneReport};
 pub use report::{Failure, HarvestSummary, Phases, ShardSummary, TargetCount};
 pub use select::{Selection, Split};
@@ -392,7 +396,6 @@ fn compile(
                     &selection.ctx,
                     &indices,
                     opts.targets,
-                    opts.profile,
                     threads,
                     iso,
                     &sink,
