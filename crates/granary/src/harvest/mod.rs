@@ -29,6 +29,8 @@ mod trace;
 mod wire;
 mod worker;
 
+#[doc(hidden)]
+pub use inprocess::{run_plan, ThreadShare};
 pub use isolate::IsolateOptions;
 pub use plan::{plan, Plan, Task};
 pub use process::WorkerCommand;
