@@ -112,7 +112,7 @@ pub fn run(a: PlanArgs) -> anyhow::Result<i32> {
         imbalance: plan.imbalance(),
     };
     if a.json {
-        super::print_json(&report)?;
+        super::output::print_json(&report)?;
         return Ok(0);
     }
     outln!(

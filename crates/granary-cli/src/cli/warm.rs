@@ -98,7 +98,7 @@ pub struct WarmArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    validate: super::harvest::ValidateArgs,
+    validate: super::validation::ValidateArgs,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
