@@ -1,6 +1,6 @@
 //! Process-level measurements: thread, process and child CPU time, resident memory. Used
 //! for harvest summaries, the `--isolate` parent's memory limit and granary-lab's benchmark;
-//! on platforms without an implementation they read zero. The OS calls are in [`crate::os`].
+//! on platforms without an implementation they read zero. The OS calls are in the private `os` module.
 
 use std::time::Duration;
 

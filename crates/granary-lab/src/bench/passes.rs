@@ -154,7 +154,7 @@ pub fn granary(pipelines: &[PipelineDescriptor], threads: usize, capture: Option
     granary_on(pipelines, threads, capture, Arc::new(NoneBackend)).timing
 }
 
-/// [`granary`] with a compiler on `backend` (a device backend creates every pipeline on its
+/// [`granary()`] with a compiler on `backend` (a device backend creates every pipeline on its
 /// driver), with per-thread figures and outcomes.
 pub fn granary_on(
     pipelines: &[PipelineDescriptor],

@@ -12,6 +12,13 @@
 //!   journal is deleted. `--resume` replays the archive, then the journal's intact records.
 //! - A failing pipeline is reported and the rest still land in the archive. When every
 //!   pipeline failed (none compiled, none resumed), an existing output file is left alone.
+//!
+//! Modules: `select` (which pipelines: [`Selection`]), `shard` (the split into N shards),
+//! `resume` (`--resume`), `plan` (task order), `inprocess` (the threads' schedule, also timed
+//! by granary-lab's benchmark), `isolate` (worker-process scheduling) over `process` (the
+//! worker processes, [`WorkerCommand`]), `wire` (the protocol and answer checks) and `intern`
+//! (answer blobs kept once), `worker` (the worker's side), `sink` (where outcomes land),
+//! `flush` (journal flushes), `prune`, `report` (the summary), `trace` (`--trace`).
 
 mod flush;
 mod inprocess;

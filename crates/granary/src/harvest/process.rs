@@ -20,7 +20,7 @@ use std::time::Duration;
 
 /// The complete command that starts one `--isolate` worker (`granary worker …` for the CLI):
 /// the library runs exactly this, with piped standard streams, and adds no argument or
-/// variable of its own. The worker must speak the protocol of [`super::wire`] on its
+/// variable of its own. The worker must speak the protocol of `harvest/wire.rs` on its
 /// standard input and output.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkerCommand {
