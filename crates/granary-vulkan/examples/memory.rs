@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 fn rss_mib() -> u64 {
-    granary::util::current_rss_bytes() >> 20
+    granary::measure::current_rss_bytes() >> 20
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -52,7 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         "after {:>6} pipelines: rss {:>6} MiB (peak {:>6}), distinct binary bytes held {:>5} MiB",
                         i + 1,
                         rss_mib(),
-                        granary::util::peak_rss_bytes() >> 20,
+                        granary::measure::peak_rss_bytes() >> 20,
                         backend.interned_bytes() >> 20
                     );
                 }

@@ -1,6 +1,6 @@
 #![warn(missing_docs)]
-// `unsafe` only in the modules that call the OS directly (`util::unix`, the worker's
-// descriptor writes, the fault facility's crashes), each with a `// SAFETY:` argument.
+// `unsafe` only in the two modules that call the OS directly (`os`, every libc call; the
+// fault facility's crashes), each block with a `// SAFETY:` argument.
 #![deny(unsafe_code)]
 //! Granary compiles every GPU pipeline an application will use, from all cores at once, and
 //! captures the results into one offline archive that the application reads at run time.
@@ -90,6 +90,7 @@ pub mod archive;
 pub mod backend;
 pub mod capture;
 pub mod compiler;
+pub mod contain;
 pub mod descriptor;
 pub mod export;
 // The GRANARY_FAULT test facility: private, and inert without the `fault` feature.
@@ -98,11 +99,15 @@ mod fault;
 pub mod frontend;
 pub mod harvest;
 pub mod import;
+// CPU-time and memory measurements for reports; public for granary-lab's benchmark only.
+#[doc(hidden)]
+pub mod measure;
+// Every libc call (clocks, resource usage, the isolated worker's descriptors): the crate's one
+// OS module.
+#[cfg_attr(unix, allow(unsafe_code))] // libc calls, each with its SAFETY argument
+mod os;
 pub mod script;
 // Exposed for the loom models in tests/loom.rs (they check the shipped primitives) and for
 // granary's own tools (granary-lab); not API: no stability promise.
 #[doc(hidden)]
 pub mod sync;
-// CPU-time and memory measurements for reports; public for granary-lab's benchmark only.
-#[doc(hidden)]
-pub mod util;

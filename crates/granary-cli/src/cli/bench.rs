@@ -1,6 +1,6 @@
 //! `granary bench seed-scale`, and `granary bench --backend vulkan`.
 
-use super::harvest::{BackendKind, DeviceArgs};
+use super::device_args::{BackendKind, DeviceArgs};
 use granary::descriptor::TargetSet;
 use granary_lab::bench::{run, run_device, BenchOptions, DeviceBenchOptions, DeviceBenchReport, DevicePass, Micros};
 use granary_lab::gen::SeedScaleOptions;
@@ -80,7 +80,8 @@ struct SeedScaleBench {
     json: bool,
 }
 
-fn fmt(m: Micros) -> String {
+/// A latency distribution in words: median, 99th percentile and largest, in microseconds.
+fn format_micros(m: Micros) -> String {
     format!("p50 {:.2} µs, p99 {:.2} µs, max {:.1} µs", m.p50, m.p99, m.max)
 }
 
@@ -102,7 +103,7 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
     let opts = BenchOptions { workload: a.size.options(), threads, repeat: a.repeat.max(1), lookups: a.lookups.max(1) };
     let r = run(&opts, &|l| eprintln!("bench: {l}"))?;
     if a.json {
-        super::print_json(&r)?;
+        super::output::print_json(&r)?;
         return Ok(0);
     }
     println!(
@@ -155,18 +156,22 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
         r.workaround_threads, r.workaround_wall_ratio, r.workaround_cpu_ratio
     );
     println!("archive: {} bytes; write_archive {:.3} s", r.archive_bytes, r.write_archive_seconds);
-    println!("capture record, idle:              {}", fmt(r.record_idle_us));
-    println!("capture record, during {} writes: {}", r.writes_during_compiles, fmt(r.record_during_writes_us));
-    println!("compile call, idle:                {}", fmt(r.compile_idle_us));
-    println!("compile call, during writes:       {}", fmt(r.compile_during_writes_us));
-    println!("archive open:                      {}", fmt(r.open_us));
-    println!("lookup by key:                     {}", fmt(r.lookup_us));
+    println!("capture record, idle:              {}", format_micros(r.record_idle_us));
+    println!(
+        "capture record, during {} writes: {}",
+        r.writes_during_compiles,
+        format_micros(r.record_during_writes_us)
+    );
+    println!("compile call, idle:                {}", format_micros(r.compile_idle_us));
+    println!("compile call, during writes:       {}", format_micros(r.compile_during_writes_us));
+    println!("archive open:                      {}", format_micros(r.open_us));
+    println!("lookup by key:                     {}", format_micros(r.lookup_us));
     println!(
         "lookup by key + SPIR-V output():   {} ({:.0} bytes hashed per lookup)",
-        fmt(r.lookup_output_us),
+        format_micros(r.lookup_output_us),
         r.lookup_output_mean_bytes
     );
-    println!("lookup by label:                   {}", fmt(r.label_lookup_us));
+    println!("lookup by label:                   {}", format_micros(r.label_lookup_us));
     println!("peak resident memory: {:.1} MiB", r.peak_rss_bytes as f64 / (1 << 20) as f64);
     Ok(0)
 }
@@ -183,7 +188,7 @@ fn run_device_cli(a: DeviceBench) -> anyhow::Result<i32> {
     let json = a.json;
     let r = device_report(a)?;
     if json {
-        super::print_json(&r)?;
+        super::output::print_json(&r)?;
     } else {
         print_device(&r);
     }

@@ -19,7 +19,8 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn yes(b: bool) -> &'static str {
+/// "yes" or "no".
+fn yes_no(b: bool) -> &'static str {
     if b {
         "yes"
     } else {
@@ -61,7 +62,7 @@ pub(crate) fn device_json(d: &DeviceInfo) -> serde_json::Value {
 pub fn run(a: DevicesArgs) -> anyhow::Result<i32> {
     let devices = list_devices()?;
     if a.json {
-        super::print_json(&devices.iter().map(device_json).collect::<Vec<_>>())?;
+        super::output::print_json(&devices.iter().map(device_json).collect::<Vec<_>>())?;
         return Ok(0);
     }
     if devices.is_empty() {
@@ -87,8 +88,8 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<i32> {
         }
         outln!(
             "    pipeline binaries: {}; graphics pipeline libraries: {}{}; cache data: yes",
-            yes(d.supports.pipeline_binaries),
-            yes(d.supports.graphics_pipeline_library),
+            yes_no(d.supports.pipeline_binaries),
+            yes_no(d.supports.graphics_pipeline_library),
             if d.supports.graphics_pipeline_library {
                 if d.supports.fast_linking {
                     " (fast linking)"

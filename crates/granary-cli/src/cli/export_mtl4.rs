@@ -21,7 +21,7 @@ pub fn run(a: ExportMtl4Args) -> anyhow::Result<i32> {
     let r = granary::export::mtl4::export(&a.input, &a.output)
         .with_context(|| format!("export-mtl4 of {} failed", a.input.display()))?;
     if a.json {
-        super::print_json(&r)?;
+        super::output::print_json(&r)?;
     } else {
         outln!(
             "wrote {} ({} render, {} compute pipelines; {} function descriptors) and {} MSL libraries in {}",

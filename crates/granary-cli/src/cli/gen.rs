@@ -41,7 +41,7 @@ pub fn run(a: GenArgs) -> anyhow::Result<i32> {
             let summary = seed_scale(&opts, &s.output)
                 .with_context(|| format!("cannot generate the seed-scale workload in {}", s.output.display()))?;
             if s.json {
-                super::print_json(&summary)?;
+                super::output::print_json(&summary)?;
             } else {
                 eprintln!(
                     "wrote {}: {} pipelines in {} runs (longest {}), {} vertex and {} fragment functions, {} libraries, in {:.2} s",

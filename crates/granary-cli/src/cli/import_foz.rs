@@ -20,7 +20,7 @@ pub struct ImportFozArgs {
 pub fn run(a: ImportFozArgs) -> anyhow::Result<i32> {
     let r = granary::import::foz::import(&a.databases, &a.output)?;
     if a.json {
-        super::print_json(&r)?;
+        super::output::print_json(&r)?;
     } else {
         outln!(
             "imported {} pipelines and {} SPIR-V modules from {} entries into {} ({} pipeline libraries folded in)",

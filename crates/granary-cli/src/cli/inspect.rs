@@ -238,7 +238,7 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
                 })
             })
             .collect();
-        super::print_json(&serde_json::json!({
+        super::output::print_json(&serde_json::json!({
             "archive": a.archive.display().to_string(),
             "bytes": ar.size(),
             "targets": ar.targets().names(),
@@ -342,7 +342,7 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<i32> {
         }));
     }
     if a.json {
-        super::print_json(&results)?;
+        super::output::print_json(&results)?;
     }
     Ok(if bad > 0 { 1 } else { 0 })
 }

@@ -1,20 +1,17 @@
 //! Layer 9 — argument parsing and output formatting only; all work is done by the library.
-//!
-//! Standard output goes through `outln!`: when the reader of a pipe goes away
-//! (`granary ls --json | head`), the command stops quietly with status 141, as a Unix tool
-//! killed by SIGPIPE does, instead of panicking. (SIGPIPE itself stays ignored: `harvest
-//! --isolate` must survive writing to a worker that died.)
+//! This module only dispatches: each subcommand is a module, standard output goes through
+//! `output` (`outln!`, `print_json`), shared argument groups are `device_args` and
+//! `validation`.
 //!
 //! Exit status: 0 success; 1 the command ran but found problems (a pipeline failed to
 //! compile, an archive failed verification); 2 the command could not run (bad arguments,
 //! unreadable script, unwritable output).
 
-/// `println!` that stops the process quietly when standard output is a closed pipe.
-macro_rules! outln {
-    ($($t:tt)*) => { $crate::cli::write_stdout(format_args!($($t)*)) };
-}
+#[macro_use]
+mod output;
 
 mod bench;
+mod device_args;
 mod devices;
 mod export_mtl4;
 mod gen;
@@ -26,7 +23,9 @@ mod prune;
 mod salvage;
 mod sign;
 mod stress;
+mod validation;
 mod warm;
+mod worker;
 mod workload;
 
 use clap::{Parser, Subcommand};
@@ -94,7 +93,7 @@ enum Command {
     ExportMtl4(export_mtl4::ExportMtl4Args),
     /// Internal: compile pipelines for `harvest --isolate` (reads indices on stdin).
     #[command(hide = true)]
-    Worker(harvest::WorkerArgs),
+    Worker(worker::WorkerArgs),
 }
 
 /// Runs the CLI and returns the process exit status.
@@ -114,7 +113,7 @@ pub fn main() -> i32 {
         Command::Plan(a) => plan::run(a),
         Command::Devices(a) => devices::run(a),
         Command::ExportMtl4(a) => export_mtl4::run(a),
-        Command::Worker(a) => harvest::worker(a),
+        Command::Worker(a) => worker::run(a),
         Command::Stress(a) => stress::run_cli(a),
         Command::Bench(a) => bench::run_cli(a),
         Command::ImportFoz(a) => import_foz::run(a),
@@ -125,28 +124,5 @@ pub fn main() -> i32 {
             eprintln!("error: {e:#}");
             2
         }
-    }
-}
-
-/// Prints `value` as pretty JSON on stdout.
-pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    outln!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
-}
-
-/// Status of a command whose standard output was closed by its reader (128 + SIGPIPE).
-const BROKEN_PIPE_STATUS: i32 = 141;
-
-/// Writes one line to standard output; a closed pipe ends the process quietly (see the
-/// module doc), any other write error too, with a message.
-pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_fmt(args).and_then(|_| out.write_all(b"\n")) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(BROKEN_PIPE_STATUS);
-        }
-        eprintln!("error: cannot write to standard output: {e}");
-        std::process::exit(2);
     }
 }

@@ -3,7 +3,7 @@
 use anyhow::Context as _;
 use granary::descriptor::{KeyContext, TargetSet};
 use granary::frontend::Profile;
-use granary::harvest::shard::assign_descriptors;
+use granary::harvest::Selection;
 use granary::script::Script;
 use std::path::PathBuf;
 
@@ -77,13 +77,10 @@ pub fn run(a: PlanArgs) -> anyhow::Result<i32> {
     let script = Script::parse(&text, &a.script, a.script.parent().unwrap_or(std::path::Path::new("")))?;
     let ctx =
         KeyContext { target_options: granary::frontend::targets::target_options_fingerprint(a.profile, a.targets) };
-    let expansion = match script.expand_unspecialized.as_ref().filter(|_| a.expand_unspecialized) {
-        Some(e) => e.apply(&script),
-        None => granary::script::Expanded::default(),
-    };
-    let (valid, failures) = granary::harvest::pipelines_to_harvest(&script, &expansion);
-    let invalid = failures.len();
-    let (_, plan) = assign_descriptors(valid.iter().map(|(_, d)| *d), &ctx, a.shards);
+    let expansion = Selection::expansion(&script, a.expand_unspecialized);
+    let selection = Selection::new(&script, &expansion, ctx);
+    let invalid = selection.failures.len();
+    let plan = selection.split(a.shards).assignment;
     let report = PlanReport {
         script: a.script.display().to_string(),
         script_hash: format!("{:032x}", plan.script),
@@ -115,7 +112,7 @@ pub fn run(a: PlanArgs) -> anyhow::Result<i32> {
         imbalance: plan.imbalance(),
     };
     if a.json {
-        super::print_json(&report)?;
+        super::output::print_json(&report)?;
         return Ok(0);
     }
     outln!(

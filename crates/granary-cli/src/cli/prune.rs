@@ -22,7 +22,7 @@ pub fn run(a: PruneArgs) -> anyhow::Result<i32> {
     let r = granary::harvest::prune(&a.archive, &a.script, &a.output)
         .with_context(|| format!("prune of {} failed", a.archive.display()))?;
     if a.json {
-        super::print_json(&r)?;
+        super::output::print_json(&r)?;
     } else {
         let of = match &r.shard {
             Some(s) => format!("shard {}/{}'s {}", s.index, s.count, s.pipelines),

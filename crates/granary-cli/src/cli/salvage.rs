@@ -23,7 +23,7 @@ pub fn run(a: SalvageArgs) -> anyhow::Result<i32> {
     let size = archive::write_shard_entries(&a.output, &entries, &meta, report.shard.as_ref())?;
     Archive::read(&a.output)?.verify()?;
     if a.json {
-        super::print_json(&report)?;
+        super::output::print_json(&report)?;
     } else {
         outln!(
             "recovered {} of {} pipeline records ({} labels) into {} ({size} bytes){}",

@@ -1,6 +1,7 @@
 //! `granary stress`.
 
-use super::harvest::{BackendKind, DeviceArgs, ValidateArgs};
+use super::device_args::{BackendKind, DeviceArgs};
+use super::validation::ValidateArgs;
 use granary::descriptor::TargetSet;
 use granary_lab::stress::{run, Mode, StressOptions};
 use std::path::PathBuf;
@@ -129,7 +130,7 @@ pub fn run_cli(a: StressArgs) -> anyhow::Result<i32> {
     // The JSON stays the reports' array; the layer's messages go to stderr and the status.
     failed |= log.is_some_and(|log| validation.finish(&log).failed);
     if a.json {
-        super::print_json(&reports)?;
+        super::output::print_json(&reports)?;
     }
     Ok(if failed { 1 } else { 0 })
 }

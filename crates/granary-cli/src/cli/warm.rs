@@ -3,7 +3,7 @@
 //! made.
 
 use anyhow::Context;
-use granary::util::peak_rss_bytes;
+use granary::measure::peak_rss_bytes;
 use granary_archive::state::TextureFormat;
 use granary_archive::vulkan::validation::DriverOptions;
 use granary_archive::vulkan::{
@@ -98,7 +98,7 @@ pub struct WarmArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    validate: super::harvest::ValidateArgs,
+    validate: super::validation::ValidateArgs,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -1,12 +1,12 @@
-//! Timed compile passes: granary's scheduler and the report's workaround (the rayon + DashMap
-//! baseline is in `baseline.rs`).
+//! Timed compile passes: granary's shipped schedule and the report's workaround (the rayon +
+//! DashMap baseline is in `baseline.rs`).
 
 use granary::backend::{Backend, BackendReport, NoneBackend};
 use granary::capture::Capture;
 use granary::compiler::{CompileError, Compiler, CompilerOptions};
 use granary::descriptor::{KeyContext, PipelineDescriptor, StageKey, TargetSet};
-use granary::harvest::{plan, Task};
-use granary::util::thread_cpu_time;
+use granary::harvest::{plan, run_plan};
+use granary::measure::thread_cpu_time;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -146,14 +146,15 @@ pub(crate) fn parallel_workers(n: usize, threads: usize, work: impl Fn(usize) + 
     (Timing { wall: t0.elapsed(), cpu: workers.iter().map(|w| w.cpu).sum() }, workers)
 }
 
-/// Granary's harvest schedule (libraries, then unique stage functions, then pipelines) with
-/// a fresh compiler recording into `capture`. The timing includes planning (its stage keys
+/// Granary's harvest schedule (libraries, then unique stage functions, then pipelines: the
+/// harvest's own in-process runner, [`granary::harvest::run_plan`]) with a fresh compiler
+/// recording into `capture`. The timing includes planning (its stage keys
 /// computed on `threads` threads), since a baseline without granary has no such step.
 pub fn granary(pipelines: &[PipelineDescriptor], threads: usize, capture: Option<Arc<Capture>>) -> Timing {
     granary_on(pipelines, threads, capture, Arc::new(NoneBackend)).timing
 }
 
-/// [`granary`] with a compiler on `backend` (a device backend creates every pipeline on its
+/// [`granary()`] with a compiler on `backend` (a device backend creates every pipeline on its
 /// driver), with per-thread figures and outcomes.
 pub fn granary_on(
     pipelines: &[PipelineDescriptor],
@@ -166,20 +167,17 @@ pub fn granary_on(
     let t0 = Instant::now();
     // Planning runs on `threads` threads of its own: count the whole process's CPU (nothing
     // else runs during it).
-    let c0 = granary::util::process_cpu_time();
+    let c0 = granary::measure::process_cpu_time();
     let indexed: Vec<(usize, &PipelineDescriptor)> = pipelines.iter().enumerate().collect();
     let p = plan(&indexed, &c.key_context(), threads);
-    let plan_cpu = granary::util::process_cpu_time().saturating_sub(c0);
-    let (t, workers) = parallel_workers(p.tasks.len(), threads, |i| match &p.tasks[i] {
-        Task::Library(l) => {
-            let _ = c.frontend().library(l);
-        }
-        Task::Function(f, stage) => {
-            let _ = c.frontend().function(f, *stage);
-        }
-        Task::Pipeline(k) => outcomes.note(c.compile(&pipelines[*k])),
-    });
-    outcomes.into_pass(Timing { wall: t0.elapsed(), cpu: t.cpu + plan_cpu }, t.wall, workers, &*backend)
+    let plan_cpu = granary::measure::process_cpu_time().saturating_sub(c0);
+    // The shipped schedule (the harvest's in-process runner), with a step that counts outcomes.
+    let t1 = Instant::now();
+    let shares = run_plan(&p, &c, threads, &|_, k| outcomes.note(c.compile(&pipelines[k])));
+    let workers_wall = t1.elapsed();
+    let workers: Vec<Worker> = shares.iter().map(|s| Worker { busy: s.busy, cpu: s.cpu, tasks: s.tasks }).collect();
+    let cpu: Duration = workers.iter().map(|w| w.cpu).sum();
+    outcomes.into_pass(Timing { wall: t0.elapsed(), cpu: cpu + plan_cpu }, workers_wall, workers, &*backend)
 }
 
 /// Runs of consecutive pipelines with the same first (vertex) stage key, as `(start, end)`

@@ -69,7 +69,7 @@ pub enum CompileError {
         /// Pipeline label.
         pipeline: String,
         /// The panic's message and location.
-        report: crate::util::panic::PanicReport,
+        report: crate::contain::PanicReport,
     },
 }
 
@@ -308,7 +308,7 @@ impl Compiler {
         }
         let (layout, binaries, device_span) = {
             let _permit = self.limiter.acquire();
-            crate::util::panic::catch(|| {
+            crate::contain::catch(|| {
                 self.backend.link(desc, &functions).map_err(Failed::Link)?;
                 let layout = crate::backend::merge_layout(desc, &functions).map_err(Failed::Link)?;
                 let start = self.device_backend.then(std::time::Instant::now);

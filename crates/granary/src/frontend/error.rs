@@ -68,7 +68,7 @@ impl ShaderError {
     }
 
     /// A contained panic of naga while working on `file`.
-    pub(crate) fn panicked(file: &str, what: &str, report: &crate::util::panic::PanicReport) -> Self {
+    pub(crate) fn panicked(file: &str, what: &str, report: &crate::contain::PanicReport) -> Self {
         Self::new(file, ShaderErrorKind::Panic, format!("naga {report} (while {what}); this is a naga bug"))
     }
 

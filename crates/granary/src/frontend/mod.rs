@@ -34,8 +34,8 @@ pub use profile::Profile;
 use crate::descriptor::{
     stage_key, Blob, FunctionDescriptor, KeyContext, Library, ShaderStage, StageKey, TargetOutputs, TargetSet,
 };
+use crate::measure::thread_cpu_time;
 use crate::sync::{ComputeOnce, ShardedMap, TaskLimiter};
-use crate::util::thread_cpu_time;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -172,7 +172,7 @@ impl Frontend {
             let t0 = thread_cpu_time();
             // naga may panic on input it accepted; the panic costs this library (and the
             // pipelines that use it), recorded once in its cell, never the thread.
-            let r = crate::util::panic::catch(|| parse_library(lib, self.profile.union_capabilities(self.targets)))
+            let r = crate::contain::catch(|| parse_library(lib, self.profile.union_capabilities(self.targets)))
                 .unwrap_or_else(|p| Err(ShaderError::panicked(&lib.display_path(), "parsing and validating", &p)))
                 .map(Arc::new);
             self.counters.parse_cpu_ns.fetch_add((thread_cpu_time() - t0).as_nanos() as u64, Relaxed);
@@ -236,7 +236,7 @@ impl Frontend {
         let _permit = self.limiter.acquire();
         let t0 = thread_cpu_time();
         let file = lib.display_path();
-        let result = crate::util::panic::catch(|| {
+        let result = crate::contain::catch(|| {
             crate::fault::at_stage_function(entry);
             let union = self.profile.union_capabilities(self.targets);
             let spec = specialize::specialize(&parsed, union, &file, entry, stage, &f.resolved_constants())?;
@@ -268,7 +268,7 @@ impl Frontend {
                 };
                 // A panic in one target's writer (naga has a few, e.g. GLSL with binding
                 // arrays) costs that target only, like a writer error.
-                let written = crate::util::panic::catch(|| {
+                let written = crate::contain::catch(|| {
                     crate::fault::at_target_write(target.name(), entry);
                     targets::write(target, self.profile, &src)
                 })

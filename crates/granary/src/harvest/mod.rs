@@ -12,35 +12,48 @@
 //!   journal is deleted. `--resume` replays the archive, then the journal's intact records.
 //! - A failing pipeline is reported and the rest still land in the archive. When every
 //!   pipeline failed (none compiled, none resumed), an existing output file is left alone.
+//!
+//! Modules: `select` (which pipelines: [`Selection`]), `shard` (the split into N shards),
+//! `resume` (`--resume`), `plan` (task order), `inprocess` (the threads' schedule, also timed
+//! by granary-lab's benchmark), `isolate` (worker-process scheduling) over `process` (the
+//! worker processes, [`WorkerCommand`]), `wire` (the protocol and answer checks) and `intern`
+//! (answer blobs kept once), `worker` (the worker's side), `sink` (where outcomes land),
+//! `flush` (journal flushes), `prune`, `report` (the summary), `trace` (`--trace`).
 
 mod flush;
 mod inprocess;
+mod intern;
 mod isolate;
 mod plan;
+mod process;
 mod prune;
 mod report;
+mod resume;
+mod select;
 pub mod shard;
 mod sink;
 mod trace;
-#[allow(unsafe_code)] // writes answers to the private descriptor with `libc::write`
+mod wire;
 mod worker;
 
+#[doc(hidden)]
+pub use inprocess::{run_plan, ThreadShare};
 pub use isolate::IsolateOptions;
 pub use plan::{plan, Plan, Task};
+pub use process::WorkerCommand;
 pub use prune::{prune, PruneReport};
 pub use report::{Failure, HarvestSummary, Phases, ShardSummary, TargetCount};
+pub use select::{Selection, Split};
 pub use worker::worker_main;
 
-use crate::archive::journal::{journal_path, remove_journal, replay_journal, JournalReplay};
-use crate::archive::WriteEntry;
+use crate::archive::journal::remove_journal;
 use crate::archive::{Archive, ArchiveError};
 use crate::capture::{Capture, CaptureMode, WriteReport};
 use crate::compiler::{Compiler, CompilerOptions};
-use crate::descriptor::{PipelineDescriptor, TargetSet};
+use crate::descriptor::TargetSet;
+use crate::measure::process_cpu_time;
 use crate::script::{Script, ScriptError};
 use crate::sync::lock_std;
-use crate::util::process_cpu_time;
-use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -124,158 +137,20 @@ pub enum HarvestError {
     },
 }
 
-/// What `--resume` found and kept.
-#[derive(Default)]
-struct Resumed {
-    /// Script pipelines whose entry was kept (not recompiled).
-    pipelines: usize,
-    /// Old entries (archive and journal, distinct keys) the script no longer produces.
-    dropped: usize,
-    /// Intact journal records replayed.
-    journal_records: usize,
-    /// What replay ignored at the journal's end, in words.
-    journal_damage: Option<String>,
-    /// The existing journal's replay (its entries taken out), to continue it; `None`: start
-    /// a new journal at the first flush.
-    reopen: Option<JournalReplay>,
-    /// Keys of the kept entries (already durable in the archive or the journal).
-    kept: HashSet<u128>,
-    /// The targets of each kept script pipeline.
-    targets: Vec<(usize, TargetSet)>,
-}
-
-/// `--resume`: verifies the existing output archive, replays its journal, keeps exactly the
-/// entries whose keys the current script produces — labelled as the current script labels
-/// them — puts them into `capture`, and removes the pipelines they cover from `valid`.
-fn resume(
-    opts: &HarvestOptions,
-    ctx: &crate::descriptor::KeyContext,
-    capture: &Capture,
-    valid: &mut Vec<(usize, &PipelineDescriptor)>,
-) -> Result<Resumed, HarvestError> {
-    // A harvest that was killed mid-write left its temporary file; nothing reads it.
-    crate::archive::remove_stale_temporaries(&opts.output);
-    let resume_err = |why: String| HarvestError::Resume { path: opts.output.display().to_string(), why };
-    let mut out = Resumed::default();
-    // Every old entry, archive first, then the journal's records in order.
-    // Driver binaries come along: an entry's binary sets from the archive and the journal are
-    // combined (one per device, the smaller set hash), as a merge would.
-    let mut old: HashMap<u128, WriteEntry> = HashMap::new();
-    if opts.output.exists() {
-        let archive = Archive::read(&opts.output)?;
-        archive.verify().map_err(|e| {
-            resume_err(format!(
-                "{e}; recover its intact part with `granary salvage`, or delete it, or run without --resume"
-            ))
-        })?;
-        if archive.key_context() != *ctx {
-            return Err(resume_err(format!(
-                "it was built with writer options '{}' but this granary writes '{}' (another granary or naga \
-                 version): harvest afresh without --resume",
-                archive.target_options_text(),
-                crate::frontend::targets::target_options_text(opts.profile, opts.targets)
-            )));
-        }
-        // The requested targets are part of the writer options (checked above): an archive
-        // whose pipelines lost a target everywhere is still this harvest's archive.
-        old.extend(archive.entries()?.into_iter().map(|w| (w.entry.key.0, w)));
-        capture.insert_device_caches(archive.meta()?.device_caches);
-    }
-    let journal = journal_path(&opts.output);
-    let replay = replay_journal(&opts.output).map_err(|e| {
-        resume_err(format!("its journal cannot be read: {e}; delete {} or run without --resume", journal.display()))
-    })?;
-    if let Some(mut r) = replay {
-        if let Some(jctx) = r.key_context {
-            if jctx != *ctx {
-                return Err(resume_err(format!(
-                    "its journal {} was written with different writer options (another granary version); delete the journal or run without --resume",
-                    journal.display()
-                )));
-            }
-        }
-        capture.insert_device_caches(std::mem::take(&mut r.device_caches));
-        for w in std::mem::take(&mut r.entries) {
-            match old.entry(w.entry.key.0) {
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(w);
-                }
-                std::collections::hash_map::Entry::Occupied(mut o) => {
-                    if *o.get().entry != *w.entry {
-                        return Err(resume_err(format!(
-                            "the archive and its journal {} hold different bytes for pipeline {:032x}; delete the journal or run without --resume",
-                            journal.display(),
-                            w.entry.key.0
-                        )));
-                    }
-                    o.get_mut().binaries.extend(w.binaries);
-                }
-            }
-        }
-        out.journal_records = r.records;
-        out.journal_damage = r.damaged_tail.as_ref().map(|t| format!("{}: {t}", journal.display()));
-        if r.key_context.is_some() {
-            out.reopen = Some(r);
-        }
-    }
-    if old.is_empty() {
-        return Ok(out);
-    }
-    // The keys the script produces now, each with every label the script gives it.
-    let keys: Vec<u128> = valid.iter().map(|(_, d)| d.key(ctx).0).collect();
-    let labels = prune::labels_by_key(keys.iter().copied().zip(valid.iter().map(|(_, d)| *d)));
-    let (kept, dropped) = prune::keep_scripted(old.into_values(), &labels);
-    out.dropped += dropped;
-    let kept_targets: HashMap<u128, TargetSet> =
-        kept.iter().map(|w| (w.entry.key.0, crate::compiler::entry_targets(&w.entry, opts.targets))).collect();
-    out.kept = kept.iter().map(|w| w.entry.key.0).collect();
-    capture.insert_archived(kept);
-    let before = valid.len();
-    let mut i = 0;
-    valid.retain(|(index, _)| {
-        let keep = !out.kept.contains(&keys[i]);
-        if let Some(t) = kept_targets.get(&keys[i]).filter(|_| !keep) {
-            out.targets.push((*index, *t));
-        }
-        i += 1;
-        keep
-    });
-    out.pipelines = before - valid.len();
-    Ok(out)
-}
-
 /// Runs a harvest. `on_progress` is called from worker threads.
 pub fn harvest(opts: &HarvestOptions, on_progress: &(dyn Fn(Progress) + Sync)) -> Result<HarvestSummary, HarvestError> {
     harvest_shard(opts, None, on_progress)
-}
-
-/// The pipelines a harvest of `script` compiles, `(index, descriptor)`: its valid pipelines,
-/// with those `expansion` replaced by their variants; and a failure for each pipeline that is
-/// not valid or could not be expanded. `granary plan` splits exactly this set.
-pub fn pipelines_to_harvest<'a>(
-    script: &'a Script,
-    expansion: &'a crate::script::Expanded,
-) -> (Vec<(usize, &'a PipelineDescriptor)>, Vec<Failure>) {
-    let mut failures = Vec::new();
-    for (index, name, message) in &expansion.errors {
-        failures.push(sink::process_failure(*index, name.clone(), "script", message.clone()));
-    }
-    let mut valid: Vec<(usize, &PipelineDescriptor)> = Vec::new();
-    for p in &script.pipelines {
-        match &p.descriptor {
-            Ok(d) if !expansion.replaced.contains(&p.index) => valid.push((p.index, d)),
-            Ok(_) => {}
-            Err(e) => failures.push(sink::script_failure(p.index, p.display_name(), e)),
-        }
-    }
-    valid.extend(expansion.variants.iter().map(|(i, _, d)| (*i, d)));
-    (valid, failures)
 }
 
 /// [`harvest`] of one shard (`--shard I/N`, [`shard`]): compiles only the pipelines
 /// [`shard::assign`] gives shard I, and records in the archive which shard of which script it
 /// is, so that `granary merge` of all N shard archives gives the bytes of an unsharded
 /// harvest. With `None`, exactly [`harvest`].
+///
+/// The phases, in order: load the script; set up the capture, backend and compiler; select
+/// the pipelines ([`Selection`], then shard I's share); `--resume`; plan; compile (with the
+/// flush thread); collect the outcomes; the final write; point failures at the script; the
+/// trace; the summary.
 pub fn harvest_shard(
     opts: &HarvestOptions,
     shard: Option<shard::ShardSpec>,
@@ -290,263 +165,65 @@ pub fn harvest_shard(
     let start = Instant::now();
     let cpu0 = process_cpu_time();
     let threads = opts.threads.max(1);
-    // The text is kept: `--isolate` workers compile from these bytes, not from the file.
-    let text = std::fs::read_to_string(&opts.script)
-        .map_err(|e| ScriptError::at(&opts.script, "", format!("cannot read script: {e}")))?;
-    let script = Script::parse(&text, &opts.script, opts.script.parent().unwrap_or(std::path::Path::new("")))?;
-
-    let capture = Arc::new(Capture::for_profile(CaptureMode::Outputs, opts.profile, opts.targets));
-    let backend: Arc<dyn crate::backend::Backend> =
-        opts.backend.clone().unwrap_or_else(|| Arc::new(crate::backend::NoneBackend));
-    let compiler = Compiler::with_backend(
-        CompilerOptions {
-            targets: opts.targets,
-            profile: opts.profile,
-            max_concurrent_tasks: Some(threads),
-            capture: Some(capture.clone()),
-            cache_functions: true,
-            require_all_targets: opts.require_all_targets,
-        },
-        backend.clone(),
-    );
-    let ctx = compiler.key_context();
-
-    let mut failures: Vec<Failure> = Vec::new();
-    // `expand_unspecialized`, for a device backend that cannot leave colour output open.
-    let expansion = match script.expand_unspecialized.as_ref().filter(|_| backend.expands_unspecialized()) {
-        None => crate::script::Expanded::default(),
-        Some(_) if opts.isolate.is_some() => {
-            return Err(HarvestError::Unsupported(
-                "the script's expand_unspecialized applies on this device (no graphics pipeline libraries), and \
-                 --isolate cannot compile expanded variants yet: run without --isolate"
-                    .into(),
-            ))
-        }
-        Some(e) => e.apply(&script),
-    };
-    let (mut valid, script_failures) = pipelines_to_harvest(&script, &expansion);
-    failures.extend(script_failures);
-    // `--shard I/N`: keep shard I's pipelines. The assignment sees every valid pipeline of the
-    // script, so every shard computes the same one.
-    let shard_record = shard.map(|spec| {
-        let (items, a) = shard::assign_descriptors(valid.iter().map(|(_, d)| *d), &ctx, spec.count);
-        let mut i = 0;
-        valid.retain(|_| {
-            let keep = a.shard_of.get(&items[i].key) == Some(&spec.index);
-            i += 1;
-            keep
-        });
-        granary_archive::ShardRecord { index: spec.index, count: spec.count, script: a.script }
-    });
-
-    let mut resumed = if opts.resume { resume(opts, &ctx, &capture, &mut valid)? } else { Resumed::default() };
+    let (text, script) = load(opts)?;
+    let setup = Setup::new(opts, threads);
+    let expansion = expansion_for(opts, &script, &*setup.backend)?;
+    let mut selection = Selection::new(&script, &expansion, setup.compiler.key_context());
+    let shard_record = shard.map(|spec| select_shard(&mut selection, spec));
+    let mut resumed =
+        if opts.resume { resume::resume(opts, &setup.capture, &mut selection)? } else { resume::Resumed::default() };
 
     let tracer = opts.trace.as_ref().map(|_| trace::Tracer::new(start));
-    let tracer = tracer.as_ref();
     let loaded = start.elapsed();
-    let plan = plan::plan(&valid, &ctx, threads);
+    let plan = plan::plan(&selection.pipelines, &selection.ctx, threads);
     let planned = start.elapsed();
-    let by_index: std::collections::HashMap<usize, &PipelineDescriptor> = valid.iter().copied().collect();
-    let (flush_tx, flush_rx) = mpsc::channel::<()>();
-    let sink = sink::Sink {
-        capture: &capture,
-        compiled: AtomicUsize::new(0),
-        failures: Mutex::new(Vec::new()),
-        flush_every: opts.flush_every,
-        flush_tx: Mutex::new(Some(flush_tx)),
-        on_progress,
-        targets: Mutex::new(Vec::new()),
-        lost: Mutex::new(std::collections::BTreeMap::new()),
-        require_all_targets: opts.require_all_targets,
-    };
-    let flusher = Mutex::new(flush::Flusher::new(
-        opts.output.clone(),
-        crate::archive::portable_meta_for(opts.profile, opts.targets),
-        resumed.reopen.take(),
-        std::mem::take(&mut resumed.kept),
-    ));
-    let flush_errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-    let mut workers_started = 0;
-    let mut worker_caches = 0;
-    let task_cpu = std::thread::scope(|s| {
-        // The flush writer: appends what is new to the journal whenever asked, while workers
-        // keep compiling.
-        let (capture, flusher, flush_errors) = (&capture, &flusher, &flush_errors);
-        s.spawn(move || {
-            while flush_rx.recv().is_ok() {
-                while flush_rx.try_recv().is_ok() {} // coalesce queued requests
-                let t0 = Instant::now();
-                let result = lock_std(flusher).flush(capture);
-                if let Some(t) = tracer {
-                    let n = result.as_ref().map_or(0, |n| *n);
-                    t.slice(trace::FLUSH, "journal flush", t0, Instant::now(), serde_json::json!({"entries": n}));
-                }
-                match result {
-                    Ok(0) => {}
-                    Ok(_) => on_progress(Progress::Flushed),
-                    Err(e) => lock_std(flush_errors).push(e.to_string()),
-                }
-            }
-        });
-        let cpu = match &opts.isolate {
-            None => {
-                on_progress(Progress::Planned { tasks: plan.tasks.len() });
-                inprocess::run(&plan, &script, &by_index, &compiler, threads, &sink, tracer)
-            }
-            Some(iso) => {
-                let indices: Vec<usize> = valid.iter().map(|(i, _)| *i).collect();
-                on_progress(Progress::Planned { tasks: indices.len() });
-                let children0 = crate::util::children_cpu_time();
-                let iso_stats = isolate::run(
-                    &script,
-                    &text,
-                    &ctx,
-                    &indices,
-                    opts.targets,
-                    opts.profile,
-                    threads,
-                    iso,
-                    &sink,
-                    tracer,
-                );
-                workers_started = iso_stats.workers_started;
-                worker_caches = iso_stats.worker_caches;
-                crate::util::children_cpu_time() - children0
-            }
-        };
-        sink.close(); // ends the flush thread
-        cpu
-    });
+    let run = compile(opts, &setup, &selection, &text, &plan, threads, &mut resumed, tracer.as_ref(), on_progress);
     let compiled_at = start.elapsed();
-    let compiled = sink.compiled.load(Ordering::Relaxed);
-    failures.extend(sink.failures.into_inner().unwrap_or_else(|p| p.into_inner()));
-    let mut pipeline_targets = sink.targets.into_inner().unwrap_or_else(|p| p.into_inner());
-    pipeline_targets.append(&mut resumed.targets);
-    let target_counts: Vec<TargetCount> = opts
-        .targets
-        .iter()
-        .map(|t| {
-            let with = pipeline_targets.iter().filter(|(_, set)| set.contains(t)).count();
-            TargetCount {
-                target: t.name().to_string(),
-                pipelines_with: with,
-                pipelines_without: pipeline_targets.len() - with,
-            }
-        })
-        .collect();
-    let mut lost_targets: Vec<Failure> =
-        sink.lost.into_inner().unwrap_or_else(|p| p.into_inner()).into_values().collect();
-    lost_targets.sort_by(|a, b| (a.index, &a.function, &a.target).cmp(&(b.index, &b.function, &b.target)));
-    failures.sort_by_key(|f| f.index);
-    let flusher = flusher.into_inner().unwrap_or_else(|p| p.into_inner());
-    let mut flush_errors = flush_errors.into_inner().unwrap_or_else(|p| p.into_inner());
-    let mut bytes_written = flusher.bytes_written;
-    // A harvest in which every pipeline failed has nothing to put in place of an existing
-    // archive: replacing it with an empty one would only destroy a good file.
-    let kept_existing_archive = compiled == 0
-        && resumed.pipelines == 0
-        && !failures.is_empty()
-        && std::fs::symlink_metadata(&opts.output).is_ok();
-    let report = if kept_existing_archive {
-        Archive::open(&opts.output)
-            .map(|a| WriteReport { pipelines: a.len(), bytes: a.size() })
-            .unwrap_or(WriteReport { pipelines: 0, bytes: 0 })
-    } else {
-        let report = match &shard_record {
-            None => capture.write_archive(&opts.output)?,
-            Some(record) => {
-                // The same entries and meta `write_archive` writes, plus the shard record.
-                let snap = capture.snapshot();
-                let mut meta = crate::archive::portable_meta_for(opts.profile, opts.targets);
-                meta.device_caches = capture.device_caches()?;
-                let bytes = granary_archive::write_shard_entries(&opts.output, &snap.entries, &meta, Some(record))?;
-                WriteReport { pipelines: snap.entries.len(), bytes }
-            }
-        };
-        bytes_written += report.bytes as u64;
-        // Every journaled entry the script produces is in the archive now (the others were
-        // dropped on purpose): the journal has nothing left to add.
-        if let Err(e) = remove_journal(&opts.output) {
-            flush_errors.push(format!("the archive was written but its journal could not be deleted: {e}"));
-        }
-        report
-    };
+    let mut outcome = collect(opts, run, std::mem::take(&mut selection.failures), &mut resumed);
+    let written = write(opts, &setup.capture, shard_record.as_ref(), &mut outcome, &resumed)?;
     let written_at = start.elapsed();
-    if !failures.is_empty() || !lost_targets.is_empty() {
-        // Point each failure at its pipeline's entry in the script (the text that was read,
-        // not the file, which may have changed since).
-        let lines = crate::script::LineIndex::new(&text);
-        for f in failures.iter_mut().chain(lost_targets.iter_mut()) {
-            if let Some(p) = script.pipelines.get(expansion.origin(f.index)) {
-                let (l, c) = lines.line_col(p.offset);
-                f.script_position = Some(format!("{}:{l}:{c}", opts.script.display()));
-            }
-        }
-    }
-    let mut stats = compiler.stats();
+    locate_failures(opts, &text, &selection, &mut outcome);
+
+    let mut stats = setup.compiler.stats();
     if opts.isolate.is_some() {
         // The same meaning as in-process: each unique library and stage function of the
         // harvested pipelines once (from the plan), however many workers parsed it again.
         stats.libraries_parsed = plan.libraries as u64;
         stats.functions_compiled = plan.functions as u64;
     }
-    let mut trace_error = None;
-    if let (Some(t), Some(path)) = (tracer, &opts.trace) {
-        let at = |d: std::time::Duration| start + d;
-        t.slice(
-            trace::MAIN,
-            "load script",
-            start,
-            at(loaded),
-            serde_json::json!({"script": opts.script.display().to_string()}),
-        );
-        t.slice(trace::MAIN, "plan", at(loaded), at(planned), serde_json::json!({"tasks": plan.tasks.len()}));
-        t.slice(
-            trace::MAIN,
-            "final write",
-            at(compiled_at),
-            at(written_at),
-            serde_json::json!({"bytes": report.bytes}),
-        );
-        let meta = serde_json::json!({
-            "script": opts.script.display().to_string(),
-            "output": opts.output.display().to_string(),
-            "threads": threads,
-            "backend": backend.name(),
-            "isolate": opts.isolate.is_some(),
-        });
-        if let Err(e) = t.write(path, threads, opts.isolate.is_some(), meta) {
-            trace_error = Some(format!("cannot write the trace {}: {e}", path.display()));
-        }
-    }
+    let times = PhaseTimes { start, loaded, planned, compiled_at, written_at };
+    let trace_error = tracer.as_ref().and_then(|t| {
+        write_trace(opts, t, &times, threads, plan.tasks.len(), written.report.bytes, setup.backend.name())
+    });
+    let stage_references: usize = selection.pipelines.iter().map(|(_, d)| d.stages().len()).sum();
     let wall = start.elapsed().as_secs_f64();
-    let task_cpu = task_cpu.as_secs_f64();
-    let succeeded = compiled + resumed.pipelines;
-    let stage_references: usize = valid.iter().map(|(_, d)| d.stages().len()).sum();
+    let task_cpu = outcome.task_cpu.as_secs_f64();
     Ok(HarvestSummary {
         output: opts.output.display().to_string(),
         shard: shard_record.map(|r| report::ShardSummary {
             index: r.index,
             count: r.count,
             script: format!("{:032x}", r.script),
-            pipelines: valid.len() + resumed.pipelines,
+            pipelines: selection.pipelines.len() + resumed.pipelines,
         }),
         trace: if trace_error.is_none() { opts.trace.as_ref().map(|p| p.display().to_string()) } else { None },
         trace_error,
         expanded: expansion.replaced.len(),
         variants: expansion.variants.len(),
-        backend: backend.name().to_string(),
-        device: backend.report().map(|r| crate::backend::BackendReport { in_workers: opts.isolate.is_some(), ..r }),
+        backend: setup.backend.name().to_string(),
+        device: setup
+            .backend
+            .report()
+            .map(|r| crate::backend::BackendReport { in_workers: opts.isolate.is_some(), ..r }),
         pipelines: script.pipelines.len() - expansion.replaced.len() + expansion.variants.len(),
-        succeeded,
-        failed: failures.len(),
+        succeeded: outcome.compiled + resumed.pipelines,
+        failed: outcome.failures.len(),
         resumed: resumed.pipelines,
         dropped: resumed.dropped,
         journal_records: resumed.journal_records,
         journal_damage: resumed.journal_damage,
-        kept_existing_archive,
-        archive_pipelines: report.pipelines,
+        kept_existing_archive: written.kept_existing_archive,
+        archive_pipelines: written.report.pipelines,
         libraries_parsed: stats.libraries_parsed,
         unique_stage_functions: stats.functions_compiled,
         stage_references,
@@ -568,15 +245,357 @@ pub fn harvest_shard(
         task_cpu_seconds: task_cpu,
         process_cpu_seconds: (process_cpu_time() - cpu0).as_secs_f64(),
         cpu_utilization: if wall > 0.0 { task_cpu / (wall * threads as f64) } else { 0.0 },
+        flushes: outcome.flushes,
+        flush_errors: outcome.flush_errors,
+        archive_bytes: written.report.bytes,
+        bytes_written: outcome.bytes_written,
+        peak_rss_bytes: crate::measure::peak_rss_bytes(),
+        workers_started: outcome.workers_started,
+        worker_caches: outcome.worker_caches,
+        target_counts: outcome.target_counts,
+        lost_targets: outcome.lost_targets,
+        failures: outcome.failures,
+    })
+}
+
+/// Load: the script text (kept: `--isolate` workers compile from these bytes, not from the
+/// file) and the script parsed from it.
+fn load(opts: &HarvestOptions) -> Result<(String, Script), HarvestError> {
+    let text = std::fs::read_to_string(&opts.script)
+        .map_err(|e| ScriptError::at(&opts.script, "", format!("cannot read script: {e}")))?;
+    let script = Script::parse(&text, &opts.script, opts.script.parent().unwrap_or(std::path::Path::new("")))?;
+    Ok((text, script))
+}
+
+/// What every phase after loading shares: the capture, the backend and a compiler on it.
+struct Setup {
+    capture: Arc<Capture>,
+    backend: Arc<dyn crate::backend::Backend>,
+    compiler: Compiler,
+}
+
+impl Setup {
+    fn new(opts: &HarvestOptions, threads: usize) -> Setup {
+        let capture = Arc::new(Capture::for_profile(CaptureMode::Outputs, opts.profile, opts.targets));
+        let backend: Arc<dyn crate::backend::Backend> =
+            opts.backend.clone().unwrap_or_else(|| Arc::new(crate::backend::NoneBackend));
+        let compiler = Compiler::with_backend(
+            CompilerOptions {
+                targets: opts.targets,
+                profile: opts.profile,
+                max_concurrent_tasks: Some(threads),
+                capture: Some(capture.clone()),
+                cache_functions: true,
+                require_all_targets: opts.require_all_targets,
+            },
+            backend.clone(),
+        );
+        Setup { capture, backend, compiler }
+    }
+}
+
+/// Select, first step: the script's `expand_unspecialized`, for a device backend that cannot
+/// leave colour output open (refused under `--isolate`, which cannot compile variants yet).
+fn expansion_for(
+    opts: &HarvestOptions,
+    script: &Script,
+    backend: &dyn crate::backend::Backend,
+) -> Result<crate::script::Expanded, HarvestError> {
+    let applies = script.expand_unspecialized.is_some() && backend.expands_unspecialized();
+    if applies && opts.isolate.is_some() {
+        return Err(HarvestError::Unsupported(
+            "the script's expand_unspecialized applies on this device (no graphics pipeline libraries), and \
+             --isolate cannot compile expanded variants yet: run without --isolate"
+                .into(),
+        ));
+    }
+    Ok(Selection::expansion(script, applies))
+}
+
+/// Select, `--shard I/N`: keeps shard I's pipelines and returns the record the archive gets.
+/// The assignment sees every selected pipeline of the script, so every shard computes the
+/// same one.
+fn select_shard(selection: &mut Selection<'_>, spec: shard::ShardSpec) -> granary_archive::ShardRecord {
+    let split = selection.split(spec.count);
+    selection.retain_shard(&split, spec.index);
+    granary_archive::ShardRecord { index: spec.index, count: spec.count, script: split.assignment.script }
+}
+
+/// What the compile phase left behind: the sink's outcomes, the flusher's figures and the
+/// runner's.
+struct Compiled {
+    task_cpu: std::time::Duration,
+    compiled: usize,
+    failures: Vec<Failure>,
+    targets: Vec<(usize, TargetSet)>,
+    lost: Vec<Failure>,
+    flushes: usize,
+    bytes_written: u64,
+    flush_errors: Vec<String>,
+    workers_started: usize,
+    worker_caches: usize,
+}
+
+/// Compile: runs the plan in process or in workers, with the flush thread appending what is
+/// new to the journal whenever the sink asks, while workers keep compiling.
+#[allow(clippy::too_many_arguments)]
+fn compile(
+    opts: &HarvestOptions,
+    setup: &Setup,
+    selection: &Selection<'_>,
+    text: &str,
+    plan: &Plan,
+    threads: usize,
+    resumed: &mut resume::Resumed,
+    tracer: Option<&trace::Tracer>,
+    on_progress: &(dyn Fn(Progress) + Sync),
+) -> Compiled {
+    let by_index = selection.by_index();
+    let (flush_tx, flush_rx) = mpsc::channel::<()>();
+    let sink = sink::Sink {
+        capture: &setup.capture,
+        compiled: AtomicUsize::new(0),
+        failures: Mutex::new(Vec::new()),
+        flush_every: opts.flush_every,
+        flush_tx: Mutex::new(Some(flush_tx)),
+        on_progress,
+        targets: Mutex::new(Vec::new()),
+        lost: Mutex::new(std::collections::BTreeMap::new()),
+        require_all_targets: opts.require_all_targets,
+    };
+    let flusher = Mutex::new(flush::Flusher::new(
+        opts.output.clone(),
+        crate::archive::portable_meta_for(opts.profile, opts.targets),
+        resumed.reopen.take(),
+        std::mem::take(&mut resumed.kept),
+    ));
+    let flush_errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut workers_started = 0;
+    let mut worker_caches = 0;
+    let task_cpu = std::thread::scope(|s| {
+        let (capture, flusher, flush_errors) = (&*setup.capture, &flusher, &flush_errors);
+        s.spawn(move || {
+            while flush_rx.recv().is_ok() {
+                while flush_rx.try_recv().is_ok() {} // coalesce queued requests
+                let t0 = Instant::now();
+                let result = lock_std(flusher).flush(capture);
+                if let Some(t) = tracer {
+                    let n = result.as_ref().map_or(0, |n| *n);
+                    t.slice(trace::FLUSH, "journal flush", t0, Instant::now(), serde_json::json!({"entries": n}));
+                }
+                match result {
+                    Ok(0) => {}
+                    Ok(_) => on_progress(Progress::Flushed),
+                    Err(e) => lock_std(flush_errors).push(e.to_string()),
+                }
+            }
+        });
+        let cpu = match &opts.isolate {
+            None => {
+                on_progress(Progress::Planned { tasks: plan.tasks.len() });
+                inprocess::run(plan, selection.script, &by_index, &setup.compiler, threads, &sink, tracer)
+            }
+            Some(iso) => {
+                let indices: Vec<usize> = selection.pipelines.iter().map(|(i, _)| *i).collect();
+                on_progress(Progress::Planned { tasks: indices.len() });
+                let children0 = crate::measure::children_cpu_time();
+                let iso_stats = isolate::run(
+                    selection.script,
+                    text,
+                    &selection.ctx,
+                    &indices,
+                    opts.targets,
+                    threads,
+                    iso,
+                    &sink,
+                    tracer,
+                );
+                workers_started = iso_stats.workers_started;
+                worker_caches = iso_stats.worker_caches;
+                crate::measure::children_cpu_time() - children0
+            }
+        };
+        sink.close(); // ends the flush thread
+        cpu
+    });
+    let flusher = flusher.into_inner().unwrap_or_else(|p| p.into_inner());
+    Compiled {
+        task_cpu,
+        compiled: sink.compiled.load(Ordering::Relaxed),
+        failures: sink.failures.into_inner().unwrap_or_else(|p| p.into_inner()),
+        targets: sink.targets.into_inner().unwrap_or_else(|p| p.into_inner()),
+        lost: sink.lost.into_inner().unwrap_or_else(|p| p.into_inner()).into_values().collect(),
         flushes: flusher.flushes,
-        flush_errors,
-        archive_bytes: report.bytes,
-        bytes_written,
-        peak_rss_bytes: crate::util::peak_rss_bytes(),
+        bytes_written: flusher.bytes_written,
+        flush_errors: flush_errors.into_inner().unwrap_or_else(|p| p.into_inner()),
         workers_started,
         worker_caches,
-        target_counts,
-        lost_targets,
+    }
+}
+
+/// The outcomes, collected: every failure (the selection's, then the runners', by index),
+/// the lost targets in order and the per-target counts (resumed pipelines included).
+struct Outcome {
+    task_cpu: std::time::Duration,
+    compiled: usize,
+    failures: Vec<Failure>,
+    lost_targets: Vec<Failure>,
+    target_counts: Vec<TargetCount>,
+    flushes: usize,
+    bytes_written: u64,
+    flush_errors: Vec<String>,
+    workers_started: usize,
+    worker_caches: usize,
+}
+
+/// Collect: `selection_failures` (the script's invalid pipelines) first, then what the run
+/// recorded.
+fn collect(
+    opts: &HarvestOptions,
+    run: Compiled,
+    selection_failures: Vec<Failure>,
+    resumed: &mut resume::Resumed,
+) -> Outcome {
+    let mut failures = selection_failures;
+    failures.extend(run.failures);
+    let mut pipeline_targets = run.targets;
+    pipeline_targets.append(&mut resumed.targets);
+    let target_counts: Vec<TargetCount> = opts
+        .targets
+        .iter()
+        .map(|t| {
+            let with = pipeline_targets.iter().filter(|(_, set)| set.contains(t)).count();
+            TargetCount {
+                target: t.name().to_string(),
+                pipelines_with: with,
+                pipelines_without: pipeline_targets.len() - with,
+            }
+        })
+        .collect();
+    let mut lost_targets = run.lost;
+    lost_targets.sort_by(|a, b| (a.index, &a.function, &a.target).cmp(&(b.index, &b.function, &b.target)));
+    failures.sort_by_key(|f| f.index);
+    Outcome {
+        task_cpu: run.task_cpu,
+        compiled: run.compiled,
         failures,
-    })
+        lost_targets,
+        target_counts,
+        flushes: run.flushes,
+        bytes_written: run.bytes_written,
+        flush_errors: run.flush_errors,
+        workers_started: run.workers_started,
+        worker_caches: run.worker_caches,
+    }
+}
+
+/// What the final write did.
+struct Written {
+    report: WriteReport,
+    /// Every pipeline failed: the existing archive was left alone.
+    kept_existing_archive: bool,
+}
+
+/// Write: the final archive (a shard archive with its record), then the journal is deleted;
+/// or, when every pipeline failed, an existing archive is left alone (replacing it with an
+/// empty one would only destroy a good file).
+fn write(
+    opts: &HarvestOptions,
+    capture: &Capture,
+    shard_record: Option<&granary_archive::ShardRecord>,
+    outcome: &mut Outcome,
+    resumed: &resume::Resumed,
+) -> Result<Written, HarvestError> {
+    let kept_existing_archive = outcome.compiled == 0
+        && resumed.pipelines == 0
+        && !outcome.failures.is_empty()
+        && std::fs::symlink_metadata(&opts.output).is_ok();
+    if kept_existing_archive {
+        let report = Archive::open(&opts.output)
+            .map(|a| WriteReport { pipelines: a.len(), bytes: a.size() })
+            .unwrap_or(WriteReport { pipelines: 0, bytes: 0 });
+        return Ok(Written { report, kept_existing_archive });
+    }
+    let report = match shard_record {
+        None => capture.write_archive(&opts.output)?,
+        Some(record) => {
+            // The same entries and meta `write_archive` writes, plus the shard record.
+            let snap = capture.snapshot();
+            let mut meta = crate::archive::portable_meta_for(opts.profile, opts.targets);
+            meta.device_caches = capture.device_caches()?;
+            let bytes = granary_archive::write_shard_entries(&opts.output, &snap.entries, &meta, Some(record))?;
+            WriteReport { pipelines: snap.entries.len(), bytes }
+        }
+    };
+    outcome.bytes_written += report.bytes as u64;
+    // Every journaled entry the script produces is in the archive now (the others were
+    // dropped on purpose): the journal has nothing left to add.
+    if let Err(e) = remove_journal(&opts.output) {
+        outcome.flush_errors.push(format!("the archive was written but its journal could not be deleted: {e}"));
+    }
+    Ok(Written { report, kept_existing_archive })
+}
+
+/// Points each failure and lost target at its pipeline's entry in the script (the text that
+/// was read, not the file, which may have changed since).
+fn locate_failures(opts: &HarvestOptions, text: &str, selection: &Selection<'_>, outcome: &mut Outcome) {
+    if outcome.failures.is_empty() && outcome.lost_targets.is_empty() {
+        return;
+    }
+    let lines = crate::script::LineIndex::new(text);
+    for f in outcome.failures.iter_mut().chain(outcome.lost_targets.iter_mut()) {
+        if let Some(p) = selection.script.pipelines.get(selection.expansion.origin(f.index)) {
+            let (l, c) = lines.line_col(p.offset);
+            f.script_position = Some(format!("{}:{l}:{c}", opts.script.display()));
+        }
+    }
+}
+
+/// When each phase ended, from the harvest's start.
+struct PhaseTimes {
+    start: Instant,
+    loaded: std::time::Duration,
+    planned: std::time::Duration,
+    compiled_at: std::time::Duration,
+    written_at: std::time::Duration,
+}
+
+/// Trace: the main track's phases and the file; `Some(message)` when it could not be written
+/// (reported in the summary, never fatal).
+fn write_trace(
+    opts: &HarvestOptions,
+    t: &trace::Tracer,
+    times: &PhaseTimes,
+    threads: usize,
+    tasks: usize,
+    bytes: usize,
+    backend: &str,
+) -> Option<String> {
+    let path = opts.trace.as_ref()?;
+    let at = |d: std::time::Duration| times.start + d;
+    t.slice(
+        trace::MAIN,
+        "load script",
+        times.start,
+        at(times.loaded),
+        serde_json::json!({"script": opts.script.display().to_string()}),
+    );
+    t.slice(trace::MAIN, "plan", at(times.loaded), at(times.planned), serde_json::json!({"tasks": tasks}));
+    t.slice(
+        trace::MAIN,
+        "final write",
+        at(times.compiled_at),
+        at(times.written_at),
+        serde_json::json!({"bytes": bytes}),
+    );
+    let meta = serde_json::json!({
+        "script": opts.script.display().to_string(),
+        "output": opts.output.display().to_string(),
+        "threads": threads,
+        "backend": backend,
+        "isolate": opts.isolate.is_some(),
+    });
+    t.write(path, threads, opts.isolate.is_some(), meta)
+        .err()
+        .map(|e| format!("cannot write the trace {}: {e}", path.display()))
 }

@@ -9,10 +9,10 @@
 //! output cannot claim to be shard I any more: it is written without the record, as an
 //! ordinary archive of the script, and the report says why.
 
-use super::shard::{assign_descriptors, Assignment};
+use super::select::Selection;
 use super::{HarvestError, ShardSummary};
 use crate::archive::{write_shard_entries, Archive, ArchiveMeta, ShardRecord, WriteEntry};
-use crate::descriptor::{KeyContext, PipelineDescriptor, PipelineKey, TargetSet};
+use crate::descriptor::{KeyContext, PipelineKey, TargetSet};
 use crate::script::{Expanded, Script};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -91,40 +91,36 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
     // The archive may have been harvested with the script's `expand_unspecialized` applied
     // (a device without graphics pipeline libraries): a shard's record tells; an unsharded
     // archive, the keys it holds (below).
-    let expanded = script.expand_unspecialized.as_ref().map(|e| e.apply(&script));
+    let expanded = script.expand_unspecialized.is_some().then(|| Selection::expansion(&script, true));
     let no_expansion = Expanded::default();
-    let plain = super::pipelines_to_harvest(&script, &no_expansion).0;
+    let plain = Selection::new(&script, &no_expansion, ctx);
     let mut shard = None;
     let mut shard_dropped = None;
-    let mut used_expansion = None;
     // The pipelines to keep, with their keys: the whole script, or a shard's share of it.
     let (view, keys) = match input.shard() {
         None => {
-            let keys: Vec<u128> = plain.iter().map(|(_, d)| d.key(&ctx).0).collect();
+            let keys = plain.keys();
             // Harvested with the expansion if the expanded pipelines find more of the
             // archive's entries than the script's own (ties: the script's own).
             let held =
                 |keys: &[u128]| keys.iter().filter(|k| matches!(input.get(PipelineKey(**k)), Ok(Some(_)))).count();
             let with_expansion = expanded.as_ref().map(|x| {
-                let view = super::pipelines_to_harvest(&script, x).0;
-                let keys: Vec<u128> = view.iter().map(|(_, d)| d.key(&ctx).0).collect();
-                (x, view, keys)
+                let view = Selection::new(&script, x, ctx);
+                let keys = view.keys();
+                (view, keys)
             });
             match with_expansion {
-                Some((x, view, expanded_keys)) if held(&expanded_keys) > held(&keys) => {
-                    used_expansion = Some(x);
-                    (view, expanded_keys)
-                }
+                Some((view, expanded_keys)) if held(&expanded_keys) > held(&keys) => (view, expanded_keys),
                 _ => (plain, keys),
             }
         }
         Some(record) => {
-            let (keys, a) = shard_assignment(&plain, &ctx, record.count);
+            let split = plain.split(record.count);
             // Harvested with `expand_unspecialized` applied, if that is what matches.
-            let with_expansion = expanded.as_ref().filter(|_| a.script != record.script).and_then(|x| {
-                let view = super::pipelines_to_harvest(&script, x).0;
-                let (keys, a) = shard_assignment(&view, &ctx, record.count);
-                (a.script == record.script).then_some((x, view, keys, a))
+            let with_expansion = expanded.as_ref().filter(|_| split.assignment.script != record.script).and_then(|x| {
+                let view = Selection::new(&script, x, ctx);
+                let split = view.split(record.count);
+                (split.assignment.script == record.script).then_some((view, split))
             });
             let summary = |pipelines: usize| ShardSummary {
                 index: record.index,
@@ -132,14 +128,14 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
                 script: format!("{:032x}", record.script),
                 pipelines,
             };
-            if a.script == record.script {
-                let (view, keys) = share(plain, keys, &a, record.index);
-                shard = Some(summary(view.len()));
+            if split.assignment.script == record.script {
+                let mut view = plain;
+                let keys = view.retain_shard(&split, record.index);
+                shard = Some(summary(view.pipelines.len()));
                 (view, keys)
-            } else if let Some((x, view, keys, a)) = with_expansion {
-                used_expansion = Some(x);
-                let (view, keys) = share(view, keys, &a, record.index);
-                shard = Some(summary(view.len()));
+            } else if let Some((mut view, split)) = with_expansion {
+                let keys = view.retain_shard(&split, record.index);
+                shard = Some(summary(view.pipelines.len()));
                 (view, keys)
             } else {
                 shard_dropped = Some(format!(
@@ -148,21 +144,24 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
                      the script, without a shard record (to carry the shard over to the changed script instead, run `granary harvest SCRIPT \
                      --shard {}/{} --resume` on a copy of it)",
                     archive.display(),
-                    a.script,
+                    split.assignment.script,
                     record.index,
                     record.count
                 ));
-                (plain, keys)
+                (plain, split.keys)
             }
         }
     };
-    let labels = labels_by_key(keys.iter().copied().zip(view.iter().map(|(_, d)| *d)));
+    // Whether the view chosen is an expanded one (not the plain selection's empty expansion).
+    let used_expansion = !std::ptr::eq(view.expansion, &no_expansion);
+    let labels = view.labels_by_key(&keys);
     // Driver binaries stay with the pipelines that are kept.
     let (kept, dropped) = keep_scripted(input.entries()?, &labels);
     let have: HashSet<u128> = kept.iter().map(|w| w.entry.key.0).collect();
     // Missing: the view's pipelines without an entry, plus those in no view at all (invalid in
     // the script, or failing their expansion), in script order (variants after).
     let mut missing: Vec<(usize, String)> = view
+        .pipelines
         .iter()
         .zip(&keys)
         .filter(|(_, k)| !have.contains(k))
@@ -175,9 +174,7 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
         script
             .pipelines
             .iter()
-            .filter(|p| {
-                p.descriptor.is_err() || used_expansion.is_some_and(|x| x.errors.iter().any(|e| e.0 == p.index))
-            })
+            .filter(|p| p.descriptor.is_err() || view.expansion.errors.iter().any(|e| e.0 == p.index))
             .map(|p| (p.index, p.display_name())),
     );
     missing.sort_by_key(|(i, _)| *i);
@@ -195,49 +192,8 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
         bytes,
         shard,
         shard_dropped,
-        expanded: used_expansion.is_some(),
+        expanded: used_expansion,
     })
-}
-
-/// Which of `count` shards each of `pipelines` (as [`super::pipelines_to_harvest`] gives them) falls
-/// in, computed as `harvest --shard I/count` computes it ([`assign_descriptors`] under
-/// `ctx`): each pipeline's key, in the order given, and the assignment, whose `script` is
-/// the hash a shard archive of these pipelines records.
-pub(crate) fn shard_assignment(
-    pipelines: &[(usize, &PipelineDescriptor)],
-    ctx: &KeyContext,
-    count: u32,
-) -> (Vec<u128>, Assignment) {
-    let (items, a) = assign_descriptors(pipelines.iter().map(|(_, d)| *d), ctx, count);
-    (items.into_iter().map(|i| i.key).collect(), a)
-}
-
-/// The pipelines of `view` (with their `keys`) that `a` gives shard `index`.
-fn share<'a>(
-    view: Vec<(usize, &'a PipelineDescriptor)>,
-    keys: Vec<u128>,
-    a: &Assignment,
-    index: u32,
-) -> (Vec<(usize, &'a PipelineDescriptor)>, Vec<u128>) {
-    view.into_iter().zip(keys).filter(|(_, k)| a.shard_of.get(k) == Some(&index)).unzip()
-}
-
-/// Every key the script's valid pipelines produce (given with their keys), with every label
-/// the script gives it (in script order). Shared by [`prune`] and `--resume`: both keep
-/// exactly these keys.
-pub(crate) fn labels_by_key<'a>(
-    pipelines: impl Iterator<Item = (u128, &'a PipelineDescriptor)>,
-) -> HashMap<u128, Vec<String>> {
-    let mut labels: HashMap<u128, Vec<String>> = HashMap::new();
-    for (key, d) in pipelines {
-        let v = labels.entry(key).or_default();
-        if let Some(l) = d.label() {
-            if !v.iter().any(|x| x == l) {
-                v.push(l.to_string());
-            }
-        }
-    }
-    labels
 }
 
 /// The `entries` whose keys are in `labels`, relabelled from it (their driver binaries kept),

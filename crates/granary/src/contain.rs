@@ -87,7 +87,7 @@ mod tests {
         let e = r.unwrap_err();
         assert_eq!(e.message, "Expression [3] is not cached!");
         let at = e.location.clone().expect("the hook saw the location");
-        assert!(at.contains("panic.rs:"), "{at}");
+        assert!(at.contains("contain.rs:"), "{at}");
         assert!(e.to_string().starts_with("panicked at "), "{e}");
     }
 

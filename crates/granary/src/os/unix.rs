@@ -1,8 +1,9 @@
-//! The measurements on Unix, through libc.
+//! The Unix implementations, through libc: every `unsafe` block here carries its `// SAFETY:`
+//! argument.
 
 use std::time::Duration;
 
-pub fn thread_cpu_time() -> Duration {
+pub(crate) fn thread_cpu_time() -> Duration {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `clock_gettime` writes one `timespec` through the valid, exclusively borrowed
     // pointer we pass and reads nothing else; CLOCK_THREAD_CPUTIME_ID is supported on every
@@ -14,21 +15,21 @@ pub fn thread_cpu_time() -> Duration {
     Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32)
 }
 
-pub fn process_cpu_time() -> Duration {
+pub(crate) fn process_cpu_time() -> Duration {
     rusage().map(|r| tv(r.ru_utime) + tv(r.ru_stime)).unwrap_or_default()
 }
 
-pub fn children_cpu_time() -> Duration {
+pub(crate) fn children_cpu_time() -> Duration {
     rusage_of(libc::RUSAGE_CHILDREN).map(|r| tv(r.ru_utime) + tv(r.ru_stime)).unwrap_or_default()
 }
 
-pub fn peak_rss_bytes() -> u64 {
+pub(crate) fn peak_rss_bytes() -> u64 {
     // Linux reports ru_maxrss in KiB, macOS in bytes.
     let scale = if cfg!(target_os = "macos") { 1 } else { 1024 };
     rusage().map(|r| (r.ru_maxrss.max(0) as u64) * scale).unwrap_or(0)
 }
 
-pub fn current_rss_bytes() -> u64 {
+pub(crate) fn current_rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     // SAFETY: `sysconf` takes no pointers and only reads configuration.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
@@ -59,7 +60,7 @@ fn rusage_of(who: libc::c_int) -> Option<libc::rusage> {
 /// fd 0 reads `/dev/null` and fd 1 writes wherever fd 2 does. Code running later in this
 /// process (a library's `printf`, a stray `println!`) can then neither read the protocol
 /// input nor write into the protocol output.
-pub fn private_stdio() -> std::io::Result<(std::fs::File, std::fs::File)> {
+pub(crate) fn private_stdio() -> std::io::Result<(std::fs::File, std::fs::File)> {
     use std::os::fd::{AsRawFd, FromRawFd};
     let dup = |fd: libc::c_int| {
         // SAFETY: `fcntl(F_DUPFD_CLOEXEC)` takes no pointers; it only creates a new descriptor
@@ -88,7 +89,7 @@ pub fn private_stdio() -> std::io::Result<(std::fs::File, std::fs::File)> {
 
 /// Asks the kernel to SIGKILL this process when its parent dies (Linux), then checks that the
 /// parent is still `parent`. Returns false when the parent is already gone.
-pub fn die_with_parent(parent: u32) -> bool {
+pub(crate) fn die_with_parent(parent: u32) -> bool {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_PDEATHSIG takes a signal number as its only argument (the rest are
     // unused); it changes nothing but this process's parent-death signal.
@@ -102,9 +103,20 @@ pub fn die_with_parent(parent: u32) -> bool {
 }
 
 /// Current resident set size of process `pid` in bytes (Linux: /proc; elsewhere unknown).
-pub fn process_rss_bytes(pid: u32) -> Option<u64> {
+pub(crate) fn process_rss_bytes(pid: u32) -> Option<u64> {
     let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
     // SAFETY: `sysconf` takes no pointers and only reads configuration.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
     statm.split_whitespace().nth(1)?.parse::<u64>().ok().map(|p| p * page)
+}
+
+/// Writes `bytes` straight to file descriptor 1 with `write(2)`, bypassing Rust's standard
+/// output (as a driver's `printf` would); errors are ignored. Used by the `print-stdout` test
+/// fault to check that nothing written to fd 1 reaches a worker's answer stream.
+pub(crate) fn write_stdout_fd(bytes: &[u8]) {
+    // SAFETY: `write` reads `bytes.len()` bytes from a live, borrowed slice and takes no other
+    // pointer; fd 1 is open (in a worker it points at the standard error, which is the point).
+    unsafe {
+        libc::write(1, bytes.as_ptr().cast(), bytes.len());
+    }
 }

@@ -1,0 +1,119 @@
+//! Backend and device selection (`--backend`, `--device`, …), shared by `harvest`, the
+//! worker, `stress` and `bench`; and the same selection as worker arguments.
+
+use anyhow::Context as _;
+use granary::descriptor::TargetSet;
+use granary_archive::vulkan::validation::ValidationLog;
+use std::sync::Arc;
+
+/// A backend (`None`: `none`) and, when validated, the layer's log.
+pub type Opened = (Option<Arc<dyn granary::backend::Backend>>, Option<Arc<ValidationLog>>);
+
+/// Backend and device selection, shared by `harvest` and `stress`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct DeviceArgs {
+    /// none: the front end's translations only. vulkan: also create every pipeline on a Vulkan
+    /// driver from all threads and store the driver's binaries for that device
+    /// (VK_KHR_pipeline_binary), or its VkPipelineCache data where the extension is missing.
+    /// Needs the spirv target. See `granary devices`.
+    #[arg(long, value_enum, default_value = "none")]
+    pub backend: BackendKind,
+    /// With --backend vulkan: the device, by index or part of its name (`granary devices`
+    /// lists them) [default: 0].
+    #[arg(long, value_name = "N|NAME")]
+    pub device: Option<String>,
+    /// With --backend vulkan: keep the driver's VkPipelineCache data even where
+    /// VK_KHR_pipeline_binary exists.
+    #[arg(long)]
+    pub no_pipeline_binaries: bool,
+    /// With --backend vulkan: do not use graphics pipeline libraries even where the device has
+    /// them, as on a device without them (pipelines with unspecialized colour attachments then
+    /// fail, saying so).
+    #[arg(long)]
+    pub no_pipeline_libraries: bool,
+    /// With --backend vulkan: leave the driver's internal cache on while capturing binaries.
+    /// By default granary switches it off where the driver allows, so every capture is a real
+    /// compile; on NVIDIA the internal cache also shares compile work between pipelines
+    /// (docs/BENCHMARKS.md measures both).
+    #[arg(long)]
+    pub driver_internal_cache: bool,
+}
+
+/// `--backend`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendKind {
+    /// Link checks only; the archive holds naga's translations.
+    None,
+    /// Real driver pipelines and their binaries.
+    Vulkan,
+}
+
+impl DeviceArgs {
+    /// The backend these arguments ask for (`None` for `none`). `share_identical`: create each
+    /// driver-identical pipeline once (a harvest); off where a backend must create every
+    /// pipeline every time (the race modes, the benchmark's passes).
+    pub fn open(
+        &self,
+        targets: TargetSet,
+        share_identical: bool,
+    ) -> anyhow::Result<Option<std::sync::Arc<dyn granary::backend::Backend>>> {
+        Ok(self.open_validated(targets, share_identical, false)?.0)
+    }
+
+    /// [`DeviceArgs::open`], with the Vulkan backend under the validation layer when
+    /// `validate` (ignored for `--backend none`, which opens no device): also returns the
+    /// layer's log.
+    pub fn open_validated(&self, targets: TargetSet, share_identical: bool, validate: bool) -> anyhow::Result<Opened> {
+        match self.backend {
+            BackendKind::None => {
+                anyhow::ensure!(
+                    self.device.is_none()
+                        && !self.no_pipeline_binaries
+                        && !self.no_pipeline_libraries
+                        && !self.driver_internal_cache,
+                    "--device, --no-pipeline-binaries, --no-pipeline-libraries and --driver-internal-cache need \
+                     --backend vulkan"
+                );
+                Ok((None, None))
+            }
+            BackendKind::Vulkan => {
+                anyhow::ensure!(
+                    targets.contains(granary::descriptor::Target::Spirv),
+                    "--backend vulkan creates pipelines from SPIR-V: add spirv to --targets"
+                );
+                let b = granary_vulkan::VulkanBackend::open(&granary_vulkan::VulkanOptions {
+                    device: self.device.clone(),
+                    no_pipeline_binaries: self.no_pipeline_binaries,
+                    no_libraries: self.no_pipeline_libraries,
+                    driver_internal_cache: self.driver_internal_cache,
+                    share_identical,
+                    validate,
+                })
+                .context("cannot open the Vulkan device")?;
+                let log = b.validation().cloned();
+                Ok((Some(Arc::new(b)), log))
+            }
+        }
+    }
+
+    /// The same selection as worker arguments.
+    pub fn worker_args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.backend == BackendKind::Vulkan {
+            v.push("--backend=vulkan".to_string());
+            if let Some(d) = &self.device {
+                v.push(format!("--device={d}"));
+            }
+            if self.no_pipeline_binaries {
+                v.push("--no-pipeline-binaries".into());
+            }
+            if self.no_pipeline_libraries {
+                v.push("--no-pipeline-libraries".into());
+            }
+            if self.driver_internal_cache {
+                v.push("--driver-internal-cache".into());
+            }
+        }
+        v
+    }
+}

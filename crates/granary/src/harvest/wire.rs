@@ -1,0 +1,627 @@
+//! The `--isolate` wire protocol, both directions, in one place: the parent's messages and
+//! the worker's answer frames (layout and framing), the payload encodings (libraries, answers
+//! with lost targets), the largest answer each request may produce, and the checks an answer
+//! must pass before the parent records it.
+//!
+//! # Parent → worker messages (the worker's standard input)
+//!
+//! Each message is a 16-byte header — `b"GP"`, tag `u8`, `u8` 0, `u32` 0, payload length
+//! `u64` LE — and the payload:
+//! - tag 0, *script*: the script text as the parent read it (UTF-8). Sent once, first.
+//!   `SCRIPT` on the command line only names it in messages; the worker reads no file.
+//! - tag 1, *library*: one library the next request needs, sent once per worker before the
+//!   first request that uses it: `u8` kind (0 WGSL, 1 GLSL, 2 SPIR-V), `u8` GLSL stage
+//!   (0 vertex, 1 fragment, 2 compute, 255 none), `u32` LE name length, the name (UTF-8),
+//!   `u32` LE origin length, the origin path (UTF-8; empty: none), then the source bytes to
+//!   the end of the payload. These are the bytes the parent read, so the worker compiles
+//!   exactly what the parent planned, whatever happens to the files meanwhile.
+//! - tag 2, *compile*: `u64` LE pipeline index into the script's `pipelines`.
+//!
+//! End of input ends the worker. With a device backend that keeps pipeline-cache data, the
+//! worker first sends one frame with tag 3 (index 0) whose payload is that data, so a retired
+//! worker's cache reaches the archive.
+//!
+//! # Worker → parent frames (the private output)
+//!
+//! One frame answers each compile request, before the next request is sent: a 32-byte header
+//! — `b"GW"`, tag `u8` (0 compiled, 1 failed, 2 compiled with lost targets), `u8` 0, `u32` 0,
+//! then `u64` LE each: the pipeline index answered, the worker's resident memory in bytes, the
+//! payload length — and the payload. A compiled pipeline's payload is a one-entry archive (the
+//! parent reads it with the bounds-checked archive reader); a failure's payload is a
+//! [`Failure`] as JSON. Tag 2 answers a pipeline that landed without some requested targets:
+//! `u64` LE archive length, the one-entry archive, then the stage functions' target failures
+//! as a JSON array of `{stage, function, target, kind, file, line, column, message}`; the
+//! parent accepts a stage without an output for exactly the targets declared lost for it.
+//!
+//! The parent trusts none of it: it caps each payload length by what the request can produce
+//! before reading it (a tag-3 cache only between requests, at most 256 MiB, kept only if its
+//! header names the harvest's device), checks that the answer is for the pipeline asked (index, key, stage
+//! keys, labels, targets), and kills a worker that breaks the protocol (see `isolate.rs`).
+//!
+//! Invariants: no reader allocates from an announced length (payloads grow as bytes arrive);
+//! an answer's length is checked against its cap before any payload byte is read; an answer
+//! is accepted only for exactly the pipeline asked.
+
+use super::Failure;
+use crate::archive::{Archive, WriteEntry};
+use crate::compiler::LostTarget;
+use crate::descriptor::{stage_key, KeyContext, Library, PipelineDescriptor, ShaderStage, SourceKind, TargetSet};
+use crate::frontend::{ShaderError, ShaderErrorKind};
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+
+/// One lost target as a tag-2 answer carries it.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct WireLost {
+    stage: u32,
+    function: String,
+    target: String,
+    kind: ShaderErrorKind,
+    file: String,
+    line: Option<u32>,
+    column: Option<u32>,
+    message: String,
+}
+
+impl WireLost {
+    pub(crate) fn from_lost(l: &LostTarget) -> Self {
+        WireLost {
+            stage: l.stage as u32,
+            function: l.function.clone(),
+            target: l.error.target.map_or("", |t| t.name()).to_string(),
+            kind: l.error.kind,
+            file: l.error.file.clone(),
+            line: l.error.line,
+            column: l.error.column,
+            message: l.error.message.clone(),
+        }
+    }
+    /// `None` for an unknown stage or target.
+    pub(crate) fn into_lost(self) -> Option<LostTarget> {
+        let target = crate::descriptor::Target::parse(&self.target)?;
+        Some(LostTarget {
+            stage: ShaderStage::from_u32(self.stage)?,
+            function: self.function,
+            error: ShaderError {
+                file: self.file,
+                line: self.line,
+                column: self.column,
+                kind: self.kind,
+                message: self.message,
+                target: Some(target),
+            },
+        })
+    }
+}
+
+/// The payload of a tag-2 answer.
+pub(crate) fn encode_lost_answer(archive: &[u8], lost: &[LostTarget]) -> Vec<u8> {
+    let wire: Vec<WireLost> = lost.iter().map(WireLost::from_lost).collect();
+    let json = serde_json::to_vec(&wire).unwrap_or_else(|_| b"[]".to_vec());
+    let mut out = Vec::with_capacity(8 + archive.len() + json.len());
+    out.extend_from_slice(&(archive.len() as u64).to_le_bytes());
+    out.extend_from_slice(archive);
+    out.extend_from_slice(&json);
+    out
+}
+
+/// Splits a tag-2 payload into the archive bytes and the lost targets; `None` if malformed.
+pub(crate) fn decode_lost_answer(p: &[u8]) -> Option<(&[u8], Vec<LostTarget>)> {
+    let n = usize::try_from(u64::from_le_bytes(p.get(..8)?.try_into().ok()?)).ok()?;
+    let archive = p.get(8..8usize.checked_add(n)?)?;
+    let wire: Vec<WireLost> = serde_json::from_slice(p.get(8 + n..)?).ok()?;
+    let lost = wire.into_iter().map(WireLost::into_lost).collect::<Option<Vec<_>>>()?;
+    Some((archive, lost))
+}
+
+/// Answer frame header size.
+pub(crate) const FRAME_HEADER: usize = 32;
+/// Request message header size.
+pub(crate) const MESSAGE_HEADER: usize = 16;
+/// Message tag: the script text.
+pub(crate) const MSG_SCRIPT: u8 = 0;
+/// Message tag: one library.
+pub(crate) const MSG_LIBRARY: u8 = 1;
+/// Message tag: compile one pipeline.
+pub(crate) const MSG_COMPILE: u8 = 2;
+
+/// Answer tag: compiled (a one-entry archive).
+pub(crate) const ANSWER_COMPILED: u8 = 0;
+/// Answer tag: failed (a [`Failure`] as JSON).
+pub(crate) const ANSWER_FAILED: u8 = 1;
+/// Answer tag: compiled with lost targets (archive length, archive, lost targets as JSON).
+pub(crate) const ANSWER_LOST_TARGETS: u8 = 2;
+/// Answer tag: a retiring worker's pipeline-cache data (only between requests).
+pub(crate) const ANSWER_CACHE: u8 = 3;
+
+/// A parent → worker message: header and payload.
+pub(crate) fn message_header(tag: u8, len: usize) -> Vec<u8> {
+    let mut h = Vec::with_capacity(MESSAGE_HEADER);
+    h.extend_from_slice(b"GP");
+    h.push(tag);
+    h.push(0);
+    h.extend_from_slice(&[0; 4]);
+    h.extend_from_slice(&(len as u64).to_le_bytes());
+    h
+}
+
+/// The payload of a library message.
+pub(crate) fn encode_library(lib: &Library) -> Vec<u8> {
+    let name = lib.name().as_bytes();
+    let origin = lib.origin().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut out = Vec::with_capacity(10 + name.len() + origin.len() + lib.source().len());
+    out.push(match lib.kind() {
+        SourceKind::Wgsl => 0,
+        SourceKind::Glsl => 1,
+        SourceKind::Spirv => 2,
+    });
+    out.push(match lib.glsl_stage() {
+        Some(ShaderStage::Vertex) => 0,
+        Some(ShaderStage::Fragment) => 1,
+        Some(ShaderStage::Compute) => 2,
+        None => 255,
+    });
+    out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+    out.extend_from_slice(name);
+    out.extend_from_slice(&(origin.len() as u32).to_le_bytes());
+    out.extend_from_slice(origin.as_bytes());
+    out.extend_from_slice(lib.source());
+    out
+}
+
+/// Reads a library message's payload back; `None` when it is malformed.
+pub(crate) fn decode_library(p: &[u8]) -> Option<Arc<Library>> {
+    let kind = match p.first()? {
+        0 => SourceKind::Wgsl,
+        1 => SourceKind::Glsl,
+        2 => SourceKind::Spirv,
+        _ => return None,
+    };
+    let stage = match p.get(1)? {
+        0 => Some(ShaderStage::Vertex),
+        1 => Some(ShaderStage::Fragment),
+        2 => Some(ShaderStage::Compute),
+        255 => None,
+        _ => return None,
+    };
+    let mut at = 2usize;
+    let mut field = || -> Option<&[u8]> {
+        let len = u32::from_le_bytes(p.get(at..at + 4)?.try_into().ok()?) as usize;
+        let bytes = p.get(at + 4..(at + 4).checked_add(len)?)?;
+        at += 4 + len;
+        Some(bytes)
+    };
+    let name = std::str::from_utf8(field()?).ok()?.to_string();
+    let origin = std::str::from_utf8(field()?).ok()?;
+    let origin = (!origin.is_empty()).then(|| PathBuf::from(origin));
+    let source = p.get(at..)?.to_vec();
+    Some(Library::new(name, kind, stage, source, origin))
+}
+
+/// Reads one message; `Ok(None)` at a clean end of input.
+pub(crate) fn read_message(input: &mut impl Read) -> std::io::Result<Option<(u8, Vec<u8>)>> {
+    let mut h = [0u8; MESSAGE_HEADER];
+    let mut got = 0;
+    while got < h.len() {
+        match input.read(&mut h[got..]) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if &h[..2] != b"GP" {
+        return Err(std::io::Error::other("not a granary parent message"));
+    }
+    let len = u64::from_le_bytes(h[8..16].try_into().unwrap_or([0; 8]));
+    // No allocation from the announced length: the payload grows as bytes arrive.
+    let mut payload = Vec::new();
+    input.take(len).read_to_end(&mut payload)?;
+    if payload.len() as u64 != len {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(Some((h[2], payload)))
+}
+
+/// The header of a worker → parent frame: `tag` answering pipeline `index`, this process's
+/// resident memory, and a payload of `len` bytes.
+pub(crate) fn frame_header(tag: u8, index: usize, len: u64) -> Vec<u8> {
+    let mut f = Vec::with_capacity(FRAME_HEADER);
+    f.extend_from_slice(b"GW");
+    f.push(tag);
+    f.push(0);
+    f.extend_from_slice(&[0; 4]);
+    f.extend_from_slice(&(index as u64).to_le_bytes());
+    f.extend_from_slice(&crate::measure::current_rss_bytes().to_le_bytes());
+    f.extend_from_slice(&len.to_le_bytes());
+    f
+}
+
+/// The largest pipeline-cache payload a retiring worker may send.
+pub const CACHE_CAP: u64 = 256 << 20;
+/// The largest failure answer (JSON) accepted.
+pub const FAILURE_CAP: u64 = 1 << 20;
+/// Fixed allowance of an answer archive: header, sections, label, entry-point names.
+pub const ANSWER_OVERHEAD: u64 = 1 << 20;
+/// Allowance per stage and target besides the source-proportional part (helper functions a
+/// writer adds whatever the source size).
+pub const STAGE_TARGET_OVERHEAD: u64 = 256 << 10;
+/// Allowance for a pipeline's driver binaries in a worker's answer (a device backend only):
+/// NVIDIA's sets measure 8–200 KB (a dictionary binary included); this is far above that.
+pub const BINARY_ALLOWANCE: u64 = 32 << 20;
+/// Output bytes allowed per source byte of a stage's library, per target. Writers emit one
+/// entry point of the library, so its output is bounded by a small multiple of the source; 64
+/// is far above anything measured (at most 1.6 output bytes per source byte for any stage and
+/// target of the bundled example; tests/isolate.rs harvests it for every target under the
+/// cap).
+pub const OUTPUT_FACTOR: u64 = 64;
+
+/// The largest compiled answer pipeline `desc` can produce for `targets`:
+/// [`ANSWER_OVERHEAD`] + Σ over its stages of (library source bytes × [`OUTPUT_FACTOR`] +
+/// [`STAGE_TARGET_OVERHEAD`]) × number of targets.
+pub fn answer_cap(desc: &PipelineDescriptor, targets: TargetSet) -> u64 {
+    let n = targets.iter().count() as u64;
+    desc.stages().iter().fold(ANSWER_OVERHEAD, |cap, (_, f)| {
+        let source = f.base().0.source().len() as u64;
+        cap.saturating_add(source.saturating_mul(OUTPUT_FACTOR).saturating_add(STAGE_TARGET_OVERHEAD).saturating_mul(n))
+    })
+}
+
+/// One worker → parent frame, as read (its payload within the cap the request set).
+pub(crate) struct Frame {
+    /// The answer tag.
+    pub tag: u8,
+    /// The pipeline index answered.
+    pub index: u64,
+    /// The worker's resident memory as it reports it.
+    pub rss: u64,
+    /// The payload.
+    pub payload: Vec<u8>,
+}
+
+/// Reads frames from a worker's answer stream into `tx` until it ends or breaks the framing;
+/// `cap` holds the largest payload the request in flight may answer with (0: none in flight).
+pub(crate) fn read_frames(mut out: impl Read, cap: Arc<AtomicU64>, tx: mpsc::Sender<Result<Frame, String>>) {
+    loop {
+        let mut h = [0u8; FRAME_HEADER];
+        if out.read_exact(&mut h).is_err() {
+            return; // EOF: the worker exited or died
+        }
+        let word = |i: usize| u64::from_le_bytes(h[8 + 8 * i..16 + 8 * i].try_into().unwrap_or([0; 8]));
+        if &h[..2] != b"GW" || h[2] > 3 {
+            let _ = tx.send(Err("worker sent a malformed frame header".into()));
+            return;
+        }
+        let (tag, len) = (h[2], word(2));
+        let in_flight = cap.load(Ordering::SeqCst);
+        let limit = match tag {
+            // A retiring worker's pipeline cache: only between requests.
+            3 if in_flight == 0 => CACHE_CAP,
+            _ if in_flight == 0 => 0,
+            3 => 0,
+            0 => in_flight,
+            // The entry, its length and the lost targets' messages.
+            2 => in_flight.saturating_add(8 + FAILURE_CAP),
+            _ => FAILURE_CAP,
+        };
+        if len > limit {
+            let what = if in_flight == 0 {
+                "no request was in flight".to_string()
+            } else {
+                format!("this request can produce at most {limit} bytes")
+            };
+            let _ = tx.send(Err(format!("worker announced a {len}-byte answer, but {what}")));
+            return;
+        }
+        // No allocation from the announced length: the payload grows as bytes arrive.
+        let mut payload = Vec::new();
+        if (&mut out).take(len).read_to_end(&mut payload).is_err() || payload.len() as u64 != len {
+            return;
+        }
+        let f = Frame { tag, index: word(0), rss: word(1), payload };
+        if tx.send(Ok(f)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Whether `data` starts with a `VkPipelineCacheHeaderVersionOne` for `device`: header size
+/// at least 32, version 1, and the device's vendor id, device id and `pipelineCacheUUID`.
+pub(crate) fn cache_header_matches(data: &[u8], device: &granary_archive::DeviceIdentity) -> bool {
+    let word = |i: usize| data.get(i..i + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes);
+    word(0).is_some_and(|n| n >= 32)
+        && word(4) == Some(1)
+        && word(8) == Some(device.vendor_id)
+        && word(12) == Some(device.device_id)
+        && data.get(16..32) == Some(&device.pipeline_cache_uuid[..])
+}
+
+/// An answer that passed [`check_answer`].
+pub(crate) enum CheckedAnswer {
+    /// The pipeline failed in the worker (phase and pipeline checked).
+    Failed(Box<Failure>),
+    /// The pipeline's one entry, the targets it has and the targets it lost.
+    Compiled {
+        /// The answer's entries (exactly one).
+        entries: Vec<WriteEntry>,
+        /// The targets the pipeline has (never empty).
+        targets: TargetSet,
+        /// The targets its stage functions lost.
+        lost: Vec<LostTarget>,
+    },
+}
+
+/// Checks an answer `frame` against the request for pipeline `index` (named `name`,
+/// descriptor `desc`) under `ctx` and `targets`, with driver binaries for `device` (none for
+/// the `none` backend); `Err` says how it is wrong.
+pub(crate) fn check_answer(
+    frame: Frame,
+    index: usize,
+    name: &str,
+    desc: &PipelineDescriptor,
+    ctx: &KeyContext,
+    targets: TargetSet,
+    device: Option<&granary_archive::DeviceIdentity>,
+) -> Result<CheckedAnswer, String> {
+    if frame.index != index as u64 {
+        return Err(format!(
+            "worker answered the request for pipeline {index} with an answer for pipeline {}",
+            frame.index
+        ));
+    }
+    if frame.tag == ANSWER_CACHE {
+        return Err("worker sent its pipeline cache instead of an answer".into());
+    }
+    if frame.tag == ANSWER_FAILED {
+        let f: Failure =
+            serde_json::from_slice(&frame.payload).map_err(|e| format!("unreadable failure from worker: {e}"))?;
+        if f.index != index || f.pipeline != name {
+            return Err(format!("worker answered with a failure of pipeline {} '{}'", f.index, f.pipeline));
+        }
+        if !["shader", "link", "panic", "script", "targets", "device"].contains(&f.phase.as_str()) {
+            return Err(format!("worker answered with a failure of unknown phase '{}'", f.phase));
+        }
+        return Ok(CheckedAnswer::Failed(Box::new(Failure { script_position: None, ..f })));
+    }
+    let (bytes, lost) = if frame.tag == ANSWER_LOST_TARGETS {
+        let (a, lost) =
+            decode_lost_answer(&frame.payload).ok_or("worker answered with a malformed lost-target answer")?;
+        if lost.is_empty() {
+            return Err("worker answered with lost targets but named none".into());
+        }
+        (a.to_vec(), lost)
+    } else {
+        (frame.payload, Vec::new())
+    };
+    // What each stage may lack: exactly the targets declared lost for it.
+    let lost_bits = |stage: crate::descriptor::ShaderStage| {
+        lost.iter().filter(|l| l.stage == stage).filter_map(|l| l.error.target).fold(0u32, |b, t| b | 1 << t as u32)
+    };
+    let archive = Archive::from_bytes(bytes).map_err(|e| format!("worker answer is damaged: {e}"))?;
+    archive.verify().map_err(|e| format!("worker answer is damaged: {e}"))?;
+    if archive.key_context() != *ctx {
+        return Err("worker answered under different writer options".into());
+    }
+    let all_lost = desc.stages().iter().fold(0u32, |b, (stage, _)| b | lost_bits(*stage));
+    if archive.targets().0 & !targets.0 != 0 || archive.targets().0 | all_lost != targets.0 {
+        return Err(format!(
+            "worker answered with targets {} instead of {}",
+            archive.targets().names(),
+            targets.names()
+        ));
+    }
+    let entries = archive.entries().map_err(|e| format!("worker answer is damaged: {e}"))?;
+    let [entry] = &entries[..] else {
+        return Err(format!("worker answered with {} entries instead of one", entries.len()));
+    };
+    let expected_key = desc.key(ctx);
+    let expected_labels: Vec<&str> = desc.label().into_iter().collect();
+    let labels: Vec<&str> = entry.labels.iter().map(String::as_str).collect();
+    if entry.entry.key != expected_key || labels != expected_labels {
+        return Err(format!(
+                "worker answered with another pipeline's entry (key {:032x}, labels {labels:?}; expected key {:032x}, labels {expected_labels:?})",
+                entry.entry.key.0, expected_key.0
+            ));
+    }
+    let has = check_stages(&entry.entry, desc, ctx, targets, &lost)?;
+    check_binaries(&entry.binaries, device, desc)?;
+    Ok(CheckedAnswer::Compiled { entries, targets: has, lost })
+}
+
+/// Checks an answered entry's driver binaries: exactly one set, for the parent's device, when
+/// a device backend is in use (non-empty where the device has pipeline binaries, empty where
+/// it keeps cache data only, marked as a library exactly when the pipeline needs one), none
+/// otherwise. Sets of one pipeline differ from compile to compile, so the bytes themselves are
+/// not compared with anything; the archive's checksums already covered them.
+pub(crate) fn check_binaries(
+    binaries: &[granary_archive::DeviceBinaries],
+    device: Option<&granary_archive::DeviceIdentity>,
+    desc: &PipelineDescriptor,
+) -> Result<(), String> {
+    match (device, binaries) {
+        (None, []) => Ok(()),
+        (None, _) => Err("worker answered with driver binaries, but no device backend is in use".into()),
+        (Some(d), [b]) => {
+            if *b.device != *d {
+                let why = b.device.mismatch(d).unwrap_or_default();
+                return Err(format!("worker answered with binaries for another device ({why})"));
+            }
+            b.set.check().map_err(|e| format!("worker answered with a malformed binary set: {e}"))?;
+            let wants_binaries = !d.binary_global_key.is_empty();
+            if wants_binaries == b.set.binaries.is_empty() {
+                return Err(format!(
+                    "worker answered with {} binaries on a device that {}",
+                    b.set.binaries.len(),
+                    if wants_binaries { "captures pipeline binaries" } else { "keeps pipeline-cache data only" }
+                ));
+            }
+            let library = b.set.flags & granary_archive::BINARY_SET_LIBRARY != 0;
+            if library != crate::backend::needs_libraries(desc) {
+                return Err(format!(
+                    "worker answered with a {} where the pipeline needs a {}",
+                    if library { "pipeline library" } else { "whole pipeline" },
+                    if library { "whole pipeline" } else { "pipeline library" }
+                ));
+            }
+            Ok(())
+        }
+        (Some(_), _) => Err(format!("worker answered with {} binary sets instead of one", binaries.len())),
+    }
+}
+
+/// Checks an answered entry's stages against the pipeline asked: same kind, stages and stage
+/// keys, and an output for every requested target of every stage except exactly the targets
+/// `lost` declares lost for that stage (each naming one of the pipeline's functions); returns
+/// the targets the pipeline has (never empty).
+pub(crate) fn check_stages(
+    entry: &crate::descriptor::PipelineEntry,
+    desc: &PipelineDescriptor,
+    ctx: &KeyContext,
+    targets: TargetSet,
+    lost: &[crate::compiler::LostTarget],
+) -> Result<TargetSet, String> {
+    let lost_bits = |stage: crate::descriptor::ShaderStage| {
+        lost.iter().filter(|l| l.stage == stage).filter_map(|l| l.error.target).fold(0u32, |b, t| b | 1 << t as u32)
+    };
+    let stages = desc.stages();
+    let shape_ok = entry.kind == desc.kind()
+        && entry.stages.len() == stages.len()
+        && entry.stages.iter().zip(&stages).all(|(got, (stage, f))| {
+            got.stage == *stage
+                && got.key == stage_key(f, *stage, ctx)
+                && targets.iter().all(|t| {
+                    let declared_lost = lost_bits(*stage) & (1 << t as u32) != 0;
+                    got.outputs.0[t as usize].is_some() != declared_lost
+                })
+        });
+    if !shape_ok {
+        return Err("worker answered with an entry whose stages do not match the pipeline".into());
+    }
+    if lost.iter().any(|l| l.error.target.is_none_or(|t| !targets.contains(t))) {
+        return Err("worker declared a lost target that was not requested".into());
+    }
+    if lost.iter().any(|l| !stages.iter().any(|(s, f)| *s == l.stage && f.describe() == l.function)) {
+        return Err("worker declared a lost target for a function the pipeline does not have".into());
+    }
+    let has = crate::compiler::entry_targets(entry, targets);
+    if has.0 == 0 {
+        return Err("worker answered with an entry that has no target left".into());
+    }
+    Ok(has)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::descriptor::{ComputePipelineDescriptor, FunctionDescriptor, Library, Target};
+
+    #[test]
+    fn an_answer_may_lack_exactly_the_targets_it_declares_lost() {
+        // MSL has 16-bit floats under the default profile, GLSL has not.
+        let src = "enable f16;\n@group(0) @binding(0) var<storage, read_write> buf: array<f32>;\n\
+            @compute @workgroup_size(1) fn main() { let h: f16 = f16(buf[0]); buf[0] = f32(h * 2.0h); }\n";
+        let desc = PipelineDescriptor::Compute(ComputePipelineDescriptor {
+            label: None,
+            compute: FunctionDescriptor::library(Library::wgsl("half", src), "main"),
+            layout: None,
+        });
+        let targets = TargetSet::parse("msl,glsl").unwrap();
+        let c = crate::compiler::Compiler::new(crate::compiler::CompilerOptions { targets, ..Default::default() });
+        let o = c.compile_detailed(&desc).unwrap();
+        let ctx = c.key_context();
+        assert_eq!(o.lost.len(), 1);
+        let has = check_stages(&o.entry, &desc, &ctx, targets, &o.lost).unwrap();
+        assert_eq!(has, TargetSet::parse("msl").unwrap());
+        // Not declared: refused.
+        assert!(check_stages(&o.entry, &desc, &ctx, targets, &[]).is_err());
+        // Declared lost but present (MSL), not requested (HLSL), or for another function.
+        let mut other = o.lost.clone();
+        other[0].error.target = Some(Target::Msl);
+        other.push(o.lost[0].clone());
+        assert!(check_stages(&o.entry, &desc, &ctx, targets, &other).is_err());
+        let mut hlsl = o.lost.clone();
+        hlsl.push(o.lost[0].clone());
+        hlsl[1].error.target = Some(Target::Hlsl);
+        assert!(check_stages(&o.entry, &desc, &ctx, targets, &hlsl).is_err());
+        let mut renamed = o.lost.clone();
+        renamed[0].function = "other:main".into();
+        assert!(check_stages(&o.entry, &desc, &ctx, targets, &renamed).is_err());
+    }
+
+    #[test]
+    fn the_answer_cap_grows_with_sources_and_targets() {
+        let lib = Library::wgsl("l", "x".repeat(1000));
+        let desc = PipelineDescriptor::Compute(ComputePipelineDescriptor {
+            label: None,
+            compute: FunctionDescriptor::library(lib, "main".to_string()),
+            layout: None,
+        });
+        let one = answer_cap(&desc, TargetSet::parse("spirv").unwrap());
+        let all = answer_cap(&desc, TargetSet::parse("spirv,msl,hlsl,glsl").unwrap());
+        assert_eq!(one, ANSWER_OVERHEAD + 1000 * OUTPUT_FACTOR + STAGE_TARGET_OVERHEAD);
+        assert_eq!(all, ANSWER_OVERHEAD + 4 * (1000 * OUTPUT_FACTOR + STAGE_TARGET_OVERHEAD));
+        assert!(all < 1 << 30);
+    }
+    #[test]
+    fn lost_target_answers_round_trip_and_refuse_damage() {
+        let mut error = ShaderError::new("half", ShaderErrorKind::Validation, "glsl needs capability SHADER_FLOAT16");
+        error.target = Some(crate::descriptor::Target::Glsl);
+        error.line = Some(3);
+        let lost = vec![LostTarget { stage: ShaderStage::Fragment, function: "half:fs".into(), error }];
+        let p = encode_lost_answer(b"ARCHIVE", &lost);
+        let (archive, back) = decode_lost_answer(&p).expect("round trip");
+        assert_eq!(archive, b"ARCHIVE");
+        let [l] = &back[..] else { panic!("{} lost", back.len()) };
+        assert_eq!((l.stage, l.function.as_str()), (ShaderStage::Fragment, "half:fs"));
+        assert_eq!(l.error.to_string(), lost[0].error.to_string());
+        assert_eq!(l.error.target, Some(crate::descriptor::Target::Glsl));
+        // Damage: a length past the end, a cut JSON, an unknown target.
+        let mut long = p.clone();
+        long[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(decode_lost_answer(&long).is_none());
+        assert!(decode_lost_answer(&p[..p.len() - 2]).is_none());
+        assert!(decode_lost_answer(&p[..5]).is_none());
+        let bad = String::from_utf8_lossy(&p[15..]).replace("\"glsl\"", "\"dxil\"");
+        let mut unknown = p[..15].to_vec();
+        unknown.extend_from_slice(bad.as_bytes());
+        assert!(decode_lost_answer(&unknown).is_none());
+    }
+
+    #[test]
+    fn library_messages_round_trip_to_the_same_identity() {
+        for lib in [
+            Library::new(
+                "vs",
+                SourceKind::Glsl,
+                Some(ShaderStage::Vertex),
+                b"void main(){}".to_vec(),
+                Some("a/b.vert".into()),
+            ),
+            Library::wgsl("w", "@compute @workgroup_size(1) fn main() {}"),
+            Library::spirv("s", vec![3, 2, 0x23, 7, 0, 0]),
+        ] {
+            let back = decode_library(&encode_library(&lib)).unwrap();
+            assert_eq!(back.hash(), lib.hash());
+            assert_eq!(back.name(), lib.name());
+            assert_eq!(back.origin(), lib.origin());
+            assert_eq!(back.source(), lib.source());
+        }
+        assert!(decode_library(&[0, 255, 9, 0, 0, 0]).is_none());
+        assert!(decode_library(&[7]).is_none());
+    }
+
+    #[test]
+    fn messages_are_read_back_and_end_cleanly() {
+        let mut bytes = message_header(MSG_COMPILE, 8);
+        bytes.extend_from_slice(&5u64.to_le_bytes());
+        let mut r = &bytes[..];
+        assert_eq!(read_message(&mut r).unwrap(), Some((MSG_COMPILE, 5u64.to_le_bytes().to_vec())));
+        assert_eq!(read_message(&mut r).unwrap(), None);
+        // A length that runs past the end is an error, not an allocation.
+        let huge = message_header(MSG_SCRIPT, 1 << 40);
+        assert!(read_message(&mut &huge[..]).is_err());
+    }
+}
