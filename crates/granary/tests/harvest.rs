@@ -187,3 +187,79 @@ fn prune_keeps_exactly_what_the_script_produces() {
     prune(&m, &edited, &m).unwrap();
     assert_eq!(std::fs::read(&m).unwrap(), std::fs::read(&e).unwrap());
 }
+
+/// For 1–4 shards: every shard archive verifies and records its shard (index, count, the one
+/// script hash every shard computes), its summary says the same, every pipeline is in exactly
+/// one shard, and the merge of the shards in two orders is byte-identical to a plain harvest.
+#[test]
+fn merged_shards_are_byte_identical_to_a_plain_harvest_for_1_to_4_shards() {
+    use granary::harvest::{harvest_shard, shard::ShardSpec};
+    let dir = common::tempdir();
+    let full = dir.path().join("full.granary");
+    let summary = run(&options(Path::new(EXAMPLE), &full));
+    assert!(summary.shard.is_none(), "an unsharded summary has no shard");
+    let full_bytes = std::fs::read(&full).unwrap();
+    let full_archive = Archive::open(&full).unwrap();
+    assert_eq!(full_archive.shard(), None, "an unsharded harvest records no shard");
+    for n in 1..=4u32 {
+        let mut script = None;
+        let mut total = 0;
+        let mut paths = Vec::new();
+        for i in 0..n {
+            let p = dir.path().join(format!("shard-{i}-of-{n}.granary"));
+            let s = harvest_shard(&options(Path::new(EXAMPLE), &p), Some(ShardSpec { index: i, count: n }), &|_| {})
+                .expect("shard harvest");
+            assert_eq!(s.failed, 0);
+            let a = Archive::open(&p).unwrap();
+            a.verify().unwrap();
+            let r = a.shard().expect("a shard archive records its shard");
+            assert_eq!((r.index, r.count), (i, n));
+            assert_eq!(*script.get_or_insert(r.script), r.script, "every shard names the same script");
+            let ss = s.shard.expect("a shard's summary names its shard");
+            assert_eq!((ss.index, ss.count, ss.pipelines), (i, n, a.len()));
+            assert_eq!(ss.script, format!("{:032x}", r.script));
+            total += a.len();
+            paths.push(p);
+        }
+        assert_eq!(total, full_archive.len(), "n={n}: every pipeline in exactly one shard");
+        let forward: Vec<&PathBuf> = paths.iter().collect();
+        let mut other: Vec<&PathBuf> = paths.iter().rev().collect();
+        other.rotate_left(n as usize / 2);
+        for (name, order) in [("forward", forward), ("reversed and rotated", other)] {
+            let inputs: Vec<Archive> = order.iter().map(|p| Archive::open(p).unwrap()).collect();
+            let (entries, meta) = archive::merge(&inputs).unwrap();
+            let merged = archive::encode(&entries, &meta);
+            assert!(merged == full_bytes, "n={n}, {name} order: merged bytes differ from a plain harvest");
+            assert_eq!(Archive::from_bytes(merged).unwrap().shard(), None, "a merged archive is no shard");
+        }
+    }
+}
+
+#[test]
+fn every_example_pipeline_is_found_by_descriptor_and_label_with_fresh_outputs() {
+    use granary::archive::LookupDescriptor;
+    use granary::compiler::{Compiler, CompilerOptions};
+    let dir = common::tempdir();
+    let out = dir.path().join("r.granary");
+    let targets = TargetSet::of(&[Target::Spirv, Target::Hlsl]);
+    let summary = run(&HarvestOptions { targets, ..options(Path::new(EXAMPLE), &out) });
+    let script = granary::script::Script::load(Path::new(EXAMPLE)).unwrap();
+    assert!(script.pipelines.len() >= 200, "the example is a few hundred pipelines");
+    assert_eq!(summary.succeeded, script.pipelines.len());
+    assert!(summary.reuse_ratio > 2.0, "{}", summary.reuse_ratio);
+    let ar = Archive::open(&out).unwrap();
+    ar.verify().unwrap();
+    let fresh = Compiler::new(CompilerOptions { targets, ..Default::default() });
+    for p in &script.pipelines {
+        let d = p.descriptor.as_ref().unwrap();
+        let by_desc = ar.lookup(d).unwrap().expect("by descriptor");
+        let by_label = ar.lookup_label(p.label.as_deref().unwrap()).unwrap().expect("by label");
+        assert_eq!(by_desc.key(), by_label.key());
+        let e = fresh.compile(d).unwrap();
+        for (s, fs) in by_desc.stages().unwrap().iter().zip(&e.stages) {
+            for t in [Target::Spirv, Target::Hlsl] {
+                assert_eq!(s.output(t).unwrap(), fs.outputs.get(t).map(|b| b.bytes()));
+            }
+        }
+    }
+}
