@@ -285,6 +285,25 @@ fn merge_is_order_independent_and_unions_devices() {
     }
 }
 
+/// An archive merged with the same pipelines carrying driver binaries and cache data (a plain
+/// harvest and a device harvest of one script) is the archive with them, byte for byte, in
+/// either order; salvage of it keeps every set and cache (the library's half of granary-cli's
+/// `ls_merge_and_salvage_carry_device_sections`, which checks the commands around it).
+#[test]
+fn merge_of_a_plain_archive_and_its_device_harvest_is_the_device_harvest() {
+    let plain_entries: Vec<WriteEntry> = (1..=4).map(entry).collect();
+    let plain = encode(&plain_entries, &ArchiveMeta::new("device test options"));
+    let with = encode(&sample(), &meta());
+    for order in [[&plain, &with], [&with, &plain]] {
+        let inputs: Vec<Archive> = order.iter().map(|b| Archive::from_bytes((*b).clone()).unwrap()).collect();
+        let (e, m) = merge(&inputs).unwrap();
+        assert_eq!(encode(&e, &m), with, "merged = the archive with binaries");
+    }
+    let (e, m, report) = salvage(&with).unwrap();
+    assert_eq!((report.devices, report.binary_sets, report.caches), (2, 6, 2));
+    assert_eq!(encode(&e, &m), with);
+}
+
 /// Offset of the blob whose bytes are `needle` inside `bytes` (a unique pattern).
 fn find(bytes: &[u8], needle: &[u8]) -> usize {
     bytes.windows(needle.len()).position(|w| w == needle).expect("pattern present")

@@ -4,9 +4,6 @@
 mod common;
 
 use granary::archive::Archive;
-use granary::archive::LookupDescriptor;
-use granary::compiler::{Compiler, CompilerOptions};
-use granary::descriptor::{Target, TargetSet};
 use granary::script::Script;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,43 +27,26 @@ fn harvest(out: &Path, extra: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).expect("summary JSON")
 }
 
+/// `-j`, `--targets` and `--flush-every` reach the harvest and its summary. (That the bytes do
+/// not depend on the thread count or on flushes is the library's: granary/tests/harvest.rs.)
 #[test]
-fn j1_and_j8_write_byte_identical_archives() {
+fn thread_target_and_flush_arguments_reach_the_harvest() {
     let dir = common::tempdir();
     let a = dir.path().join("j1.granary");
     let b = dir.path().join("j8.granary");
     let s1 = harvest(&a, &["-j", "1", "--targets", "spirv,msl"]);
     let s8 = harvest(&b, &["-j", "8", "--targets", "spirv,msl", "--flush-every", "25"]);
     assert_eq!(s1["failed"], 0);
+    assert_eq!((s1["threads"].as_u64(), s8["threads"].as_u64()), (Some(1), Some(8)));
+    assert_eq!(s8["targets"], s1["targets"]);
+    assert!(s1["targets"].as_str().unwrap().contains("msl"), "{s1}");
     assert_eq!(s1["pipelines"], s8["pipelines"]);
+    assert_eq!(s1["flushes"], 0, "no flush without --flush-every");
     assert!(s8["flushes"].as_u64().unwrap() >= 1, "flushes happened during the -j8 run");
-    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
-}
-
-#[test]
-fn every_example_pipeline_is_found_by_descriptor_and_label_with_fresh_outputs() {
-    let dir = common::tempdir();
-    let out = dir.path().join("r.granary");
-    let summary = harvest(&out, &["--targets", "spirv,hlsl"]);
-    let script = Script::load(Path::new(EXAMPLE)).unwrap();
-    assert!(script.pipelines.len() >= 200, "the example is a few hundred pipelines");
-    assert_eq!(summary["succeeded"].as_u64().unwrap() as usize, script.pipelines.len());
-    assert!(summary["reuse_ratio"].as_f64().unwrap() > 2.0);
-    let ar = Archive::open(&out).unwrap();
-    ar.verify().unwrap();
-    let targets = TargetSet::of(&[Target::Spirv, Target::Hlsl]);
-    let fresh = Compiler::new(CompilerOptions { targets, ..Default::default() });
-    for p in &script.pipelines {
-        let d = p.descriptor.as_ref().unwrap();
-        let by_desc = ar.lookup(d).unwrap().expect("by descriptor");
-        let by_label = ar.lookup_label(p.label.as_deref().unwrap()).unwrap().expect("by label");
-        assert_eq!(by_desc.key(), by_label.key());
-        let e = fresh.compile(d).unwrap();
-        for (s, fs) in by_desc.stages().unwrap().iter().zip(&e.stages) {
-            for t in [Target::Spirv, Target::Hlsl] {
-                assert_eq!(s.output(t).unwrap(), fs.outputs.get(t).map(|b| b.bytes()));
-            }
-        }
+    for out in [&a, &b] {
+        let ar = Archive::read(out).unwrap();
+        ar.verify().unwrap();
+        assert_eq!(Some(ar.len() as u64), s1["pipelines"].as_u64());
     }
 }
 

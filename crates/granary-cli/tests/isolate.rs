@@ -11,7 +11,6 @@ use granary::archive::Archive;
 use granary::script::Script;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
 
@@ -74,7 +73,9 @@ fn crash_and_hang_fail_exactly_their_pipelines() {
     let dir = common::tempdir();
     let out = dir.path().join("iso.granary");
     let fault = format!("abort:{abort},segv:{segv},stack-overflow:{overflow},hang:{hang}");
-    let (code, s) = harvest(&out, &["--isolate", "--timeout", "3"], &fault);
+    // The timeout is what ends the hang; it is generous, so that no other pipeline (a worker's
+    // start included) can reach it on a loaded machine.
+    let (code, s) = harvest(&out, &["--isolate", "--timeout", "20"], &fault);
     assert_eq!(code, Some(1), "{s}");
     let failures = s["failures"].as_array().unwrap();
     let failed: Vec<&str> = failures.iter().map(|f| f["pipeline"].as_str().unwrap()).collect();
@@ -84,6 +85,7 @@ fn crash_and_hang_fail_exactly_their_pipelines() {
     assert!(msg(1).contains("SIGSEGV"), "{}", msg(1));
     assert!(msg(2).contains("stack overflow"), "{}", msg(2));
     assert_eq!(failures[3]["phase"], "timeout");
+    assert!(msg(3).contains("within 20 s"), "{}", msg(3));
     assert_holds_all_but(&out, &failed);
 }
 
@@ -164,19 +166,56 @@ fn a_huge_announced_answer_fails_its_pipeline_without_allocating() {
     assert_holds_all_but(&out, &[liar]);
 }
 
+/// Runs `cmd` (its standard output captured) to its end; a run still going after
+/// [`common::SAFETY`] is killed and fails the test: it hung.
+fn run_or_call_it_a_hang(cmd: &mut Command) -> std::process::Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut b).map(|_| b)
+    });
+    let err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut stderr, &mut b).map(|_| b)
+    });
+    let mut status = None;
+    common::wait_for("the harvest ending", || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    std::process::Output {
+        status: status.unwrap(),
+        stdout: out.join().unwrap().unwrap(),
+        stderr: err.join().unwrap().unwrap(),
+    }
+}
+
 #[test]
 fn a_worker_that_hangs_on_exit_cannot_hang_the_harvest() {
     let dir = common::tempdir();
     let out = dir.path().join("iso.granary");
-    let t0 = Instant::now();
-    // Recycling makes workers retire mid-harvest too, not only at the end.
-    let (code, s) = harvest(&out, &["--isolate", "--recycle-after", "150"], "hang-on-exit:1");
-    let took = t0.elapsed();
-    assert_eq!(code, Some(0), "{s}");
+    let marks = dir.path().join("reached");
+    std::fs::create_dir(&marks).unwrap();
+    // Recycling makes workers retire mid-harvest too, not only at the end. Every retiring
+    // worker marks that it is about to hang (`reached:`) and then never exits by itself.
+    let o = run_or_call_it_a_hang(
+        Command::new(env!("CARGO_BIN_EXE_granary"))
+            .args(["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "--json", "-j", "2"])
+            .args(["--isolate", "--recycle-after", "150"])
+            .env("GRANARY_FAULT", format!("hang-on-exit:1,reached:{}", marks.display())),
+    );
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|_| panic!("no summary: {}", String::from_utf8_lossy(&o.stderr)));
+    assert_eq!(o.status.code(), Some(0), "{s}");
     assert_eq!(s["failed"], 0);
-    assert!(s["workers_started"].as_u64().unwrap() >= 3, "{s}");
-    // Each retirement waits 5 s at most; the harvest itself takes a few seconds.
-    assert!(took < Duration::from_secs(45), "{took:?}");
+    let started = s["workers_started"].as_u64().unwrap();
+    assert!(started >= 3, "{s}");
+    // The fault took effect: workers did hang on exit (each is killed after the grace period,
+    // so one slowed past it by the machine may be killed before it marks; none more than
+    // once).
+    let hung = common::fault_markers(&marks, "hang-on-exit");
+    assert!(!hung.is_empty() && hung.len() as u64 <= started, "{hung:?} of {started} workers");
     assert_holds_all_but(&out, &[]);
 }
 
@@ -252,6 +291,13 @@ fn workers_of(script: &Path) -> Vec<u32> {
     found
 }
 
+/// Whether process `pid` still exists and is not a zombie.
+#[cfg(target_os = "linux")]
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| !stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn killing_the_parent_leaves_no_worker_running() {
@@ -264,29 +310,34 @@ fn killing_the_parent_leaves_no_worker_running() {
     }
     let script: PathBuf = dir.path().join("pipelines.json");
     std::fs::copy(EXAMPLE, &script).unwrap();
+    let marks = dir.path().join("reached");
+    std::fs::create_dir(&marks).unwrap();
     let labels = labels();
+    // Two hangs, in the first and the last chunk: the slot that takes the first chunk hangs
+    // in it, the other one works through every other chunk and hangs in the last. Each worker
+    // marks the hang it reached (`reached:`), so the test waits for both workers to hang.
+    let fault = format!("hang:{},hang:{},reached:{}", labels[1], labels[labels.len() - 1], marks.display());
     let mut parent = Command::new(env!("CARGO_BIN_EXE_granary"))
         .args(["harvest", script.to_str().unwrap(), "-o", dir.path().join("o.granary").to_str().unwrap()])
         .args(["-q", "-j", "2", "--isolate", "--timeout", "600"])
-        .env("GRANARY_FAULT", format!("hang:{}", labels[1]))
+        .env("GRANARY_FAULT", fault)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while workers_of(&script).len() < 2 && t0.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(!workers_of(&script).is_empty(), "no worker started");
-    // The worker on labels[1] hangs for 600 s: the harvest cannot finish by itself.
-    std::thread::sleep(Duration::from_millis(300));
+    common::wait_for("both workers hanging", || common::fault_markers(&marks, "hang").len() == 2);
+    let hung: Vec<u32> = common::fault_markers(&marks, "hang").into_iter().map(|(pid, _)| pid).collect();
+    assert_ne!(hung[0], hung[1], "two workers, one hang each");
+    let mut running = workers_of(&script);
+    running.sort();
+    assert_eq!(running, hung, "exactly the two hanging workers run");
+    // Both workers hang for 600 s: the harvest cannot finish by itself.
     assert!(parent.try_wait().unwrap().is_none(), "the harvest ended by itself");
     parent.kill().unwrap();
     parent.wait().unwrap();
-    let t1 = Instant::now();
-    while !workers_of(&script).is_empty() && t1.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // The kernel kills the workers when their parent's slot threads die (PR_SET_PDEATHSIG):
+    // wait for that event (a worker that outlived its parent would hang this wait).
+    common::wait_for("the workers dying with their parent", || !hung.iter().any(|&pid| alive(pid)));
     assert_eq!(workers_of(&script), Vec::<u32>::new(), "workers outlived their parent");
 }
 

@@ -80,7 +80,6 @@ fn job_output(dir: &Path, name: &str) -> String {
 fn slurm_runs_the_example_sbatch_scripts_and_a_killed_index_resubmitted_merges_the_same() {
     let Some(c) = cluster() else { return };
     let t0 = Instant::now();
-    let timeout = Duration::from_secs(180);
     let reference = c.dir().join("local.granary");
     local_harvest(&reference);
     let expected = std::fs::read(&reference).unwrap();
@@ -92,7 +91,7 @@ fn slurm_runs_the_example_sbatch_scripts_and_a_killed_index_resubmitted_merges_t
     std::fs::create_dir(&run1).unwrap();
     let array = submit_harvest(&c, &run1, "0-3", granary, &["-j", "2"]);
     let merge = submit_merge(&c, &run1, &array);
-    assert_eq!(c.wait_done(&merge, timeout), "COMPLETED", "merge job\n{}", c.logs());
+    assert_eq!(c.wait_done(&merge), "COMPLETED", "merge job\n{}", c.logs());
     for i in 0..4 {
         assert_eq!(c.state(&format!("{array}_{i}")).as_deref(), Some("COMPLETED"));
         let out = job_output(&run1, &format!("granary-harvest-{array}_{i}.out"));
@@ -124,14 +123,14 @@ fn slurm_runs_the_example_sbatch_scripts_and_a_killed_index_resubmitted_merges_t
     let array = submit_harvest(&c, &run2, "0-3", &slowed, &[]);
     let merge = submit_merge(&c, &run2, &array);
     for i in [0, 1, 3] {
-        assert_eq!(c.wait_done(&format!("{array}_{i}"), timeout), "COMPLETED", "task {i}\n{}", c.logs());
+        assert_eq!(c.wait_done(&format!("{array}_{i}")), "COMPLETED", "task {i}\n{}", c.logs());
     }
     // Task 2 is running once it has started a write (a journal append, `shard-2.granary.journal`,
     // or the archive's temporary file, `.shard-2.granary.granary-*.tmp`): with the fault, that
     // write cannot finish within the test.
     let task = format!("{array}_2");
     let shards = run2.join("shards");
-    let deadline = Instant::now() + timeout;
+    let deadline = Instant::now() + slurm_cluster::SAFETY;
     loop {
         let writing = std::fs::read_dir(&shards)
             .into_iter()
@@ -145,15 +144,15 @@ fn slurm_runs_the_example_sbatch_scripts_and_a_killed_index_resubmitted_merges_t
         std::thread::sleep(Duration::from_millis(100));
     }
     c.scancel(&task);
-    assert_eq!(c.wait_done(&task, timeout), "CANCELLED", "{}", c.logs());
+    assert_eq!(c.wait_done(&task), "CANCELLED", "{}", c.logs());
     assert!(!shards.join("shard-2.granary").exists(), "the killed shard never finished its archive");
-    assert_eq!(c.wait_done(&merge, timeout), "PENDING (DependencyNeverSatisfied)", "{}", c.logs());
+    assert_eq!(c.wait_done(&merge), "PENDING (DependencyNeverSatisfied)", "{}", c.logs());
     c.scancel(&merge);
-    assert_eq!(c.wait_done(&merge, timeout), "CANCELLED", "{}", c.logs());
+    assert_eq!(c.wait_done(&merge), "CANCELLED", "{}", c.logs());
 
     let again = submit_harvest(&c, &run2, "2", granary, &[]);
     let merge = submit_merge(&c, &run2, &again);
-    assert_eq!(c.wait_done(&merge, timeout), "COMPLETED", "merge after the resubmission\n{}", c.logs());
+    assert_eq!(c.wait_done(&merge), "COMPLETED", "merge after the resubmission\n{}", c.logs());
     assert_eq!(c.state(&format!("{again}_2")).as_deref(), Some("COMPLETED"));
     assert!(
         std::fs::read(run2.join("game.granary")).unwrap() == expected,

@@ -27,6 +27,11 @@
 //! - `slow-write:MS` — every atomic file write sleeps `MS` milliseconds after writing half of
 //!   the temporary file (and every journal append pauses likewise), so that kill tests can land
 //!   in the middle of an archive write or a journal append.
+//! - `reached:DIR` — every fault above that a process carries out itself (abort, segv,
+//!   stack-overflow, hang, panic, and hang-on-exit) first creates the empty file
+//!   `DIR/ACTION.PID.N` (`hang.1234.0`: the first fault process 1234 reached was a hang), so a
+//!   test waits for that file, the event, instead of for time. A marker that cannot be created
+//!   is reported on standard error and the fault is carried out anyway.
 //!
 //! The variable is read once per process.
 
@@ -56,6 +61,22 @@ pub enum Action {
     HugeFrame,
 }
 
+impl Action {
+    /// The action's spelling in `GRANARY_FAULT` (also the name of its `reached:` marker).
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Abort => "abort",
+            Action::Segv => "segv",
+            Action::StackOverflow => "stack-overflow",
+            Action::Hang => "hang",
+            Action::Panic => "panic",
+            Action::PrintStdout => "print-stdout",
+            Action::WrongAnswer => "wrong-answer",
+            Action::HugeFrame => "huge-frame",
+        }
+    }
+}
+
 #[cfg(feature = "fault")]
 mod imp {
     use super::Action;
@@ -69,6 +90,8 @@ mod imp {
         pub hang_on_exit: bool,
         pub device_crash: Vec<String>,
         pub device_fail: Vec<String>,
+        /// `reached:DIR`: where markers of reached faults are created.
+        pub reached: Option<std::path::PathBuf>,
     }
 
     pub(super) fn faults() -> &'static Faults {
@@ -109,6 +132,10 @@ mod imp {
                     f.hang_on_exit = true;
                     continue;
                 }
+                "reached" => {
+                    f.reached = Some(arg.into());
+                    continue;
+                }
                 // Read by granary-archive's durable writer and journal.
                 "slow-write" => continue,
                 _ => continue,
@@ -116,6 +143,17 @@ mod imp {
             f.at.push((a, arg.to_string()));
         }
         f
+    }
+
+    /// Creates `DIR/NAME.PID.N` for a `reached:DIR` fault (N counts this process's markers).
+    pub(super) fn mark(name: &str) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let Some(dir) = &faults().reached else { return };
+        let path = dir.join(format!("{name}.{}.{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+        if let Err(e) = std::fs::write(&path, b"") {
+            eprintln!("granary fault: cannot create the marker {}: {e}", path.display());
+        }
     }
 }
 
@@ -178,19 +216,30 @@ pub fn at_device_compile(label: Option<&str>) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether an isolated worker should hang instead of exiting when its input closes.
+/// Whether an isolated worker should hang instead of exiting when its input closes (called
+/// once, right before the hang: it creates the `reached:` marker `hang-on-exit`).
 #[inline(always)]
 pub fn hang_on_exit() -> bool {
     #[cfg(feature = "fault")]
-    return imp::faults().hang_on_exit;
+    let hang = imp::faults().hang_on_exit;
+    #[cfg(feature = "fault")]
+    if hang {
+        imp::mark("hang-on-exit");
+    }
     #[cfg(not(feature = "fault"))]
-    false
+    let hang = false;
+    hang
 }
 
 /// Carries out the process-level `action`s (abort, segv, stack overflow, hang, panic). The
 /// protocol-level ones (print-stdout, wrong-answer, huge-frame) are carried out by the
-/// isolated worker itself and are no-ops here.
+/// isolated worker itself and are no-ops here. A process-level action first creates its
+/// `reached:` marker, if one is asked for.
 pub fn trigger(action: Action) {
+    #[cfg(feature = "fault")]
+    if !matches!(action, Action::PrintStdout | Action::WrongAnswer | Action::HugeFrame) {
+        imp::mark(action.name());
+    }
     match action {
         Action::Abort => std::process::abort(),
         Action::Segv => {
@@ -225,11 +274,17 @@ pub fn trigger(action: Action) {
 mod tests {
     #[test]
     fn parses_the_documented_spellings() {
-        let f = super::imp::parse("abort:a/b,hang:x,slow-write:15,bogus,nope:1,panic-stage:vs,hang-on-exit:1,panic:p");
+        let f = super::imp::parse(
+            "abort:a/b,hang:x,slow-write:15,bogus,nope:1,panic-stage:vs,hang-on-exit:1,panic:p,reached:/tmp/m",
+        );
         assert_eq!(f.at.len(), 3);
         assert_eq!(f.at[0], (super::Action::Abort, "a/b".to_string()));
         assert_eq!(f.at[2], (super::Action::Panic, "p".to_string()));
         assert_eq!(f.panic_stage, vec!["vs".to_string()]);
         assert!(f.hang_on_exit);
+        assert_eq!(f.reached.as_deref(), Some(std::path::Path::new("/tmp/m")));
+        for a in [super::Action::Abort, super::Action::StackOverflow, super::Action::HugeFrame] {
+            assert_eq!(super::imp::parse(&format!("{}:l", a.name())).at, vec![(a, "l".to_string())]);
+        }
     }
 }

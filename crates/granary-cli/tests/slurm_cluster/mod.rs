@@ -8,6 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// How long the cluster waits for an event (a daemon up, a job done) before calling it a hang.
+/// Never a speed bound: it only turns a hang into a failure, far beyond any run on a loaded
+/// machine.
+pub const SAFETY: Duration = Duration::from_secs(600);
+
 pub enum Start {
     Up(Cluster),
     /// Why not (missing binaries, not root, a daemon that did not come up).
@@ -106,7 +111,7 @@ impl Cluster {
                 arg("seed-file", &d.join("munged.seed")),
             ]),
         )?;
-        c.wait_for("munged's socket", Duration::from_secs(10), |_| sock.exists())?;
+        c.wait_for("munged's socket", |_| sock.exists())?;
 
         let host = output(Command::new("hostname").arg("-s"))?.trim().to_string();
         let node = output(Command::new(&bins[2]).arg("-C"))?;
@@ -154,7 +159,7 @@ impl Cluster {
         let conf = c.conf.clone();
         c.spawn("slurmctld", Command::new(&bins[1]).arg("-D").arg("-f").arg(&conf))?;
         c.spawn("slurmd", Command::new(&bins[2]).arg("-D").arg("-f").arg(&conf))?;
-        c.wait_for("an idle node", Duration::from_secs(30), |c| {
+        c.wait_for("an idle node", |c| {
             c.cmd("sinfo")
                 .args(["-h", "-o", "%T"])
                 .output()
@@ -175,8 +180,9 @@ impl Cluster {
         Ok(())
     }
 
-    fn wait_for(&mut self, what: &str, limit: Duration, mut ready: impl FnMut(&Cluster) -> bool) -> Result<(), String> {
-        let deadline = Instant::now() + limit;
+    /// Waits for `ready`; an error as soon as a daemon exits, or after [`SAFETY`] (a hang).
+    fn wait_for(&mut self, what: &str, mut ready: impl FnMut(&Cluster) -> bool) -> Result<(), String> {
+        let (limit, deadline) = (SAFETY, Instant::now() + SAFETY);
         while !ready(self) {
             for (name, child) in &mut self.daemons {
                 if let Ok(Some(st)) = child.try_wait() {
@@ -230,9 +236,10 @@ impl Cluster {
         Some(state.to_string())
     }
 
-    /// Waits for a job or array task to end; returns its final state (panics at `limit`).
-    pub fn wait_done(&self, id: &str, limit: Duration) -> String {
-        let deadline = Instant::now() + limit;
+    /// Waits for a job or array task to end; returns its final state (panics after [`SAFETY`]:
+    /// a job that never ends).
+    pub fn wait_done(&self, id: &str) -> String {
+        let (limit, deadline) = (SAFETY, Instant::now() + SAFETY);
         loop {
             if let Some(s) = self.state(id) {
                 if TERMINAL.contains(&s.as_str()) || s.contains("NeverSatisfied") {
@@ -281,7 +288,13 @@ impl Drop for Cluster {
         // first: SIGTERM, and SIGKILL after a grace period.
         if self.daemons.len() == 3 {
             let _ = self.cmd("scancel").args(["--user", "root"]).output();
-            std::thread::sleep(Duration::from_millis(500));
+            // Until no job is left (bounded: this is teardown, nothing is asserted).
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline
+                && self.cmd("squeue").args(["-h"]).output().is_ok_and(|o| !o.stdout.is_empty())
+            {
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
         while let Some((_, mut child)) = self.daemons.pop() {
             let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();

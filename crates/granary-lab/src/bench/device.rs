@@ -351,7 +351,17 @@ mod tests {
             assert_eq!(p.imbalance.threads, 3, "{name}");
             assert_eq!(p.worker_tasks.len(), 3, "{name}");
             assert!((0.0..1.0).contains(&p.imbalance.idle_fraction), "{name}: {:?}", p.imbalance);
-            assert!(p.imbalance.max_over_mean >= 1.0, "{name}: {:?}", p.imbalance);
+            // The reported figures are those of the reported busy times: each thread's busy
+            // time lies within the worker phase, and max/mean and the idle share are computed
+            // from them.
+            let (i, b) = (&p.imbalance, &p.imbalance.busy_seconds);
+            assert_eq!(b.len(), 3, "{name}");
+            assert!(b.iter().all(|t| (0.0..=i.wall_seconds).contains(t)), "{name}: {i:?}");
+            let (sum, max) = (b.iter().sum::<f64>(), b.iter().copied().fold(0.0, f64::max));
+            let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * y.abs().max(1.0);
+            assert!(close(i.busy_max_seconds, max) && close(i.busy_mean_seconds, sum / 3.0), "{name}: {i:?}");
+            assert!(close(i.max_over_mean, max / (sum / 3.0)), "{name}: {i:?}");
+            assert!(close(i.idle_fraction, 1.0 - sum / (3.0 * i.wall_seconds)), "{name}: {i:?}");
             assert!(p.wall_min_seconds <= p.wall_seconds && p.wall_seconds <= p.wall_max_seconds, "{name}");
             assert!(p.imbalance.wall_seconds <= p.wall_seconds, "{name}");
             assert!(p.driver.is_none(), "{name}: the none backend reports no driver");

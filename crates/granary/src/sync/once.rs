@@ -90,27 +90,47 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
+    /// Forced contention: 8 threads call at once (a barrier), and the one that computes does
+    /// not finish until every thread has called; so 7 callers arrive while the value is being
+    /// computed. Exactly one computes; each of the others called before the value existed,
+    /// did not compute, and returned only after the computation had finished: it waited.
     #[test]
     fn computes_once_under_contention() {
+        const THREADS: usize = 8;
         let cell = Arc::new(ComputeOnce::<Arc<u32>>::new());
         let runs = Arc::new(AtomicUsize::new(0));
-        let threads: Vec<_> = (0..8)
+        let arrived = Arc::new(AtomicUsize::new(0));
+        let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let start = Arc::new(std::sync::Barrier::new(THREADS));
+        let threads: Vec<_> = (0..THREADS)
             .map(|_| {
-                let (cell, runs) = (cell.clone(), runs.clone());
+                let (cell, runs, arrived, finished, start) =
+                    (cell.clone(), runs.clone(), arrived.clone(), finished.clone(), start.clone());
                 std::thread::spawn(move || {
-                    cell.get_or_compute(|| {
+                    start.wait();
+                    let before = !finished.load(Ordering::SeqCst);
+                    arrived.fetch_add(1, Ordering::SeqCst);
+                    let (v, computed) = cell.get_or_compute(|| {
                         runs.fetch_add(1, Ordering::SeqCst);
-                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        // Every other caller has called (or is about to) before this ends.
+                        while arrived.load(Ordering::SeqCst) < THREADS {
+                            std::thread::yield_now();
+                        }
+                        finished.store(true, Ordering::SeqCst);
                         Arc::new(7)
-                    })
-                    .0
+                    });
+                    (*v, computed, before, finished.load(Ordering::SeqCst))
                 })
             })
             .collect();
-        for t in threads {
-            assert_eq!(*t.join().unwrap(), 7);
-        }
+        let results: Vec<(u32, bool, bool, bool)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
         assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert_eq!(results.iter().filter(|r| r.1).count(), 1, "exactly one caller computed: {results:?}");
+        for &(v, _, called_before_the_value, returned_after_it) in &results {
+            assert_eq!(v, 7);
+            assert!(called_before_the_value && returned_after_it, "{results:?}");
+        }
+        assert_eq!(cell.get().map(|v| *v), Some(7));
     }
 
     #[test]

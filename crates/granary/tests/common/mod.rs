@@ -170,3 +170,34 @@ pub fn test_device(name: &str, key: Vec<u8>) -> Arc<granary::archive::DeviceIden
         driver_info: "1.0".into(),
     })
 }
+
+/// How long a test waits for an event before calling it a hang. Never a speed bound: it only
+/// turns a hang into a failure, and is far beyond any run on a loaded machine.
+pub const SAFETY: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Waits until `event()` holds (checked every 5 ms); panics naming `what` if it has not after
+/// [`SAFETY`] (a hang).
+pub fn wait_for(what: &str, mut event: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !event() {
+        assert!(t0.elapsed() < SAFETY, "{what}: not after {SAFETY:?}, a hang");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// The names of the markers in `dir` that `GRANARY_FAULT=reached:DIR` created for faults
+/// `action` (`hang.PID.N`), as (pid, name), sorted.
+pub fn fault_markers(dir: &std::path::Path, action: &str) -> Vec<(u32, String)> {
+    let mut found: Vec<(u32, String)> = std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|name| {
+            let rest = name.strip_prefix(action)?.strip_prefix('.')?;
+            let pid = rest.split('.').next()?.parse().ok()?;
+            Some((pid, name))
+        })
+        .collect();
+    found.sort();
+    found
+}
