@@ -98,6 +98,8 @@ mod fault;
 pub mod frontend;
 pub mod harvest;
 pub mod import;
+// The `:line:column` suffix of script and shader errors (layers 2 and 3 share it).
+mod position;
 pub mod script;
 // Exposed for the loom models in tests/loom.rs (they check the shipped primitives) and for
 // granary's own tools (granary-lab); not API: no stability promise.

@@ -273,7 +273,7 @@ fn load(opts: &StressOptions, dir: &Path) -> Result<Workload, StressError> {
                 if let Some(b) = o.binaries {
                     identity.get_or_insert_with(|| (*b.device).clone());
                 }
-                if granary::backend::needs_libraries(&p) {
+                if p.needs_libraries() {
                     libraries.insert(o.entry.key);
                 }
                 pipelines.push(p);
@@ -584,16 +584,13 @@ mod tests {
         fn name(&self) -> &'static str {
             "fake"
         }
-        fn link(&self, desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result<(), String> {
-            granary::backend::link_check(desc, stages)
-        }
         fn compile(
             &self,
             desc: &PipelineDescriptor,
             _stages: &[Arc<StageFunction>],
             _layout: &PipelineLayout,
         ) -> Result<Option<DeviceBinaries>, String> {
-            let library = granary::backend::needs_libraries(desc);
+            let library = desc.needs_libraries();
             let n = if library { &self.libraries } else { &self.created }.fetch_add(1, Relaxed);
             let binaries = if self.binaries {
                 vec![DeviceBinary { key: vec![9; 20], data: Blob::new(n.to_le_bytes().to_vec()) }]
