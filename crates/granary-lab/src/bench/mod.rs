@@ -10,7 +10,7 @@ pub use baseline::{baseline, Baseline, BaselineRun};
 pub use device::{imbalance, run_device, DeviceBenchOptions, DeviceBenchReport, DevicePass, Imbalance};
 pub use passes::{granary, granary_on, parallel, vertex_runs, workaround, workaround_on, Pass, Timing, Worker};
 
-use crate::gen::{seed_scale, SeedScaleOptions};
+use crate::workload::{seed_scale, SeedScaleOptions};
 use granary::archive::Archive;
 use granary::capture::{Capture, CaptureMode};
 use granary::descriptor::{PipelineDescriptor, PipelineKey, Target, TargetSet};
@@ -261,7 +261,7 @@ pub struct BenchReport {
 pub enum BenchError {
     /// Generating the workload failed.
     #[error(transparent)]
-    Gen(#[from] crate::gen::GenError),
+    Gen(#[from] crate::workload::GenError),
     /// Loading it failed.
     #[error(transparent)]
     Script(#[from] granary::script::ScriptError),

@@ -21,7 +21,7 @@
 
 mod modes;
 
-use crate::gen::{seed_scale, SeedScaleOptions};
+use crate::workload::{seed_scale, SeedScaleOptions};
 use granary::archive::{encode, portable_meta, Archive, DeviceIdentity, WriteEntry, BINARY_SET_LIBRARY};
 use granary::backend::Backend;
 use granary::capture::{Capture, CaptureMode};
@@ -138,7 +138,7 @@ pub struct StressReport {
 pub enum StressError {
     /// Generating the workload failed.
     #[error(transparent)]
-    Gen(#[from] crate::gen::GenError),
+    Gen(#[from] crate::workload::GenError),
     /// The script could not be read.
     #[error(transparent)]
     Script(#[from] granary::script::ScriptError),
