@@ -11,9 +11,9 @@
 //! the reference, each generation, each per-thread compiler — shares that one backend (one
 //! device), as an application's capture loop does. Archives are then compared as written:
 //! with their device sections and the device's pipeline-cache data (the capture's
-//! [`Capture::device_caches`]; pieces are merged from the files, which carry them). Driver
-//! binaries are not reproducible, so where the device captures binaries the final archive is
-//! compared with the reference with its device sections stripped (entries without binaries,
+//! [`Capture::device_caches`](granary::capture::Capture::device_caches); pieces are merged
+//! from the files, which carry them). Driver binaries are not reproducible, so where the
+//! device captures binaries the final archive is compared with the reference with its device sections stripped (entries without binaries,
 //! no caches), and its device section is checked on its own: one binary set per pipeline for
 //! the device, non-empty, LIBRARY flag exactly for pipelines with an unspecialized colour
 //! attachment. Where the device keeps cache data instead (empty sets), the whole final archive

@@ -4,7 +4,7 @@
 //! - Unknown fields are errors; every error names the file and the JSON path.
 //! - A problem in one library or pipeline is kept with that entry; the rest still load.
 //! - Library paths resolve relative to the script's folder.
-//! - Every script granary writes is written by [`write`] (version, field names, layouts).
+//! - Every script granary writes is written by [`mod@write`] (version, field names, layouts).
 
 mod error;
 mod expand;
