@@ -316,3 +316,47 @@ fn raw_layout(l: &crate::descriptor::ExplicitLayout) -> RawLayout {
         immediates: l.immediates.map(|i| RawImmediates { size: i.size, visibility: stages(i.visibility) }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::descriptor::Constant;
+
+    #[test]
+    fn script_line_writer_frames_one_entry_per_line() {
+        let mut w = LineWriter::new(Vec::new()).unwrap();
+        w.library(&LibraryEntry::at_path("vs", "shaders/vs.wgsl")).unwrap();
+        w.library(&LibraryEntry::at_path("fs", "shaders/fs.wgsl")).unwrap();
+        let mut p = w.pipelines().unwrap();
+        let c = Constant { id: ConstantId::Name("FOG".into()), value: ConstantValue::Bool(true) };
+        let fs = Function::specialized(Function::library("fs", "main"), [&c], Some("fs#1".into()));
+        let body = Render::new(Function::library("vs", "main"), Some(fs), serde_json::json!({"sample_count": 4}));
+        p.pipeline(&Pipeline::render(Some("a".into()), body)).unwrap();
+        p.pipeline(&Pipeline::<()>::compute(None, Function::library("vs", "cs"))).unwrap();
+        assert_eq!(p.written(), 2);
+        let text = String::from_utf8(p.finish().unwrap()).unwrap();
+        assert_eq!(
+            text,
+            "{\"granary_script\":1,\n\"libraries\":[\n\
+             {\"name\":\"vs\",\"path\":\"shaders/vs.wgsl\"},\n{\"name\":\"fs\",\"path\":\"shaders/fs.wgsl\"}\n],\n\"pipelines\":[\n\
+             {\"label\":\"a\",\"render\":{\"vertex\":{\"library\":\"vs\",\"function\":\"main\"},\
+             \"fragment\":{\"specialize\":{\"library\":\"fs\",\"function\":\"main\"},\
+             \"constants\":[{\"name\":\"FOG\",\"bool\":true}],\"name\":\"fs#1\"},\"sample_count\":4}},\n\
+             {\"compute\":{\"function\":{\"library\":\"vs\",\"function\":\"cs\"}}}\n]}\n"
+        );
+        let empty = String::from_utf8(LineWriter::new(Vec::new()).unwrap().pipelines().unwrap().finish().unwrap());
+        assert_eq!(empty.unwrap(), "{\"granary_script\":1,\n\"libraries\":[\n\n],\n\"pipelines\":[\n\n]}\n");
+    }
+
+    #[test]
+    fn script_pretty_sorts_keys_and_reads_back() {
+        let libs = [LibraryEntry::at_path("vs", "vs.wgsl")];
+        let pipelines = [Pipeline::<()>::compute(Some("c".into()), Function::library("vs", "cs"))];
+        let text = pretty(&libs, &pipelines).unwrap();
+        assert!(text.starts_with("{\n  \"granary_script\": 1,\n  \"libraries\": [\n"), "{text}");
+        assert!(text.contains("\"function\": \"cs\",\n          \"library\": \"vs\""), "{text}");
+        assert!(text.ends_with("}\n"));
+        let top = RawScriptTop::parse(&text, std::path::Path::new("s.json")).unwrap();
+        assert_eq!((top.libraries.len(), top.pipelines.len()), (1, 1));
+    }
+}
