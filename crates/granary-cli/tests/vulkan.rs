@@ -80,7 +80,7 @@ fn needs_libraries(label: &str) -> bool {
         .find(|p| p.label.as_deref() == Some(label))
         .and_then(|p| p.descriptor.as_ref().ok())
         .expect("pipeline");
-    granary::backend::needs_libraries(d)
+    d.needs_libraries()
 }
 
 #[test]
@@ -237,7 +237,7 @@ fn without_pipeline_libraries_unspecialized_pipelines_fail_saying_so() {
         .unwrap()
         .pipelines
         .iter()
-        .filter(|p| p.descriptor.as_ref().is_ok_and(granary::backend::needs_libraries))
+        .filter(|p| p.descriptor.as_ref().is_ok_and(|d| d.needs_libraries()))
         .count();
     assert_eq!(failures.len(), expected);
     for f in failures {
@@ -263,8 +263,7 @@ fn expand_unspecialized_compiles_specialized_variants_without_libraries() {
     let path = dir.path().join("pipelines.json");
     std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
     let parsed = Script::load(&path).unwrap();
-    let open =
-        parsed.pipelines.iter().filter(|p| p.descriptor.as_ref().is_ok_and(granary::backend::needs_libraries)).count();
+    let open = parsed.pipelines.iter().filter(|p| p.descriptor.as_ref().is_ok_and(|d| d.needs_libraries())).count();
     let out = dir.path().join("a.granary");
     let (code, s) =
         harvest(path.to_str().unwrap(), &out, &["--backend", "vulkan", "--no-pipeline-libraries", "-j", "2"], &[]);

@@ -1,7 +1,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 //! granary's lab: the tools that exercise the library rather than extend it — the seed-scale
-//! workload generator ([`gen`]), the bug report's race scenarios with invariant checks
+//! workload generator ([`workload`]), the bug report's race scenarios with invariant checks
 //! ([`stress`]) and the macro benchmark with its baselines ([`mod@bench`]). They back the
 //! `granary gen`, `granary stress` and `granary bench` commands. Not part of `granary`'s
 //! public API, and not published.
@@ -9,7 +9,7 @@
 //! # Example
 //!
 //! ```
-//! use granary_lab::gen::{seed_scale, SeedScaleOptions};
+//! use granary_lab::workload::{seed_scale, SeedScaleOptions};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
 //! // A small workload of the report's shape: runs of pipelines sharing vertex functions.
@@ -21,5 +21,5 @@
 //! ```
 
 pub mod bench;
-pub mod gen;
 pub mod stress;
+pub mod workload;

@@ -4,7 +4,7 @@
 use granary::descriptor::{stage_key, KeyContext, PipelineDescriptor, ShaderStage, Spec};
 use granary::harvest::{harvest, HarvestOptions};
 use granary::script::Script;
-use granary_lab::gen::{seed_scale, GenError, GenSummary, SeedScaleOptions};
+use granary_lab::workload::{seed_scale, GenError, GenSummary, SeedScaleOptions};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 

@@ -228,8 +228,7 @@ impl VulkanBackend {
             return self.create_unshared(desc, functions, &vk_layout, render_state);
         };
         let state = render_state.map(|r| r.encode()).transpose().map_err(|e| e.message)?;
-        let key =
-            DriverKey { stages, state, layout: vk_layout.clone(), library: granary::backend::needs_libraries(desc) };
+        let key = DriverKey { stages, state, layout: vk_layout.clone(), library: desc.needs_libraries() };
         let mut created_here = false;
         let result = map.get_or_try(key, || {
             created_here = true;
@@ -265,7 +264,7 @@ impl VulkanBackend {
                     stages.push((Some(&**m), state::stage_flag(f.stage), entry_name(&f.entry_point)?));
                 }
                 debug_assert!(functions.first().is_some_and(|f| f.stage == ShaderStage::Vertex));
-                let library = granary::backend::needs_libraries(desc);
+                let library = desc.needs_libraries();
                 let input = graphics_input(&self.gpu, r, stages, &pipeline_layout, library, &[])?;
                 let intern = |b: &[u8]| self.intern(b);
                 (self.gpu.create_graphics(&input, How::Capture(&intern)).map_err(|e| e.to_string())?, library)
@@ -286,10 +285,6 @@ impl VulkanBackend {
 impl granary::backend::Backend for VulkanBackend {
     fn name(&self) -> &'static str {
         "vulkan"
-    }
-
-    fn link(&self, desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result<(), String> {
-        granary::backend::link_check(desc, stages)
     }
 
     fn compile(

@@ -54,7 +54,7 @@ fn every_example_pipeline_is_created_with_one_module_per_stage_function() {
     let mut libraries = 0;
     for (desc, fs, layout) in &pipelines {
         let c = b.create_pipeline(desc, fs, layout).unwrap_or_else(|e| panic!("{:?}: {e}", desc.label()));
-        assert_eq!(c.library, granary::backend::needs_libraries(desc));
+        assert_eq!(c.library, desc.needs_libraries());
         assert_eq!(c.binaries.is_empty(), !b.captures_binaries());
         libraries += usize::from(c.library);
     }

@@ -1,8 +1,11 @@
-//! Layer 7 — the archive. The file format (deterministic writer, bounds-checked reader,
+//! Layer 5 — the archive. The file format (deterministic writer, bounds-checked reader,
 //! verify, merge, salvage, journal) lives in the `granary-archive` crate, which is what an
 //! application ships; this module re-exports it and adds what needs the offline library:
 //! [`LookupDescriptor`] (lookup by full descriptor) and [`portable_meta`] (the header of
 //! archives this build's front end writes). Specified byte by byte in docs/FORMAT.md.
+//!
+//! It sits above the front end (layer 3), whose writer options [`portable_meta`] names, and
+//! below the capture (layer 6), which writes archives.
 //!
 //! Invariants (kept by `granary-archive`):
 //! - [`encode`] is a pure function of the set of `(entry, labels, device binaries)` it is given

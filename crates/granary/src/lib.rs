@@ -106,6 +106,8 @@ pub mod measure;
 // OS module.
 #[cfg_attr(unix, allow(unsafe_code))] // libc calls, each with its SAFETY argument
 mod os;
+// The `:line:column` suffix of script and shader errors (layers 2 and 3 share it).
+mod position;
 pub mod script;
 // Exposed for the loom models in tests/loom.rs (they check the shipped primitives) and for
 // granary's own tools (granary-lab); not API: no stability promise.

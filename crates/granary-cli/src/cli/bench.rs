@@ -3,7 +3,7 @@
 use super::device_args::{BackendKind, DeviceArgs};
 use granary::descriptor::TargetSet;
 use granary_lab::bench::{run, run_device, BenchOptions, DeviceBenchOptions, DeviceBenchReport, DevicePass, Micros};
-use granary_lab::gen::SeedScaleOptions;
+use granary_lab::workload::SeedScaleOptions;
 
 #[derive(clap::Args)]
 #[command(

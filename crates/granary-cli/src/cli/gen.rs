@@ -1,7 +1,7 @@
 //! `granary gen`: write synthetic workloads.
 
 use anyhow::Context as _;
-use granary_lab::gen::seed_scale;
+use granary_lab::workload::seed_scale;
 use std::path::PathBuf;
 
 /// `granary gen WORKLOAD`.

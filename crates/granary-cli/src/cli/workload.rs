@@ -1,6 +1,6 @@
 //! The seed-scale workload's size options, shared by `gen` and `bench`.
 
-use granary_lab::gen::SeedScaleOptions;
+use granary_lab::workload::SeedScaleOptions;
 
 /// Size and seed of a generated seed-scale workload.
 #[derive(clap::Args)]

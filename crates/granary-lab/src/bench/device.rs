@@ -10,7 +10,7 @@
 
 use super::passes::{granary_on, vertex_runs, workaround_on, Pass, Timing};
 use super::{load_average, versus, BenchError, Spread, Versus};
-use crate::gen::{seed_scale, SeedScaleOptions};
+use crate::workload::{seed_scale, SeedScaleOptions};
 use granary::backend::{Backend, BackendReport};
 use granary::capture::{Capture, CaptureMode};
 use granary::descriptor::PipelineDescriptor;

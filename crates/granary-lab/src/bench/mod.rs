@@ -14,7 +14,7 @@ pub use stats::{cpu_utilisation, parallel_efficiency, scaling_rows, speedup, Mic
 
 use stats::{load_average, median_wall, micros, versus, with_spread};
 
-use crate::gen::{seed_scale, SeedScaleOptions};
+use crate::workload::{seed_scale, SeedScaleOptions};
 use granary::archive::Archive;
 use granary::capture::{Capture, CaptureMode};
 use granary::descriptor::{PipelineDescriptor, PipelineKey, Target, TargetSet};
@@ -106,7 +106,7 @@ pub struct BenchReport {
 pub enum BenchError {
     /// Generating the workload failed.
     #[error(transparent)]
-    Gen(#[from] crate::gen::GenError),
+    Gen(#[from] crate::workload::GenError),
     /// Loading it failed.
     #[error(transparent)]
     Script(#[from] granary::script::ScriptError),

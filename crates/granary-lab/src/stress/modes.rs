@@ -1,12 +1,13 @@
 //! The five scenarios.
-
 //!
 //! Every compiler here comes from [`Workload::compiler`], so with a device backend they all
 //! share its one device. Final archives are encoded with their device data: a capture through
 //! [`encode_capture`] (its entries' binary sets and its backends' caches), merged pieces from
 //! the files as written (binary sets and caches as `write_archive` put them there).
 
-use super::{check_final, check_write, encode_capture, Mode, StressReport, Workload};
+use super::check::{check_final, check_write};
+use super::reference::{encode_capture, Workload};
+use super::{Mode, StressReport};
 use granary::archive::{encode, merge, Archive};
 use granary::capture::{Capture, CaptureMode};
 use granary::compiler::Compiler;

@@ -57,8 +57,11 @@ pub trait Backend: Send + Sync {
     /// Short name for reports.
     fn name(&self) -> &'static str;
     /// Checks that the stages and state of one pipeline fit together. Returns a message
-    /// describing the failure.
-    fn link(&self, desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result<(), String>;
+    /// describing the failure. Default: the front end's interface checks ([`link_check`]),
+    /// which every backend shipped runs unchanged.
+    fn link(&self, desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result<(), String> {
+        link_check(desc, stages)
+    }
     /// Compiles one linked pipeline on a device and returns its binaries for that device
     /// (`None` for backends without a device). Called after [`Backend::link`] succeeded, with
     /// the pipeline's resource layout. An `Err` is the device's message; it fails this
@@ -93,16 +96,6 @@ pub trait Backend: Send + Sync {
     }
 }
 
-/// Whether a device backend compiles `desc` as a graphics pipeline library with the
-/// fragment-output part left for run time: a render pipeline with a colour attachment whose
-/// format, blend or write mask is unspecialized.
-pub fn needs_libraries(desc: &PipelineDescriptor) -> bool {
-    match desc {
-        PipelineDescriptor::Render(r) => r.state.color_attachments.iter().any(|c| c.is_unspecialized()),
-        PipelineDescriptor::Compute(_) => false,
-    }
-}
-
 /// The `none` backend: link checks only; the archive holds the front end's outputs.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoneBackend;
@@ -110,9 +103,6 @@ pub struct NoneBackend;
 impl Backend for NoneBackend {
     fn name(&self) -> &'static str {
         "none"
-    }
-    fn link(&self, desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result<(), String> {
-        link_check(desc, stages)
     }
 }
 

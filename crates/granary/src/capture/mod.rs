@@ -1,5 +1,6 @@
 //! Layer 6 — the capture: the concurrent set of compiled entries, snapshots, and writing them
-//! out as an archive or a pipelines script.
+//! out as an archive (layer 5) or a pipelines script (layer 2). It keeps the attached
+//! backends (layer 4) for their device caches; the compiler (layer 7) records into it.
 //!
 //! Invariants (the snapshot contract):
 //! - [`Capture::record`] completes with the entry visible: a snapshot that starts after a

@@ -1,5 +1,5 @@
-//! Layer 5 — the compiler: resolves descriptors through the front end's caches, links stages
-//! into pipelines, and hands results to an attached capture.
+//! Layer 7 — the compiler: resolves descriptors through the front end's caches, links stages
+//! into pipelines through a backend, and hands results to an attached capture (layer 6).
 //!
 //! Invariants:
 //! - `compile` never holds a lock while compiling; stage functions shared by many pipelines

@@ -95,6 +95,17 @@ impl PipelineDescriptor {
         }
     }
 
+    /// Whether a device backend builds this pipeline as a graphics pipeline library with the
+    /// fragment-output part left for run time: a render pipeline whose fixed-function state
+    /// leaves a colour attachment's format, blend or write mask unspecialized
+    /// ([`RenderState::is_unspecialized`]). Compute pipelines never are.
+    pub fn needs_libraries(&self) -> bool {
+        match self {
+            PipelineDescriptor::Render(r) => r.state.is_unspecialized(),
+            PipelineDescriptor::Compute(_) => false,
+        }
+    }
+
     /// The pipeline key under `ctx`.
     pub fn key(&self, ctx: &KeyContext) -> PipelineKey {
         let stage_keys: Vec<StageKey> = self.stages().iter().map(|(s, f)| stage_key(f, *s, ctx)).collect();

@@ -37,7 +37,7 @@ impl std::fmt::Display for ShaderErrorKind {
 
 /// A shader error with the library file and, where known, its line and column.
 #[derive(Debug, Clone, thiserror::Error, Serialize)]
-#[error("{file}{}: {kind} error: {message}", position(line, column))]
+#[error("{file}{}: {kind} error: {message}", crate::position::line_column(line, column))]
 pub struct ShaderError {
     /// The library's file path, or its name when it has no file.
     pub file: String,
@@ -52,14 +52,6 @@ pub struct ShaderError {
     /// The target whose writer failed (`Write` errors), or whose profile lacks a capability
     /// the shader needs (`Validation` errors found per target).
     pub target: Option<Target>,
-}
-
-fn position(line: &Option<u32>, column: &Option<u32>) -> String {
-    match (line, column) {
-        (Some(l), Some(c)) => format!(":{l}:{c}"),
-        (Some(l), None) => format!(":{l}"),
-        _ => String::new(),
-    }
 }
 
 impl ShaderError {

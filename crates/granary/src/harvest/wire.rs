@@ -459,7 +459,7 @@ pub(crate) fn check_binaries(
                 ));
             }
             let library = b.set.flags & granary_archive::BINARY_SET_LIBRARY != 0;
-            if library != crate::backend::needs_libraries(desc) {
+            if library != desc.needs_libraries() {
                 return Err(format!(
                     "worker answered with a {} where the pipeline needs a {}",
                     if library { "pipeline library" } else { "whole pipeline" },

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// Something wrong in a pipelines script, located by file, JSON path and (for syntax errors)
 /// line and column.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{}{}: {}{}", file.display(), location(line, column), if json_path.is_empty() { String::new() } else { format!("{json_path}: ") }, message)]
+#[error("{}{}: {}{}", file.display(), crate::position::line_column(line, column), if json_path.is_empty() { String::new() } else { format!("{json_path}: ") }, message)]
 pub struct ScriptError {
     /// The script (or library) file.
     pub file: PathBuf,
@@ -17,14 +17,6 @@ pub struct ScriptError {
     pub column: Option<usize>,
     /// What is wrong.
     pub message: String,
-}
-
-fn location(line: &Option<usize>, column: &Option<usize>) -> String {
-    match (line, column) {
-        (Some(l), Some(c)) => format!(":{l}:{c}"),
-        (Some(l), None) => format!(":{l}"),
-        _ => String::new(),
-    }
 }
 
 impl ScriptError {

@@ -80,7 +80,7 @@ impl Expansion {
     /// error that names the pipeline.
     pub fn variants(&self, desc: &PipelineDescriptor, name: &str) -> Option<Result<Vec<PipelineDescriptor>, String>> {
         let PipelineDescriptor::Render(r) = desc else { return None };
-        if !crate::backend::needs_libraries(desc) {
+        if !desc.needs_libraries() {
             return None;
         }
         let open: Vec<usize> = r
@@ -189,7 +189,7 @@ mod tests {
             ]
         );
         for d in &v {
-            assert!(!crate::backend::needs_libraries(d), "{:?}", d.label());
+            assert!(!d.needs_libraries(), "{:?}", d.label());
         }
         // Fully specialized pipelines are not expanded; too many variants are refused.
         assert!(e.variants(&v[0], "q").is_none());

@@ -1,4 +1,6 @@
-//! The JSON shapes of the pipelines script, as serde types (docs/FORMAT.md, "Pipelines script").
+//! The JSON shapes of the pipelines script, as serde types (docs/FORMAT.md, "Pipelines script"):
+//! the one spelling of its field names, read by `load.rs`/`lazy.rs` and written through
+//! `write.rs` (fixed-function state is spelled by `granary_archive::state`'s serde types).
 
 use crate::descriptor::{
     ColorAttachment, DepthStencilState, PrimitiveState, ShaderStage, SourceKind, VertexBufferLayout,
@@ -100,14 +102,15 @@ pub(crate) struct RawConstant {
     pub f32: Option<f32>,
 }
 
-/// One pipeline: a label and exactly one of `render` / `compute`.
+/// One pipeline: a label and exactly one of `render` / `compute`. The render body is
+/// [`RawRender`] when read; a writer may give its own body `R` (see [`RawRenderWith`]).
 #[derive(Serialize, Deserialize, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RawPipeline {
+#[serde(deny_unknown_fields, bound(deserialize = "R: Deserialize<'de>", serialize = "R: Serialize"))]
+pub(crate) struct RawPipeline<R = RawRender> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub render: Option<RawRender>,
+    pub render: Option<R>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute: Option<RawCompute>,
     /// An explicit resource layout (docs/FORMAT.md §2.1); absent: derived from the shaders.
@@ -178,6 +181,18 @@ pub(crate) struct RawRender {
     pub sample_count: u32,
     #[serde(default, skip_serializing_if = "is_false")]
     pub alpha_to_coverage: bool,
+}
+
+/// A render pipeline's body as a writer that spells the fixed-function state itself gives it:
+/// the stage functions, then the state fields of `S` (`vertex_buffers`, `primitive`, …, in
+/// `S`'s order) at the same level. Write-only: [`RawRender`] is what the reader checks.
+#[derive(Serialize, Debug, Clone)]
+pub(crate) struct RawRenderWith<S> {
+    pub vertex: RawFunction,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fragment: Option<RawFunction>,
+    #[serde(flatten)]
+    pub state: S,
 }
 
 /// A compute pipeline's body.

@@ -5,7 +5,7 @@
 use super::container::tag;
 use super::container::writer::{entry, header, Store};
 use super::*;
-use serde_json::json;
+use serde_json::{json, Map};
 
 /// SPIR-V of one of the example renderer's WGSL files, every entry point, overrides at
 /// their defaults.
@@ -276,7 +276,7 @@ fn import_foz_spec_constants_take_the_declared_type() {
     let s = json!({"stage": 32, "module": hex(1), "name": "main", "specializationInfo": {"dataSize": 8, "data": data,
         "mapEntries": [{"constantID": 3, "offset": 0, "size": 4}, {"constantID": 4, "offset": 4, "size": 4}]}});
     let (f, _) = conv.function(&s).unwrap();
-    assert_eq!(f["constants"], json!([{"id": 3, "f32": 2.0}, {"id": 4, "bool": true}]));
+    assert_eq!(serde_json::to_value(&f).unwrap()["constants"], json!([{"id": 3, "f32": 2.0}, {"id": 4, "bool": true}]));
     let bad = json!({"stage": 32, "module": hex(1), "specializationInfo": {"data": data,
         "mapEntries": [{"constantID": 3, "offset": 6, "size": 4}]}});
     assert!(conv.function(&bad).unwrap_err().contains("outside the data"));

@@ -15,19 +15,19 @@
 
 mod catalog;
 mod fragment;
+mod render_json;
 mod rng;
 mod runs;
-mod script;
 mod state;
 mod vertex;
 mod wgsl;
 
 use catalog::Entry;
+use granary::script::write::{Function, LibraryEntry, LineWriter, Pipeline, Render, WriteError};
+use render_json::RenderStateJson;
 use rng::Rng;
-use script::{ConstJson, FunctionJson, LibraryJson, PipelineJson, PlainJson, RenderJson};
 use serde::Serialize;
 use std::collections::HashSet;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Options of the seed-scale workload.
@@ -130,19 +130,17 @@ fn enumerate(libraries: &[LibraryFile], first: usize, count: usize) -> Vec<Stage
     out
 }
 
-/// The script's spelling of a stage function.
-fn function_json<'a>(libraries: &'a [LibraryFile], s: StageRef) -> FunctionJson<'a> {
+/// The script entry of a stage function: plain for variant 0, else specialized and named.
+fn function_entry(libraries: &[LibraryFile], s: StageRef) -> Function {
     let lib = &libraries[s.library];
     let entry = lib.entries[s.entry];
-    let plain = PlainJson { library: &lib.name, function: entry.function };
+    let plain = Function::library(&lib.name, entry.function);
     if s.variant == 0 {
-        return FunctionJson::Plain(plain);
+        return plain;
     }
-    FunctionJson::Specialized {
-        specialize: plain,
-        constants: entry.constants(lib.float_id, s.variant).iter().map(ConstJson::from).collect(),
-        name: format!("{}/{}#{}", lib.name, entry.function, s.variant),
-    }
+    let constants: Vec<granary::descriptor::Constant> =
+        entry.constants(lib.float_id, s.variant).iter().map(Into::into).collect();
+    Function::specialized(plain, &constants, Some(format!("{}/{}#{}", lib.name, entry.function, s.variant)))
 }
 
 /// Writes the seed-scale workload into `out_dir`: `pipelines.json` and WGSL libraries under
@@ -198,18 +196,15 @@ pub fn seed_scale(opts: &SeedScaleOptions, out_dir: &Path) -> Result<GenSummary,
     let plan = runs::plan_runs(&mut root.fork(2), opts.pipelines, vertex_count, opts.max_run);
     let script = out_dir.join("pipelines.json");
     let file = std::fs::File::create(&script).map_err(|source| GenError::Io { path: script.clone(), source })?;
-    let mut w = std::io::BufWriter::new(file);
-    let io = |source| GenError::Io { path: script.clone(), source };
-    let json = |source| GenError::Json { path: script.clone(), source };
-
-    w.write_all(b"{\"granary_script\":1,\n\"libraries\":[\n").map_err(io)?;
-    for (i, lib) in libraries.iter().enumerate() {
-        if i > 0 {
-            w.write_all(b",\n").map_err(io)?;
-        }
-        serde_json::to_writer(&mut w, &LibraryJson { name: &lib.name, path: &lib.path }).map_err(json)?;
+    let failed = |e| match e {
+        WriteError::Io(source) => GenError::Io { path: script.clone(), source },
+        WriteError::Json(source) => GenError::Json { path: script.clone(), source },
+    };
+    let mut w = LineWriter::new(std::io::BufWriter::new(file)).map_err(failed)?;
+    for lib in &libraries {
+        w.library(&LibraryEntry::at_path(&lib.name, &lib.path)).map_err(failed)?;
     }
-    w.write_all(b"\n],\n\"pipelines\":[\n").map_err(io)?;
+    let mut w = w.pipelines().map_err(failed)?;
 
     // Popular materials first: a skewed pick through a fixed random order of the fragments.
     let mut rng = root.fork(3);
@@ -218,7 +213,6 @@ pub fn seed_scale(opts: &SeedScaleOptions, out_dir: &Path) -> Result<GenSummary,
     let mut seen: HashSet<(usize, usize, state::State)> = HashSet::with_capacity(opts.pipelines);
     let mut bias = vec![0i32; vertex_count];
     let mut fragment_used = vec![false; fragment_fns.len()];
-    let mut written = 0usize;
     for (r, (&len, &v)) in plan.lengths.iter().zip(&plan.vertex).enumerate() {
         let vs = vertex_fns[v];
         let buffers = state::vertex_buffers(libraries[vs.library].entries[vs.entry].inputs, &mut rng);
@@ -242,28 +236,20 @@ pub fn seed_scale(opts: &SeedScaleOptions, out_dir: &Path) -> Result<GenSummary,
             fragment_used[f] = true;
             let fs = fragment_fns[f];
             let outputs = libraries[fs.library].entries[fs.entry].outputs;
-            let pipeline = PipelineJson {
-                label: format!("run{r}/p{i}"),
-                render: RenderJson {
-                    vertex: function_json(&libraries, vs),
-                    fragment: function_json(&libraries, fs),
-                    vertex_buffers: &buffers,
-                    primitive: st.primitive(),
-                    color_attachments: vec![granary::descriptor::ColorAttachment::unspecialized(); outputs],
-                    depth_stencil: st.depth(),
-                    sample_count: st.sample_count(),
-                    alpha_to_coverage: st.alpha_to_coverage(),
-                },
+            let state = RenderStateJson {
+                vertex_buffers: &buffers,
+                primitive: st.primitive(),
+                color_attachments: vec![granary::descriptor::ColorAttachment::unspecialized(); outputs],
+                depth_stencil: st.depth(),
+                sample_count: st.sample_count(),
+                alpha_to_coverage: st.alpha_to_coverage(),
             };
-            if written > 0 {
-                w.write_all(b",\n").map_err(io)?;
-            }
-            serde_json::to_writer(&mut w, &pipeline).map_err(json)?;
-            written += 1;
+            let body = Render::new(function_entry(&libraries, vs), Some(function_entry(&libraries, fs)), state);
+            w.pipeline(&Pipeline::render(Some(format!("run{r}/p{i}")), body)).map_err(failed)?;
         }
     }
-    w.write_all(b"\n]}\n").map_err(io)?;
-    w.flush().map_err(io)?;
+    let written = w.written();
+    w.finish().map_err(failed)?;
 
     let mut longest = 0;
     let mut current = 0;

@@ -1,8 +1,8 @@
 //! Fixed-function state and vertex buffer layouts of generated pipelines.
 
 use super::catalog::VertexInputs;
+use super::render_json::{DepthJson, PrimitiveJson};
 use super::rng::Rng;
-use super::script::{DepthJson, PrimitiveJson};
 use granary::descriptor::{
     CompareFunction, CullMode, FrontFace, IndexFormat, StepMode, TextureFormat, Topology, VertexAttribute,
     VertexBufferLayout, VertexFormat,

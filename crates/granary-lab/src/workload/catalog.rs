@@ -19,13 +19,20 @@ pub(crate) enum Value {
     F32(f32),
 }
 
-/// One constant of a specialized descriptor: by override name, or by `@id`.
+/// Which override a constant sets.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Override {
+    /// By name, for named constants.
+    Name(&'static str),
+    /// By `@id`, for numbered constants.
+    Id(u16),
+}
+
+/// One constant of a specialized descriptor.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Constant {
-    /// Override name, for named constants.
-    pub name: Option<&'static str>,
-    /// `@id`, for numbered constants.
-    pub id: Option<u16>,
+    /// The override it sets.
+    pub which: Override,
     /// The value.
     pub value: Value,
 }
@@ -92,12 +99,12 @@ impl Entry {
         let mut out = Vec::with_capacity(self.discrete.len() + 1);
         for &(name, d) in self.discrete {
             let r = d.radix();
-            out.push(Constant { name: Some(name), id: None, value: d.value(j % r) });
+            out.push(Constant { which: Override::Name(name), value: d.value(j % r) });
             j /= r;
         }
         // j + 1 ≤ 2^24 keeps every value exact and distinct; no workload comes near it.
         let v = self.float_default + self.float_step * (j as f32 + 1.0);
-        out.push(Constant { name: None, id: Some(float_id), value: Value::F32(v) });
+        out.push(Constant { which: Override::Id(float_id), value: Value::F32(v) });
         out
     }
 }

@@ -9,17 +9,22 @@
 //! relative to the output's folder. Whatever Metal cannot take from a pipeline is listed with
 //! the pipeline and the reason ([`ExportReport::pipelines`]); a pipeline that cannot be
 //! exported at all is in [`ExportReport::skipped`], never silently left out.
+//!
+//! This module reads the input and writes the script; `state.rs` converts render state,
+//! colour attachments and constants, and `names.rs` holds Metal's names for granary's values.
+
+mod names;
+mod state;
+
+pub use names::{blend_factor, blend_op, pixel_format, vertex_format, write_mask};
 
 use crate::compiler::{Compiler, CompilerOptions};
-use crate::descriptor::{Constant, ConstantId, ConstantValue, FunctionDescriptor};
+use crate::descriptor::{Constant, FunctionDescriptor};
 use crate::script::{Script, ScriptError};
-use granary_archive::state::{
-    Blend, BlendFactor, BlendOp, ColorAttachment, CullMode, FrontFace, Spec, StepMode, TextureFormat, Topology,
-    VertexFormat,
-};
 use granary_archive::{Archive, ArchiveError, PipelineKind, RenderState, ShaderStage, Target, TargetSet};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
+use state::{constant_value, render_state};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -399,248 +404,6 @@ fn write_export(
     })
 }
 
-/// A constant as a `constant_values` entry: `@id(n)` by index, an override name by name.
-fn constant_value(c: &Constant) -> Value {
-    let (id_type, id) = match &c.id {
-        ConstantId::Id(i) => ("FunctionConstantIndex", json!(i)),
-        ConstantId::Name(n) => ("FunctionConstantName", json!(n)),
-    };
-    let (value_type, value) = match c.value {
-        ConstantValue::Bool(b) => ("ConstantBool", json!(b)),
-        ConstantValue::I32(v) => ("ConstantInt", json!(v)),
-        ConstantValue::U32(v) => ("ConstantUInt", json!(v)),
-        ConstantValue::F32(v) => ("ConstantFloat", json!(v)),
-    };
-    json!({"id_type": id_type, "id": {"data": id}, "value_type": value_type, "value": {"data": value}})
-}
-
-fn drop(dropped: &mut Vec<Dropped>, field: &str, reason: &str) {
-    dropped.push(Dropped { field: field.into(), reason: reason.into() });
-}
-
-/// The render state's Metal pipeline fields into `d`; what Metal keeps elsewhere into
-/// `dropped`.
-fn render_state(s: &RenderState, d: &mut Map<String, Value>, dropped: &mut Vec<Dropped>) {
-    if !s.vertex_buffers.is_empty() {
-        let mut attributes = Vec::new();
-        let mut layouts = Vec::new();
-        for (slot, b) in s.vertex_buffers.iter().enumerate() {
-            let index = TOP_BUFFER_INDEX.saturating_sub(slot as u32);
-            layouts.push(json!({
-                "index": index,
-                "stride": b.stride,
-                "step_function": if b.step == StepMode::Instance { "PerInstance" } else { "PerVertex" },
-                "step_rate": 1,
-            }));
-            for a in &b.attributes {
-                attributes.push(json!({
-                    "index": a.location,
-                    "format": vertex_format(a.format),
-                    "offset": a.offset,
-                    "buffer_index": index,
-                }));
-            }
-        }
-        d.insert("vertex_descriptor".into(), json!({"attributes": attributes, "layouts": layouts}));
-    }
-    let class = match s.primitive.topology {
-        Topology::PointList => "Point",
-        Topology::LineList | Topology::LineStrip => "Line",
-        Topology::TriangleList | Topology::TriangleStrip => "Triangle",
-    };
-    d.insert("input_primitive_topology".into(), json!(class));
-    if matches!(s.primitive.topology, Topology::LineStrip | Topology::TriangleStrip) {
-        drop(
-            dropped,
-            "primitive.topology",
-            "list or strip is chosen per draw call in Metal; the pipeline keeps only the topology class",
-        );
-    }
-    if s.primitive.strip_index_format.is_some() {
-        drop(dropped, "primitive.strip_index_format", "Metal gives the index type per draw call");
-    }
-    if s.primitive.cull != CullMode::None {
-        drop(dropped, "primitive.cull", "encoder state in Metal (setCullMode), not part of a pipeline");
-    }
-    if s.primitive.front_face != FrontFace::Ccw {
-        drop(dropped, "primitive.front_face", "encoder state in Metal (setFrontFacingWinding), not part of a pipeline");
-    }
-    d.insert("raster_sample_count".into(), json!(s.sample_count));
-    if s.alpha_to_coverage {
-        d.insert("alpha_to_coverage_state".into(), json!("Enabled"));
-    }
-    if let Some(ds) = &s.depth_stencil {
-        drop(
-            dropped,
-            "depth_stencil",
-            &format!(
-                "MTL4RenderPipelineDescriptor has no depth/stencil attachment: the {} format is the render pass's, \
-                 compare, write, stencil and bias are an MTLDepthStencilState and encoder state",
-                ds.format_name()
-            ),
-        );
-    }
-    if !s.color_attachments.is_empty() {
-        let c: Vec<Value> = s.color_attachments.iter().map(color_attachment).collect();
-        d.insert("color_attachments".into(), Value::Array(c));
-    }
-}
-
-trait FormatName {
-    fn format_name(&self) -> String;
-}
-
-impl FormatName for granary_archive::state::DepthStencilState {
-    fn format_name(&self) -> String {
-        format!("{:?}", self.format).to_lowercase()
-    }
-}
-
-/// One colour attachment: every unspecialized part comes out as Metal 4's `Unspecialized`.
-fn color_attachment(c: &ColorAttachment) -> Value {
-    let mut m = Map::new();
-    m.insert(
-        "pixel_format".into(),
-        json!(match c.format {
-            Spec::Unspecialized => "Unspecialized",
-            Spec::Is(f) => pixel_format(f),
-        }),
-    );
-    match c.blend {
-        Spec::Unspecialized => {
-            m.insert("blending_state".into(), json!("Unspecialized"));
-        }
-        Spec::Is(Blend::Off) => {
-            m.insert("blending_state".into(), json!("Disabled"));
-        }
-        Spec::Is(Blend::On(b)) => {
-            m.insert("blending_state".into(), json!("Enabled"));
-            m.insert("source_rgb_blend_factor".into(), json!(blend_factor(b.color.src)));
-            m.insert("destination_rgb_blend_factor".into(), json!(blend_factor(b.color.dst)));
-            m.insert("rgb_blend_operation".into(), json!(blend_op(b.color.op)));
-            m.insert("source_alpha_blend_factor".into(), json!(blend_factor(b.alpha.src)));
-            m.insert("destination_alpha_blend_factor".into(), json!(blend_factor(b.alpha.dst)));
-            m.insert("alpha_blend_operation".into(), json!(blend_op(b.alpha.op)));
-        }
-    }
-    m.insert(
-        "write_mask".into(),
-        json!(match c.write_mask {
-            Spec::Unspecialized => "Unspecialized".to_string(),
-            Spec::Is(w) => write_mask(w.0),
-        }),
-    );
-    Value::Object(m)
-}
-
-/// `MTLColorWriteMask` as `|`-joined option names (`All`, `None`, or e.g. `Red|Alpha`).
-pub fn write_mask(bits: u8) -> String {
-    match bits & 0xf {
-        0xf => "All".into(),
-        0 => "None".into(),
-        b => {
-            let names = [(1, "Red"), (2, "Green"), (4, "Blue"), (8, "Alpha")];
-            names.iter().filter(|(bit, _)| b & bit != 0).map(|(_, n)| *n).collect::<Vec<_>>().join("|")
-        }
-    }
-}
-
-/// The `MTLPixelFormat` case name (without the `MTLPixelFormat` prefix, as the serializer
-/// writes it). Depth formats are listed for completeness; a Metal 4 render pipeline has no
-/// depth attachment.
-pub fn pixel_format(f: TextureFormat) -> &'static str {
-    use TextureFormat::*;
-    match f {
-        R8unorm => "R8Unorm",
-        Rg8unorm => "RG8Unorm",
-        Rgba8unorm => "RGBA8Unorm",
-        Rgba8unormSrgb => "RGBA8Unorm_sRGB",
-        Bgra8unorm => "BGRA8Unorm",
-        Bgra8unormSrgb => "BGRA8Unorm_sRGB",
-        Rgb10a2unorm => "RGB10A2Unorm",
-        Rg11b10ufloat => "RG11B10Float",
-        R16float => "R16Float",
-        Rg16float => "RG16Float",
-        Rgba16float => "RGBA16Float",
-        R32float => "R32Float",
-        Rg32float => "RG32Float",
-        Rgba32float => "RGBA32Float",
-        R32uint => "R32Uint",
-        Rg32uint => "RG32Uint",
-        Rgba32uint => "RGBA32Uint",
-        R32sint => "R32Sint",
-        Rgba32sint => "RGBA32Sint",
-        Rgba16uint => "RGBA16Uint",
-        Rgba8uint => "RGBA8Uint",
-        Depth16unorm => "Depth16Unorm",
-        Depth24plus => "Depth32Float",
-        Depth24plusStencil8 => "Depth32Float_Stencil8",
-        Depth32float => "Depth32Float",
-        Depth32floatStencil8 => "Depth32Float_Stencil8",
-        Stencil8 => "Stencil8",
-    }
-}
-
-/// The `MTLVertexFormat` case name.
-pub fn vertex_format(f: VertexFormat) -> &'static str {
-    use VertexFormat::*;
-    match f {
-        Float32 => "Float",
-        Float32x2 => "Float2",
-        Float32x3 => "Float3",
-        Float32x4 => "Float4",
-        Uint32 => "UInt",
-        Uint32x2 => "UInt2",
-        Uint32x3 => "UInt3",
-        Uint32x4 => "UInt4",
-        Sint32 => "Int",
-        Sint32x2 => "Int2",
-        Sint32x3 => "Int3",
-        Sint32x4 => "Int4",
-        Float16x2 => "Half2",
-        Float16x4 => "Half4",
-        Unorm8x4 => "UChar4Normalized",
-        Snorm8x4 => "Char4Normalized",
-        Uint8x4 => "UChar4",
-        Unorm16x4 => "UShort4Normalized",
-        Unorm16x2 => "UShort2Normalized",
-        Uint16x4 => "UShort4",
-        Snorm16x2 => "Short2Normalized",
-        Snorm16x4 => "Short4Normalized",
-    }
-}
-
-/// The `MTLBlendFactor` case name.
-pub fn blend_factor(f: BlendFactor) -> &'static str {
-    use BlendFactor::*;
-    match f {
-        Zero => "Zero",
-        One => "One",
-        Src => "SourceColor",
-        OneMinusSrc => "OneMinusSourceColor",
-        SrcAlpha => "SourceAlpha",
-        OneMinusSrcAlpha => "OneMinusSourceAlpha",
-        Dst => "DestinationColor",
-        OneMinusDst => "OneMinusDestinationColor",
-        DstAlpha => "DestinationAlpha",
-        OneMinusDstAlpha => "OneMinusDestinationAlpha",
-        SrcAlphaSaturated => "SourceAlphaSaturated",
-        Constant => "BlendColor",
-        OneMinusConstant => "OneMinusBlendColor",
-    }
-}
-
-/// The `MTLBlendOperation` case name.
-pub fn blend_op(o: BlendOp) -> &'static str {
-    match o {
-        BlendOp::Add => "Add",
-        BlendOp::Subtract => "Subtract",
-        BlendOp::ReverseSubtract => "ReverseSubtract",
-        BlendOp::Min => "Min",
-        BlendOp::Max => "Max",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -651,46 +414,5 @@ mod tests {
         assert_eq!(msl_entry_name(msl, "main"), "main_");
         assert_eq!(msl_entry_name("kernel void cs(uint3 id) {}", "x"), "cs");
         assert_eq!(msl_entry_name("nothing here", "fallback"), "fallback");
-    }
-
-    #[test]
-    fn export_write_mask_names() {
-        assert_eq!(write_mask(0xf), "All");
-        assert_eq!(write_mask(0), "None");
-        assert_eq!(write_mask(1 | 8), "Red|Alpha");
-    }
-
-    #[test]
-    fn export_every_format_has_a_distinct_metal_name() {
-        let colour: HashSet<_> =
-            TextureFormat::ALL.iter().filter(|f| !f.is_depth_stencil()).map(|f| pixel_format(*f)).collect();
-        assert_eq!(colour.len(), TextureFormat::ALL.iter().filter(|f| !f.is_depth_stencil()).count());
-        let vertex: HashSet<_> = VertexFormat::ALL.iter().map(|f| vertex_format(*f)).collect();
-        assert_eq!(vertex.len(), VertexFormat::ALL.len());
-        let factors: HashSet<_> = BlendFactor::ALL.iter().map(|f| blend_factor(*f)).collect();
-        assert_eq!(factors.len(), BlendFactor::ALL.len());
-    }
-
-    #[test]
-    fn export_unspecialized_attachment_stays_unspecialized() {
-        let v = color_attachment(&ColorAttachment::unspecialized());
-        assert_eq!(v["pixel_format"], "Unspecialized");
-        assert_eq!(v["blending_state"], "Unspecialized");
-        assert_eq!(v["write_mask"], "Unspecialized");
-    }
-
-    #[test]
-    fn export_constants_keep_id_and_type() {
-        let c = Constant { id: ConstantId::Id(3), value: ConstantValue::F32(0.5) };
-        let v = constant_value(&c);
-        assert_eq!(v["id_type"], "FunctionConstantIndex");
-        assert_eq!(v["id"]["data"], 3);
-        assert_eq!(v["value_type"], "ConstantFloat");
-        assert_eq!(v["value"]["data"], 0.5);
-        let c = Constant { id: ConstantId::Name("USE_FOG".into()), value: ConstantValue::Bool(true) };
-        let v = constant_value(&c);
-        assert_eq!(v["id_type"], "FunctionConstantName");
-        assert_eq!(v["id"]["data"], "USE_FOG");
-        assert_eq!(v["value"]["data"], true);
     }
 }
