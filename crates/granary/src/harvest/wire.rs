@@ -42,7 +42,7 @@
 //! an answer's length is checked against its cap before any payload byte is read; an answer
 //! is accepted only for exactly the pipeline asked.
 
-use super::Failure;
+use super::report::Failure;
 use crate::archive::{Archive, WriteEntry};
 use crate::compiler::LostTarget;
 use crate::descriptor::{stage_key, KeyContext, Library, PipelineDescriptor, ShaderStage, SourceKind, TargetSet};

@@ -56,7 +56,7 @@ pub const MAX_VARIANTS: usize = 256;
 impl Expansion {
     /// Every valid pipeline of `script` with unspecialized colour output, replaced by its
     /// variants (see [`Expansion::variants`]).
-    pub fn apply(&self, script: &super::Script) -> Expanded {
+    pub fn apply(&self, script: &super::load::Script) -> Expanded {
         let mut out = Expanded::default();
         for p in &script.pipelines {
             let Ok(d) = &p.descriptor else { continue };

@@ -22,7 +22,7 @@ pub struct Script {
     /// Pipelines in script order.
     pub pipelines: Vec<ScriptPipeline>,
     /// `expand_unspecialized`, if the script has one.
-    pub expand_unspecialized: Option<super::Expansion>,
+    pub expand_unspecialized: Option<super::expand::Expansion>,
 }
 
 /// One pipeline of a script.
