@@ -12,11 +12,11 @@
 use super::report::ShardSummary;
 use super::select::Selection;
 use super::HarvestError;
-use crate::archive::{write_shard_entries, Archive, ArchiveMeta, ShardRecord, WriteEntry};
+use crate::archive::{write_shard_entries, Archive, ArchiveMeta, ShardRecord};
 use crate::descriptor::{KeyContext, PipelineKey, TargetSet};
 use crate::script::{Expanded, Script};
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 
 /// What [`prune`] did.
