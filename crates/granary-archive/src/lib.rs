@@ -106,19 +106,22 @@
 //!
 //! The format is specified byte by byte in the repository's `docs/FORMAT.md`.
 
+#[macro_use]
+mod stored_enum;
+
 mod device;
 mod entry;
 mod error;
 #[cfg(feature = "write")]
 mod fault;
 pub mod format;
-pub mod key;
-pub mod layout;
+mod key;
+mod layout;
 #[allow(unsafe_code)] // memory-maps the archive (`Archive::open`)
 mod reader;
+mod render_state;
 #[cfg(feature = "sign")]
 mod sign;
-pub mod state;
 mod types;
 #[cfg(feature = "vulkan")]
 pub mod vulkan;
@@ -148,11 +151,18 @@ pub use layout::{
 pub use reader::{
     Archive, BinaryRef, BinarySetRef, DeviceMismatch, DeviceRef, PipelineRef, SignatureInfo, StageRef, VerifyReport,
 };
+pub use render_state::codec::StateError;
+pub use render_state::walk::StateSink;
+pub use render_state::{
+    Blend, BlendComponent, BlendFactor, BlendOp, BlendState, ColorAttachment, ColorWrites, CompareFunction, CullMode,
+    DepthStencilState, FrontFace, IndexFormat, MaybeSpecialized, PrimitiveState, RenderState, ScalarKind, StencilFace,
+    StencilOp, StencilState, StepMode, TextureFormat, Topology, VertexAttribute, VertexBufferLayout, VertexFormat,
+};
 #[cfg(feature = "sign")]
 pub use sign::PublicKey;
 #[cfg(all(feature = "sign", feature = "write"))]
 pub use sign::{sign_archive, sign_bytes, write_key_pair, SecretKey};
-pub use state::{RenderState, StateError};
+pub use stored_enum::UnknownName;
 pub use types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 
 #[cfg(feature = "write")]
@@ -164,6 +174,14 @@ pub use merge::{check_unique_labels, merge, write_entries, write_shard_entries};
 pub use salvage::{salvage, SalvageReport};
 #[cfg(feature = "write")]
 pub use writer::{check_device_data, encode, prepare, prepare_shard, ArchiveMeta, Layout};
+
+/// The old path of the render-state types (and `Spec`, the old name of [`MaybeSpecialized`]),
+/// kept only until `granary/src/export/mtl4.rs` imports them from the crate root. Not API.
+#[doc(hidden)]
+pub mod state {
+    pub use crate::render_state::*;
+    pub use crate::MaybeSpecialized as Spec;
+}
 
 /// A small archive for the crate-level example (two compute pipelines, SPIR-V only). Not API.
 #[doc(hidden)]

@@ -21,8 +21,8 @@ pub use granary_archive::{
     SalvageReport, ShardRecord, StageRef, VerifyReport, WriteEntry,
 };
 pub use granary_archive::{
-    layout, BindingKind, Immediates, LayoutBinding, LayoutError, MslClass, PipelineLayout, SlotAssignment,
-    StageBindingMap, StageMask,
+    BindingKind, Immediates, LayoutBinding, LayoutError, MslClass, PipelineLayout, SlotAssignment, StageBindingMap,
+    StageMask,
 };
 
 use crate::descriptor::PipelineDescriptor;

@@ -8,21 +8,11 @@
 
 use super::raw::{Gpu, GraphicsInput, Layout, Module};
 use super::state;
-use crate::state::{Blend, ColorWrites, CompareFunction, RenderState, Spec, TextureFormat, Topology};
+use crate::render_state::{
+    Blend, ColorWrites, CompareFunction, MaybeSpecialized, RenderState, TextureFormat, Topology,
+};
 use std::ffi::CString;
 use vulkanalia::vk;
-
-/// The name of a texture format as the pipelines script spells it (`rgba8unorm-srgb`).
-pub fn format_name(f: TextureFormat) -> String {
-    let mut out = String::new();
-    for (i, c) in format!("{f:?}").chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            out.push('-');
-        }
-        out.push(c.to_ascii_lowercase());
-    }
-    out
-}
 
 /// An entry-point name as a C string.
 pub fn entry_name(name: &str) -> Result<CString, String> {
@@ -33,7 +23,7 @@ fn device_format(gpu: &Gpu, f: TextureFormat, what: &str) -> Result<vk::Format, 
     gpu.format(f).ok_or_else(|| {
         format!(
             "{what}: format {} is not usable as an attachment on device '{}'",
-            format_name(f),
+            f.name(),
             gpu.info.identity.device_name
         )
     })
@@ -50,8 +40,8 @@ pub fn color_output(
     let mut out = Vec::with_capacity(r.color_attachments.len());
     for (i, c) in r.color_attachments.iter().enumerate() {
         let format = match c.format {
-            Spec::Is(f) => f,
-            Spec::Unspecialized => *link_formats.get(i).or(link_formats.last()).ok_or_else(|| {
+            MaybeSpecialized::Is(f) => f,
+            MaybeSpecialized::Unspecialized => *link_formats.get(i).or(link_formats.last()).ok_or_else(|| {
                 format!("color_attachments[{i}] is unspecialized and no format was given to link it with")
             })?,
         };
@@ -63,14 +53,14 @@ pub fn color_output(
 
 /// The blend state an attachment is created with: unspecialized blend is off, an
 /// unspecialized write mask writes every channel.
-pub fn blend_state(c: &crate::state::ColorAttachment) -> vk::PipelineColorBlendAttachmentState {
+pub fn blend_state(c: &crate::render_state::ColorAttachment) -> vk::PipelineColorBlendAttachmentState {
     let blend = match c.blend {
-        Spec::Is(b) => b,
-        Spec::Unspecialized => Blend::Off,
+        MaybeSpecialized::Is(b) => b,
+        MaybeSpecialized::Unspecialized => Blend::Off,
     };
     let writes = match c.write_mask {
-        Spec::Is(m) => m,
-        Spec::Unspecialized => ColorWrites::ALL,
+        MaybeSpecialized::Is(m) => m,
+        MaybeSpecialized::Unspecialized => ColorWrites::ALL,
     };
     state::blend_attachment(blend, writes)
 }
@@ -225,16 +215,4 @@ pub fn graphics_input<'a>(
         output,
         layout,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn format_names_are_the_scripts_spelling() {
-        assert_eq!(format_name(TextureFormat::Rgba8unormSrgb), "rgba8unorm-srgb");
-        assert_eq!(format_name(TextureFormat::Depth24plusStencil8), "depth24plus-stencil8");
-        assert_eq!(format_name(TextureFormat::Rg11b10ufloat), "rg11b10ufloat");
-    }
 }

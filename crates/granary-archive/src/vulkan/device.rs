@@ -24,7 +24,7 @@
 
 use super::error::VulkanError;
 use super::instance::{attachment_formats, Driver, PhysicalInfo};
-use crate::state::TextureFormat;
+use crate::render_state::TextureFormat;
 use crate::{DeviceFeatures, DeviceIdentity};
 use std::collections::HashMap;
 use std::ffi::c_void;

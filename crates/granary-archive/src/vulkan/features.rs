@@ -4,7 +4,7 @@
 
 use super::device::Gpu;
 use crate::layout::{BindingKind, PipelineLayout};
-use crate::state::RenderState;
+use crate::render_state::RenderState;
 use crate::{DeviceFeatures, ShaderStage};
 use vulkanalia::vk;
 

@@ -16,7 +16,7 @@
 
 use super::error::VulkanError;
 use super::features::Limits;
-use crate::state::TextureFormat;
+use crate::render_state::TextureFormat;
 use crate::DeviceIdentity;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::c_void;

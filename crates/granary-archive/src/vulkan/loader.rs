@@ -5,7 +5,7 @@ use super::raw::{Binaries, Cache, CheckedBinaries, Gpu, GraphicsInput, How, Layo
 use super::shared::Shared;
 use super::state::{layout_desc, stage_flag, LayoutDesc};
 use super::VulkanError;
-use crate::state::TextureFormat;
+use crate::render_state::TextureFormat;
 use crate::DeviceMismatch;
 use crate::{
     Archive, ArchiveError, DeviceIdentity, DeviceRef, PipelineKey, PipelineKind, PipelineRef, StageKey, Target,

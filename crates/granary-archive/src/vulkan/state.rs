@@ -4,7 +4,7 @@
 //! support comes back as a message naming the pipeline's field, which becomes that pipeline's
 //! error (never a driver call with an invalid value).
 
-use crate::state::{
+use crate::render_state::{
     Blend, BlendFactor, BlendOp, ColorWrites, CompareFunction, CullMode, FrontFace, StencilFace, StencilOp, StepMode,
     TextureFormat, Topology, VertexBufferLayout, VertexFormat,
 };
@@ -425,7 +425,7 @@ mod tests {
 
     #[test]
     fn two_attributes_at_one_location_are_refused_across_buffers() {
-        use crate::state::{VertexAttribute, VertexFormat};
+        use crate::render_state::{VertexAttribute, VertexFormat};
         let attr = |location, offset| VertexAttribute { format: VertexFormat::Float32x4, offset, location };
         let buffers = vec![
             VertexBufferLayout { stride: 16, step: StepMode::Vertex, attributes: vec![attr(0, 0)] },
