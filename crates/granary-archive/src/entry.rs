@@ -78,7 +78,8 @@ pub struct PipelineEntry {
     pub state: Option<Arc<Blob>>,
 }
 
-/// One pipeline to write, with its labels.
+/// One pipeline to write, with its labels (feature `write`).
+#[cfg(feature = "write")]
 #[derive(Clone, Debug)]
 pub struct WriteEntry {
     /// The compiled pipeline.

@@ -114,7 +114,7 @@ mod entry;
 mod error;
 #[cfg(feature = "write")]
 mod fault;
-pub mod format;
+mod format;
 mod key;
 mod layout;
 #[allow(unsafe_code)] // memory-maps the archive (`Archive::open`)
@@ -129,7 +129,7 @@ pub mod vulkan;
 #[cfg(feature = "write")]
 mod durable;
 #[cfg(feature = "write")]
-pub mod journal;
+mod journal;
 #[cfg(feature = "write")]
 mod merge;
 #[cfg(feature = "write")]
@@ -137,11 +137,13 @@ mod salvage;
 #[cfg(feature = "write")]
 mod writer;
 
-pub use device::{
-    BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceFeatures, DeviceIdentity, BINARY_SET_FLAGS,
-    BINARY_SET_KEYED, BINARY_SET_LIBRARY, MAX_BINARIES_PER_SET, MAX_BINARY_KEY, MAX_IDENTITY_STRING,
-};
-pub use entry::{Blob, PipelineEntry, StageEntry, TargetOutputs, WriteEntry};
+// The reader: what a game calls.
+/// Flag of a [`BinarySet`]: its binaries are a library pipeline's (linked at run time with
+/// a fragment-output part), not a complete pipeline's. Public because the capture side
+/// (granary's Vulkan backend) sets it and tools print it.
+pub use device::BINARY_SET_LIBRARY;
+pub use device::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceFeatures, DeviceIdentity};
+pub use entry::{Blob, PipelineEntry, StageEntry, TargetOutputs};
 pub use error::ArchiveError;
 pub use key::{checksum64, content_hash, ContentHash, KeyContext, PipelineKey, StageKey};
 pub use layout::{
@@ -160,20 +162,38 @@ pub use render_state::{
 };
 #[cfg(feature = "sign")]
 pub use sign::PublicKey;
-#[cfg(all(feature = "sign", feature = "write"))]
-pub use sign::{sign_archive, sign_bytes, write_key_pair, SecretKey};
 pub use stored_enum::UnknownName;
 pub use types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 
+/// Byte positions of the file format (docs/FORMAT.md §1.2–1.3), public for tools and tests
+/// that address one section-table row or one device record of a file (to damage exactly one
+/// byte, or to skip the header); a game never needs them.
+pub use format::{align_up, Section, DEVICE_RECORD, FIXED_HEADER, HEADER_LEN, SECTION_ROW};
+
+// The writer tier (feature `write`): what the offline tool calls.
+#[cfg(all(feature = "sign", feature = "write"))]
+pub use sign::{sign_archive, sign_bytes, write_key_pair, SecretKey};
+
 #[cfg(feature = "write")]
 pub use durable::{remove_stale_temporaries, write_atomic, write_atomic_with};
+#[cfg(feature = "write")]
+pub use entry::WriteEntry;
+#[cfg(feature = "write")]
 pub use format::ShardRecord;
+/// The most pipeline-cache blobs the writer keeps per device (the harvester keeps the
+/// smallest content hashes up to it, so what it writes is what the writer accepts).
+#[cfg(feature = "write")]
+pub use format::MAX_CACHES_PER_DEVICE;
+#[cfg(feature = "write")]
+pub use journal::{
+    journal_path, remove_journal, replay_journal, DamagedTail, Journal, JournalReplay, JOURNAL_HEADER_LEN,
+};
 #[cfg(feature = "write")]
 pub use merge::{check_unique_labels, merge, write_entries, write_shard_entries};
 #[cfg(feature = "write")]
 pub use salvage::{salvage, SalvageReport};
 #[cfg(feature = "write")]
-pub use writer::{check_device_data, encode, prepare, prepare_shard, ArchiveMeta, Layout};
+pub use writer::{check_device_data, encode, prepare, prepare_shard, ArchiveMeta, PreparedArchive};
 
 /// The old path of the render-state types (and `Spec`, the old name of [`MaybeSpecialized`]),
 /// kept only until `granary/src/export/mtl4.rs` imports them from the crate root. Not API.

@@ -7,12 +7,12 @@
 //! section's third string) is kept when the meta section still checks out, so the salvaged
 //! archive is still that shard.
 
+use crate::device::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity, MAX_BINARY_KEY};
 use crate::format::*;
 use crate::key::{checksum64, content_hash};
 use crate::reader::{u128_at, u32_at, u64_at};
 use crate::ArchiveError;
 use crate::{ArchiveMeta, WriteEntry};
-use crate::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity, MAX_BINARY_KEY};
 use crate::{
     Blob, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry, StageKey, TargetOutputs, TARGET_COUNT,
 };
@@ -358,9 +358,9 @@ fn salvage_devices(
                 let flags = u32_at(&r, 4).map_err(|e| e.to_string())?;
                 let first = u32_at(&r, 8).map_err(|e| e.to_string())? as usize;
                 let n = u32_at(&r, 12).map_err(|e| e.to_string())? as usize;
-                let keyed = flags & crate::BINARY_SET_KEYED != 0;
-                if flags & !crate::BINARY_SET_FLAGS != 0
-                    || n > crate::MAX_BINARIES_PER_SET + usize::from(keyed)
+                let keyed = flags & crate::device::BINARY_SET_KEYED != 0;
+                if flags & !crate::device::BINARY_SET_FLAGS != 0
+                    || n > crate::device::MAX_BINARIES_PER_SET + usize::from(keyed)
                     || (keyed && n < 2)
                 {
                     return Err(format!("device-pipeline record {j} is invalid"));
@@ -379,7 +379,7 @@ fn salvage_devices(
                 } else {
                     (Vec::new(), first, n)
                 };
-                let flags = flags & !crate::BINARY_SET_KEYED;
+                let flags = flags & !crate::device::BINARY_SET_KEYED;
                 let binaries = (first..first.saturating_add(n))
                     .map(|k| binary(k, false).map(|(key, data)| DeviceBinary { key, data }))
                     .collect::<Result<Vec<_>, _>>()

@@ -59,7 +59,7 @@ impl Strings {
 
 /// An archive ready to be written: every section except the blob bytes, which are streamed
 /// from the entries. Made by [`prepare`].
-pub struct Layout<'a> {
+pub struct PreparedArchive<'a> {
     meta: ArchiveMeta,
     sections: [Vec<u8>; SECTION_COUNT],
     blobs: Vec<Arc<Blob>>,
@@ -70,7 +70,7 @@ pub struct Layout<'a> {
     pipelines: usize,
 }
 
-impl Layout<'_> {
+impl PreparedArchive<'_> {
     /// Byte length of each section body.
     fn lengths(&self) -> [usize; SECTION_COUNT] {
         let mut l = [0; SECTION_COUNT];
@@ -152,13 +152,17 @@ pub fn check_device_data(entries: &[WriteEntry], meta: &ArchiveMeta) -> Result<(
 }
 
 /// Sorts, deduplicates and lays out `entries` for writing.
-pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> Layout<'a> {
+pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> PreparedArchive<'a> {
     prepare_shard(entries, meta, None)
 }
 
 /// [`prepare`] for a shard archive: `shard` is recorded in the meta section's third string
 /// (with `None`, exactly [`prepare`]).
-pub fn prepare_shard<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta, shard: Option<&ShardRecord>) -> Layout<'a> {
+pub fn prepare_shard<'a>(
+    entries: &'a [WriteEntry],
+    meta: &ArchiveMeta,
+    shard: Option<&ShardRecord>,
+) -> PreparedArchive<'a> {
     // Canonical entry set: one per key, labels merged and sorted, device binaries gathered.
     type Slot<'a> = (&'a Arc<PipelineEntry>, BTreeSet<&'a str>, Vec<&'a crate::DeviceBinaries>);
     let mut by_key: BTreeMap<u128, Slot<'a>> = BTreeMap::new();
@@ -297,7 +301,7 @@ pub fn prepare_shard<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta, shard: O
         let rec_start = out.len();
         out.extend_from_slice(&blob.to_le_bytes());
         out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-        let mut padded = [0u8; crate::MAX_BINARY_KEY];
+        let mut padded = [0u8; crate::device::MAX_BINARY_KEY];
         padded[..key.len()].copy_from_slice(key);
         out.extend_from_slice(&padded);
         let c = checksum64(&out[rec_start..]);
@@ -308,7 +312,7 @@ pub fn prepare_shard<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta, shard: O
         for (pipeline, set) in &d.pipelines {
             let rec_start = dp_bytes.len();
             let keyed = !set.pipeline_key.is_empty();
-            let flags = if keyed { set.flags | crate::BINARY_SET_KEYED } else { set.flags };
+            let flags = if keyed { set.flags | crate::device::BINARY_SET_KEYED } else { set.flags };
             dp_bytes.extend_from_slice(&pipeline.to_le_bytes());
             dp_bytes.extend_from_slice(&flags.to_le_bytes());
             dp_bytes.extend_from_slice(&((bin_bytes.len() / BINARY_RECORD) as u32).to_le_bytes());
@@ -347,7 +351,7 @@ pub fn prepare_shard<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta, shard: O
         meta_bytes.extend_from_slice(&(s.len() as u32).to_le_bytes());
         meta_bytes.extend_from_slice(s.as_bytes());
     }
-    Layout {
+    PreparedArchive {
         meta: meta.clone(),
         sections: [
             meta_bytes,
@@ -376,7 +380,7 @@ pub fn prepare_shard<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta, shard: O
 
 const ZEROS: [u8; ALIGN] = [0; ALIGN];
 
-fn header(l: &Layout<'_>) -> (Vec<u8>, usize) {
+fn header(l: &PreparedArchive<'_>) -> (Vec<u8>, usize) {
     let meta = &l.meta;
     let (offsets, file_len) = l.offsets();
     let lengths = l.lengths();
@@ -410,8 +414,8 @@ fn pad(w: &mut impl Write, written: usize) -> std::io::Result<usize> {
     Ok(written + n)
 }
 
-impl Layout<'_> {
-    /// The file size that [`Layout::write_to`] writes.
+impl PreparedArchive<'_> {
+    /// The file size that [`PreparedArchive::write_to`] writes.
     pub fn len(&self) -> usize {
         self.offsets().1
     }

@@ -36,7 +36,7 @@ pub type RawBinary = (Vec<u8>, Arc<Blob>);
 pub type Intern<'a> = &'a (dyn Fn(&[u8]) -> Arc<Blob> + Sync);
 
 /// Most binaries one pipeline may have (the archive's per-set cap).
-const MAX_BINARIES: usize = crate::MAX_BINARIES_PER_SET;
+const MAX_BINARIES: usize = crate::device::MAX_BINARIES_PER_SET;
 /// Largest binary granary reads from a driver.
 const MAX_BINARY_BYTES: usize = 64 << 20;
 
@@ -132,7 +132,7 @@ impl Gpu {
         let mut keys = Vec::with_capacity(binaries.len());
         let mut data = Vec::with_capacity(binaries.len());
         for (key, bytes) in binaries {
-            if key.is_empty() || key.len() > crate::MAX_BINARY_KEY || bytes.is_empty() {
+            if key.is_empty() || key.len() > crate::device::MAX_BINARY_KEY || bytes.is_empty() {
                 return Err(VulkanError::call("vkCreatePipelineBinariesKHR", "empty or oversized key, or empty data"));
             }
             let mut bytes32 = [0u8; 32];

@@ -37,7 +37,7 @@ use vulkanalia::vk::KhrPipelineBinaryExtensionDeviceCommands;
 /// something to truncate.
 pub(super) fn key_bytes(key: &vk::PipelineBinaryKeyKHR, call: &'static str) -> Result<Vec<u8>, VulkanError> {
     let n = key.key_size as usize;
-    if n == 0 || n > crate::MAX_BINARY_KEY {
+    if n == 0 || n > crate::device::MAX_BINARY_KEY {
         return Err(VulkanError::call(call, format!("driver returned a key of {n} bytes (1..=32)")));
     }
     Ok(key.key[..n].to_vec())
