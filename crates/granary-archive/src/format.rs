@@ -69,7 +69,7 @@ stored_enum!(
         DevicePipelines = 9 => "device-pipeline table",
         /// Binary records (driver binaries, then each device's pipeline-cache blobs).
         Binaries = 10 => "binary table",
-        /// The signature: empty in an unsigned archive, else [`SIGNATURE_SECTION`] bytes ending
+        /// The signature: empty in an unsigned archive, else `SIGNATURE_SECTION` bytes ending
         /// the file (docs/FORMAT.md §1.12).
         Signature = 11 => "signature",
     }
@@ -174,7 +174,7 @@ impl std::fmt::Display for ShardRecord {
     }
 }
 
-/// Rounds `n` up to [`ALIGN`].
+/// Rounds `n` up to `ALIGN` (16).
 pub fn align_up(n: usize) -> usize {
     n.div_ceil(ALIGN) * ALIGN
 }

@@ -163,7 +163,7 @@ impl RenderState {
     /// The canonical bytes (docs/FORMAT.md §1.11): a pure function of the state, attributes in
     /// (location, offset) order and every NaN folded, so equal states share one blob (the
     /// archive's sink of [`RenderState::walk`]). A state beyond the limits
-    /// ([`MAX_VERTEX_BUFFERS`], [`MAX_VERTEX_ATTRIBUTES`], [`MAX_COLOR_ATTACHMENTS`]) is refused
+    /// (32 vertex buffers, 64 attributes per buffer, 16 colour attachments) is refused
     /// by name.
     pub fn encode(&self) -> Result<Vec<u8>, StateError> {
         // Both counts are checked before any buffer's attributes, as the header carries them.

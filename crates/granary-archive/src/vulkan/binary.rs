@@ -27,19 +27,22 @@ use vulkanalia::prelude::v1_3::*;
 use vulkanalia::vk::KhrPipelineBinaryExtensionDeviceCommands;
 
 /// `(key, data)` of one pipeline binary, as the driver returned it (the bytes interned by
-/// content: see [`Intern`]).
+/// content: see [`BlobInterner`]).
 pub type RawBinary = (Vec<u8>, Arc<Blob>);
 
 /// Turns a binary's bytes into the one shared in-memory copy of those bytes. NVIDIA returns
 /// the same dictionary binary (hundreds of KB) with every pipeline after its first few hundred
 /// compiles: the bytes are read into a reused per-thread buffer and copied only when new.
-pub type Intern<'a> = &'a (dyn Fn(&[u8]) -> Arc<Blob> + Sync);
+#[cfg(feature = "capture")]
+pub type BlobInterner<'a> = &'a (dyn Fn(&[u8]) -> Arc<Blob> + Sync);
 
 /// Most binaries one pipeline may have (the archive's per-set cap).
 const MAX_BINARIES: usize = crate::device::MAX_BINARIES_PER_SET;
 /// Largest binary granary reads from a driver.
+#[cfg(feature = "capture")]
 const MAX_BINARY_BYTES: usize = 64 << 20;
 
+#[cfg(feature = "capture")]
 thread_local! {
     /// The buffer `vkGetPipelineBinaryDataKHR` writes into, reused by every capture on the
     /// thread (no allocation per binary, so no allocator churn of large blocks).
@@ -75,11 +78,13 @@ impl Drop for Binaries {
 }
 
 /// Destroys pipeline binaries when the capturing call ends.
+#[cfg(feature = "capture")]
 struct BinaryGuard<'a> {
     gpu: &'a Gpu,
     handles: Vec<vk::PipelineBinaryKHR>,
 }
 
+#[cfg(feature = "capture")]
 impl Drop for BinaryGuard<'_> {
     fn drop(&mut self) {
         for h in &self.handles {
@@ -111,7 +116,7 @@ impl Gpu {
 
     /// Creates pipeline binaries from `(key, data)` pairs in the driver's order (the order
     /// `vkCreatePipelineBinariesKHR` returned them at capture), to hand to
-    /// [`How::Keep`](super::How::Keep) through [`CheckedBinaries`](super::pipeline::CheckedBinaries).
+    /// [`CreateMode::Keep`](super::CreateMode::Keep) through [`CheckedBinaries`](super::pipeline::CheckedBinaries).
     ///
     /// # Safety
     ///
@@ -175,10 +180,11 @@ impl Gpu {
     /// The pipeline's binaries (`VK_KHR_pipeline_binary`), copied out; the binaries are
     /// destroyed before returning (the caller destroys the pipeline, which frees its captured
     /// data).
+    #[cfg(feature = "capture")]
     pub(super) fn capture(
         &self,
         pipeline: &super::pipeline::Pipeline,
-        intern: Intern<'_>,
+        intern: BlobInterner<'_>,
     ) -> Result<Vec<RawBinary>, VulkanError> {
         if !self.binaries {
             return Ok(Vec::new());
@@ -220,7 +226,8 @@ impl Gpu {
         Ok(out)
     }
 
-    fn binary_data(&self, binary: vk::PipelineBinaryKHR, intern: Intern<'_>) -> Result<RawBinary, VulkanError> {
+    #[cfg(feature = "capture")]
+    fn binary_data(&self, binary: vk::PipelineBinaryKHR, intern: BlobInterner<'_>) -> Result<RawBinary, VulkanError> {
         let info = vk::PipelineBinaryDataInfoKHR { pipeline_binary: binary, ..Default::default() };
         let mut key = vk::PipelineBinaryKeyKHR::default();
         let mut size = 0usize;

@@ -6,8 +6,10 @@
 //! Everything the device cannot take comes back as a message naming the field, before any
 //! driver call.
 
-use super::raw::{Gpu, GraphicsInput, Layout, Module};
-use super::state;
+use super::device::Gpu;
+use super::handles::{DriverLayout, Module};
+use super::pipeline::GraphicsInput;
+use super::translate;
 use crate::render_state::{
     Blend, ColorWrites, CompareFunction, MaybeSpecialized, RenderState, TextureFormat, Topology,
 };
@@ -62,7 +64,7 @@ pub fn blend_state(c: &crate::render_state::ColorAttachment) -> vk::PipelineColo
         MaybeSpecialized::Is(m) => m,
         MaybeSpecialized::Unspecialized => ColorWrites::ALL,
     };
-    state::blend_attachment(blend, writes)
+    translate::blend_attachment(blend, writes)
 }
 
 /// Refuses vertex input and colour attachments beyond the device's limits, naming the field
@@ -135,19 +137,19 @@ fn check_limits(
 /// `layout`. With `library`, the pipeline is a library of the vertex-input,
 /// pre-rasterization and fragment-shader parts, its fragment output left to
 /// [`Gpu::link`](super::Gpu::link); otherwise unspecialized colour attachments take
-/// `link_formats` (see [`color_output`]; the harvest gives none, so they are refused).
+/// `link_formats` (see `color_output`; the harvest gives none, so they are refused).
 pub fn graphics_input<'a>(
     gpu: &Gpu,
     r: &RenderState,
     stages: Vec<(Option<&'a Module>, vk::ShaderStageFlags, CString)>,
-    layout: &'a Layout,
+    layout: &'a DriverLayout,
     library: bool,
     link_formats: &[TextureFormat],
 ) -> Result<GraphicsInput<'a>, String> {
     let device = &gpu.info.identity.device_name;
-    let (bindings, attributes) = state::vertex_input(&r.vertex_buffers)?;
+    let (bindings, attributes) = translate::vertex_input(&r.vertex_buffers)?;
     check_limits(gpu, r, &bindings, &attributes)?;
-    let samples = state::samples(r.sample_count)?;
+    let samples = translate::samples(r.sample_count)?;
     if samples.bits() & gpu.info.sample_counts == 0 {
         return Err(format!("sample_count {} is not supported by device '{device}'", r.sample_count));
     }
@@ -171,7 +173,7 @@ pub fn graphics_input<'a>(
         None => None,
         Some(ds) => {
             let f = device_format(gpu, ds.format, "depth_stencil")?;
-            let (has_depth, has_stencil) = state::depth_stencil_aspects(ds.format);
+            let (has_depth, has_stencil) = translate::depth_stencil_aspects(ds.format);
             if has_depth {
                 depth_format = f;
             }
@@ -185,14 +187,14 @@ pub fn graphics_input<'a>(
             let mut s = vk::PipelineDepthStencilStateCreateInfo {
                 depth_test_enable: vk::Bool32::from(depth_test),
                 depth_write_enable: vk::Bool32::from(has_depth && ds.depth_write),
-                depth_compare_op: state::compare(ds.depth_compare),
+                depth_compare_op: translate::compare(ds.depth_compare),
                 max_depth_bounds: 1.0,
                 ..Default::default()
             };
             if let Some(st) = ds.stencil.filter(|_| has_stencil) {
                 s.stencil_test_enable = vk::TRUE;
-                s.front = state::stencil_face(st.front, st.read_mask, st.write_mask);
-                s.back = state::stencil_face(st.back, st.read_mask, st.write_mask);
+                s.front = translate::stencil_face(st.front, st.read_mask, st.write_mask);
+                s.back = translate::stencil_face(st.back, st.read_mask, st.write_mask);
             }
             Some(s)
         }
@@ -202,10 +204,10 @@ pub fn graphics_input<'a>(
         stages,
         bindings,
         attributes,
-        topology: state::topology(r.primitive.topology),
+        topology: translate::topology(r.primitive.topology),
         primitive_restart: strip && r.primitive.strip_index_format.is_some(),
-        cull: state::cull(r.primitive.cull),
-        front_face: state::front_face(r.primitive.front_face),
+        cull: translate::cull(r.primitive.cull),
+        front_face: translate::front_face(r.primitive.front_face),
         depth_bias,
         samples,
         alpha_to_coverage: r.alpha_to_coverage,

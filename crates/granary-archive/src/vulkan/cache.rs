@@ -189,6 +189,8 @@ impl Gpu {
 
     /// The device's own harvest `VkPipelineCache` data (empty when binaries are captured
     /// instead).
+    /// Feature `capture`.
+    #[cfg(feature = "capture")]
     pub fn cache_data(&self) -> Result<Vec<u8>, VulkanError> {
         if self.cache.is_null() {
             return Ok(Vec::new());

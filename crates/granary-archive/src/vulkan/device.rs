@@ -5,7 +5,7 @@
 //!
 //! [`Gpu`] owns the `VkDevice` ([`Gpu::open`]) or wraps the application's ([`Gpu::borrowed`],
 //! never destroyed by granary), and owns its internal `VkPipelineCache` (harvests without
-//! pipeline binaries). Every [`Module`](super::Module), [`Layout`](super::Layout),
+//! pipeline binaries). Every [`Module`](super::Module), [`DriverLayout`](super::DriverLayout),
 //! [`Pipeline`](super::Pipeline), [`Binaries`](super::Binaries) and [`Cache`](super::Cache)
 //! holds an `Arc<Gpu>`, so the device outlives every object made from it (for a borrowed
 //! device: as long as the application keeps it alive, which is its side of the contract).

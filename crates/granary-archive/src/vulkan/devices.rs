@@ -1,8 +1,9 @@
 //! `granary devices`: every Vulkan device with the identity that decides whether a binary is
 //! valid on it, and what it supports.
 
+use super::device::{Gpu, OpenOptions};
 use super::error::VulkanError;
-use super::raw::{Driver, Gpu, OpenOptions, PhysicalInfo, Supports};
+use super::instance::{Driver, PhysicalInfo, Supports};
 use crate::DeviceIdentity;
 
 /// One Vulkan device as `granary devices` lists it.

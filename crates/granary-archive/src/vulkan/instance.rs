@@ -344,8 +344,9 @@ pub(super) fn attachment_formats(driver: &Driver, pd: vk::PhysicalDevice) -> Has
         } else {
             vk::FormatFeatureFlags::COLOR_ATTACHMENT
         };
-        if let Some(c) =
-            super::state::texture_format_candidates(f).iter().find(|c| driver.optimal_features(pd, **c).contains(want))
+        if let Some(c) = super::translate::texture_format_candidates(f)
+            .iter()
+            .find(|c| driver.optimal_features(pd, **c).contains(want))
         {
             formats.insert(f, *c);
         }

@@ -1,9 +1,13 @@
 //! [`PipelineLoader`]: create an archive's pipelines on a device at run time.
 
+use super::binary::Binaries;
 use super::build::{color_output, entry_name, graphics_input};
-use super::raw::{Binaries, Cache, CheckedBinaries, Gpu, GraphicsInput, How, Layout, Module, Pipeline};
+use super::cache::Cache;
+use super::device::Gpu;
+use super::handles::{DriverLayout, Module};
+use super::pipeline::{CheckedBinaries, CreateMode, GraphicsInput, Pipeline};
 use super::shared::Shared;
-use super::state::{layout_desc, stage_flag, LayoutDesc};
+use super::translate::{layout_desc, stage_flag, LayoutDesc};
 use super::VulkanError;
 use crate::render_state::TextureFormat;
 use crate::DeviceMismatch;
@@ -207,7 +211,7 @@ pub struct PipelineLoader<'a> {
     key_mismatches: std::sync::atomic::AtomicU64,
     options: LoaderOptions,
     modules: Shared<StageKey, Module>,
-    layouts: Shared<LayoutDesc, Layout>,
+    layouts: Shared<LayoutDesc, DriverLayout>,
     /// Distinct binaries by (key, blob index).
     binaries: Shared<BinaryId, Binaries>,
     /// Fragment-output libraries by output state, shared by every pipeline linked with one.
@@ -409,7 +413,7 @@ impl<'a> PipelineLoader<'a> {
                 // device's own section (`binaries_ok`), for a set whose archived pipeline key
                 // equals `compute_key` of exactly this create info.
                 let binaries = unsafe { CheckedBinaries::new(handles) };
-                let how = How::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
+                let how = CreateMode::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
                 (self.gpu.create_compute(m, entry, &layout, how).map_err(|e| fail(e.to_string()))?, false, made)
             }
             Some(state) => {
@@ -423,7 +427,7 @@ impl<'a> PipelineLoader<'a> {
                 let handles = made.as_deref().unwrap_or_default();
                 // SAFETY: as for compute, with `graphics_key` of exactly `input`.
                 let binaries = unsafe { CheckedBinaries::new(handles) };
-                let how = How::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
+                let how = CreateMode::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
                 let created = self.gpu.create_graphics(&input, how).map_err(|e| fail(e.to_string()))?;
                 if library {
                     let lib = created.pipeline.ok_or_else(|| fail("the driver returned no library".into()))?;
@@ -587,7 +591,7 @@ impl<'a> PipelineLoader<'a> {
             .map_err(|message| LoadError::Pipeline { pipeline: format!("stage {}", key.to_hex()), message })
     }
 
-    fn layout(&self, layout: &crate::PipelineLayout) -> Result<Arc<Layout>, String> {
+    fn layout(&self, layout: &crate::PipelineLayout) -> Result<Arc<DriverLayout>, String> {
         let desc = layout_desc(layout)?;
         self.gpu.check_layout(&desc)?;
         self.layouts.get_or_try(desc.clone(), || self.gpu.layout(&desc).map_err(|e| e.to_string()))
