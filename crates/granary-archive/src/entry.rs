@@ -90,5 +90,5 @@ pub struct WriteEntry {
     /// sets (two harvests, two duplicates of the entry), the writer keeps the set with the
     /// smaller [`BinarySet::hash`](crate::BinarySet::hash): driver binaries are not
     /// reproducible run to run, so that is normal, not a conflict.
-    pub binaries: Vec<crate::DeviceBinaries>,
+    pub binaries: Vec<crate::device::DeviceBinaries>,
 }

@@ -23,9 +23,10 @@
 //! other way round) is refused, never used as a key. Readers accept upper- or lower-case hex
 //! and surrounding white space; nothing else.
 
+use crate::error::ArchiveError;
 use crate::format::{Section, PUBLIC_KEY_LEN, SIGNATURE_LEN};
+use crate::reader::Archive;
 use crate::reader::SignatureInfo;
-use crate::{Archive, ArchiveError};
 use ed25519_dalek::{Signature, VerifyingKey};
 use std::path::Path;
 

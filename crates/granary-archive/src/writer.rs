@@ -4,10 +4,12 @@
 //! duplicates and the history that produced them do not change a byte.
 
 use crate::device::resolve_binaries;
+use crate::device::{BinarySet, DeviceCache, DeviceIdentity};
+use crate::entry::{Blob, PipelineEntry, WriteEntry};
 pub use crate::format::ShardRecord;
 use crate::format::*;
 use crate::key::checksum64;
-use crate::{BinarySet, Blob, DeviceCache, DeviceIdentity, PipelineEntry, TargetSet, WriteEntry};
+use crate::types::TargetSet;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::sync::Arc;
@@ -164,7 +166,7 @@ pub fn prepare_shard<'a>(
     shard: Option<&ShardRecord>,
 ) -> PreparedArchive<'a> {
     // Canonical entry set: one per key, labels merged and sorted, device binaries gathered.
-    type Slot<'a> = (&'a Arc<PipelineEntry>, BTreeSet<&'a str>, Vec<&'a crate::DeviceBinaries>);
+    type Slot<'a> = (&'a Arc<PipelineEntry>, BTreeSet<&'a str>, Vec<&'a crate::device::DeviceBinaries>);
     let mut by_key: BTreeMap<u128, Slot<'a>> = BTreeMap::new();
     for w in entries {
         let slot = by_key.entry(w.entry.key.0).or_insert_with(|| (&w.entry, BTreeSet::new(), Vec::new()));

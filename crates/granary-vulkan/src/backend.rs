@@ -17,8 +17,8 @@ use granary::frontend::StageFunction;
 use granary_archive::vulkan::shared::Shared;
 use granary_archive::vulkan::validation::{self, DriverOptions, ValidationLog};
 use granary_archive::vulkan::{
-    entry_name, features, graphics_input, layout_desc, select_device, stage_flag, CreateMode, Driver, DriverLayout,
-    Gpu, LayoutDesc, Module, OpenOptions, VulkanError,
+    check_features, entry_name, graphics_input, layout_desc, select_device, stage_flag, CreateMode, Driver,
+    DriverLayout, Gpu, LayoutDesc, Module, OpenOptions, VulkanError,
 };
 use granary_archive::{BinarySet, Blob, DeviceBinaries, DeviceBinary, DeviceCache, BINARY_SET_LIBRARY};
 use granary_archive::{DeviceIdentity, RenderState};
@@ -216,7 +216,7 @@ impl VulkanBackend {
             PipelineDescriptor::Compute(_) => None,
         };
         // What the pipeline needs of the device's enabled features, before any driver call.
-        features::check(&self.gpu, layout, render_state)?;
+        check_features(&self.gpu, layout, render_state)?;
         let Some(map) = &self.shared_captures else {
             return self.create_unshared(desc, functions, &vk_layout, render_state);
         };

@@ -9,7 +9,7 @@ impl Archive {
     /// resume).
     pub fn entries(&self) -> Result<Vec<WriteEntry>> {
         let devices = self.devices()?;
-        let identities: Vec<Arc<crate::DeviceIdentity>> =
+        let identities: Vec<Arc<crate::device::DeviceIdentity>> =
             devices.iter().map(|d| Arc::new(d.identity().clone())).collect();
         let mut binary_blobs = std::collections::HashMap::new();
         let mut labels: Vec<Vec<String>> = vec![Vec::new(); self.pipeline_count];
@@ -48,7 +48,7 @@ impl Archive {
             for (d, identity) in devices.iter().zip(&identities) {
                 if let Some(set) = d.binaries(&p)? {
                     let set = super::device::owned_set(self, &set, &mut binary_blobs)?;
-                    binaries.push(crate::DeviceBinaries { device: identity.clone(), set: Arc::new(set) });
+                    binaries.push(crate::device::DeviceBinaries { device: identity.clone(), set: Arc::new(set) });
                 }
             }
             out.push(WriteEntry {

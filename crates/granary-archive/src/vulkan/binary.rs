@@ -19,8 +19,8 @@
 //! value ([`Binaries`] or the capture guard) and destroyed only in its `Drop`.
 
 use super::device::{key_bytes, Gpu};
-use super::VulkanError;
-use crate::Blob;
+use super::error::VulkanError;
+use crate::entry::Blob;
 use std::ffi::c_void;
 use std::sync::Arc;
 use vulkanalia::prelude::v1_3::*;
@@ -179,19 +179,25 @@ impl Gpu {
 
     /// The pipeline's binaries (`VK_KHR_pipeline_binary`), copied out; the binaries are
     /// destroyed before returning (the caller destroys the pipeline, which frees its captured
-    /// data).
+    /// data). Takes the raw handle so this module does not depend on `pipeline`.
+    ///
+    /// # Safety
+    ///
+    /// `pipeline` is a live pipeline of this device, created with `CAPTURE_DATA`, that the
+    /// caller keeps alive (and does not destroy) until this returns.
     #[cfg(feature = "capture")]
-    pub(super) fn capture(
+    pub(super) unsafe fn capture(
         &self,
-        pipeline: &super::pipeline::Pipeline,
+        pipeline: vk::Pipeline,
         intern: BlobInterner<'_>,
     ) -> Result<Vec<RawBinary>, VulkanError> {
         if !self.binaries {
             return Ok(Vec::new());
         }
-        let create = vk::PipelineBinaryCreateInfoKHR { pipeline: pipeline.handle, ..Default::default() };
+        let create = vk::PipelineBinaryCreateInfoKHR { pipeline, ..Default::default() };
         let mut handles = vk::PipelineBinaryHandlesInfoKHR::default();
-        // SAFETY: the pipeline was created with CAPTURE_DATA and lives (borrowed); a null
+        // SAFETY: the pipeline was created with CAPTURE_DATA and lives (the function's
+        // contract); a null
         // `pipeline_binaries` asks for the count.
         let r = unsafe { self.device.create_pipeline_binaries_khr(&create, None, &mut handles) };
         r.map_err(|e| VulkanError::call("vkCreatePipelineBinariesKHR (count)", e))?;

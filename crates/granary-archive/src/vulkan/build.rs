@@ -10,9 +10,7 @@ use super::device::Gpu;
 use super::handles::{DriverLayout, Module};
 use super::pipeline::GraphicsInput;
 use super::translate;
-use crate::render_state::{
-    Blend, ColorWrites, CompareFunction, MaybeSpecialized, RenderState, TextureFormat, Topology,
-};
+use crate::render_state::{CompareFunction, MaybeSpecialized, RenderState, TextureFormat, Topology};
 use std::ffi::CString;
 use vulkanalia::vk;
 
@@ -48,23 +46,9 @@ pub fn color_output(
             })?,
         };
         let f = device_format(gpu, format, &format!("color_attachments[{i}]"))?;
-        out.push((f, blend_state(c)));
+        out.push((f, translate::blend_state(c)));
     }
     Ok(out)
-}
-
-/// The blend state an attachment is created with: unspecialized blend is off, an
-/// unspecialized write mask writes every channel.
-pub fn blend_state(c: &crate::render_state::ColorAttachment) -> vk::PipelineColorBlendAttachmentState {
-    let blend = match c.blend {
-        MaybeSpecialized::Is(b) => b,
-        MaybeSpecialized::Unspecialized => Blend::Off,
-    };
-    let writes = match c.write_mask {
-        MaybeSpecialized::Is(m) => m,
-        MaybeSpecialized::Unspecialized => ColorWrites::ALL,
-    };
-    translate::blend_attachment(blend, writes)
 }
 
 /// Refuses vertex input and colour attachments beyond the device's limits, naming the field

@@ -24,8 +24,8 @@
 
 use super::error::VulkanError;
 use super::instance::{attachment_formats, Driver, PhysicalInfo};
+use crate::device::{DeviceFeatures, DeviceIdentity};
 use crate::render_state::TextureFormat;
-use crate::{DeviceFeatures, DeviceIdentity};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;

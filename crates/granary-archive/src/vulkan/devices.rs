@@ -4,7 +4,7 @@
 use super::device::{Gpu, OpenOptions};
 use super::error::VulkanError;
 use super::instance::{Driver, PhysicalInfo, Supports};
-use crate::DeviceIdentity;
+use crate::device::DeviceIdentity;
 
 /// One Vulkan device as `granary devices` lists it.
 #[derive(Clone, Debug)]

@@ -15,8 +15,8 @@
 //! destroyed only in `Drop`.
 
 use super::device::Gpu;
+use super::error::VulkanError;
 use super::translate::LayoutDesc;
-use super::VulkanError;
 use std::sync::Arc;
 use vulkanalia::prelude::v1_3::*;
 
@@ -79,7 +79,7 @@ impl Gpu {
             return Err(VulkanError::call("vkCreateShaderModule", "not SPIR-V (no little-endian magic 0x07230203)"));
         }
         // A capability whose feature is not enabled is invalid usage (VUID-…-pCode-01091).
-        super::features::check_spirv(self, spirv)
+        super::feature_check::check_spirv(self, spirv)
             .map_err(|message| VulkanError::Unsupported { device: self.info.identity.device_name.clone(), message })?;
         super::probe::observe(super::probe::Data::Spirv, spirv);
         // Copy to a `u32` buffer: the archive's bytes are 16-byte aligned, but a `Vec<u8>` from

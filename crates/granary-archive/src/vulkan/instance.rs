@@ -16,8 +16,8 @@
 
 use super::error::VulkanError;
 use super::features::Limits;
+use crate::device::DeviceIdentity;
 use crate::render_state::TextureFormat;
-use crate::DeviceIdentity;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::c_void;
 use std::sync::Arc;

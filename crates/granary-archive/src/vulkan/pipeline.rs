@@ -29,8 +29,8 @@ use super::binary::BlobInterner;
 use super::binary::RawBinary;
 use super::cache::Cache;
 use super::device::Gpu;
+use super::error::VulkanError;
 use super::handles::{DriverLayout, Module};
-use super::VulkanError;
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -477,7 +477,10 @@ impl Gpu {
         match how {
             #[cfg(feature = "capture")]
             CreateMode::Capture(intern) => {
-                let binaries = self.capture(&pipeline, intern)?;
+                // SAFETY: `pipeline` was created on this device by this module with
+                // CAPTURE_DATA (`Chain::capture` on a binaries device; `capture` returns early
+                // otherwise) and is owned here until after the call.
+                let binaries = unsafe { self.capture(pipeline.handle, intern) }?;
                 let pipeline_key = if binaries.is_empty() { Vec::new() } else { pipeline_key };
                 // `pipeline` drops here: destroyed before returning.
                 Ok(CreateOutcome { binaries, pipeline_key, driver_time, pipeline: None, feedback: feedback.bits() })
