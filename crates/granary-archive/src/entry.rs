@@ -77,18 +77,3 @@ pub struct PipelineEntry {
     /// for entries written without one (tools and tests).
     pub state: Option<Arc<Blob>>,
 }
-
-/// One pipeline to write, with its labels (feature `write`).
-#[cfg(feature = "write")]
-#[derive(Clone, Debug)]
-pub struct WriteEntry {
-    /// The compiled pipeline.
-    pub entry: Arc<PipelineEntry>,
-    /// Its labels (any order, duplicates allowed).
-    pub labels: Arc<[String]>,
-    /// Driver binaries of the pipeline, per device (any order). Where one device has several
-    /// sets (two harvests, two duplicates of the entry), the writer keeps the set with the
-    /// smaller [`BinarySet::hash`](crate::BinarySet::hash): driver binaries are not
-    /// reproducible run to run, so that is normal, not a conflict.
-    pub binaries: Vec<crate::device::DeviceBinaries>,
-}

@@ -22,12 +22,12 @@
 //!   the harvest deletes it once the final archive is durably in place.
 
 use crate::durable::{parent_dir, sync_dir, SlowHalfway};
-use crate::entry::WriteEntry;
 use crate::entry::{PipelineEntry, TargetOutputs};
 use crate::error::ArchiveError;
 use crate::key::checksum64;
 use crate::key::KeyContext;
 use crate::reader::Archive;
+use crate::writer::WriteEntry;
 use crate::writer::{encode, ArchiveMeta};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;

@@ -177,8 +177,6 @@ pub use sign::{sign_archive, sign_bytes, write_key_pair, SecretKey};
 #[cfg(feature = "write")]
 pub use durable::{remove_stale_temporaries, write_atomic, write_atomic_with};
 #[cfg(feature = "write")]
-pub use entry::WriteEntry;
-#[cfg(feature = "write")]
 pub use format::ShardRecord;
 /// The most pipeline-cache blobs the writer keeps per device (the harvester keeps the
 /// smallest content hashes up to it, so what it writes is what the writer accepts).
@@ -192,6 +190,8 @@ pub use journal::{
 pub use merge::{check_unique_labels, merge, write_entries, write_shard_entries};
 #[cfg(feature = "write")]
 pub use salvage::{salvage, SalvageReport};
+#[cfg(feature = "write")]
+pub use writer::WriteEntry;
 #[cfg(feature = "write")]
 pub use writer::{check_device_data, encode, prepare, prepare_shard, ArchiveMeta, PreparedArchive};
 

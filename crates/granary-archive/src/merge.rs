@@ -1,9 +1,9 @@
 //! Writing whole archives to disk, and merging archives: exact or refused.
 
 use crate::durable::write_atomic_with;
-use crate::entry::WriteEntry;
 use crate::error::ArchiveError;
 use crate::reader::Archive;
+use crate::writer::WriteEntry;
 use crate::writer::{prepare_shard, ArchiveMeta, ShardRecord};
 use std::path::Path;
 

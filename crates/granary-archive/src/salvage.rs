@@ -8,7 +8,6 @@
 //! archive is still that shard.
 
 use crate::device::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity, MAX_BINARY_KEY};
-use crate::entry::WriteEntry;
 use crate::entry::{Blob, PipelineEntry, StageEntry, TargetOutputs};
 use crate::error::ArchiveError;
 use crate::format::*;
@@ -17,6 +16,7 @@ use crate::key::{PipelineKey, StageKey};
 use crate::reader::{u128_at, u32_at, u64_at};
 use crate::types::{PipelineKind, ShaderStage, TARGET_COUNT};
 use crate::writer::ArchiveMeta;
+use crate::writer::WriteEntry;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -412,12 +412,12 @@ fn salvage_devices(
 
 #[cfg(test)]
 mod tests {
-    use crate::entry::WriteEntry;
     use crate::format::ShardRecord;
     use crate::format::{Section, FIXED_HEADER, PIPELINE_RECORD, SECTION_ROW};
     use crate::reader::Archive;
     use crate::writer::prepare_shard;
     use crate::writer::ArchiveMeta;
+    use crate::writer::WriteEntry;
 
     /// The crate example's two pipelines as shard 1/3 (with `None`, unsharded).
     fn archive(shard: Option<&ShardRecord>) -> (Vec<WriteEntry>, Vec<u8>) {

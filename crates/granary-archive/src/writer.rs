@@ -4,8 +4,8 @@
 //! duplicates and the history that produced them do not change a byte.
 
 use crate::device::resolve_binaries;
-use crate::device::{BinarySet, DeviceCache, DeviceIdentity};
-use crate::entry::{Blob, PipelineEntry, WriteEntry};
+use crate::device::{BinarySet, DeviceBinaries, DeviceCache, DeviceIdentity};
+use crate::entry::{Blob, PipelineEntry};
 pub use crate::format::ShardRecord;
 use crate::format::*;
 use crate::key::checksum64;
@@ -57,6 +57,20 @@ impl Strings {
     fn get(&self, r: (u32, u32)) -> &[u8] {
         &self.bytes[r.0 as usize..(r.0 + r.1) as usize]
     }
+}
+
+/// One pipeline to write, with its labels (feature `write`).
+#[derive(Clone, Debug)]
+pub struct WriteEntry {
+    /// The compiled pipeline.
+    pub entry: Arc<PipelineEntry>,
+    /// Its labels (any order, duplicates allowed).
+    pub labels: Arc<[String]>,
+    /// Driver binaries of the pipeline, per device (any order). Where one device has several
+    /// sets (two harvests, two duplicates of the entry), the writer keeps the set with the
+    /// smaller [`BinarySet::hash`](crate::BinarySet::hash): driver binaries are not
+    /// reproducible run to run, so that is normal, not a conflict.
+    pub binaries: Vec<DeviceBinaries>,
 }
 
 /// An archive ready to be written: every section except the blob bytes, which are streamed

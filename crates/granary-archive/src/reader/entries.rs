@@ -2,7 +2,8 @@
 //! salvage-free rewrites).
 
 use super::*;
-use crate::entry::{PipelineEntry, StageEntry, TargetOutputs, WriteEntry};
+use crate::entry::{PipelineEntry, StageEntry, TargetOutputs};
+use crate::writer::WriteEntry;
 
 impl Archive {
     /// Reads every pipeline back as owned entries, with their device binaries (for merge and
