@@ -46,7 +46,7 @@ pub fn from_vk(f: &vk::PhysicalDeviceFeatures, v11: &vk::PhysicalDeviceVulkan11F
 }
 
 /// The `VkPhysicalDeviceVulkan11Features` that enables exactly `f`'s Vulkan 1.1 members.
-pub fn to_vk11(f: DeviceFeatures) -> vk::PhysicalDeviceVulkan11Features {
+pub(crate) fn to_vk11(f: DeviceFeatures) -> vk::PhysicalDeviceVulkan11Features {
     vk::PhysicalDeviceVulkan11Features {
         multiview: vk::Bool32::from(f.contains(DeviceFeatures::MULTIVIEW)),
         shader_draw_parameters: vk::Bool32::from(f.contains(DeviceFeatures::SHADER_DRAW_PARAMETERS)),
@@ -55,7 +55,7 @@ pub fn to_vk11(f: DeviceFeatures) -> vk::PhysicalDeviceVulkan11Features {
 }
 
 /// The `VkPhysicalDeviceFeatures` that enables exactly `f`'s core members (every other false).
-pub fn to_vk(f: DeviceFeatures) -> vk::PhysicalDeviceFeatures {
+pub(crate) fn to_vk(f: DeviceFeatures) -> vk::PhysicalDeviceFeatures {
     let b = |x: DeviceFeatures| vk::Bool32::from(f.contains(x));
     vk::PhysicalDeviceFeatures {
         depth_bias_clamp: b(DeviceFeatures::DEPTH_BIAS_CLAMP),
@@ -149,7 +149,7 @@ fn blends_identical(r: &RenderState) -> bool {
 
 /// The features a pipeline of `layout` (and, for a render pipeline, `state`) needs, each with
 /// the reason, in bit order.
-pub fn required(layout: &PipelineLayout, state: Option<&RenderState>) -> Vec<(DeviceFeatures, String)> {
+pub(crate) fn required(layout: &PipelineLayout, state: Option<&RenderState>) -> Vec<(DeviceFeatures, String)> {
     let mut out = Vec::new();
     if let Some(r) = state {
         if let Some(ds) = r.depth_stencil.as_ref().filter(|ds| ds.depth_bias_clamp != 0.0) {
@@ -220,7 +220,7 @@ const CAPABILITY_FEATURES: [(u32, &str, DeviceFeatures); 20] = [
 /// knows them), each with the capability that needs it. Reads only the module's preamble
 /// (capabilities come first); bytes that are not SPIR-V need nothing here (the module's own
 /// checks refuse them).
-pub fn required_by_spirv(spirv: &[u8]) -> Vec<(DeviceFeatures, String)> {
+pub(crate) fn required_by_spirv(spirv: &[u8]) -> Vec<(DeviceFeatures, String)> {
     let word = |i: usize| spirv.get(i * 4..i * 4 + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
     let mut out = Vec::new();
     if word(0) != Some(0x0723_0203) {

@@ -114,7 +114,7 @@ mod translate;
 pub use binary::BlobInterner;
 pub use binary::{Binaries, RawBinary};
 pub use build::{entry_name, graphics_input};
-pub use cache::{check_header, parse_header, Cache, CacheHeader, MergedCache};
+pub use cache::{Cache, MergedCache};
 pub use device::{Gpu, OpenOptions};
 pub use devices::{api_string, identity_of, list_devices, select_device, DeviceInfo};
 pub use error::VulkanError;
