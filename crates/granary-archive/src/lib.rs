@@ -95,7 +95,13 @@
 //! - `write` — the deterministic writer, durable replacement, merge, salvage and the harvest
 //!   journal: what the offline tool needs, and what an application that writes its own
 //!   archives at run time needs. Off by default, so a game builds only the reader.
-//! - `serde` — `Serialize`/`Deserialize` for [`ShaderStage`], [`Target`] and [`PipelineKind`].
+//! - `serde` — `Serialize`/`Deserialize` for the stored enums ([`ShaderStage`], [`Target`],
+//!   [`PipelineKind`], [`TextureFormat`], …: each spelled by its one name, `name()`) and the
+//!   render-state types, in the pipelines script's JSON spelling.
+//! - `vulkan` — the run-time loader (`vulkan::PipelineLoader`): create pipelines on a device
+//!   from the archive's driver binaries, pipeline-cache data or SPIR-V.
+//! - `capture` — implies `vulkan`; the harvest half of the Vulkan layer (capturing binaries
+//!   and cache data), for granary's Vulkan backend. A game never needs it.
 //! - `sign` — Ed25519 archive signatures (docs/FORMAT.md §1.12): `Archive::open_verified`
 //!   opens an archive only if a key the game pins signed it; with `write` also
 //!   `sign_archive`. Off by default ([`Archive::signature`], which says who signed, is always
