@@ -128,6 +128,8 @@ mod reader;
 mod render_state;
 #[cfg(feature = "sign")]
 mod sign;
+#[cfg(all(feature = "sign", feature = "write"))]
+mod signing;
 mod types;
 #[cfg(feature = "vulkan")]
 pub mod vulkan;
@@ -178,7 +180,7 @@ pub use format::{align_up, Section, DEVICE_RECORD, FIXED_HEADER, HEADER_LEN, SEC
 
 // The writer tier (feature `write`): what the offline tool calls.
 #[cfg(all(feature = "sign", feature = "write"))]
-pub use sign::{sign_archive, sign_bytes, write_key_pair, SecretKey};
+pub use signing::{sign_archive, sign_bytes, write_key_pair, SecretKey};
 
 #[cfg(feature = "write")]
 pub use durable::{remove_stale_temporaries, write_atomic, write_atomic_with};

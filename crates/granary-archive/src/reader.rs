@@ -20,6 +20,8 @@ type Result<T> = std::result::Result<T, ArchiveError>;
 mod device;
 #[cfg(feature = "write")]
 mod entries;
+#[cfg(feature = "sign")]
+mod signature;
 mod verify;
 pub use device::{BinaryRef, BinarySetRef, DeviceMismatch, DeviceRef};
 pub use verify::VerifyReport;
@@ -359,7 +361,7 @@ impl Archive {
         let info = self.signature()?;
         #[cfg(feature = "sign")]
         if let Some(info) = info {
-            crate::sign::check_under_own_key(self, &info)?;
+            signature::check_under_own_key(self, &info)?;
         }
         #[cfg(not(feature = "sign"))]
         let _ = info;
