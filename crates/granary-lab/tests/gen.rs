@@ -1,7 +1,7 @@
 //! The seed-scale workload generator: determinism, shape, and that everything it writes
 //! compiles and links.
 
-use granary::descriptor::{stage_key, KeyContext, PipelineDescriptor, ShaderStage, Spec};
+use granary::descriptor::{stage_key, KeyContext, MaybeSpecialized, PipelineDescriptor, ShaderStage};
 use granary::harvest::{harvest, HarvestOptions};
 use granary::script::Script;
 use granary_lab::workload::{seed_scale, GenError, GenSummary, SeedScaleOptions};
@@ -125,9 +125,9 @@ fn small_workload_has_the_requested_shape() {
         assert!(!r.state.color_attachments.is_empty());
         for a in &r.state.color_attachments {
             assert!(
-                a.format == Spec::Unspecialized
-                    && a.blend == Spec::Unspecialized
-                    && a.write_mask == Spec::Unspecialized,
+                a.format == MaybeSpecialized::Unspecialized
+                    && a.blend == MaybeSpecialized::Unspecialized
+                    && a.write_mask == MaybeSpecialized::Unspecialized,
                 "{:?}: {a:?}",
                 r.label
             );

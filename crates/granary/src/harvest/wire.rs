@@ -80,7 +80,7 @@ impl WireLost {
     }
     /// `None` for an unknown stage or target.
     pub(crate) fn into_lost(self) -> Option<LostTarget> {
-        let target = crate::descriptor::Target::parse(&self.target)?;
+        let target = crate::descriptor::Target::from_name(&self.target)?;
         Some(LostTarget {
             stage: ShaderStage::from_u32(self.stage)?,
             function: self.function,

@@ -347,7 +347,7 @@ pub(super) fn convert_pipeline(raw: RawPipeline, cx: &Ctx<'_>, jp: &str) -> Resu
                 }
             }
             for (i, c) in r.color_attachments.iter().enumerate() {
-                if let crate::descriptor::Spec::Is(f) = c.format {
+                if let crate::descriptor::MaybeSpecialized::Is(f) = c.format {
                     if f.is_depth_stencil() {
                         return Err(ScriptError::at(
                             cx.path,

@@ -1,6 +1,6 @@
 //! The JSON shapes of the pipelines script, as serde types (docs/FORMAT.md, "Pipelines script"):
 //! the one spelling of its field names, read by `load.rs`/`lazy.rs` and written through
-//! `write.rs` (fixed-function state is spelled by `granary_archive::state`'s serde types).
+//! `write.rs` (fixed-function state is spelled by granary-archive's render-state types (their serde spelling)).
 
 use crate::descriptor::{
     ColorAttachment, DepthStencilState, PrimitiveState, ShaderStage, SourceKind, VertexBufferLayout,
