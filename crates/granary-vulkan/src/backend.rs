@@ -14,8 +14,8 @@
 use granary::backend::BackendReport;
 use granary::descriptor::{PipelineDescriptor, PipelineLayout, ShaderStage, StageKey, Target};
 use granary::frontend::StageFunction;
-use granary_archive::vulkan::shared::Shared;
 use granary_archive::vulkan::validation::{self, DriverOptions, ValidationLog};
+use granary_archive::vulkan::Shared;
 use granary_archive::vulkan::{
     check_features, entry_name, graphics_input, layout_desc, select_device, stage_flag, CreateMode, Driver,
     DriverLayout, Gpu, LayoutDesc, Module, OpenOptions, VulkanError,

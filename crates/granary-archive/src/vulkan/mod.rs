@@ -13,8 +13,8 @@
 //!   the driver (table below), each with its object-lifetime and external-synchronization
 //!   rules at its top; the only modules of the crate where `unsafe` is allowed (besides the
 //!   reader's memory map and the loader's vouching for checked binaries).
-//! - [`features`]: the core features and limits a pipeline needs, checked before any driver
-//!   call.
+//! - `features` (private): the core features and [`Limits`] a pipeline needs, checked before
+//!   any driver call ([`check_features`], [`check_spirv`]).
 //! - `translate` (private): pure mappings of granary's pipeline state and layouts to Vulkan
 //!   values ([`layout_desc`], [`stage_flag`] are the ones the harvest backend calls).
 //! - `build` (private): an archived render state to the create-info input of one pipeline
@@ -105,9 +105,12 @@ mod build;
 mod devices;
 mod error;
 mod feature_check;
-pub mod features;
+mod features;
+// The fuzz harness's observer of driver-bound bytes (inert without the test-only `fault`
+// feature): not API.
+#[doc(hidden)]
 pub mod probe;
-pub mod shared;
+mod shared;
 mod translate;
 
 #[cfg(feature = "capture")]
@@ -119,12 +122,14 @@ pub use device::{Gpu, OpenOptions};
 pub use devices::{identity_of, list_devices, select_device, DeviceInfo};
 pub use error::VulkanError;
 pub use feature_check::{check_features, check_spirv};
+pub use features::{from_vk as device_features_of, Limits};
 pub use handles::{DriverLayout, Module};
 pub use instance::{api_string, Driver, PhysicalInfo, Supports};
 pub use loader::{LoadError, Loaded, LoaderOptions, PipelineLoader, Source, FEEDBACK_CACHE_HIT, FEEDBACK_VALID};
 pub use pipeline::{
     CheckedBinaries, CreateMode, CreateOutcome, DepthStencil, GraphicsInput, LinkedLibraries, Pipeline,
 };
+pub use shared::Shared;
 pub use translate::{layout_desc, stage_flag, LayoutDesc, SetBinding};
 /// The Vulkan bindings this module speaks (vulkanalia), for callers that wrap their own
 /// instance and device.
