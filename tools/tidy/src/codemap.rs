@@ -1,6 +1,7 @@
 //! `docs/ARCHITECTURE.md` matches the tree: every source file of `crates/` is named in it by
 //! its path below the crate's `src/` (`harvest/shard.rs`; a `mod.rs` may be named by its
-//! folder, `harvest/`), and every such `….rs` path the document names exists.
+//! folder, `harvest/`), and every `….rs` path with a folder that the document names exists
+//! (below the repository, `crates/`, or a crate's `src/`).
 
 use std::path::Path;
 
@@ -31,6 +32,7 @@ pub fn check(root: &Path) -> Result<Vec<String>, String> {
     for token in doc.split('`').skip(1).step_by(2) {
         if token.ends_with(".rs") && token.contains('/') && !token.contains(' ') {
             let exists = root.join(token).is_file()
+                || root.join("crates").join(token).is_file()
                 || all.iter().any(|f| f == token)
                 || crates.iter().any(|k| k.src.parent().is_some_and(|d| d.join(token).is_file()));
             if !exists {
