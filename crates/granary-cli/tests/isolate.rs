@@ -7,12 +7,11 @@
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
+use common::EXAMPLE;
 use granary::archive::Archive;
 use granary::script::Script;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
 
 fn labels() -> Vec<String> {
     Script::load(Path::new(EXAMPLE)).unwrap().pipelines.iter().map(|p| p.label.clone().unwrap()).collect()
@@ -303,13 +302,7 @@ fn alive(pid: u32) -> bool {
 fn killing_the_parent_leaves_no_worker_running() {
     // A private copy of the example, so that this test's workers are told apart by path.
     let dir = common::tempdir();
-    let src = Path::new(EXAMPLE).parent().unwrap();
-    std::fs::create_dir(dir.path().join("shaders")).unwrap();
-    for e in std::fs::read_dir(src.join("shaders")).unwrap().flatten() {
-        std::fs::copy(e.path(), dir.path().join("shaders").join(e.file_name())).unwrap();
-    }
-    let script: PathBuf = dir.path().join("pipelines.json");
-    std::fs::copy(EXAMPLE, &script).unwrap();
+    let script: PathBuf = common::copy_example(dir.path());
     let marks = dir.path().join("reached");
     std::fs::create_dir(&marks).unwrap();
     let labels = labels();

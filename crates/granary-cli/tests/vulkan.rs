@@ -7,6 +7,7 @@
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
+use common::EXAMPLE;
 use granary::archive::{Archive, WriteEntry};
 use granary::descriptor::PipelineDescriptor;
 use granary::script::Script;
@@ -14,7 +15,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
 const EXAMPLE_PIPELINES: usize = 335;
 
 fn bin() -> PathBuf {
