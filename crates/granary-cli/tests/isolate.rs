@@ -131,38 +131,36 @@ fn output_printed_by_the_worker_cannot_corrupt_answers() {
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
 }
 
-#[test]
-fn an_answer_for_another_pipeline_fails_exactly_that_pipeline() {
+/// Harvests the example `--isolate` with the worker fault `kind` on pipeline `index`: exactly
+/// that pipeline fails, in the protocol phase, and the archive holds every other one. Returns
+/// the failure's message and the summary.
+fn lone_protocol_failure(kind: &str, index: usize) -> (String, serde_json::Value) {
     let labels = labels();
-    let liar = &labels[100];
+    let liar = &labels[index];
     let dir = common::tempdir();
     let out = dir.path().join("iso.granary");
-    let (code, s) = harvest(&out, &["--isolate"], &format!("wrong-answer:{liar}"));
+    let (code, s) = harvest(&out, &["--isolate"], &format!("{kind}:{liar}"));
     assert_eq!(code, Some(1), "{s}");
     let f = failures(&s);
     assert_eq!(f.len(), 1, "{s}");
     assert_eq!(&f[0].0, liar);
     assert_eq!(f[0].1, "protocol");
-    assert!(f[0].2.contains("another pipeline's entry") && f[0].2.contains(&labels[101]), "{}", f[0].2);
     assert_holds_all_but(&out, &[liar]);
+    (f[0].2.clone(), s)
+}
+
+#[test]
+fn an_answer_for_another_pipeline_fails_exactly_that_pipeline() {
+    let (msg, _) = lone_protocol_failure("wrong-answer", 100);
+    assert!(msg.contains("another pipeline's entry") && msg.contains(&labels()[101]), "{msg}");
 }
 
 #[test]
 fn a_huge_announced_answer_fails_its_pipeline_without_allocating() {
-    let labels = labels();
-    let liar = &labels[200];
-    let dir = common::tempdir();
-    let out = dir.path().join("iso.granary");
-    let (code, s) = harvest(&out, &["--isolate"], &format!("huge-frame:{liar}"));
-    assert_eq!(code, Some(1), "{s}");
-    let f = failures(&s);
-    assert_eq!(f.len(), 1, "{s}");
-    assert_eq!(&f[0].0, liar);
-    assert_eq!(f[0].1, "protocol");
-    assert!(f[0].2.contains("announced a 1099511627776-byte answer") && f[0].2.contains("at most"), "{}", f[0].2);
+    let (msg, s) = lone_protocol_failure("huge-frame", 200);
+    assert!(msg.contains("announced a 1099511627776-byte answer") && msg.contains("at most"), "{msg}");
     // The parent never allocated anything near the announced size.
     assert!(s["peak_rss_bytes"].as_u64().unwrap() < 1 << 30, "{s}");
-    assert_holds_all_but(&out, &[liar]);
 }
 
 /// Runs `cmd` (its standard output captured) to its end; a run still going after
