@@ -17,25 +17,13 @@ fn labels() -> Vec<String> {
     Script::load(Path::new(EXAMPLE)).unwrap().pipelines.iter().map(|p| p.label.clone().unwrap()).collect()
 }
 
-fn harvest_script(script: &Path, out: &Path, args: &[&str], fault: &str) -> (Option<i32>, serde_json::Value) {
-    let o = Command::new(env!("CARGO_BIN_EXE_granary"))
-        .args(["harvest", script.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json"])
-        .args(args)
-        .env("GRANARY_FAULT", fault)
-        .output()
-        .unwrap();
-    let summary = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|_| panic!("no summary: {}", String::from_utf8_lossy(&o.stderr)));
-    (o.status.code(), summary)
-}
-
 /// `-j 2` unless `args` names a thread count.
 fn harvest(out: &Path, args: &[&str], fault: &str) -> (Option<i32>, serde_json::Value) {
     let mut all = args.to_vec();
     if !args.contains(&"-j") {
         all.extend(["-j", "2"]);
     }
-    harvest_script(Path::new(EXAMPLE), out, &all, fault)
+    common::harvest_with_fault(Path::new(env!("CARGO_BIN_EXE_granary")), Path::new(EXAMPLE), out, &all, fault)
 }
 
 fn failures(s: &serde_json::Value) -> Vec<(String, String, String)> {

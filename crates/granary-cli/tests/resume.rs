@@ -110,9 +110,7 @@ fn foreign_meta() -> ArchiveMeta {
 #[test]
 fn prune_reports_in_json_and_refuses_other_writer_options() {
     let dir = common::tempdir();
-    let original = copy_example(&dir.path().join("original"));
-    let edited = copy_example(&dir.path().join("edited"));
-    edit_shader(&edited, "postprocess.wgsl");
+    let (original, edited) = common::original_and_edited(dir.path(), "postprocess.wgsl");
     let a = dir.path().join("a.granary");
     let n = harvest_json(&original, &a, &[])["pipelines"].as_u64().unwrap();
 

@@ -81,9 +81,7 @@ fn resume_takes_labels_from_the_current_script() {
 #[test]
 fn prune_keeps_exactly_what_the_script_produces() {
     let dir = common::tempdir();
-    let original = copy_example(&dir.path().join("original"));
-    let edited = copy_example(&dir.path().join("edited"));
-    edit_shader(&edited, "postprocess.wgsl");
+    let (original, edited) = common::original_and_edited(dir.path(), "postprocess.wgsl");
     let a = dir.path().join("a.granary");
     let e = dir.path().join("e.granary");
     let n = run(&harvest_options(&original, &a)).pipelines;

@@ -267,3 +267,32 @@ pub fn harvest_options(script: &std::path::Path, out: &std::path::Path) -> grana
         trace: None,
     }
 }
+
+/// Two copies of the bundled example, in `dir/original` and `dir/edited`, the second with
+/// `shader` edited ([`edit_shader`]); returns their scripts' paths.
+pub fn original_and_edited(dir: &std::path::Path, shader: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let original = copy_example(&dir.join("original"));
+    let edited = copy_example(&dir.join("edited"));
+    edit_shader(&edited, shader);
+    (original, edited)
+}
+
+/// Runs `granary harvest SCRIPT -o OUT --json ARGS...` (with the binary `granary`) under
+/// `GRANARY_FAULT=fault`; returns the exit code and the summary, which must parse.
+pub fn harvest_with_fault(
+    granary: &std::path::Path,
+    script: &std::path::Path,
+    out: &std::path::Path,
+    args: &[&str],
+    fault: &str,
+) -> (Option<i32>, serde_json::Value) {
+    let o = std::process::Command::new(granary)
+        .args(["harvest", &script.display().to_string(), "-o", &out.display().to_string(), "--json"])
+        .args(args)
+        .env("GRANARY_FAULT", fault)
+        .output()
+        .expect("run granary harvest");
+    let summary = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|_| panic!("no summary: {}", String::from_utf8_lossy(&o.stderr)));
+    (o.status.code(), summary)
+}
