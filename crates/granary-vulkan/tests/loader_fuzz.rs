@@ -283,21 +283,7 @@ fn damaged_or_crafted_device_sections_are_refused_or_load_exactly_the_intact_pip
     ));
     mutants.push((
         "binaries: a forged set with a forged pipeline key".into(),
-        craft(&intact, |entries, _| {
-            for e in entries.iter_mut() {
-                for b in e.binaries.iter_mut() {
-                    let forged = BinarySet {
-                        flags: b.set.flags,
-                        pipeline_key: vec![7; 20],
-                        binaries: vec![DeviceBinary {
-                            key: vec![1; 20],
-                            data: granary_archive::Blob::new(vec![0xcc; 64]),
-                        }],
-                    };
-                    *b = DeviceBinaries { device: b.device.clone(), set: Arc::new(forged) };
-                }
-            }
-        }),
+        craft(&intact, |entries, _| forge(entries)),
         true,
     ));
 
