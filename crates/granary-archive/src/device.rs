@@ -8,7 +8,7 @@
 //! keeps every set exactly as the driver returned it: its order, its flags, never mixed with
 //! another set.
 
-use crate::entry::Blob;
+use crate::blob::Blob;
 use std::sync::Arc;
 
 /// Largest driver binary key (`VK_MAX_PIPELINE_BINARY_KEY_SIZE_KHR`).
@@ -432,7 +432,7 @@ impl BinarySet {
     }
 
     /// Why the writer cannot store this set, if it cannot: unknown flags, more than
-    /// [`MAX_BINARIES_PER_SET`] binaries, a key empty or over 32 bytes.
+    /// `MAX_BINARIES_PER_SET` (64) binaries, a key empty or over 32 bytes.
     pub fn check(&self) -> Result<(), String> {
         if self.flags & !BINARY_SET_LIBRARY != 0 {
             return Err(format!("unknown binary set flags {:#x}", self.flags));

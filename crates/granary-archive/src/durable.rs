@@ -4,7 +4,7 @@
 //! ones a normally created file would get: `0666 & !umask` for a new file (the kernel applies
 //! the umask), or exactly the mode of the file being replaced.
 
-use crate::ArchiveError;
+use crate::error::ArchiveError;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,34 +1,16 @@
-//! Compiled results as plain data: content-addressed blobs and pipeline entries.
+//! Compiled results as plain data: pipeline entries (their bytes are [`Blob`]s), and with
+//! `write` the entry to write with its labels and driver binaries.
 //!
 //! These are what the compiler hands to a capture and what an archive stores. They are
 //! immutable once built and shared as `Arc`s, so an entry stays alive as long as anyone —
 //! a compile call, a capture, a snapshot being written — can reach it.
 
-use crate::key::{content_hash, ContentHash, PipelineKey, StageKey};
+use crate::blob::Blob;
+#[cfg(feature = "write")]
+use crate::device::DeviceBinaries;
+use crate::key::{PipelineKey, StageKey};
 use crate::types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 use std::sync::Arc;
-
-/// Immutable bytes identified by their content hash (one stage output for one target).
-#[derive(Debug, PartialEq, Eq)]
-pub struct Blob {
-    hash: ContentHash,
-    bytes: Box<[u8]>,
-}
-
-impl Blob {
-    /// Wraps bytes, hashing them.
-    pub fn new(bytes: Vec<u8>) -> Arc<Blob> {
-        Arc::new(Blob { hash: content_hash(&bytes), bytes: bytes.into_boxed_slice() })
-    }
-    /// The content address.
-    pub fn hash(&self) -> ContentHash {
-        self.hash
-    }
-    /// The bytes.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-}
 
 /// Per-target outputs of one stage function; `None` for targets not produced.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -78,7 +60,8 @@ pub struct PipelineEntry {
     pub state: Option<Arc<Blob>>,
 }
 
-/// One pipeline to write, with its labels.
+#[cfg(feature = "write")]
+/// One pipeline to write, with its labels (feature `write`).
 #[derive(Clone, Debug)]
 pub struct WriteEntry {
     /// The compiled pipeline.
@@ -89,5 +72,5 @@ pub struct WriteEntry {
     /// sets (two harvests, two duplicates of the entry), the writer keeps the set with the
     /// smaller [`BinarySet::hash`](crate::BinarySet::hash): driver binaries are not
     /// reproducible run to run, so that is normal, not a conflict.
-    pub binaries: Vec<crate::DeviceBinaries>,
+    pub binaries: Vec<DeviceBinaries>,
 }

@@ -44,50 +44,40 @@ pub const SIGNATURE_HEAD: usize = 16 + PUBLIC_KEY_LEN;
 /// [`ALIGN`], so the signature is the file's last 64 bytes.
 pub const SIGNATURE_SECTION: usize = SIGNATURE_HEAD + SIGNATURE_LEN;
 
-/// Section kinds, in file order. Each appears exactly once.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum Section {
-    /// Generator string, writer options and a reserved (empty) string.
-    Meta = 1,
-    /// Concatenated UTF-8 strings (labels, entry points).
-    Strings = 2,
-    /// Blob index: sorted by content hash.
-    BlobIndex = 3,
-    /// Blob bytes.
-    BlobData = 4,
-    /// Pipeline table: sorted by key.
-    Pipelines = 5,
-    /// Stage records.
-    Stages = 6,
-    /// Label index: sorted by label bytes.
-    Labels = 7,
-    /// Device records: sorted by identity id.
-    Devices = 8,
-    /// Device-pipeline records: per device contiguous, sorted by pipeline index.
-    DevicePipelines = 9,
-    /// Binary records (driver binaries, then each device's pipeline-cache blobs).
-    Binaries = 10,
-    /// The signature: empty in an unsigned archive, else [`SIGNATURE_SECTION`] bytes ending
-    /// the file (docs/FORMAT.md §1.12).
-    Signature = 11,
-}
+stored_enum!(
+    /// Section kinds, in file order (`ALL`). Each appears exactly once; the section table
+    /// stores the number, messages spell the name.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Section: u32 {
+        /// Generator string, writer options and a reserved (empty) string.
+        Meta = 1 => "meta",
+        /// Concatenated UTF-8 strings (labels, entry points).
+        Strings = 2 => "strings",
+        /// Blob index: sorted by content hash.
+        BlobIndex = 3 => "blob index",
+        /// Blob bytes.
+        BlobData = 4 => "blob data",
+        /// Pipeline table: sorted by key.
+        Pipelines = 5 => "pipeline table",
+        /// Stage records.
+        Stages = 6 => "stage table",
+        /// Label index: sorted by label bytes.
+        Labels = 7 => "label index",
+        /// Device records: sorted by identity id.
+        Devices = 8 => "device table",
+        /// Device-pipeline records: per device contiguous, sorted by pipeline index.
+        DevicePipelines = 9 => "device-pipeline table",
+        /// Binary records (driver binaries, then each device's pipeline-cache blobs).
+        Binaries = 10 => "binary table",
+        /// The signature: empty in an unsigned archive, else `SIGNATURE_SECTION` bytes ending
+        /// the file (docs/FORMAT.md §1.12).
+        Signature = 11 => "signature",
+    }
+);
+
+const _: () = assert!(Section::ALL.len() == SECTION_COUNT);
 
 impl Section {
-    /// All sections in file order.
-    pub const ALL: [Section; SECTION_COUNT] = [
-        Section::Meta,
-        Section::Strings,
-        Section::BlobIndex,
-        Section::BlobData,
-        Section::Pipelines,
-        Section::Stages,
-        Section::Labels,
-        Section::Devices,
-        Section::DevicePipelines,
-        Section::Binaries,
-        Section::Signature,
-    ];
     /// Fixed record size, or `None` for byte sections.
     pub fn record_size(self) -> Option<usize> {
         match self {
@@ -99,22 +89,6 @@ impl Section {
             Section::DevicePipelines => Some(DEVICE_PIPELINE_RECORD),
             Section::Binaries => Some(BINARY_RECORD),
             _ => None,
-        }
-    }
-    /// Name for messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Section::Meta => "meta",
-            Section::Strings => "strings",
-            Section::BlobIndex => "blob index",
-            Section::BlobData => "blob data",
-            Section::Pipelines => "pipeline table",
-            Section::Stages => "stage table",
-            Section::Labels => "label index",
-            Section::Devices => "device table",
-            Section::DevicePipelines => "device-pipeline table",
-            Section::Binaries => "binary table",
-            Section::Signature => "signature",
         }
     }
 }
@@ -200,7 +174,8 @@ impl std::fmt::Display for ShardRecord {
     }
 }
 
-/// Rounds `n` up to [`ALIGN`].
+/// Rounds `n` up to `ALIGN` (16).
+#[cfg(feature = "write")]
 pub fn align_up(n: usize) -> usize {
     n.div_ceil(ALIGN) * ALIGN
 }

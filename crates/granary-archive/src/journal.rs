@@ -22,9 +22,13 @@
 //!   the harvest deletes it once the final archive is durably in place.
 
 use crate::durable::{parent_dir, sync_dir, SlowHalfway};
+use crate::entry::WriteEntry;
+use crate::entry::{PipelineEntry, TargetOutputs};
+use crate::error::ArchiveError;
 use crate::key::checksum64;
-use crate::{encode, Archive, ArchiveError, ArchiveMeta, WriteEntry};
-use crate::{KeyContext, PipelineEntry, TargetOutputs};
+use crate::key::KeyContext;
+use crate::reader::Archive;
+use crate::writer::{encode, ArchiveMeta};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{Seek, Write};
@@ -144,7 +148,7 @@ impl Journal {
 
     /// Sets the device pipeline caches the next records carry (each cache is written into
     /// one record of the journal only; replay returns them all).
-    pub fn set_device_caches(&mut self, caches: Vec<crate::DeviceCache>) {
+    pub fn set_device_caches(&mut self, caches: Vec<crate::device::DeviceCache>) {
         self.meta.device_caches = caches;
     }
 
@@ -167,7 +171,7 @@ impl Journal {
         let stripped: Vec<WriteEntry> = entries
             .iter()
             .map(|w| {
-                let known = |s: &crate::StageEntry| self.stages.contains(&s.key.0) && has_outputs(&s.outputs);
+                let known = |s: &crate::entry::StageEntry| self.stages.contains(&s.key.0) && has_outputs(&s.outputs);
                 for s in w.entry.stages.iter().filter(|s| !known(s) && has_outputs(&s.outputs)) {
                     new_stages.insert(s.key.0);
                 }
@@ -256,7 +260,7 @@ pub struct JournalReplay {
     /// records).
     pub entries: Vec<WriteEntry>,
     /// The device pipeline caches the intact records hold.
-    pub device_caches: Vec<crate::DeviceCache>,
+    pub device_caches: Vec<crate::device::DeviceCache>,
     /// Length of the header and the intact records: where the next append belongs.
     pub valid_len: u64,
     /// Stage functions whose outputs the intact records hold (later records may leave them
@@ -435,7 +439,10 @@ pub fn remove_journal(archive: &Path) -> Result<bool, ArchiveError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Blob, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry, StageKey, TargetOutputs};
+    use crate::blob::Blob;
+    use crate::entry::{PipelineEntry, StageEntry, TargetOutputs};
+    use crate::key::{PipelineKey, StageKey};
+    use crate::types::{PipelineKind, ShaderStage};
     use std::sync::Arc;
 
     fn entry(k: u128) -> WriteEntry {

@@ -11,73 +11,33 @@
 
 use crate::types::ShaderStage;
 
-/// What a binding holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "snake_case"))]
-pub enum BindingKind {
-    /// `var<uniform>`: a uniform (constant) buffer.
-    UniformBuffer = 1,
-    /// `var<storage, read_write>`: a read-write storage buffer.
-    StorageBuffer = 2,
-    /// `var<storage, read>`: a read-only storage buffer.
-    ReadOnlyStorageBuffer = 3,
-    /// A sampled (or depth, or multisampled) texture.
-    SampledTexture = 4,
-    /// A storage texture that is written (write-only or read-write).
-    StorageTexture = 5,
-    /// A read-only storage texture.
-    ReadOnlyStorageTexture = 6,
-    /// A filtering or non-filtering sampler.
-    Sampler = 7,
-    /// A comparison sampler.
-    ComparisonSampler = 8,
-    /// A ray-tracing acceleration structure.
-    AccelerationStructure = 9,
-    /// An external (video) texture.
-    ExternalTexture = 10,
-}
-
-impl BindingKind {
-    /// From the stored discriminant.
-    pub fn from_u8(v: u8) -> Option<Self> {
-        use BindingKind::*;
-        Some(match v {
-            1 => UniformBuffer,
-            2 => StorageBuffer,
-            3 => ReadOnlyStorageBuffer,
-            4 => SampledTexture,
-            5 => StorageTexture,
-            6 => ReadOnlyStorageTexture,
-            7 => Sampler,
-            8 => ComparisonSampler,
-            9 => AccelerationStructure,
-            10 => ExternalTexture,
-            _ => return None,
-        })
+stored_enum!(
+    /// What a binding holds (spelled in snake_case by the pipelines script and `granary ls
+    /// --json`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum BindingKind: u8 {
+        /// `var<uniform>`: a uniform (constant) buffer.
+        UniformBuffer = 1 => "uniform_buffer",
+        /// `var<storage, read_write>`: a read-write storage buffer.
+        StorageBuffer = 2 => "storage_buffer",
+        /// `var<storage, read>`: a read-only storage buffer.
+        ReadOnlyStorageBuffer = 3 => "read_only_storage_buffer",
+        /// A sampled (or depth, or multisampled) texture.
+        SampledTexture = 4 => "sampled_texture",
+        /// A storage texture that is written (write-only or read-write).
+        StorageTexture = 5 => "storage_texture",
+        /// A read-only storage texture.
+        ReadOnlyStorageTexture = 6 => "read_only_storage_texture",
+        /// A filtering or non-filtering sampler.
+        Sampler = 7 => "sampler",
+        /// A comparison sampler.
+        ComparisonSampler = 8 => "comparison_sampler",
+        /// A ray-tracing acceleration structure.
+        AccelerationStructure = 9 => "acceleration_structure",
+        /// An external (video) texture.
+        ExternalTexture = 10 => "external_texture",
     }
-    /// The snake_case name used by the pipelines script and `granary ls --json`.
-    pub fn name(self) -> &'static str {
-        use BindingKind::*;
-        match self {
-            UniformBuffer => "uniform_buffer",
-            StorageBuffer => "storage_buffer",
-            ReadOnlyStorageBuffer => "read_only_storage_buffer",
-            SampledTexture => "sampled_texture",
-            StorageTexture => "storage_texture",
-            ReadOnlyStorageTexture => "read_only_storage_texture",
-            Sampler => "sampler",
-            ComparisonSampler => "comparison_sampler",
-            AccelerationStructure => "acceleration_structure",
-            ExternalTexture => "external_texture",
-        }
-    }
-}
-
-impl std::fmt::Display for BindingKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+);
 
 /// A set of shader stages (bit `1 << stage as u8`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -131,35 +91,18 @@ pub struct Immediates {
     pub visibility: StageMask,
 }
 
-/// A Metal argument table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MslClass {
-    /// `[[buffer(n)]]`.
-    Buffer = 0,
-    /// `[[texture(n)]]`.
-    Texture = 1,
-    /// `[[sampler(n)]]`.
-    Sampler = 2,
-}
-
-impl MslClass {
-    /// The attribute name: `buffer`, `texture` or `sampler`.
-    pub fn name(self) -> &'static str {
-        match self {
-            MslClass::Buffer => "buffer",
-            MslClass::Texture => "texture",
-            MslClass::Sampler => "sampler",
-        }
+stored_enum!(
+    /// A Metal argument table (spelled as its attribute: `buffer`, `texture`, `sampler`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum MslClass: u8 {
+        /// `[[buffer(n)]]`.
+        Buffer = 0 => "buffer",
+        /// `[[texture(n)]]`.
+        Texture = 1 => "texture",
+        /// `[[sampler(n)]]`.
+        Sampler = 2 => "sampler",
     }
-    fn from_u8(v: u8) -> Option<Self> {
-        match v {
-            0 => Some(MslClass::Buffer),
-            1 => Some(MslClass::Texture),
-            2 => Some(MslClass::Sampler),
-            _ => None,
-        }
-    }
-}
+);
 
 /// Where one resource of one stage landed, for every source target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

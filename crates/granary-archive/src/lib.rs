@@ -95,7 +95,13 @@
 //! - `write` — the deterministic writer, durable replacement, merge, salvage and the harvest
 //!   journal: what the offline tool needs, and what an application that writes its own
 //!   archives at run time needs. Off by default, so a game builds only the reader.
-//! - `serde` — `Serialize`/`Deserialize` for [`ShaderStage`], [`Target`] and [`PipelineKind`].
+//! - `serde` — `Serialize`/`Deserialize` for the stored enums ([`ShaderStage`], [`Target`],
+//!   [`PipelineKind`], [`TextureFormat`], …: each spelled by its one name, `name()`) and the
+//!   render-state types, in the pipelines script's JSON spelling.
+//! - `vulkan` — the run-time loader (`vulkan::PipelineLoader`): create pipelines on a device
+//!   from the archive's driver binaries, pipeline-cache data or SPIR-V.
+//! - `capture` — implies `vulkan`; the harvest half of the Vulkan layer (capturing binaries
+//!   and cache data), for granary's Vulkan backend. A game never needs it.
 //! - `sign` — Ed25519 archive signatures (docs/FORMAT.md §1.12): `Archive::open_verified`
 //!   opens an archive only if a key the game pins signed it; with `write` also
 //!   `sign_archive`. Off by default ([`Archive::signature`], which says who signed, is always
@@ -106,19 +112,25 @@
 //!
 //! The format is specified byte by byte in the repository's `docs/FORMAT.md`.
 
+#[macro_use]
+mod stored_enum;
+
+mod blob;
 mod device;
 mod entry;
 mod error;
 #[cfg(feature = "write")]
 mod fault;
-pub mod format;
-pub mod key;
-pub mod layout;
+mod format;
+mod key;
+mod layout;
 #[allow(unsafe_code)] // memory-maps the archive (`Archive::open`)
 mod reader;
+mod render_state;
 #[cfg(feature = "sign")]
 mod sign;
-pub mod state;
+#[cfg(all(feature = "sign", feature = "write"))]
+mod signing;
 mod types;
 #[cfg(feature = "vulkan")]
 pub mod vulkan;
@@ -126,7 +138,7 @@ pub mod vulkan;
 #[cfg(feature = "write")]
 mod durable;
 #[cfg(feature = "write")]
-pub mod journal;
+mod journal;
 #[cfg(feature = "write")]
 mod merge;
 #[cfg(feature = "write")]
@@ -134,11 +146,14 @@ mod salvage;
 #[cfg(feature = "write")]
 mod writer;
 
-pub use device::{
-    BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceFeatures, DeviceIdentity, BINARY_SET_FLAGS,
-    BINARY_SET_KEYED, BINARY_SET_LIBRARY, MAX_BINARIES_PER_SET, MAX_BINARY_KEY, MAX_IDENTITY_STRING,
-};
-pub use entry::{Blob, PipelineEntry, StageEntry, TargetOutputs, WriteEntry};
+// The reader: what a game calls.
+pub use blob::Blob;
+/// Flag of a [`BinarySet`]: its binaries are a library pipeline's (linked at run time with
+/// a fragment-output part), not a complete pipeline's. Public because the capture side
+/// (granary's Vulkan backend) sets it and tools print it.
+pub use device::BINARY_SET_LIBRARY;
+pub use device::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceFeatures, DeviceIdentity};
+pub use entry::{PipelineEntry, StageEntry, TargetOutputs};
 pub use error::ArchiveError;
 pub use key::{checksum64, content_hash, ContentHash, KeyContext, PipelineKey, StageKey};
 pub use layout::{
@@ -148,22 +163,48 @@ pub use layout::{
 pub use reader::{
     Archive, BinaryRef, BinarySetRef, DeviceMismatch, DeviceRef, PipelineRef, SignatureInfo, StageRef, VerifyReport,
 };
+pub use render_state::codec::StateError;
+pub use render_state::walk::StateSink;
+pub use render_state::{
+    Blend, BlendComponent, BlendFactor, BlendOp, BlendState, ColorAttachment, ColorWrites, CompareFunction, CullMode,
+    DepthStencilState, FrontFace, IndexFormat, MaybeSpecialized, PrimitiveState, RenderState, ScalarKind, StencilFace,
+    StencilOp, StencilState, StepMode, TextureFormat, Topology, VertexAttribute, VertexBufferLayout, VertexFormat,
+};
 #[cfg(feature = "sign")]
 pub use sign::PublicKey;
-#[cfg(all(feature = "sign", feature = "write"))]
-pub use sign::{sign_archive, sign_bytes, write_key_pair, SecretKey};
-pub use state::{RenderState, StateError};
+pub use stored_enum::UnknownName;
 pub use types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
+
+/// Byte positions of the file format (docs/FORMAT.md §1.2–1.3), for tools and tests that
+/// address one section-table row or one device record of a file (to damage exactly one byte,
+/// or to skip the header); the writer tier only, as a game never needs them.
+#[cfg(feature = "write")]
+pub use format::{align_up, Section, DEVICE_RECORD, FIXED_HEADER, HEADER_LEN, SECTION_ROW};
+
+// The writer tier (feature `write`): what the offline tool calls.
+#[cfg(all(feature = "sign", feature = "write"))]
+pub use signing::{sign_archive, sign_bytes, write_key_pair, SecretKey};
 
 #[cfg(feature = "write")]
 pub use durable::{remove_stale_temporaries, write_atomic, write_atomic_with};
+#[cfg(feature = "write")]
+pub use entry::WriteEntry;
+#[cfg(feature = "write")]
 pub use format::ShardRecord;
+/// The most pipeline-cache blobs the writer keeps per device (the harvester keeps the
+/// smallest content hashes up to it, so what it writes is what the writer accepts).
+#[cfg(feature = "write")]
+pub use format::MAX_CACHES_PER_DEVICE;
+#[cfg(feature = "write")]
+pub use journal::{
+    journal_path, remove_journal, replay_journal, DamagedTail, Journal, JournalReplay, JOURNAL_HEADER_LEN,
+};
 #[cfg(feature = "write")]
 pub use merge::{check_unique_labels, merge, write_entries, write_shard_entries};
 #[cfg(feature = "write")]
 pub use salvage::{salvage, SalvageReport};
 #[cfg(feature = "write")]
-pub use writer::{check_device_data, encode, prepare, prepare_shard, ArchiveMeta, Layout};
+pub use writer::{check_device_data, encode, prepare, prepare_shard, ArchiveMeta, PreparedArchive};
 
 /// A small archive for the crate-level example (two compute pipelines, SPIR-V only). Not API.
 #[doc(hidden)]

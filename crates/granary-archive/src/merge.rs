@@ -1,9 +1,10 @@
 //! Writing whole archives to disk, and merging archives: exact or refused.
 
 use crate::durable::write_atomic_with;
+use crate::entry::WriteEntry;
+use crate::error::ArchiveError;
+use crate::reader::Archive;
 use crate::writer::{prepare_shard, ArchiveMeta, ShardRecord};
-use crate::WriteEntry;
-use crate::{Archive, ArchiveError};
 use std::path::Path;
 
 /// Encodes `entries` and streams them to `path` atomically. Returns the file size.
@@ -255,7 +256,8 @@ pub fn merge(inputs: &[Archive]) -> Result<(Vec<WriteEntry>, ArchiveMeta), Archi
         .get(reference)
         .map(|a| ArchiveMeta::new(a.target_options_text()))
         .ok_or_else(|| ArchiveError::Incompatible("nothing to merge: no input archives".into()))?;
-    let mut caches: std::collections::BTreeMap<(u128, u128), crate::DeviceCache> = std::collections::BTreeMap::new();
+    let mut caches: std::collections::BTreeMap<(u128, u128), crate::device::DeviceCache> =
+        std::collections::BTreeMap::new();
     for a in inputs {
         for c in a.device_caches().map_err(|e| e.with_path_opt(a.path()))? {
             caches.entry((c.device.id(), c.data.hash().0)).or_insert(c);
@@ -277,8 +279,9 @@ impl Archive {
 
 #[cfg(test)]
 mod tests {
+    use crate::format::ShardRecord;
+    use crate::reader::Archive;
     use crate::writer::{encode, prepare_shard, ArchiveMeta};
-    use crate::{Archive, ShardRecord};
 
     fn bytes(shard: Option<&ShardRecord>) -> Vec<u8> {
         let mut out = Vec::new();

@@ -5,22 +5,23 @@
 //! Every offset and length is checked before use, every count is derived from a checked
 //! section length, and nothing is allocated from a length read out of the file.
 
+use crate::blob::Blob;
+use crate::error::ArchiveError;
 use crate::format::*;
-use crate::key::{checksum64, content_hash};
-use crate::ArchiveError;
-use crate::PipelineLayout;
-use crate::RenderState;
-use crate::WriteEntry;
-use crate::{
-    Blob, KeyContext, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry, StageKey, Target,
-    TargetOutputs, TargetSet, TARGET_COUNT,
-};
+use crate::key::{checksum64, content_hash, KeyContext, PipelineKey, StageKey};
+use crate::layout::PipelineLayout;
+use crate::render_state::RenderState;
+use crate::types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 type Result<T> = std::result::Result<T, ArchiveError>;
 
 mod device;
+#[cfg(feature = "write")]
+mod entries;
+#[cfg(feature = "sign")]
+mod signature;
 mod verify;
 pub use device::{BinaryRef, BinarySetRef, DeviceMismatch, DeviceRef};
 pub use verify::VerifyReport;
@@ -54,6 +55,8 @@ pub struct Archive {
     targets: TargetSet,
     target_options: u128,
     target_options_text: String,
+    // Checked at open in every build; read back only by the writer tier.
+    #[cfg_attr(not(feature = "write"), allow(dead_code))]
     shard: Option<crate::format::ShardRecord>,
     sections: [(usize, usize); SECTION_COUNT],
     pipeline_count: usize,
@@ -358,7 +361,7 @@ impl Archive {
         let info = self.signature()?;
         #[cfg(feature = "sign")]
         if let Some(info) = info {
-            crate::sign::check_under_own_key(self, &info)?;
+            signature::check_under_own_key(self, &info)?;
         }
         #[cfg(not(feature = "sign"))]
         let _ = info;
@@ -413,7 +416,8 @@ impl Archive {
         KeyContext { target_options: self.target_options }
     }
     /// Which shard of which script this archive is (`harvest --shard I/N`), or `None` for an
-    /// unsharded archive (docs/FORMAT.md §1.4.1).
+    /// unsharded archive (docs/FORMAT.md §1.4.1). Feature `write` (merge and prune use it).
+    #[cfg(feature = "write")]
     pub fn shard(&self) -> Option<crate::format::ShardRecord> {
         self.shard
     }

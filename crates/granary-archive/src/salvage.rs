@@ -7,15 +7,17 @@
 //! section's third string) is kept when the meta section still checks out, so the salvaged
 //! archive is still that shard.
 
+use crate::blob::Blob;
+use crate::device::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity, MAX_BINARY_KEY};
+use crate::entry::WriteEntry;
+use crate::entry::{PipelineEntry, StageEntry, TargetOutputs};
+use crate::error::ArchiveError;
 use crate::format::*;
 use crate::key::{checksum64, content_hash};
+use crate::key::{PipelineKey, StageKey};
 use crate::reader::{u128_at, u32_at, u64_at};
-use crate::ArchiveError;
-use crate::{ArchiveMeta, WriteEntry};
-use crate::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity, MAX_BINARY_KEY};
-use crate::{
-    Blob, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry, StageKey, TargetOutputs, TARGET_COUNT,
-};
+use crate::types::{PipelineKind, ShaderStage, TARGET_COUNT};
+use crate::writer::ArchiveMeta;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -54,7 +56,7 @@ pub struct SalvageReport {
     /// pipelines recovered), so write it with this record
     /// ([`write_shard_entries`](crate::write_shard_entries)). `None` for an unsharded archive,
     /// and where the record could not be trusted ([`SalvageReport::shard_lost`]).
-    pub shard: Option<crate::ShardRecord>,
+    pub shard: Option<crate::format::ShardRecord>,
     /// Why a shard record present in the damaged archive is not kept (its meta section fails
     /// its checksum, or the text is not a valid record); `None` when nothing was dropped.
     pub shard_lost: Option<String>,
@@ -134,7 +136,7 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
             let meta_intact = checksum64(meta_bytes) == u64_at(b, row + 24)?;
             match (third.as_str(), meta_intact) {
                 ("", _) => {}
-                (t, true) => match crate::ShardRecord::parse(t) {
+                (t, true) => match crate::format::ShardRecord::parse(t) {
                     Some(r) => report.shard = Some(r),
                     None => {
                         report.shard_lost = Some(format!("the meta section's third string {t:?} is not a shard record"))
@@ -228,7 +230,7 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
                 _ => {
                     let b =
                         blobs.get(&idx).cloned().ok_or_else(|| format!("layout blob {idx} is damaged or missing"))?;
-                    crate::PipelineLayout::decode(b.bytes()).map_err(|e| e.to_string())?;
+                    crate::layout::PipelineLayout::decode(b.bytes()).map_err(|e| e.to_string())?;
                     Some(b)
                 }
             };
@@ -240,7 +242,7 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
                         .get(&state_idx)
                         .cloned()
                         .ok_or_else(|| format!("state blob {state_idx} is damaged or missing"))?;
-                    crate::RenderState::decode(b.bytes()).map_err(|e| e.to_string())?;
+                    crate::render_state::RenderState::decode(b.bytes()).map_err(|e| e.to_string())?;
                     Some(b)
                 }
             };
@@ -358,9 +360,9 @@ fn salvage_devices(
                 let flags = u32_at(&r, 4).map_err(|e| e.to_string())?;
                 let first = u32_at(&r, 8).map_err(|e| e.to_string())? as usize;
                 let n = u32_at(&r, 12).map_err(|e| e.to_string())? as usize;
-                let keyed = flags & crate::BINARY_SET_KEYED != 0;
-                if flags & !crate::BINARY_SET_FLAGS != 0
-                    || n > crate::MAX_BINARIES_PER_SET + usize::from(keyed)
+                let keyed = flags & crate::device::BINARY_SET_KEYED != 0;
+                if flags & !crate::device::BINARY_SET_FLAGS != 0
+                    || n > crate::device::MAX_BINARIES_PER_SET + usize::from(keyed)
                     || (keyed && n < 2)
                 {
                     return Err(format!("device-pipeline record {j} is invalid"));
@@ -379,7 +381,7 @@ fn salvage_devices(
                 } else {
                     (Vec::new(), first, n)
                 };
-                let flags = flags & !crate::BINARY_SET_KEYED;
+                let flags = flags & !crate::device::BINARY_SET_KEYED;
                 let binaries = (first..first.saturating_add(n))
                     .map(|k| binary(k, false).map(|(key, data)| DeviceBinary { key, data }))
                     .collect::<Result<Vec<_>, _>>()
@@ -411,9 +413,12 @@ fn salvage_devices(
 
 #[cfg(test)]
 mod tests {
+    use crate::entry::WriteEntry;
+    use crate::format::ShardRecord;
     use crate::format::{Section, FIXED_HEADER, PIPELINE_RECORD, SECTION_ROW};
+    use crate::reader::Archive;
     use crate::writer::prepare_shard;
-    use crate::{Archive, ArchiveMeta, ShardRecord, WriteEntry};
+    use crate::writer::ArchiveMeta;
 
     /// The crate example's two pipelines as shard 1/3 (with `None`, unsharded).
     fn archive(shard: Option<&ShardRecord>) -> (Vec<WriteEntry>, Vec<u8>) {

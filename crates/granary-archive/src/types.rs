@@ -1,77 +1,39 @@
 //! The small enums and sets an archive stores: shader stages, output targets, pipeline kinds.
 
-/// A shader stage.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
-pub enum ShaderStage {
-    /// Vertex stage.
-    Vertex = 0,
-    /// Fragment stage.
-    Fragment = 1,
-    /// Compute stage.
-    Compute = 2,
-}
-
-impl ShaderStage {
-    /// From the stored discriminant.
-    pub fn from_u32(v: u32) -> Option<Self> {
-        match v {
-            0 => Some(ShaderStage::Vertex),
-            1 => Some(ShaderStage::Fragment),
-            2 => Some(ShaderStage::Compute),
-            _ => None,
-        }
+stored_enum!(
+    /// A shader stage.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum ShaderStage: u32 {
+        /// Vertex stage.
+        Vertex = 0 => "vertex",
+        /// Fragment stage.
+        Fragment = 1 => "fragment",
+        /// Compute stage.
+        Compute = 2 => "compute",
     }
-    /// Lowercase name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ShaderStage::Vertex => "vertex",
-            ShaderStage::Fragment => "fragment",
-            ShaderStage::Compute => "compute",
-        }
-    }
-}
-
-impl std::fmt::Display for ShaderStage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+);
 
 /// Number of output targets.
 pub const TARGET_COUNT: usize = 4;
 
-/// An output language for stage functions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
-pub enum Target {
-    /// SPIR-V 1.0 binary (the default).
-    Spirv = 0,
-    /// Metal Shading Language 2.4 source.
-    Msl = 1,
-    /// HLSL shader model 6.0 source.
-    Hlsl = 2,
-    /// GLSL 4.50 core source.
-    Glsl = 3,
-}
+stored_enum!(
+    /// An output language for stage functions (`ALL` is in bit order).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum Target: u32 {
+        /// SPIR-V 1.0 binary (the default).
+        Spirv = 0 => "spirv",
+        /// Metal Shading Language 2.4 source.
+        Msl = 1 => "msl",
+        /// HLSL shader model 6.0 source.
+        Hlsl = 2 => "hlsl",
+        /// GLSL 4.50 core source.
+        Glsl = 3 => "glsl",
+    }
+);
+
+const _: () = assert!(Target::ALL.len() == TARGET_COUNT);
 
 impl Target {
-    /// All targets in bit order.
-    pub const ALL: [Target; TARGET_COUNT] = [Target::Spirv, Target::Msl, Target::Hlsl, Target::Glsl];
-
-    /// Lowercase name, as on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Target::Spirv => "spirv",
-            Target::Msl => "msl",
-            Target::Hlsl => "hlsl",
-            Target::Glsl => "glsl",
-        }
-    }
-    /// Parses a lowercase name.
-    pub fn parse(s: &str) -> Option<Target> {
-        Target::ALL.into_iter().find(|t| t.name() == s)
-    }
     /// File extension for extracted outputs.
     pub fn extension(self) -> &'static str {
         match self {
@@ -80,12 +42,6 @@ impl Target {
             Target::Hlsl => "hlsl",
             Target::Glsl => "glsl",
         }
-    }
-}
-
-impl std::fmt::Display for Target {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -121,7 +77,7 @@ impl TargetSet {
     pub fn parse(s: &str) -> Result<Self, String> {
         let mut set = 0;
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let t = Target::parse(part)
+            let t = Target::from_name(part)
                 .ok_or_else(|| format!("unknown target '{part}' (expected spirv, msl, hlsl, glsl)"))?;
             set |= 1 << t as u32;
         }
@@ -132,30 +88,13 @@ impl TargetSet {
     }
 }
 
-/// The kind of a pipeline, as stored in archives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(rename_all = "lowercase"))]
-pub enum PipelineKind {
-    /// Render pipeline.
-    Render = 0,
-    /// Compute pipeline.
-    Compute = 1,
-}
-
-impl PipelineKind {
-    /// From the stored discriminant.
-    pub fn from_u32(v: u32) -> Option<Self> {
-        match v {
-            0 => Some(PipelineKind::Render),
-            1 => Some(PipelineKind::Compute),
-            _ => None,
-        }
+stored_enum!(
+    /// The kind of a pipeline, as stored in archives.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum PipelineKind: u32 {
+        /// Render pipeline.
+        Render = 0 => "render",
+        /// Compute pipeline.
+        Compute = 1 => "compute",
     }
-    /// Lowercase name.
-    pub fn name(self) -> &'static str {
-        match self {
-            PipelineKind::Render => "render",
-            PipelineKind::Compute => "compute",
-        }
-    }
-}
+);

@@ -3,11 +3,14 @@
 //! `encode` is a pure function of the *set* of entries (with their labels): input order,
 //! duplicates and the history that produced them do not change a byte.
 
+use crate::blob::Blob;
 use crate::device::resolve_binaries;
+use crate::device::{BinarySet, DeviceCache, DeviceIdentity};
+use crate::entry::{PipelineEntry, WriteEntry};
 pub use crate::format::ShardRecord;
 use crate::format::*;
 use crate::key::checksum64;
-use crate::{BinarySet, Blob, DeviceCache, DeviceIdentity, PipelineEntry, TargetSet, WriteEntry};
+use crate::types::TargetSet;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::sync::Arc;
@@ -59,7 +62,7 @@ impl Strings {
 
 /// An archive ready to be written: every section except the blob bytes, which are streamed
 /// from the entries. Made by [`prepare`].
-pub struct Layout<'a> {
+pub struct PreparedArchive<'a> {
     meta: ArchiveMeta,
     sections: [Vec<u8>; SECTION_COUNT],
     blobs: Vec<Arc<Blob>>,
@@ -70,7 +73,7 @@ pub struct Layout<'a> {
     pipelines: usize,
 }
 
-impl Layout<'_> {
+impl PreparedArchive<'_> {
     /// Byte length of each section body.
     fn lengths(&self) -> [usize; SECTION_COUNT] {
         let mut l = [0; SECTION_COUNT];
@@ -152,15 +155,19 @@ pub fn check_device_data(entries: &[WriteEntry], meta: &ArchiveMeta) -> Result<(
 }
 
 /// Sorts, deduplicates and lays out `entries` for writing.
-pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> Layout<'a> {
+pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> PreparedArchive<'a> {
     prepare_shard(entries, meta, None)
 }
 
 /// [`prepare`] for a shard archive: `shard` is recorded in the meta section's third string
 /// (with `None`, exactly [`prepare`]).
-pub fn prepare_shard<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta, shard: Option<&ShardRecord>) -> Layout<'a> {
+pub fn prepare_shard<'a>(
+    entries: &'a [WriteEntry],
+    meta: &ArchiveMeta,
+    shard: Option<&ShardRecord>,
+) -> PreparedArchive<'a> {
     // Canonical entry set: one per key, labels merged and sorted, device binaries gathered.
-    type Slot<'a> = (&'a Arc<PipelineEntry>, BTreeSet<&'a str>, Vec<&'a crate::DeviceBinaries>);
+    type Slot<'a> = (&'a Arc<PipelineEntry>, BTreeSet<&'a str>, Vec<&'a crate::device::DeviceBinaries>);
     let mut by_key: BTreeMap<u128, Slot<'a>> = BTreeMap::new();
     for w in entries {
         let slot = by_key.entry(w.entry.key.0).or_insert_with(|| (&w.entry, BTreeSet::new(), Vec::new()));
@@ -297,7 +304,7 @@ pub fn prepare_shard<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta, shard: O
         let rec_start = out.len();
         out.extend_from_slice(&blob.to_le_bytes());
         out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-        let mut padded = [0u8; crate::MAX_BINARY_KEY];
+        let mut padded = [0u8; crate::device::MAX_BINARY_KEY];
         padded[..key.len()].copy_from_slice(key);
         out.extend_from_slice(&padded);
         let c = checksum64(&out[rec_start..]);
@@ -308,7 +315,7 @@ pub fn prepare_shard<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta, shard: O
         for (pipeline, set) in &d.pipelines {
             let rec_start = dp_bytes.len();
             let keyed = !set.pipeline_key.is_empty();
-            let flags = if keyed { set.flags | crate::BINARY_SET_KEYED } else { set.flags };
+            let flags = if keyed { set.flags | crate::device::BINARY_SET_KEYED } else { set.flags };
             dp_bytes.extend_from_slice(&pipeline.to_le_bytes());
             dp_bytes.extend_from_slice(&flags.to_le_bytes());
             dp_bytes.extend_from_slice(&((bin_bytes.len() / BINARY_RECORD) as u32).to_le_bytes());
@@ -347,7 +354,7 @@ pub fn prepare_shard<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta, shard: O
         meta_bytes.extend_from_slice(&(s.len() as u32).to_le_bytes());
         meta_bytes.extend_from_slice(s.as_bytes());
     }
-    Layout {
+    PreparedArchive {
         meta: meta.clone(),
         sections: [
             meta_bytes,
@@ -376,7 +383,7 @@ pub fn prepare_shard<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta, shard: O
 
 const ZEROS: [u8; ALIGN] = [0; ALIGN];
 
-fn header(l: &Layout<'_>) -> (Vec<u8>, usize) {
+fn header(l: &PreparedArchive<'_>) -> (Vec<u8>, usize) {
     let meta = &l.meta;
     let (offsets, file_len) = l.offsets();
     let lengths = l.lengths();
@@ -410,8 +417,8 @@ fn pad(w: &mut impl Write, written: usize) -> std::io::Result<usize> {
     Ok(written + n)
 }
 
-impl Layout<'_> {
-    /// The file size that [`Layout::write_to`] writes.
+impl PreparedArchive<'_> {
+    /// The file size that [`PreparedArchive::write_to`] writes.
     pub fn len(&self) -> usize {
         self.offsets().1
     }

@@ -1,11 +1,11 @@
 //! Device sections (format v3): driver binaries per pipeline and device, pipeline caches.
 
-use granary_archive::journal::{replay_journal, Journal};
 use granary_archive::{
     encode, merge, salvage, write_entries, Archive, ArchiveError, ArchiveMeta, BinarySet, Blob, DeviceBinaries,
     DeviceBinary, DeviceCache, DeviceIdentity, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry,
     StageKey, Target, TargetOutputs, WriteEntry, BINARY_SET_LIBRARY,
 };
+use granary_archive::{replay_journal, Journal};
 use std::sync::Arc;
 
 fn nvidia() -> Arc<DeviceIdentity> {
@@ -463,7 +463,7 @@ fn salvage_keeps_intact_binaries_and_reports_dropped_ones() {
 
     // Damage a device record: that device's binary sets and caches are all dropped, the other
     // device's kept, and the loss reported.
-    use granary_archive::format::{Section, DEVICE_RECORD, FIXED_HEADER, SECTION_ROW};
+    use granary_archive::{Section, DEVICE_RECORD, FIXED_HEADER, SECTION_ROW};
     let row = FIXED_HEADER + (Section::Devices as usize - 1) * SECTION_ROW;
     let table = u64::from_le_bytes(bytes[row + 8..row + 16].try_into().unwrap()) as usize;
     let a = Archive::from_bytes(bytes.clone()).unwrap();

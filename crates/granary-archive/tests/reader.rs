@@ -10,15 +10,15 @@
 //! different bytes and one label on two pipelines; salvage of a cut file recovers exactly the
 //! pipelines before the cut.
 
-use granary_archive::format::{Section, FIXED_HEADER, HEADER_LEN, SECTION_ROW};
-use granary_archive::layout::{MslClass, SlotAssignment, StageBindingMap};
-use granary_archive::state::{ColorAttachment, PrimitiveState};
 use granary_archive::{
     checksum64, encode, merge, salvage, write_entries, Archive, ArchiveError, ArchiveMeta, BinarySet, BindingKind,
     Blob, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity, LayoutBinding, PipelineEntry, PipelineKey,
     PipelineKind, PipelineLayout, RenderState, ShaderStage, StageEntry, StageKey, StageMask, Target, TargetOutputs,
     WriteEntry,
 };
+use granary_archive::{ColorAttachment, PrimitiveState};
+use granary_archive::{MslClass, SlotAssignment, StageBindingMap};
+use granary_archive::{Section, FIXED_HEADER, HEADER_LEN, SECTION_ROW};
 use std::sync::{Arc, OnceLock};
 
 fn meta() -> ArchiveMeta {

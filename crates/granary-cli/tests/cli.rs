@@ -311,8 +311,8 @@ fn salvage_of_a_file_cut_before_its_pipeline_table_fails_and_says_what_is_missin
     let a = Archive::read(&out).unwrap();
     let n = a.len();
     // The pipeline table's offset, from its section-table row (docs/FORMAT.md §1.2).
-    let row = granary_archive::format::FIXED_HEADER
-        + (granary_archive::format::Section::Pipelines as usize - 1) * granary_archive::format::SECTION_ROW;
+    let row = granary_archive::FIXED_HEADER
+        + (granary_archive::Section::Pipelines as usize - 1) * granary_archive::SECTION_ROW;
     let table = u64::from_le_bytes(bytes[row + 8..row + 16].try_into().unwrap()) as usize;
     let cut = dir.path().join("cut.granary");
     std::fs::write(&cut, &bytes[..table]).unwrap();

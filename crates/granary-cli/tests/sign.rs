@@ -6,7 +6,7 @@
 mod common;
 
 use common::EXAMPLE;
-use granary_archive::format::{Section, FIXED_HEADER, SECTION_ROW};
+use granary_archive::{Section, FIXED_HEADER, SECTION_ROW};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -106,7 +106,7 @@ fn sign_then_verify_with_the_right_key_another_key_and_after_tampering() {
     let row = FIXED_HEADER + (Section::BlobData as usize - 1) * SECTION_ROW;
     let sum = granary_archive::checksum64(&b[blob_off..blob_off + blob_len]);
     b[row + 24..row + 32].copy_from_slice(&sum.to_le_bytes());
-    let hl = granary_archive::format::HEADER_LEN;
+    let hl = granary_archive::HEADER_LEN;
     let sum = granary_archive::checksum64(&b[..hl - 8]);
     b[hl - 8..hl].copy_from_slice(&sum.to_le_bytes());
     let forged = dir.path().join("forged.granary");
@@ -124,7 +124,7 @@ fn sign_then_verify_with_the_right_key_another_key_and_after_tampering() {
     // The signed archive is the unsigned one plus its signature section.
     let raw = std::fs::read(&unsigned).unwrap();
     assert_eq!(bytes.len(), raw.len() + 112);
-    let first = granary_archive::format::align_up(hl);
+    let first = granary_archive::align_up(hl);
     assert_eq!(&bytes[first..raw.len()], &raw[first..]);
 }
 

@@ -4,7 +4,7 @@
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
-use granary::descriptor::{stage_key, KeyContext, PipelineDescriptor, ShaderStage, Spec};
+use granary::descriptor::{stage_key, KeyContext, MaybeSpecialized, PipelineDescriptor, ShaderStage};
 use granary::harvest::harvest;
 use granary::script::Script;
 use granary_lab::workload::{seed_scale, GenError, GenSummary, SeedScaleOptions};
@@ -128,9 +128,9 @@ fn small_workload_has_the_requested_shape() {
         assert!(!r.state.color_attachments.is_empty());
         for a in &r.state.color_attachments {
             assert!(
-                a.format == Spec::Unspecialized
-                    && a.blend == Spec::Unspecialized
-                    && a.write_mask == Spec::Unspecialized,
+                a.format == MaybeSpecialized::Unspecialized
+                    && a.blend == MaybeSpecialized::Unspecialized
+                    && a.write_mask == MaybeSpecialized::Unspecialized,
                 "{:?}: {a:?}",
                 r.label
             );

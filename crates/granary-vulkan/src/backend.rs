@@ -14,11 +14,12 @@
 use granary::backend::BackendReport;
 use granary::descriptor::{PipelineDescriptor, PipelineLayout, ShaderStage, StageKey, Target};
 use granary::frontend::StageFunction;
-use granary_archive::vulkan::build::{entry_name, graphics_input};
-use granary_archive::vulkan::raw::{How, Layout, Module};
-use granary_archive::vulkan::shared::Shared;
 use granary_archive::vulkan::validation::{self, DriverOptions, ValidationLog};
-use granary_archive::vulkan::{features, select_device, state, Driver, Gpu, OpenOptions, VulkanError};
+use granary_archive::vulkan::Shared;
+use granary_archive::vulkan::{
+    check_features, entry_name, graphics_input, layout_desc, select_device, stage_flag, CreateMode, Driver,
+    DriverLayout, Gpu, LayoutDesc, Module, OpenOptions, VulkanError,
+};
 use granary_archive::{BinarySet, Blob, DeviceBinaries, DeviceBinary, DeviceCache, BINARY_SET_LIBRARY};
 use granary_archive::{DeviceIdentity, RenderState};
 use std::collections::HashMap;
@@ -70,7 +71,7 @@ pub struct PipelineCapture {
 struct DriverKey {
     stages: Vec<(u128, ShaderStage, String)>,
     state: Option<Vec<u8>>,
-    layout: state::LayoutDesc,
+    layout: LayoutDesc,
     library: bool,
 }
 
@@ -79,14 +80,14 @@ struct DriverKey {
 /// Thread safety: `Send + Sync`. `compile` may run from any number of threads at once, also
 /// while `cache_data` reads the pipeline cache. Shader modules and layouts are created once
 /// (other callers wait on the once-cell) and freed only when the backend and every compile
-/// using them are done (`Arc`). See the `raw` module for the Vulkan synchronization rules and
+/// using them are done (`Arc`). See `granary_archive::vulkan` for the Vulkan synchronization rules and
 /// how each is kept.
 pub struct VulkanBackend {
     gpu: Arc<Gpu>,
     validation: Option<Arc<ValidationLog>>,
     identity: Arc<DeviceIdentity>,
     modules: Shared<StageKey, Module>,
-    layouts: Shared<state::LayoutDesc, Layout>,
+    layouts: Shared<LayoutDesc, DriverLayout>,
     /// Captured binary bytes by content hash (see `intern`).
     blobs: Mutex<HashMap<u128, Arc<Blob>>>,
     /// With `share_identical`: one capture per distinct driver-level pipeline.
@@ -193,7 +194,7 @@ impl VulkanBackend {
         })
     }
 
-    fn layout(&self, desc: &state::LayoutDesc) -> Result<Arc<Layout>, String> {
+    fn layout(&self, desc: &LayoutDesc) -> Result<Arc<DriverLayout>, String> {
         self.gpu.check_layout(desc)?;
         self.layouts.get_or_try(desc.clone(), || self.gpu.layout(desc).map_err(|e| e.to_string()))
     }
@@ -209,13 +210,13 @@ impl VulkanBackend {
         layout: &PipelineLayout,
     ) -> Result<PipelineCapture, String> {
         // Computed once per pipeline, for the sharing key and the create info alike.
-        let vk_layout = state::layout_desc(layout)?;
+        let vk_layout = layout_desc(layout)?;
         let render_state = match desc {
             PipelineDescriptor::Render(r) => Some(&r.state),
             PipelineDescriptor::Compute(_) => None,
         };
         // What the pipeline needs of the device's enabled features, before any driver call.
-        features::check(&self.gpu, layout, render_state)?;
+        check_features(&self.gpu, layout, render_state)?;
         let Some(map) = &self.shared_captures else {
             return self.create_unshared(desc, functions, &vk_layout, render_state);
         };
@@ -245,7 +246,7 @@ impl VulkanBackend {
         &self,
         desc: &PipelineDescriptor,
         functions: &[Arc<StageFunction>],
-        layout: &state::LayoutDesc,
+        layout: &LayoutDesc,
         render_state: Option<&RenderState>,
     ) -> Result<PipelineCapture, String> {
         let modules = functions.iter().map(|f| self.module(f)).collect::<Result<Vec<_>, _>>()?;
@@ -255,19 +256,19 @@ impl VulkanBackend {
                 let (m, f) = (&modules[0], &functions[0]);
                 let entry = entry_name(&f.entry_point)?;
                 let intern = |b: &[u8]| self.intern(b);
-                let created = self.gpu.create_compute(Some(m), &entry, &pipeline_layout, How::Capture(&intern));
+                let created = self.gpu.create_compute(Some(m), &entry, &pipeline_layout, CreateMode::Capture(&intern));
                 (created.map_err(|e| e.to_string())?, false)
             }
             Some(r) => {
                 let mut stages = Vec::with_capacity(functions.len());
                 for (f, m) in functions.iter().zip(&modules) {
-                    stages.push((Some(&**m), state::stage_flag(f.stage), entry_name(&f.entry_point)?));
+                    stages.push((Some(&**m), stage_flag(f.stage), entry_name(&f.entry_point)?));
                 }
                 debug_assert!(functions.first().is_some_and(|f| f.stage == ShaderStage::Vertex));
                 let library = desc.needs_libraries();
                 let input = graphics_input(&self.gpu, r, stages, &pipeline_layout, library, &[])?;
                 let intern = |b: &[u8]| self.intern(b);
-                (self.gpu.create_graphics(&input, How::Capture(&intern)).map_err(|e| e.to_string())?, library)
+                (self.gpu.create_graphics(&input, CreateMode::Capture(&intern)).map_err(|e| e.to_string())?, library)
             }
         };
         if library {

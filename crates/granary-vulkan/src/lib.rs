@@ -9,7 +9,7 @@
 //! without a Vulkan driver: only [`VulkanBackend::open`] and [`list_devices`] fail, with
 //! [`VulkanError::NoLoader`].
 //!
-//! Thread safety: [`VulkanBackend`] is `Send + Sync`; see its rustdoc and `granary_archive::vulkan::raw` for
+//! Thread safety: [`VulkanBackend`] is `Send + Sync`; see its rustdoc and `granary_archive::vulkan` for
 //! which Vulkan calls need external synchronization and how the backend provides it.
 
 mod backend;

@@ -156,7 +156,7 @@ fn app_with(enable_features: bool, libraries: bool) -> Option<App> {
     // live until the call returns.
     let device = unsafe { instance.create_device(physical, &create, None) }.expect("vkCreateDevice");
     let features =
-        granary_archive::vulkan::features::from_vk(&features, &vk::PhysicalDeviceVulkan11Features::default());
+        granary_archive::vulkan::device_features_of(&features, &vk::PhysicalDeviceVulkan11Features::default());
     Some(App { _entry: entry, instance, physical, device, validation, features })
 }
 

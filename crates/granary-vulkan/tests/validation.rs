@@ -10,9 +10,9 @@
 
 mod support;
 
-use granary_archive::vulkan::state::LayoutDesc;
 use granary_archive::vulkan::validation::{self, DriverOptions, Severity, DEVICE};
 use granary_archive::vulkan::vulkanalia::vk;
+use granary_archive::vulkan::LayoutDesc;
 use granary_archive::vulkan::{select_device, Driver, Gpu, OpenOptions, VulkanError};
 use std::sync::Arc;
 

@@ -19,14 +19,28 @@ pub use granary_archive::{
     DeviceRef, BINARY_SET_LIBRARY,
 };
 pub use granary_archive::{
-    check_unique_labels, encode, format, journal, merge, prepare, remove_stale_temporaries, salvage, write_atomic,
-    write_atomic_with, write_entries, write_shard_entries, Archive, ArchiveError, ArchiveMeta, Layout, PipelineRef,
+    check_unique_labels, encode, merge, prepare, remove_stale_temporaries, salvage, write_atomic, write_atomic_with,
+    write_entries, write_shard_entries, Archive, ArchiveError, ArchiveMeta, PipelineRef, PreparedArchive,
     SalvageReport, ShardRecord, StageRef, VerifyReport, WriteEntry,
 };
 pub use granary_archive::{
-    layout, BindingKind, Immediates, LayoutBinding, LayoutError, MslClass, PipelineLayout, SlotAssignment,
-    StageBindingMap, StageMask,
+    BindingKind, Immediates, LayoutBinding, LayoutError, MslClass, PipelineLayout, SlotAssignment, StageBindingMap,
+    StageMask,
 };
+
+/// The archive file's byte positions (re-exported from `granary-archive`, whose `format`
+/// module is private): for tools and tests that address one section-table row.
+pub mod format {
+    pub use granary_archive::{align_up, Section, DEVICE_RECORD, FIXED_HEADER, HEADER_LEN, SECTION_ROW};
+}
+
+/// The harvest journal (re-exported from `granary-archive`, whose `journal` module is
+/// private).
+pub mod journal {
+    pub use granary_archive::{
+        journal_path, remove_journal, replay_journal, DamagedTail, Journal, JournalReplay, JOURNAL_HEADER_LEN,
+    };
+}
 
 use crate::descriptor::PipelineDescriptor;
 

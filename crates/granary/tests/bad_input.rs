@@ -200,7 +200,7 @@ fn interface_mismatches_are_link_errors() {
     c.state.color_attachments.clear();
     assert!(link(c).contains("0 colour attachment"));
     let mut d = r.clone();
-    d.state.color_attachments[0].format = Spec::Is(TextureFormat::R32uint);
+    d.state.color_attachments[0].format = MaybeSpecialized::Is(TextureFormat::R32uint);
     assert!(link(d).contains("R32uint"));
     let mut e = r.clone();
     e.vertex = FunctionDescriptor::library(fx.vs.clone(), "vs_depth");
@@ -211,7 +211,7 @@ fn interface_mismatches_are_link_errors() {
     assert!(m.contains("'fs' of library 'fs_lib'") && m.contains("'vs_depth' of library 'vs_lib'"), "{m}");
     // Unspecialized and float formats both link.
     let mut ok = r.clone();
-    ok.state.color_attachments[0].format = Spec::Is(TextureFormat::Rgba16float);
+    ok.state.color_attachments[0].format = MaybeSpecialized::Is(TextureFormat::Rgba16float);
     compiler.compile(&PipelineDescriptor::Render(ok)).unwrap();
 }
 

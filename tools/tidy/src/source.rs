@@ -94,15 +94,23 @@ fn is_ident(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
 
-/// `clean` (already blanked) with every item that carries `#[cfg(test)]` blanked too: the
-/// attribute, then the item through its `;` or its closing brace.
+/// `clean` (already blanked) with every test-only item blanked too: an item whose `#[cfg(…)]`
+/// names `test` (`#[cfg(test)]`, `#[cfg(all(test, feature = "x"))]`; not `not(test)`), from
+/// the attribute through the item's `;` or closing brace.
 pub fn blank_test_items(clean: &str) -> String {
-    let mut out = clean.as_bytes().to_vec();
-    let needle = "#[cfg(test)]";
+    let b = clean.as_bytes();
+    let mut out = b.to_vec();
     let mut from = 0;
-    while let Some(p) = clean[from..].find(needle).map(|p| p + from) {
-        let b = clean.as_bytes();
-        let mut j = p + needle.len();
+    while let Some(p) = clean[from..].find("#[cfg(").map(|p| p + from) {
+        from = p + 1;
+        let Some(attr_len) = clean[p..].find(']') else { break };
+        let attr = &clean[p..p + attr_len];
+        let names_test = attr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|t| t == "test")
+            && !attr.contains("not(test");
+        if !names_test {
+            continue;
+        }
+        let mut j = p + attr_len + 1;
         let mut depth = 0usize;
         while j < b.len() {
             match b[j] {
@@ -132,6 +140,43 @@ pub fn blank_test_items(clean: &str) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// The inline modules of `code` (`mod name { … }`): (start, end, name), outermost first.
+fn inline_modules(code: &str) -> Vec<(usize, usize, String)> {
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(p) = code[from..].find("mod ").map(|p| p + from) {
+        from = p + 4;
+        if ident_before(b, p) {
+            continue;
+        }
+        let rest = &code[p + 4..];
+        let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let after = rest[name.len()..].trim_start();
+        if name.is_empty() || !after.starts_with('{') {
+            continue;
+        }
+        let open = p + 4 + name.len() + (rest[name.len()..].len() - after.len());
+        let mut depth = 0usize;
+        let mut end = b.len();
+        for (k, &c) in b.iter().enumerate().skip(open) {
+            match c {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = k;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push((open, end, name));
+    }
+    out
+}
+
 /// A file's code as the checks read it: no comments, strings or test-only items.
 pub fn code(text: &str) -> String {
     blank_test_items(&blank_comments_and_strings(text))
@@ -152,6 +197,7 @@ pub struct NamedPath {
 /// root.
 pub fn named_paths(code: &str, module: &[String]) -> Result<Vec<NamedPath>, String> {
     let b = code.as_bytes();
+    let inline = inline_modules(code);
     let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
@@ -170,7 +216,11 @@ pub fn named_paths(code: &str, module: &[String]) -> Result<Vec<NamedPath>, Stri
         let line = code[..start].matches('\n').count() + 1;
         let mut base: Vec<String> = match word {
             "crate" => Vec::new(),
-            _ => module.to_vec(),
+            _ => {
+                let mut m = module.to_vec();
+                m.extend(inline.iter().filter(|(s, e, _)| *s < start && start < *e).map(|(_, _, n)| n.clone()));
+                m
+            }
         };
         if word == "super" && base.pop().is_none() {
             return Err(format!("line {line}: `super` above the crate root"));
@@ -347,8 +397,20 @@ mod tests {
 
     #[test]
     fn skips_test_items_and_macro_crate_paths() {
-        let code = code("#[cfg(test)]\nmod tests { use crate::a::B; }\nmacro_rules! m { () => { $crate::q::R } }");
-        assert_eq!(named_paths(&code, &[]).expect("resolves"), Vec::new());
+        let blanked = code(
+            "#[cfg(test)]\nmod tests { use crate::a::B; }\nmacro_rules! m { () => { $crate::q::R } }\n#[cfg(all(test, feature = \"w\"))]\nmod t { use crate::c::D; }",
+        );
+        assert_eq!(named_paths(&blanked, &[]).expect("resolves"), Vec::new());
+        let kept = code("#[cfg(not(test))]\nuse crate::e::F;");
+        assert_eq!(named_paths(&kept, &[]).expect("resolves").len(), 1);
+    }
+
+    #[test]
+    fn resolves_super_inside_inline_modules() {
+        let code = code("mod serde_impls {\n    use super::X;\n}\nuse super::Y;");
+        let p = named_paths(&code, &m(&["a", "b"])).expect("resolves");
+        assert_eq!(p[0].segments, m(&["a", "b", "X"]));
+        assert_eq!(p[1].segments, m(&["a", "Y"]));
     }
 
     #[test]

@@ -10,6 +10,39 @@ use crate::source::{blank_comments_and_strings, line_of};
 use std::collections::BTreeSet;
 use std::path::Path;
 
+/// Where `code` allows unsafe code: `#[allow(unsafe_code)]` or `#[cfg_attr(…,
+/// allow(unsafe_code))]`, as (offset, length of the attribute).
+fn allow_attributes(code: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for start in ["#[allow(unsafe_code)]", "#[cfg_attr("] {
+        let mut from = 0;
+        while let Some(p) = code[from..].find(start).map(|p| p + from) {
+            from = p + 1;
+            // The attribute's end: its closing bracket.
+            let mut depth = 0usize;
+            let end = code[p..].char_indices().find_map(|(i, c)| {
+                match c {
+                    '[' | '(' => depth += 1,
+                    ']' | ')' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 && c == ']' {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                None
+            });
+            let Some(len) = end else { continue };
+            if start == "#[allow(unsafe_code)]" || code[p..p + len].contains("allow(unsafe_code)") {
+                out.push((p, len));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// The modules the "Unsafe code" table of `doc` lists.
 pub fn documented(doc: &str) -> Result<BTreeSet<String>, String> {
     let section = crate::section(doc, "Unsafe code").ok_or("docs/ARCHITECTURE.md has no `Unsafe code` section")?;
@@ -46,10 +79,8 @@ pub fn check(root: &Path) -> Result<Vec<String>, String> {
             let text = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
             let code = blank_comments_and_strings(&text);
             let module = crate::module_path(&k.src, &file).unwrap_or_default();
-            let mut from = 0;
-            while let Some(p) = code[from..].find("#[allow(unsafe_code)]").map(|p| p + from) {
-                from = p + 1;
-                let after = code[p + "#[allow(unsafe_code)]".len()..].trim_start();
+            for (p, attr_len) in allow_attributes(&code) {
+                let after = code[p + attr_len..].trim_start();
                 // Skip further attributes.
                 let mut rest = after;
                 while rest.starts_with("#[") {

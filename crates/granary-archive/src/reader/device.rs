@@ -1,8 +1,8 @@
 //! Reading device sections: identities, per-pipeline driver binaries, pipeline caches.
 
 use super::*;
+use crate::device::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity};
 use crate::device::{BINARY_SET_FLAGS, BINARY_SET_KEYED, MAX_BINARIES_PER_SET, MAX_BINARY_KEY};
-use crate::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity};
 
 /// One device section of an [`Archive`]: the identity its binaries are valid on, its
 /// per-pipeline binary sets and its `VkPipelineCache` blobs.

@@ -19,27 +19,30 @@
 //! value ([`Binaries`] or the capture guard) and destroyed only in its `Drop`.
 
 use super::device::{key_bytes, Gpu};
-use super::VulkanError;
-use crate::Blob;
+use super::error::VulkanError;
+use crate::blob::Blob;
 use std::ffi::c_void;
 use std::sync::Arc;
 use vulkanalia::prelude::v1_3::*;
 use vulkanalia::vk::KhrPipelineBinaryExtensionDeviceCommands;
 
 /// `(key, data)` of one pipeline binary, as the driver returned it (the bytes interned by
-/// content: see [`Intern`]).
+/// content: see [`BlobInterner`]).
 pub type RawBinary = (Vec<u8>, Arc<Blob>);
 
 /// Turns a binary's bytes into the one shared in-memory copy of those bytes. NVIDIA returns
 /// the same dictionary binary (hundreds of KB) with every pipeline after its first few hundred
 /// compiles: the bytes are read into a reused per-thread buffer and copied only when new.
-pub type Intern<'a> = &'a (dyn Fn(&[u8]) -> Arc<Blob> + Sync);
+#[cfg(feature = "capture")]
+pub type BlobInterner<'a> = &'a (dyn Fn(&[u8]) -> Arc<Blob> + Sync);
 
 /// Most binaries one pipeline may have (the archive's per-set cap).
-const MAX_BINARIES: usize = crate::MAX_BINARIES_PER_SET;
+const MAX_BINARIES: usize = crate::device::MAX_BINARIES_PER_SET;
 /// Largest binary granary reads from a driver.
+#[cfg(feature = "capture")]
 const MAX_BINARY_BYTES: usize = 64 << 20;
 
+#[cfg(feature = "capture")]
 thread_local! {
     /// The buffer `vkGetPipelineBinaryDataKHR` writes into, reused by every capture on the
     /// thread (no allocation per binary, so no allocator churn of large blocks).
@@ -75,11 +78,13 @@ impl Drop for Binaries {
 }
 
 /// Destroys pipeline binaries when the capturing call ends.
+#[cfg(feature = "capture")]
 struct BinaryGuard<'a> {
     gpu: &'a Gpu,
     handles: Vec<vk::PipelineBinaryKHR>,
 }
 
+#[cfg(feature = "capture")]
 impl Drop for BinaryGuard<'_> {
     fn drop(&mut self) {
         for h in &self.handles {
@@ -111,7 +116,7 @@ impl Gpu {
 
     /// Creates pipeline binaries from `(key, data)` pairs in the driver's order (the order
     /// `vkCreatePipelineBinariesKHR` returned them at capture), to hand to
-    /// [`How::Keep`](super::How::Keep) through [`CheckedBinaries`](super::pipeline::CheckedBinaries).
+    /// [`CreateMode::Keep`](super::CreateMode::Keep) through [`CheckedBinaries`](super::pipeline::CheckedBinaries).
     ///
     /// # Safety
     ///
@@ -132,7 +137,7 @@ impl Gpu {
         let mut keys = Vec::with_capacity(binaries.len());
         let mut data = Vec::with_capacity(binaries.len());
         for (key, bytes) in binaries {
-            if key.is_empty() || key.len() > crate::MAX_BINARY_KEY || bytes.is_empty() {
+            if key.is_empty() || key.len() > crate::device::MAX_BINARY_KEY || bytes.is_empty() {
                 return Err(VulkanError::call("vkCreatePipelineBinariesKHR", "empty or oversized key, or empty data"));
             }
             let mut bytes32 = [0u8; 32];
@@ -174,18 +179,25 @@ impl Gpu {
 
     /// The pipeline's binaries (`VK_KHR_pipeline_binary`), copied out; the binaries are
     /// destroyed before returning (the caller destroys the pipeline, which frees its captured
-    /// data).
-    pub(super) fn capture(
+    /// data). Takes the raw handle so this module does not depend on `pipeline`.
+    ///
+    /// # Safety
+    ///
+    /// `pipeline` is a live pipeline of this device, created with `CAPTURE_DATA`, that the
+    /// caller keeps alive (and does not destroy) until this returns.
+    #[cfg(feature = "capture")]
+    pub(super) unsafe fn capture(
         &self,
-        pipeline: &super::pipeline::Pipeline,
-        intern: Intern<'_>,
+        pipeline: vk::Pipeline,
+        intern: BlobInterner<'_>,
     ) -> Result<Vec<RawBinary>, VulkanError> {
         if !self.binaries {
             return Ok(Vec::new());
         }
-        let create = vk::PipelineBinaryCreateInfoKHR { pipeline: pipeline.handle, ..Default::default() };
+        let create = vk::PipelineBinaryCreateInfoKHR { pipeline, ..Default::default() };
         let mut handles = vk::PipelineBinaryHandlesInfoKHR::default();
-        // SAFETY: the pipeline was created with CAPTURE_DATA and lives (borrowed); a null
+        // SAFETY: the pipeline was created with CAPTURE_DATA and lives (the function's
+        // contract); a null
         // `pipeline_binaries` asks for the count.
         let r = unsafe { self.device.create_pipeline_binaries_khr(&create, None, &mut handles) };
         r.map_err(|e| VulkanError::call("vkCreatePipelineBinariesKHR (count)", e))?;
@@ -220,7 +232,8 @@ impl Gpu {
         Ok(out)
     }
 
-    fn binary_data(&self, binary: vk::PipelineBinaryKHR, intern: Intern<'_>) -> Result<RawBinary, VulkanError> {
+    #[cfg(feature = "capture")]
+    fn binary_data(&self, binary: vk::PipelineBinaryKHR, intern: BlobInterner<'_>) -> Result<RawBinary, VulkanError> {
         let info = vk::PipelineBinaryDataInfoKHR { pipeline_binary: binary, ..Default::default() };
         let mut key = vk::PipelineBinaryKeyKHR::default();
         let mut size = 0usize;

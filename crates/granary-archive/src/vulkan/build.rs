@@ -6,23 +6,13 @@
 //! Everything the device cannot take comes back as a message naming the field, before any
 //! driver call.
 
-use super::raw::{Gpu, GraphicsInput, Layout, Module};
-use super::state;
-use crate::state::{Blend, ColorWrites, CompareFunction, RenderState, Spec, TextureFormat, Topology};
+use super::device::Gpu;
+use super::handles::{DriverLayout, Module};
+use super::pipeline::GraphicsInput;
+use super::translate;
+use crate::render_state::{CompareFunction, MaybeSpecialized, RenderState, TextureFormat, Topology};
 use std::ffi::CString;
 use vulkanalia::vk;
-
-/// The name of a texture format as the pipelines script spells it (`rgba8unorm-srgb`).
-pub fn format_name(f: TextureFormat) -> String {
-    let mut out = String::new();
-    for (i, c) in format!("{f:?}").chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            out.push('-');
-        }
-        out.push(c.to_ascii_lowercase());
-    }
-    out
-}
 
 /// An entry-point name as a C string.
 pub fn entry_name(name: &str) -> Result<CString, String> {
@@ -33,7 +23,7 @@ fn device_format(gpu: &Gpu, f: TextureFormat, what: &str) -> Result<vk::Format, 
     gpu.format(f).ok_or_else(|| {
         format!(
             "{what}: format {} is not usable as an attachment on device '{}'",
-            format_name(f),
+            f.name(),
             gpu.info.identity.device_name
         )
     })
@@ -50,29 +40,15 @@ pub fn color_output(
     let mut out = Vec::with_capacity(r.color_attachments.len());
     for (i, c) in r.color_attachments.iter().enumerate() {
         let format = match c.format {
-            Spec::Is(f) => f,
-            Spec::Unspecialized => *link_formats.get(i).or(link_formats.last()).ok_or_else(|| {
+            MaybeSpecialized::Is(f) => f,
+            MaybeSpecialized::Unspecialized => *link_formats.get(i).or(link_formats.last()).ok_or_else(|| {
                 format!("color_attachments[{i}] is unspecialized and no format was given to link it with")
             })?,
         };
         let f = device_format(gpu, format, &format!("color_attachments[{i}]"))?;
-        out.push((f, blend_state(c)));
+        out.push((f, translate::blend_state(c)));
     }
     Ok(out)
-}
-
-/// The blend state an attachment is created with: unspecialized blend is off, an
-/// unspecialized write mask writes every channel.
-pub fn blend_state(c: &crate::state::ColorAttachment) -> vk::PipelineColorBlendAttachmentState {
-    let blend = match c.blend {
-        Spec::Is(b) => b,
-        Spec::Unspecialized => Blend::Off,
-    };
-    let writes = match c.write_mask {
-        Spec::Is(m) => m,
-        Spec::Unspecialized => ColorWrites::ALL,
-    };
-    state::blend_attachment(blend, writes)
 }
 
 /// Refuses vertex input and colour attachments beyond the device's limits, naming the field
@@ -145,19 +121,19 @@ fn check_limits(
 /// `layout`. With `library`, the pipeline is a library of the vertex-input,
 /// pre-rasterization and fragment-shader parts, its fragment output left to
 /// [`Gpu::link`](super::Gpu::link); otherwise unspecialized colour attachments take
-/// `link_formats` (see [`color_output`]; the harvest gives none, so they are refused).
+/// `link_formats` (see `color_output`; the harvest gives none, so they are refused).
 pub fn graphics_input<'a>(
     gpu: &Gpu,
     r: &RenderState,
     stages: Vec<(Option<&'a Module>, vk::ShaderStageFlags, CString)>,
-    layout: &'a Layout,
+    layout: &'a DriverLayout,
     library: bool,
     link_formats: &[TextureFormat],
 ) -> Result<GraphicsInput<'a>, String> {
     let device = &gpu.info.identity.device_name;
-    let (bindings, attributes) = state::vertex_input(&r.vertex_buffers)?;
+    let (bindings, attributes) = translate::vertex_input(&r.vertex_buffers)?;
     check_limits(gpu, r, &bindings, &attributes)?;
-    let samples = state::samples(r.sample_count)?;
+    let samples = translate::samples(r.sample_count)?;
     if samples.bits() & gpu.info.sample_counts == 0 {
         return Err(format!("sample_count {} is not supported by device '{device}'", r.sample_count));
     }
@@ -181,7 +157,7 @@ pub fn graphics_input<'a>(
         None => None,
         Some(ds) => {
             let f = device_format(gpu, ds.format, "depth_stencil")?;
-            let (has_depth, has_stencil) = state::depth_stencil_aspects(ds.format);
+            let (has_depth, has_stencil) = translate::depth_stencil_aspects(ds.format);
             if has_depth {
                 depth_format = f;
             }
@@ -195,14 +171,14 @@ pub fn graphics_input<'a>(
             let mut s = vk::PipelineDepthStencilStateCreateInfo {
                 depth_test_enable: vk::Bool32::from(depth_test),
                 depth_write_enable: vk::Bool32::from(has_depth && ds.depth_write),
-                depth_compare_op: state::compare(ds.depth_compare),
+                depth_compare_op: translate::compare(ds.depth_compare),
                 max_depth_bounds: 1.0,
                 ..Default::default()
             };
             if let Some(st) = ds.stencil.filter(|_| has_stencil) {
                 s.stencil_test_enable = vk::TRUE;
-                s.front = state::stencil_face(st.front, st.read_mask, st.write_mask);
-                s.back = state::stencil_face(st.back, st.read_mask, st.write_mask);
+                s.front = translate::stencil_face(st.front, st.read_mask, st.write_mask);
+                s.back = translate::stencil_face(st.back, st.read_mask, st.write_mask);
             }
             Some(s)
         }
@@ -212,10 +188,10 @@ pub fn graphics_input<'a>(
         stages,
         bindings,
         attributes,
-        topology: state::topology(r.primitive.topology),
+        topology: translate::topology(r.primitive.topology),
         primitive_restart: strip && r.primitive.strip_index_format.is_some(),
-        cull: state::cull(r.primitive.cull),
-        front_face: state::front_face(r.primitive.front_face),
+        cull: translate::cull(r.primitive.cull),
+        front_face: translate::front_face(r.primitive.front_face),
         depth_bias,
         samples,
         alpha_to_coverage: r.alpha_to_coverage,
@@ -225,16 +201,4 @@ pub fn graphics_input<'a>(
         output,
         layout,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn format_names_are_the_scripts_spelling() {
-        assert_eq!(format_name(TextureFormat::Rgba8unormSrgb), "rgba8unorm-srgb");
-        assert_eq!(format_name(TextureFormat::Depth24plusStencil8), "depth24plus-stencil8");
-        assert_eq!(format_name(TextureFormat::Rg11b10ufloat), "rg11b10ufloat");
-    }
 }

@@ -23,8 +23,8 @@
 //! mismatching data, but granary does not hand unchecked bytes to a driver.
 
 use super::device::Gpu;
-use super::VulkanError;
-use crate::DeviceIdentity;
+use super::error::VulkanError;
+use crate::device::DeviceIdentity;
 use std::sync::Arc;
 use vulkanalia::prelude::v1_3::*;
 
@@ -189,6 +189,8 @@ impl Gpu {
 
     /// The device's own harvest `VkPipelineCache` data (empty when binaries are captured
     /// instead).
+    /// Feature `capture`.
+    #[cfg(feature = "capture")]
     pub fn cache_data(&self) -> Result<Vec<u8>, VulkanError> {
         if self.cache.is_null() {
             return Ok(Vec::new());
@@ -240,7 +242,7 @@ mod tests {
             driver_id: 4,
             driver_version: 1,
             api_version: 1,
-            features: crate::DeviceFeatures::NONE,
+            features: crate::device::DeviceFeatures::NONE,
             pipeline_cache_uuid: [7; 16],
             binary_global_key: vec![],
             device_name: "gpu".into(),

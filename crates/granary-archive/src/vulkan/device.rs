@@ -5,7 +5,7 @@
 //!
 //! [`Gpu`] owns the `VkDevice` ([`Gpu::open`]) or wraps the application's ([`Gpu::borrowed`],
 //! never destroyed by granary), and owns its internal `VkPipelineCache` (harvests without
-//! pipeline binaries). Every [`Module`](super::Module), [`Layout`](super::Layout),
+//! pipeline binaries). Every [`Module`](super::Module), [`DriverLayout`](super::DriverLayout),
 //! [`Pipeline`](super::Pipeline), [`Binaries`](super::Binaries) and [`Cache`](super::Cache)
 //! holds an `Arc<Gpu>`, so the device outlives every object made from it (for a borrowed
 //! device: as long as the application keeps it alive, which is its side of the contract).
@@ -24,8 +24,8 @@
 
 use super::error::VulkanError;
 use super::instance::{attachment_formats, Driver, PhysicalInfo};
-use crate::state::TextureFormat;
-use crate::{DeviceFeatures, DeviceIdentity};
+use crate::device::{DeviceFeatures, DeviceIdentity};
+use crate::render_state::TextureFormat;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -37,7 +37,7 @@ use vulkanalia::vk::KhrPipelineBinaryExtensionDeviceCommands;
 /// something to truncate.
 pub(super) fn key_bytes(key: &vk::PipelineBinaryKeyKHR, call: &'static str) -> Result<Vec<u8>, VulkanError> {
     let n = key.key_size as usize;
-    if n == 0 || n > crate::MAX_BINARY_KEY {
+    if n == 0 || n > crate::device::MAX_BINARY_KEY {
         return Err(VulkanError::call(call, format!("driver returned a key of {n} bytes (1..=32)")));
     }
     Ok(key.key[..n].to_vec())
@@ -75,7 +75,7 @@ impl OpenOptions {
                 device: info.identity.device_name.clone(),
                 message: format!(
                     "Vulkan {} without dynamicRendering; granary needs Vulkan 1.3",
-                    super::api_string(info.identity.api_version)
+                    super::instance::api_string(info.identity.api_version)
                 ),
             });
         }

@@ -1,9 +1,10 @@
 //! `granary devices`: every Vulkan device with the identity that decides whether a binary is
 //! valid on it, and what it supports.
 
+use super::device::{Gpu, OpenOptions};
 use super::error::VulkanError;
-use super::raw::{Driver, Gpu, OpenOptions, PhysicalInfo, Supports};
-use crate::DeviceIdentity;
+use super::instance::{api_string, Driver, PhysicalInfo, Supports};
+use crate::device::DeviceIdentity;
 
 /// One Vulkan device as `granary devices` lists it.
 #[derive(Clone, Debug)]
@@ -24,11 +25,6 @@ pub struct DeviceInfo {
 /// The identity of a physical device with the given global key.
 pub fn identity_of(info: &PhysicalInfo, global_key: &[u8]) -> DeviceIdentity {
     DeviceIdentity { binary_global_key: global_key.to_vec(), ..info.identity.clone() }
-}
-
-/// `major.minor.patch` of a Vulkan version number.
-pub fn api_string(v: u32) -> String {
-    format!("{}.{}.{}", (v >> 22) & 0x7f, (v >> 12) & 0x3ff, v & 0xfff)
 }
 
 /// Lists every Vulkan device. Fails only when no loader can be opened or the instance cannot

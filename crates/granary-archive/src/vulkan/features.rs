@@ -2,10 +2,10 @@
 //! before any driver call: a pipeline that needs a feature the device lacks is refused naming
 //! the feature, never handed to the driver (where it is undefined behaviour).
 
-use super::device::Gpu;
+use crate::device::DeviceFeatures;
 use crate::layout::{BindingKind, PipelineLayout};
-use crate::state::RenderState;
-use crate::{DeviceFeatures, ShaderStage};
+use crate::render_state::RenderState;
+use crate::types::ShaderStage;
 use vulkanalia::vk;
 
 /// The features of `f` and `v11` (Vulkan 1.1's) that granary knows (one bit per `VkBool32`).
@@ -46,7 +46,7 @@ pub fn from_vk(f: &vk::PhysicalDeviceFeatures, v11: &vk::PhysicalDeviceVulkan11F
 }
 
 /// The `VkPhysicalDeviceVulkan11Features` that enables exactly `f`'s Vulkan 1.1 members.
-pub fn to_vk11(f: DeviceFeatures) -> vk::PhysicalDeviceVulkan11Features {
+pub(crate) fn to_vk11(f: DeviceFeatures) -> vk::PhysicalDeviceVulkan11Features {
     vk::PhysicalDeviceVulkan11Features {
         multiview: vk::Bool32::from(f.contains(DeviceFeatures::MULTIVIEW)),
         shader_draw_parameters: vk::Bool32::from(f.contains(DeviceFeatures::SHADER_DRAW_PARAMETERS)),
@@ -55,7 +55,7 @@ pub fn to_vk11(f: DeviceFeatures) -> vk::PhysicalDeviceVulkan11Features {
 }
 
 /// The `VkPhysicalDeviceFeatures` that enables exactly `f`'s core members (every other false).
-pub fn to_vk(f: DeviceFeatures) -> vk::PhysicalDeviceFeatures {
+pub(crate) fn to_vk(f: DeviceFeatures) -> vk::PhysicalDeviceFeatures {
     let b = |x: DeviceFeatures| vk::Bool32::from(f.contains(x));
     vk::PhysicalDeviceFeatures {
         depth_bias_clamp: b(DeviceFeatures::DEPTH_BIAS_CLAMP),
@@ -128,7 +128,7 @@ impl Limits {
 /// will be created: unspecialized fields take blending off and every channel, as
 /// [`color_output`](super::build::color_output) does).
 fn blends_identical(r: &RenderState) -> bool {
-    let effective = |i: usize| super::build::blend_state(&r.color_attachments[i]);
+    let effective = |i: usize| super::translate::blend_state(&r.color_attachments[i]);
     let same = |a: &vk::PipelineColorBlendAttachmentState, b: &vk::PipelineColorBlendAttachmentState| {
         a.blend_enable == b.blend_enable
             && a.color_write_mask == b.color_write_mask
@@ -149,7 +149,7 @@ fn blends_identical(r: &RenderState) -> bool {
 
 /// The features a pipeline of `layout` (and, for a render pipeline, `state`) needs, each with
 /// the reason, in bit order.
-pub fn required(layout: &PipelineLayout, state: Option<&RenderState>) -> Vec<(DeviceFeatures, String)> {
+pub(crate) fn required(layout: &PipelineLayout, state: Option<&RenderState>) -> Vec<(DeviceFeatures, String)> {
     let mut out = Vec::new();
     if let Some(r) = state {
         if let Some(ds) = r.depth_stencil.as_ref().filter(|ds| ds.depth_bias_clamp != 0.0) {
@@ -165,7 +165,8 @@ pub fn required(layout: &PipelineLayout, state: Option<&RenderState>) -> Vec<(De
             ));
         }
     }
-    let writes = |b: &&crate::LayoutBinding| matches!(b.kind, BindingKind::StorageBuffer | BindingKind::StorageTexture);
+    let writes =
+        |b: &&crate::layout::LayoutBinding| matches!(b.kind, BindingKind::StorageBuffer | BindingKind::StorageTexture);
     let written_in = |stage: ShaderStage| layout.bindings.iter().filter(writes).find(|b| b.visibility.contains(stage));
     if state.is_some() {
         if let Some(b) = written_in(ShaderStage::Vertex) {
@@ -219,7 +220,7 @@ const CAPABILITY_FEATURES: [(u32, &str, DeviceFeatures); 20] = [
 /// knows them), each with the capability that needs it. Reads only the module's preamble
 /// (capabilities come first); bytes that are not SPIR-V need nothing here (the module's own
 /// checks refuse them).
-pub fn required_by_spirv(spirv: &[u8]) -> Vec<(DeviceFeatures, String)> {
+pub(crate) fn required_by_spirv(spirv: &[u8]) -> Vec<(DeviceFeatures, String)> {
     let word = |i: usize| spirv.get(i * 4..i * 4 + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
     let mut out = Vec::new();
     if word(0) != Some(0x0723_0203) {
@@ -247,35 +248,6 @@ pub fn required_by_spirv(spirv: &[u8]) -> Vec<(DeviceFeatures, String)> {
         i += len;
     }
     out
-}
-
-/// Why `gpu` cannot take these needs, or `Ok` when it enabled every feature they name.
-fn refuse_missing(gpu: &Gpu, needs: Vec<(DeviceFeatures, String)>) -> Result<(), String> {
-    let enabled = gpu.features();
-    let missing: Vec<String> =
-        needs.into_iter().filter(|(f, _)| !enabled.contains(*f)).map(|(f, why)| format!("{f} ({why})")).collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    Err(format!(
-        "needs the {} feature{} not enabled on device '{}'{}",
-        missing.join(", "),
-        if missing.len() == 1 { "" } else { "s" },
-        gpu.info.identity.device_name,
-        if gpu.is_borrowed() { " (the application's device)" } else { " (the device does not support it)" }
-    ))
-}
-
-/// Refuses a shader module whose SPIR-V declares a capability needing a feature `gpu` did not
-/// enable (before `vkCreateShaderModule`, where it is `VUID-VkShaderModuleCreateInfo-pCode-01091`).
-pub fn check_spirv(gpu: &Gpu, spirv: &[u8]) -> Result<(), String> {
-    refuse_missing(gpu, required_by_spirv(spirv))
-}
-
-/// Refuses a pipeline that needs a feature `gpu` did not enable, naming the feature and why
-/// the pipeline needs it.
-pub fn check(gpu: &Gpu, layout: &PipelineLayout, state: Option<&RenderState>) -> Result<(), String> {
-    refuse_missing(gpu, required(layout, state))
 }
 
 #[cfg(test)]

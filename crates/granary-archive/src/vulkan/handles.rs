@@ -3,7 +3,7 @@
 //!
 //! # Object lifetime rules
 //!
-//! A [`Module`] (`VkShaderModule`) or [`Layout`] (descriptor-set layouts and the pipeline
+//! A [`Module`] (`VkShaderModule`) or [`DriverLayout`] (descriptor-set layouts and the pipeline
 //! layout made from them) is destroyed in `Drop`, when the last `Arc` goes: no creation can
 //! still use it. A pipeline does not need its modules after creation. A pipeline layout must
 //! outlive command buffers that bind with it: the run-time loader keeps its layouts as long as
@@ -15,8 +15,8 @@
 //! destroyed only in `Drop`.
 
 use super::device::Gpu;
-use super::state::LayoutDesc;
-use super::VulkanError;
+use super::error::VulkanError;
+use super::translate::LayoutDesc;
 use std::sync::Arc;
 use vulkanalia::prelude::v1_3::*;
 
@@ -38,13 +38,13 @@ impl Drop for Module {
 /// Descriptor-set layouts and the pipeline layout made from them.
 ///
 /// Thread safety: `Send + Sync`.
-pub struct Layout {
+pub struct DriverLayout {
     gpu: Arc<Gpu>,
     sets: Vec<vk::DescriptorSetLayout>,
     pub(super) handle: vk::PipelineLayout,
 }
 
-impl Layout {
+impl DriverLayout {
     /// The `VkPipelineLayout` (owned by this value).
     pub fn handle(&self) -> vk::PipelineLayout {
         self.handle
@@ -55,7 +55,7 @@ impl Layout {
     }
 }
 
-impl Drop for Layout {
+impl Drop for DriverLayout {
     fn drop(&mut self) {
         // SAFETY: as for `Module`; the pipeline layout goes before the set layouts it uses.
         unsafe {
@@ -79,7 +79,7 @@ impl Gpu {
             return Err(VulkanError::call("vkCreateShaderModule", "not SPIR-V (no little-endian magic 0x07230203)"));
         }
         // A capability whose feature is not enabled is invalid usage (VUID-…-pCode-01091).
-        super::features::check_spirv(self, spirv)
+        super::feature_check::check_spirv(self, spirv)
             .map_err(|message| VulkanError::Unsupported { device: self.info.identity.device_name.clone(), message })?;
         super::probe::observe(super::probe::Data::Spirv, spirv);
         // Copy to a `u32` buffer: the archive's bytes are 16-byte aligned, but a `Vec<u8>` from
@@ -115,10 +115,10 @@ impl Gpu {
     }
 
     /// Creates descriptor-set layouts and a pipeline layout, after [`check_layout`](Self::check_layout).
-    pub fn layout(self: &Arc<Self>, desc: &LayoutDesc) -> Result<Layout, VulkanError> {
+    pub fn layout(self: &Arc<Self>, desc: &LayoutDesc) -> Result<DriverLayout, VulkanError> {
         self.check_layout(desc)
             .map_err(|message| VulkanError::Unsupported { device: self.info.identity.device_name.clone(), message })?;
-        let mut layout = Layout { gpu: self.clone(), sets: Vec::new(), handle: vk::PipelineLayout::null() };
+        let mut layout = DriverLayout { gpu: self.clone(), sets: Vec::new(), handle: vk::PipelineLayout::null() };
         for set in &desc.sets {
             let bindings: Vec<vk::DescriptorSetLayoutBinding> = set
                 .iter()

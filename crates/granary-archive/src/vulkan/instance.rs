@@ -16,8 +16,8 @@
 
 use super::error::VulkanError;
 use super::features::Limits;
-use crate::state::TextureFormat;
-use crate::DeviceIdentity;
+use crate::device::DeviceIdentity;
+use crate::render_state::TextureFormat;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -344,11 +344,17 @@ pub(super) fn attachment_formats(driver: &Driver, pd: vk::PhysicalDevice) -> Has
         } else {
             vk::FormatFeatureFlags::COLOR_ATTACHMENT
         };
-        if let Some(c) =
-            super::state::texture_format_candidates(f).iter().find(|c| driver.optimal_features(pd, **c).contains(want))
+        if let Some(c) = super::translate::texture_format_candidates(f)
+            .iter()
+            .find(|c| driver.optimal_features(pd, **c).contains(want))
         {
             formats.insert(f, *c);
         }
     }
     formats
+}
+
+/// `major.minor.patch` of a Vulkan version number.
+pub fn api_string(v: u32) -> String {
+    format!("{}.{}.{}", (v >> 22) & 0x7f, (v >> 12) & 0x3ff, v & 0xfff)
 }

@@ -1,15 +1,21 @@
 //! [`PipelineLoader`]: create an archive's pipelines on a device at run time.
 
+use super::binary::Binaries;
 use super::build::{color_output, entry_name, graphics_input};
-use super::raw::{Binaries, Cache, CheckedBinaries, Gpu, GraphicsInput, How, Layout, Module, Pipeline};
+use super::cache::Cache;
+use super::device::Gpu;
+use super::error::VulkanError;
+use super::handles::{DriverLayout, Module};
+use super::pipeline::{CheckedBinaries, CreateMode, GraphicsInput, Pipeline};
 use super::shared::Shared;
-use super::state::{layout_desc, stage_flag, LayoutDesc};
-use super::VulkanError;
-use crate::state::TextureFormat;
-use crate::DeviceMismatch;
-use crate::{
-    Archive, ArchiveError, DeviceIdentity, DeviceRef, PipelineKey, PipelineKind, PipelineRef, StageKey, Target,
-};
+use super::translate::{layout_desc, stage_flag, LayoutDesc};
+use crate::device::DeviceIdentity;
+use crate::error::ArchiveError;
+use crate::key::{PipelineKey, StageKey};
+use crate::reader::DeviceMismatch;
+use crate::reader::{Archive, DeviceRef, PipelineRef};
+use crate::render_state::TextureFormat;
+use crate::types::{PipelineKind, Target};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vulkanalia::vk;
@@ -64,7 +70,7 @@ pub struct LoaderOptions {
     /// [`PipelineLoader::new`], over every byte of the archive, before any byte of it reaches
     /// the driver. `None` (the default) loads unsigned archives.
     #[cfg(feature = "sign")]
-    pub require_signature: Option<crate::PublicKey>,
+    pub require_signature: Option<crate::sign::PublicKey>,
 }
 
 impl Default for LoaderOptions {
@@ -207,7 +213,7 @@ pub struct PipelineLoader<'a> {
     key_mismatches: std::sync::atomic::AtomicU64,
     options: LoaderOptions,
     modules: Shared<StageKey, Module>,
-    layouts: Shared<LayoutDesc, Layout>,
+    layouts: Shared<LayoutDesc, DriverLayout>,
     /// Distinct binaries by (key, blob index).
     binaries: Shared<BinaryId, Binaries>,
     /// Fragment-output libraries by output state, shared by every pipeline linked with one.
@@ -341,7 +347,7 @@ impl<'a> PipelineLoader<'a> {
             PipelineKind::Render => Some(p.state()?.ok_or_else(|| fail("archived without its render state".into()))?),
             PipelineKind::Compute => None,
         };
-        super::features::check(&self.gpu, &archived_layout, state.as_ref()).map_err(fail)?;
+        super::feature_check::check_features(&self.gpu, &archived_layout, state.as_ref()).map_err(fail)?;
 
         // Binaries: only from this device's own section (same identity and global key).
         let set = match &self.device {
@@ -354,11 +360,11 @@ impl<'a> PipelineLoader<'a> {
         // `--libraries compile`: binaries the caller chose not to use (not a missing set).
         let mut declined = false;
         let set = match set.filter(|s| !s.is_empty()) {
-            Some(s) if s.flags() & crate::BINARY_SET_LIBRARY != 0 && !self.options.library_binaries => {
+            Some(s) if s.flags() & crate::device::BINARY_SET_LIBRARY != 0 && !self.options.library_binaries => {
                 declined = true;
                 None
             }
-            Some(s) if s.flags() & crate::BINARY_SET_LIBRARY != 0 && !self.gpu.libraries() => {
+            Some(s) if s.flags() & crate::device::BINARY_SET_LIBRARY != 0 && !self.gpu.libraries() => {
                 fallback_reason = Some(
                     "archived as a graphics pipeline library, and this device has no graphics pipeline libraries: \
                      compiled whole with the link formats"
@@ -384,7 +390,7 @@ impl<'a> PipelineLoader<'a> {
         }
         // Binaries made for this pipeline alone, destroyed when it exists (end of `load`).
         let mut _own = Vec::new();
-        let mut take = |set: Option<crate::BinarySetRef<'_>>,
+        let mut take = |set: Option<crate::reader::BinarySetRef<'_>>,
                         key: &dyn Fn() -> Result<Vec<u8>, VulkanError>|
          -> Result<Option<Vec<vk::PipelineBinaryKHR>>, LoadError> {
             let Some(set) = set else { return Ok(None) };
@@ -409,12 +415,12 @@ impl<'a> PipelineLoader<'a> {
                 // device's own section (`binaries_ok`), for a set whose archived pipeline key
                 // equals `compute_key` of exactly this create info.
                 let binaries = unsafe { CheckedBinaries::new(handles) };
-                let how = How::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
+                let how = CreateMode::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
                 (self.gpu.create_compute(m, entry, &layout, how).map_err(|e| fail(e.to_string()))?, false, made)
             }
             Some(state) => {
                 let library = match &set {
-                    Some(s) => s.flags() & crate::BINARY_SET_LIBRARY != 0,
+                    Some(s) => s.flags() & crate::device::BINARY_SET_LIBRARY != 0,
                     None => state.is_unspecialized() && self.gpu.libraries(),
                 };
                 let formats: &[TextureFormat] = if library { &[] } else { &self.options.link_formats };
@@ -423,7 +429,7 @@ impl<'a> PipelineLoader<'a> {
                 let handles = made.as_deref().unwrap_or_default();
                 // SAFETY: as for compute, with `graphics_key` of exactly `input`.
                 let binaries = unsafe { CheckedBinaries::new(handles) };
-                let how = How::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
+                let how = CreateMode::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
                 let created = self.gpu.create_graphics(&input, how).map_err(|e| fail(e.to_string()))?;
                 if library {
                     let lib = created.pipeline.ok_or_else(|| fail("the driver returned no library".into()))?;
@@ -462,7 +468,7 @@ impl<'a> PipelineLoader<'a> {
     /// counts as a key mismatch). No binary reaches the driver before the keys agree.
     fn checked_binaries(
         &self,
-        set: &crate::BinarySetRef<'_>,
+        set: &crate::reader::BinarySetRef<'_>,
         key: &dyn Fn() -> Result<Vec<u8>, VulkanError>,
     ) -> Result<(Vec<vk::PipelineBinaryKHR>, Vec<Binaries>), String> {
         let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
@@ -493,7 +499,7 @@ impl<'a> PipelineLoader<'a> {
     /// time spent creating it here (zero when it existed).
     fn fragment_output(
         &self,
-        state: &crate::RenderState,
+        state: &crate::render_state::RenderState,
         input: &GraphicsInput<'_>,
     ) -> Result<(Arc<Pipeline>, Duration), String> {
         let output = color_output(&self.gpu, state, &self.options.link_formats)?;
@@ -535,7 +541,7 @@ impl<'a> PipelineLoader<'a> {
     /// damaged blob is never handed to the driver, and every pipeline using it is told so.
     fn binary_handles(
         &self,
-        set: &crate::BinarySetRef<'_>,
+        set: &crate::reader::BinarySetRef<'_>,
     ) -> Result<(Vec<vk::PipelineBinaryKHR>, Vec<Binaries>), String> {
         let damaged = |e: ArchiveError| format!("damaged binary, not handed to the driver: {e}");
         let records: Vec<(usize, &[u8])> =
@@ -576,7 +582,12 @@ impl<'a> PipelineLoader<'a> {
         labels.iter().find(|(_, i)| *i == p.index()).map_or_else(|| p.key().to_hex(), |(l, _)| l.to_string())
     }
 
-    fn module(&self, key: StageKey, spirv: Option<&[u8]>, s: &crate::StageRef<'_>) -> Result<Arc<Module>, LoadError> {
+    fn module(
+        &self,
+        key: StageKey,
+        spirv: Option<&[u8]>,
+        s: &crate::reader::StageRef<'_>,
+    ) -> Result<Arc<Module>, LoadError> {
         self.modules
             .get_or_try(key, || {
                 let spirv = spirv.ok_or_else(|| {
@@ -587,7 +598,7 @@ impl<'a> PipelineLoader<'a> {
             .map_err(|message| LoadError::Pipeline { pipeline: format!("stage {}", key.to_hex()), message })
     }
 
-    fn layout(&self, layout: &crate::PipelineLayout) -> Result<Arc<Layout>, String> {
+    fn layout(&self, layout: &crate::layout::PipelineLayout) -> Result<Arc<DriverLayout>, String> {
         let desc = layout_desc(layout)?;
         self.gpu.check_layout(&desc)?;
         self.layouts.get_or_try(desc.clone(), || self.gpu.layout(&desc).map_err(|e| e.to_string()))

@@ -8,15 +8,20 @@
 //!   archive's device sections once ("built for X, this device is Y" if they differ), then
 //!   creates each pipeline by label or key, linking the fragment-output part of library
 //!   pipelines with the formats the caller gives, and says how each was made ([`Source`]).
-//! - [`raw`]: every type that owns or wraps a Vulkan object, and the map of the modules that
-//!   call the driver — `instance`, `device`, `handles`, `pipeline`, `binary`, `cache`,
-//!   `validation` — each with its object-lifetime and external-synchronization rules at its
-//!   top; the only modules of the crate where `unsafe` is allowed (besides the reader's
-//!   memory map and the loader's vouching for checked binaries).
-//! - [`features`]: the core features and limits a pipeline needs, checked before any driver
-//!   call.
-//! - [`state`]: pure mappings of granary's pipeline state and layouts to Vulkan values.
-//! - [`build`]: an archived render state to the create-info input of one pipeline.
+//! - The types that own or wrap a Vulkan object ([`Driver`], [`Gpu`], [`Module`],
+//!   [`DriverLayout`], [`Pipeline`], [`Binaries`], [`Cache`]), made by the modules that call
+//!   the driver (table below), each with its object-lifetime and external-synchronization
+//!   rules at its top; the only modules of the crate where `unsafe` is allowed (besides the
+//!   reader's memory map and the loader's vouching for checked binaries).
+//! - `features` (private): the core features and [`Limits`] a pipeline needs, checked before
+//!   any driver call ([`check_features`], [`check_spirv`]).
+//! - `translate` (private): pure mappings of granary's pipeline state and layouts to Vulkan
+//!   values ([`layout_desc`], [`stage_flag`] are the ones the harvest backend calls).
+//! - `build` (private): an archived render state to the create-info input of one pipeline
+//!   ([`graphics_input`]), shared by the harvest backend and the loader.
+//! - Feature `capture` (implies `vulkan`, enabled by `granary-vulkan`): the harvest half —
+//!   [`CreateMode::Capture`], [`BlobInterner`], binary capture, [`Gpu::cache_data`]. A game
+//!   builds without it.
 //!
 //! The Vulkan library is loaded at run time ([`Driver::load`]) or the application's own
 //! instance and device are wrapped ([`Driver::borrowed`], [`Gpu::borrowed`]).
@@ -50,6 +55,31 @@
 //! let (pipeline, libraries): (vk::Pipeline, _) = made.pipeline.into_raw();
 //! # let _ = (pipeline, libraries); Ok(()) }
 //! ```
+//!
+//! # The modules that call the driver
+//!
+//! | module | owns | calls |
+//! |---|---|---|
+//! | `instance` | [`Driver`], [`PhysicalInfo`] | loader, instance, physical-device queries (extensions, features, limits, identity) |
+//! | `device` | [`Gpu`], [`OpenOptions`] | `vkCreateDevice` with its feature chain, the global pipeline key |
+//! | `handles` | [`Module`], [`DriverLayout`] | shader modules, descriptor-set and pipeline layouts |
+//! | `pipeline` | [`Pipeline`], [`LinkedLibraries`], [`GraphicsInput`], [`CreateMode`] | create-info building, pipeline creation, libraries and linking, `vkGetPipelineKeyKHR` of a create info |
+//! | `binary` | [`Binaries`] | pipeline binaries: capture, read, create from checked data |
+//! | `cache` | [`Cache`] | pipeline caches: header checks, create, merge, read (with retries) |
+//! | `validation` | the debug messenger | `VK_EXT_debug_utils` |
+//!
+//! # The lifetime rules together
+//!
+//! 1. Every object holds an `Arc` of what it was made from (`Gpu` → `Driver`; modules,
+//!    layouts, pipelines, binaries, caches → `Gpu`), so nothing is destroyed before what was
+//!    made from it.
+//! 2. Shared objects (modules, layouts, fragment-output libraries, large binaries) are `Arc`s
+//!    destroyed in `Drop`, when no creation can reach them.
+//! 3. At capture, pipelines and binaries never outlive the creating call.
+//! 4. A linked pipeline holds the libraries it was linked from until it is destroyed (also
+//!    after [`Pipeline::into_raw`], through [`LinkedLibraries`]).
+//! 5. Borrowed instances and devices are the application's: `unsafe` constructors whose
+//!    `# Safety` sections say what it promises.
 
 // The modules that call the driver (`allow(unsafe_code)`); every other module of the crate
 // denies `unsafe`.
@@ -71,19 +101,50 @@ pub mod validation;
 #[allow(unsafe_code)]
 mod loader;
 
-pub mod build;
+mod build;
 mod devices;
 mod error;
-pub mod features;
+mod feature_check;
+mod features;
+// The fuzz harness's observer of driver-bound bytes (inert without the test-only `fault`
+// feature): not API.
+#[doc(hidden)]
 pub mod probe;
-pub mod raw;
-pub mod shared;
-pub mod state;
+mod shared;
+mod translate;
 
-pub use devices::{api_string, identity_of, list_devices, select_device, DeviceInfo};
+#[cfg(feature = "capture")]
+pub use binary::BlobInterner;
+pub use binary::{Binaries, RawBinary};
+pub use build::{entry_name, graphics_input};
+pub use cache::{Cache, MergedCache};
+pub use device::{Gpu, OpenOptions};
+pub use devices::{identity_of, list_devices, select_device, DeviceInfo};
 pub use error::VulkanError;
+pub use feature_check::{check_features, check_spirv};
+pub use features::{from_vk as device_features_of, Limits};
+pub use handles::{DriverLayout, Module};
+pub use instance::{api_string, Driver, PhysicalInfo, Supports};
 pub use loader::{LoadError, Loaded, LoaderOptions, PipelineLoader, Source, FEEDBACK_CACHE_HIT, FEEDBACK_VALID};
-pub use raw::{Driver, Gpu, OpenOptions, PhysicalInfo, Supports};
+pub use pipeline::{
+    CheckedBinaries, CreateMode, CreateOutcome, DepthStencil, GraphicsInput, LinkedLibraries, Pipeline,
+};
+pub use shared::Shared;
+pub use translate::{layout_desc, stage_flag, LayoutDesc, SetBinding};
 /// The Vulkan bindings this module speaks (vulkanalia), for callers that wrap their own
 /// instance and device.
 pub use vulkanalia;
+
+// `Driver`, `Gpu`, `Module` and `DriverLayout` are `Send + Sync` without any `unsafe impl`:
+// Vulkan handles are plain integers in vulkanalia and its `Instance`/`Device` are `Send + Sync`;
+// what makes sharing them correct is the external-synchronization discipline above.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Driver>();
+    assert_send_sync::<Gpu>();
+    assert_send_sync::<Module>();
+    assert_send_sync::<DriverLayout>();
+    assert_send_sync::<Pipeline>();
+    assert_send_sync::<Binaries>();
+    assert_send_sync::<Cache>();
+};

@@ -14,7 +14,7 @@
 //!   the application destroyed the pipeline.
 //! - Fragment-output libraries ([`Gpu::fragment_output`]) are ordinary [`Pipeline`]s, shared
 //!   (`Arc`) by every pipeline linked with them; the loader caches one per output state.
-//! - At capture ([`How::Capture`]) a pipeline never outlives the creating call: its binaries
+//! - At capture ([`CreateMode::Capture`]) a pipeline never outlives the creating call: its binaries
 //!   are copied out and it is destroyed before the call returns.
 //!
 //! # External synchronization
@@ -24,11 +24,13 @@
 //! `vkGetPipelineKeyKHR` has no externally synchronized parameter; `vkDestroyPipeline` is
 //! called only from `Drop`, when no other reference exists.
 
-use super::binary::{Intern, RawBinary};
+#[cfg(feature = "capture")]
+use super::binary::BlobInterner;
+use super::binary::RawBinary;
 use super::cache::Cache;
 use super::device::Gpu;
-use super::handles::{Layout, Module};
-use super::VulkanError;
+use super::error::VulkanError;
+use super::handles::{DriverLayout, Module};
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -69,15 +71,17 @@ pub struct GraphicsInput<'a> {
     /// Colour attachments; `None` builds a library without the fragment-output part.
     pub output: Option<Vec<(vk::Format, vk::PipelineColorBlendAttachmentState)>>,
     /// The pipeline layout.
-    pub layout: &'a Layout,
+    pub layout: &'a DriverLayout,
 }
 
-/// What to do with a pipeline being created.
+/// How a pipeline is created, and what becomes of it: captured and destroyed (harvest,
+/// feature `capture`), or kept, made from binaries, cache or modules (run time).
 #[derive(Clone, Copy)]
-pub enum How<'a> {
+pub enum CreateMode<'a> {
     /// Harvest: capture its binaries and pipeline key (when the device captures binaries, else
     /// it goes into the device's own pipeline cache) and destroy it before returning.
-    Capture(Intern<'a>),
+    #[cfg(feature = "capture")]
+    Capture(BlobInterner<'a>),
     /// Run time: create it from `binaries` (in the driver's order) or, when there are none,
     /// from the shader modules with `cache`, and return it.
     Keep {
@@ -122,19 +126,20 @@ impl<'a> CheckedBinaries<'a> {
     }
 }
 
-/// A pipeline's creation result.
-pub struct Created {
+/// What creating one pipeline gave: its captured binaries and pipeline key (capture), or the
+/// pipeline itself (run time), with the driver time and creation feedback.
+pub struct CreateOutcome {
     /// `(key, data)` of each binary, in the driver's order (empty without pipeline binaries,
-    /// and with [`How::Keep`]).
+    /// and with [`CreateMode::Keep`]).
     pub binaries: Vec<RawBinary>,
-    /// With [`How::Capture`] on a device with pipeline binaries: `vkGetPipelineKeyKHR` of
+    /// With [`CreateMode::Capture`] on a device with pipeline binaries: `vkGetPipelineKeyKHR` of
     /// the create info the pipeline was created with (else empty).
     pub pipeline_key: Vec<u8>,
     /// Time inside `vkCreate*Pipelines`.
     pub driver_time: Duration,
-    /// The pipeline, with [`How::Keep`].
+    /// The pipeline, with [`CreateMode::Keep`].
     pub pipeline: Option<Pipeline>,
-    /// `VkPipelineCreationFeedback::flags` (with [`How::Keep`]; 0 if the driver wrote none).
+    /// `VkPipelineCreationFeedback::flags` (with [`CreateMode::Keep`]; 0 if the driver wrote none).
     pub feedback: u32,
 }
 
@@ -150,10 +155,17 @@ struct Chain<'a> {
 }
 
 impl<'a> Chain<'a> {
-    fn of(gpu: &Gpu, how: How<'a>, feedback: *mut vk::PipelineCreationFeedback) -> (Chain<'a>, vk::PipelineCache) {
+    // `gpu` only decides capture (feature `capture`).
+    #[cfg_attr(not(feature = "capture"), allow(unused_variables))]
+    fn of(
+        gpu: &Gpu,
+        how: CreateMode<'a>,
+        feedback: *mut vk::PipelineCreationFeedback,
+    ) -> (Chain<'a>, vk::PipelineCache) {
         match how {
-            How::Capture(_) => (Chain { capture: gpu.binaries, feedback: None, binaries: &[] }, gpu.cache),
-            How::Keep { binaries, cache } => (
+            #[cfg(feature = "capture")]
+            CreateMode::Capture(_) => (Chain { capture: gpu.binaries, feedback: None, binaries: &[] }, gpu.cache),
+            CreateMode::Keep { binaries, cache } => (
                 Chain { capture: false, feedback: Some(feedback), binaries: binaries.0 },
                 // A pipeline made from binaries may not use a pipeline cache.
                 if binaries.is_empty() {
@@ -308,10 +320,14 @@ impl Gpu {
 
     /// Creates a graphics pipeline (or, with `input.output == None`, a graphics pipeline
     /// library of the vertex-input, pre-rasterization and fragment-shader parts). With
-    /// [`How::Capture`] it captures the pipeline's binaries and pipeline key and destroys it
-    /// before returning; with [`How::Keep`] it creates it from binaries or modules and
+    /// [`CreateMode::Capture`] it captures the pipeline's binaries and pipeline key and destroys it
+    /// before returning; with [`CreateMode::Keep`] it creates it from binaries or modules and
     /// returns it. A stage's module may be `None` only with binaries.
-    pub fn create_graphics(self: &Arc<Self>, input: &GraphicsInput<'_>, how: How<'_>) -> Result<Created, VulkanError> {
+    pub fn create_graphics(
+        self: &Arc<Self>,
+        input: &GraphicsInput<'_>,
+        how: CreateMode<'_>,
+    ) -> Result<CreateOutcome, VulkanError> {
         let mut feedback = vk::PipelineCreationFeedback::default();
         let (chain, cache) = Chain::of(self, how, &mut feedback);
         if chain.binaries.is_empty() && input.stages.iter().any(|(m, _, _)| m.is_none()) {
@@ -336,7 +352,7 @@ impl Gpu {
     }
 
     /// `vkGetPipelineKeyKHR` of the graphics pipeline `input` would be created with at run
-    /// time ([`How::Keep`]: creation feedback in the chain, no binaries yet): the key a set of
+    /// time ([`CreateMode::Keep`]: creation feedback in the chain, no binaries yet): the key a set of
     /// archived binaries must carry to be used for it. Empty without pipeline binaries.
     pub fn graphics_key(&self, input: &GraphicsInput<'_>) -> Result<Vec<u8>, VulkanError> {
         if !self.binaries {
@@ -352,7 +368,7 @@ impl Gpu {
         &self,
         module: Option<&Module>,
         entry: &std::ffi::CStr,
-        layout: &Layout,
+        layout: &DriverLayout,
         chain: Chain<'_>,
         f: impl FnOnce(&vk::ComputePipelineCreateInfo) -> R,
     ) -> R {
@@ -395,9 +411,9 @@ impl Gpu {
         self: &Arc<Self>,
         module: Option<&Module>,
         entry: &std::ffi::CStr,
-        layout: &Layout,
-        how: How<'_>,
-    ) -> Result<Created, VulkanError> {
+        layout: &DriverLayout,
+        how: CreateMode<'_>,
+    ) -> Result<CreateOutcome, VulkanError> {
         let mut feedback = vk::PipelineCreationFeedback::default();
         let (chain, cache) = Chain::of(self, how, &mut feedback);
         if chain.binaries.is_empty() && module.is_none() {
@@ -419,7 +435,7 @@ impl Gpu {
         &self,
         module: Option<&Module>,
         entry: &std::ffi::CStr,
-        layout: &Layout,
+        layout: &DriverLayout,
     ) -> Result<Vec<u8>, VulkanError> {
         if !self.binaries {
             return Ok(Vec::new());
@@ -447,23 +463,29 @@ impl Gpu {
         Ok((handle, key, driver_time))
     }
 
-    /// Captures (and destroys) or keeps a freshly created pipeline.
+    /// Captures (and destroys) or keeps a freshly created pipeline (`pipeline_key` is kept only
+    /// at capture).
+    #[cfg_attr(not(feature = "capture"), allow(unused_variables))]
     fn finish(
         &self,
         pipeline: Pipeline,
-        how: How<'_>,
+        how: CreateMode<'_>,
         pipeline_key: Vec<u8>,
         driver_time: Duration,
         feedback: vk::PipelineCreationFeedbackFlags,
-    ) -> Result<Created, VulkanError> {
+    ) -> Result<CreateOutcome, VulkanError> {
         match how {
-            How::Capture(intern) => {
-                let binaries = self.capture(&pipeline, intern)?;
+            #[cfg(feature = "capture")]
+            CreateMode::Capture(intern) => {
+                // SAFETY: `pipeline` was created on this device by this module with
+                // CAPTURE_DATA (`Chain::capture` on a binaries device; `capture` returns early
+                // otherwise) and is owned here until after the call.
+                let binaries = unsafe { self.capture(pipeline.handle, intern) }?;
                 let pipeline_key = if binaries.is_empty() { Vec::new() } else { pipeline_key };
                 // `pipeline` drops here: destroyed before returning.
-                Ok(Created { binaries, pipeline_key, driver_time, pipeline: None, feedback: feedback.bits() })
+                Ok(CreateOutcome { binaries, pipeline_key, driver_time, pipeline: None, feedback: feedback.bits() })
             }
-            How::Keep { .. } => Ok(Created {
+            CreateMode::Keep { .. } => Ok(CreateOutcome {
                 binaries: Vec::new(),
                 pipeline_key: Vec::new(),
                 driver_time,
@@ -537,8 +559,8 @@ impl Gpu {
         self: &Arc<Self>,
         library: Arc<Pipeline>,
         output: Arc<Pipeline>,
-        layout: &Layout,
-    ) -> Result<Created, VulkanError> {
+        layout: &DriverLayout,
+    ) -> Result<CreateOutcome, VulkanError> {
         let libraries = [library.handle, output.handle];
         let mut feedback = vk::PipelineCreationFeedback::default();
         let feedback_info =
@@ -561,7 +583,7 @@ impl Gpu {
         let r = unsafe { self.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
         let driver_time = start.elapsed();
         let handle = r.map_err(|e| VulkanError::call("vkCreateGraphicsPipelines (link)", e))?.0.first().copied();
-        Ok(Created {
+        Ok(CreateOutcome {
             binaries: Vec::new(),
             pipeline_key: Vec::new(),
             driver_time,

@@ -46,7 +46,7 @@
 //! and never unwinds into the layer: its body runs under `catch_unwind`, and nothing in it
 //! panics on input (null pointers and non-UTF-8 text are handled). This module's `unsafe`
 //! blocks are the callback's reads of the pointers the layer passes; every Vulkan call
-//! (creating and destroying the messenger) stays in [`raw`](super::raw).
+//! (creating and destroying the messenger) stays in the driver-calling modules (see [`super`]).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

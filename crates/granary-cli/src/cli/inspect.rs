@@ -357,7 +357,7 @@ fn find<'a>(ar: &'a Archive, what: &str) -> anyhow::Result<PipelineRef<'a>> {
 }
 
 pub fn extract(a: ExtractArgs) -> anyhow::Result<i32> {
-    let target = Target::parse(&a.target)
+    let target = Target::from_name(&a.target)
         .with_context(|| format!("unknown target '{}' (expected spirv, msl, hlsl, glsl)", a.target))?;
     let ar = Archive::open(&a.archive)?;
     let p = find(&ar, &a.pipeline)?;

@@ -4,12 +4,12 @@
 
 use anyhow::Context;
 use granary::measure::peak_rss_bytes;
-use granary_archive::state::TextureFormat;
 use granary_archive::vulkan::validation::DriverOptions;
 use granary_archive::vulkan::{
     select_device, Driver, Gpu, LoadError, LoaderOptions, OpenOptions, PipelineLoader, Source,
 };
 use granary_archive::Archive;
+use granary_archive::TextureFormat;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -122,11 +122,7 @@ enum FallbackArg {
 }
 
 fn parse_format(s: &str) -> Result<TextureFormat, String> {
-    TextureFormat::ALL
-        .iter()
-        .copied()
-        .find(|f| granary_archive::vulkan::build::format_name(*f) == s)
-        .ok_or_else(|| format!("unknown texture format '{s}'"))
+    TextureFormat::from_name(s).ok_or_else(|| format!("unknown texture format '{s}'"))
 }
 
 /// One pipeline's result.

@@ -9,7 +9,8 @@
 //! alternate which goes first.
 
 use super::passes::{granary_on, vertex_runs, workaround_on, Pass, Timing};
-use super::{load_average, versus, BenchError, Spread, Versus};
+use super::stats::{Spread, Versus};
+use super::{load_average, versus, BenchError};
 use crate::workload::{seed_scale, SeedScaleOptions};
 use granary::backend::{Backend, BackendReport};
 use granary::capture::{Capture, CaptureMode};

@@ -2,7 +2,7 @@
 //! the compact shape this generator has always written (every block present, fields in this
 //! order, no stencil). The script itself — version, libraries, pipelines, stage functions and
 //! constants — is spelled by `granary::script::write`; the field names here are
-//! `granary_archive::state`'s.
+//! granary-archive's render-state types'.
 
 use super::catalog::{Constant, Override, Value};
 use granary::descriptor::{

@@ -1,6 +1,6 @@
 //! Link checks: do a pipeline's stages and fixed-function state fit together?
 
-use crate::descriptor::{PipelineDescriptor, ScalarKind, ShaderStage, Spec};
+use crate::descriptor::{MaybeSpecialized, PipelineDescriptor, ScalarKind, ShaderStage};
 use crate::frontend::StageFunction;
 use std::sync::Arc;
 
@@ -80,7 +80,7 @@ pub fn check(desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result
                 r.state.color_attachments.len()
             ));
         };
-        if let Spec::Is(format) = att.format {
+        if let MaybeSpecialized::Is(format) = att.format {
             let want = format.color_scalar_kind().unwrap_or(ScalarKind::Float);
             if want != ty.kind {
                 return Err(format!(

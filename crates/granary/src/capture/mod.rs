@@ -127,7 +127,7 @@ impl Capture {
     /// Every device cache an archive written now carries: those carried over (resume,
     /// `--isolate` workers), then each attached backend's current data; one copy of each
     /// distinct cache, and per device at most the archive's limit
-    /// ([`granary_archive::format::MAX_CACHES_PER_DEVICE`]), the smallest content hashes kept so the
+    /// ([`granary_archive::MAX_CACHES_PER_DEVICE`]), the smallest content hashes kept so the
     /// choice does not depend on arrival order.
     pub fn device_caches(&self) -> Result<Vec<DeviceCache>, ArchiveError> {
         let mut all = crate::sync::lock_std(&self.caches).clone();
@@ -140,10 +140,7 @@ impl Capture {
         for c in all {
             by_device.entry(c.device.id()).or_default().insert(c.data.hash().0, c);
         }
-        Ok(by_device
-            .into_values()
-            .flat_map(|m| m.into_values().take(granary_archive::format::MAX_CACHES_PER_DEVICE))
-            .collect())
+        Ok(by_device.into_values().flat_map(|m| m.into_values().take(granary_archive::MAX_CACHES_PER_DEVICE)).collect())
     }
 
     /// An empty capture whose archives carry the writer options of `profile` and the

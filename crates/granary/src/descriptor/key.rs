@@ -6,7 +6,7 @@
 //! their IEEE bits with every NaN folded to one pattern. Nothing the encoding sees depends on
 //! labels, map iteration order, how a float was spelled in JSON, or the machine.
 
-pub use granary_archive::key::{checksum64, content_hash, ContentHash, KeyContext, PipelineKey, StageKey};
+pub use granary_archive::{checksum64, content_hash, ContentHash, KeyContext, PipelineKey, StageKey};
 
 /// Version of the canonical encoding. Bump it whenever any `encode` changes; the pinned key
 /// tests then fail until they are updated together with this number.

@@ -1,10 +1,11 @@
 //! Render and compute pipeline descriptors, and their keys.
 
 use super::function::FunctionDescriptor;
+use super::key::KeyContext;
 use super::key::{Canonical, Encoder, PipelineKey, StageKey};
 use super::layout::ExplicitLayout;
 use super::state::RenderState;
-use super::{KeyContext, PipelineKind, ShaderStage};
+use super::{PipelineKind, ShaderStage};
 
 /// The key of one stage function compiled for `stage` under `ctx`.
 pub fn stage_key(function: &FunctionDescriptor, stage: ShaderStage, ctx: &KeyContext) -> StageKey {

@@ -1,133 +1,129 @@
 //! Fixed-function pipeline state. The types are defined in `granary-archive` (the archive
 //! stores them, docs/FORMAT.md §1.11, and the run-time loader reads them) and re-exported
-//! here; this module adds their canonical encoding for keys (docs/FORMAT.md §1.5).
+//! here; this module adds their canonical encoding for keys (docs/FORMAT.md §1.5): the key's
+//! sink of the one field walk, [`RenderState::walk`] (whose documentation says why the key's
+//! bytes and the archive's differ).
 
 use super::key::{Canonical, Encoder};
-pub use granary_archive::state::{
+use granary_archive::StateSink;
+pub use granary_archive::{
     Blend, BlendComponent, BlendFactor, BlendOp, BlendState, ColorAttachment, ColorWrites, CompareFunction, CullMode,
-    DepthStencilState, FrontFace, IndexFormat, PrimitiveState, RenderState, ScalarKind, Spec, StencilFace, StencilOp,
-    StencilState, StepMode, TextureFormat, Topology, VertexAttribute, VertexBufferLayout, VertexFormat,
+    DepthStencilState, FrontFace, IndexFormat, MaybeSpecialized, PrimitiveState, RenderState, ScalarKind, StencilFace,
+    StencilOp, StencilState, StepMode, TextureFormat, Topology, VertexAttribute, VertexBufferLayout, VertexFormat,
 };
-
-/// Fieldless enums encode their stable discriminant.
-macro_rules! canonical_discriminant {
-    ($($t:ty),+) => { $(impl Canonical for $t { fn encode(&self, e: &mut Encoder) { e.u8(*self as u8) } })+ };
-}
-canonical_discriminant!(
-    VertexFormat,
-    StepMode,
-    Topology,
-    CullMode,
-    FrontFace,
-    IndexFormat,
-    TextureFormat,
-    BlendFactor,
-    BlendOp,
-    CompareFunction,
-    StencilOp
-);
+use std::convert::Infallible;
 
 /// A render pipeline's state, in the order pipeline keys have always encoded it.
 impl Canonical for RenderState {
     fn encode(&self, e: &mut Encoder) {
-        self.vertex_buffers.encode(e);
-        self.primitive.encode(e);
-        self.color_attachments.encode(e);
-        self.depth_stencil.encode(e);
-        e.u32(self.sample_count);
-        e.bool(self.alpha_to_coverage);
-    }
-}
-
-impl Canonical for VertexBufferLayout {
-    fn encode(&self, e: &mut Encoder) {
-        e.u64(self.stride);
-        self.step.encode(e);
-        let mut attrs: Vec<&VertexAttribute> = self.attributes.iter().collect();
-        attrs.sort_by_key(|a| (a.location, a.offset));
-        e.u64(attrs.len() as u64);
-        for a in attrs {
-            e.u32(a.location);
-            a.format.encode(e);
-            e.u64(a.offset);
+        match self.walk(&mut KeySink(e)) {
+            Ok(()) => {}
+            Err(never) => match never {},
         }
     }
 }
 
-impl Canonical for PrimitiveState {
-    fn encode(&self, e: &mut Encoder) {
-        self.topology.encode(e);
-        self.strip_index_format.encode(e);
-        self.front_face.encode(e);
-        self.cull.encode(e);
-    }
-}
+/// The key's layout of the walk: fixed-width little-endian values in the walk's order, lists
+/// as a `u64` length then the items, options and unspecialized values as a `0`/`1` tag then
+/// the value, enums as their stored number.
+struct KeySink<'a>(&'a mut Encoder);
 
-impl Canonical for BlendState {
-    fn encode(&self, e: &mut Encoder) {
-        for c in [self.color, self.alpha] {
-            c.src.encode(e);
-            c.dst.encode(e);
-            c.op.encode(e);
+impl KeySink<'_> {
+    fn tag<T>(&mut self, v: MaybeSpecialized<T>, f: impl FnOnce(&mut Encoder, T)) {
+        match v {
+            MaybeSpecialized::Unspecialized => self.0.u8(0),
+            MaybeSpecialized::Is(v) => {
+                self.0.u8(1);
+                f(self.0, v)
+            }
         }
     }
 }
 
-impl Canonical for Blend {
-    fn encode(&self, e: &mut Encoder) {
-        match self {
+impl StateSink for KeySink<'_> {
+    type Error = Infallible;
+    fn vertex_buffers(&mut self, count: usize) -> Result<(), Infallible> {
+        self.0.u64(count as u64);
+        Ok(())
+    }
+    fn vertex_buffer(
+        &mut self,
+        _index: usize,
+        stride: u64,
+        step: StepMode,
+        attributes: usize,
+    ) -> Result<(), Infallible> {
+        self.0.u64(stride);
+        self.0.u8(step as u8);
+        self.0.u64(attributes as u64);
+        Ok(())
+    }
+    fn vertex_attribute(&mut self, location: u32, format: VertexFormat, offset: u64) -> Result<(), Infallible> {
+        self.0.u32(location);
+        self.0.u8(format as u8);
+        self.0.u64(offset);
+        Ok(())
+    }
+    fn primitive(
+        &mut self,
+        topology: Topology,
+        strip_index_format: Option<IndexFormat>,
+        front_face: FrontFace,
+        cull: CullMode,
+    ) -> Result<(), Infallible> {
+        self.0.u8(topology as u8);
+        self.0.option(strip_index_format.as_ref(), |e, f| e.u8(*f as u8));
+        self.0.u8(front_face as u8);
+        self.0.u8(cull as u8);
+        Ok(())
+    }
+    fn color_attachments(&mut self, count: usize) -> Result<(), Infallible> {
+        self.0.u64(count as u64);
+        Ok(())
+    }
+    fn color_attachment(
+        &mut self,
+        format: MaybeSpecialized<TextureFormat>,
+        blend: MaybeSpecialized<Blend>,
+        write_mask: MaybeSpecialized<ColorWrites>,
+    ) -> Result<(), Infallible> {
+        self.tag(format, |e, f| e.u8(f as u8));
+        self.tag(blend, |e, b| match b {
             Blend::Off => e.u8(0),
             Blend::On(b) => {
                 e.u8(1);
-                b.encode(e)
+                b.numbers().into_iter().for_each(|n| e.u8(n));
             }
-        }
-    }
-}
-
-impl<T: Canonical> Canonical for Spec<T> {
-    fn encode(&self, e: &mut Encoder) {
-        match self {
-            Spec::Unspecialized => e.u8(0),
-            Spec::Is(v) => {
-                e.u8(1);
-                v.encode(e)
-            }
-        }
-    }
-}
-
-impl Canonical for ColorWrites {
-    fn encode(&self, e: &mut Encoder) {
-        e.u8(self.0)
-    }
-}
-
-impl Canonical for ColorAttachment {
-    fn encode(&self, e: &mut Encoder) {
-        self.format.encode(e);
-        self.blend.encode(e);
-        self.write_mask.encode(e);
-    }
-}
-
-impl Canonical for DepthStencilState {
-    fn encode(&self, e: &mut Encoder) {
-        self.format.encode(e);
-        e.bool(self.depth_write);
-        self.depth_compare.encode(e);
-        e.option(self.stencil.as_ref(), |e, s| {
-            for f in [s.front, s.back] {
-                f.compare.encode(e);
-                f.fail_op.encode(e);
-                f.depth_fail_op.encode(e);
-                f.pass_op.encode(e);
-            }
-            e.u32(s.read_mask);
-            e.u32(s.write_mask);
         });
-        e.i32(self.depth_bias);
-        e.f32(self.depth_bias_slope_scale);
-        e.f32(self.depth_bias_clamp);
+        self.tag(write_mask, |e, m| e.u8(m.0));
+        Ok(())
+    }
+    fn depth(&mut self, depth: Option<(TextureFormat, bool, CompareFunction)>) -> Result<(), Infallible> {
+        self.0.option(depth.as_ref(), |e, (format, write, compare)| {
+            e.u8(*format as u8);
+            e.bool(*write);
+            e.u8(*compare as u8);
+        });
+        Ok(())
+    }
+    fn stencil(&mut self, stencil: Option<([u8; 8], u32, u32)>) -> Result<(), Infallible> {
+        self.0.option(stencil.as_ref(), |e, (faces, read_mask, write_mask)| {
+            faces.iter().for_each(|n| e.u8(*n));
+            e.u32(*read_mask);
+            e.u32(*write_mask);
+        });
+        Ok(())
+    }
+    fn depth_bias(&mut self, constant: i32, slope_scale_bits: u32, clamp_bits: u32) -> Result<(), Infallible> {
+        self.0.i32(constant);
+        // The walk folded NaNs as `Encoder::f32` does, so these are the bytes `f32` wrote.
+        self.0.u32(slope_scale_bits);
+        self.0.u32(clamp_bits);
+        Ok(())
+    }
+    fn multisample(&mut self, sample_count: u32, alpha_to_coverage: bool) -> Result<(), Infallible> {
+        self.0.u32(sample_count);
+        self.0.bool(alpha_to_coverage);
+        Ok(())
     }
 }

@@ -9,13 +9,14 @@
 //! output cannot claim to be shard I any more: it is written without the record, as an
 //! ordinary archive of the script, and the report says why.
 
+use super::report::ShardSummary;
 use super::select::Selection;
-use super::{HarvestError, ShardSummary};
-use crate::archive::{write_shard_entries, Archive, ArchiveMeta, ShardRecord, WriteEntry};
+use super::HarvestError;
+use crate::archive::{write_shard_entries, Archive, ArchiveMeta, ShardRecord};
 use crate::descriptor::{KeyContext, PipelineKey, TargetSet};
 use crate::script::{Expanded, Script};
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 
 /// What [`prune`] did.
@@ -156,7 +157,7 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
     let used_expansion = !std::ptr::eq(view.expansion, &no_expansion);
     let labels = view.labels_by_key(&keys);
     // Driver binaries stay with the pipelines that are kept.
-    let (kept, dropped) = keep_scripted(input.entries()?, &labels);
+    let (kept, dropped) = super::select::keep_scripted(input.entries()?, &labels);
     let have: HashSet<u128> = kept.iter().map(|w| w.entry.key.0).collect();
     // Missing: the view's pipelines without an entry, plus those in no view at all (invalid in
     // the script, or failing their expansion), in script order (variants after).
@@ -194,21 +195,4 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
         shard_dropped,
         expanded: used_expansion,
     })
-}
-
-/// The `entries` whose keys are in `labels`, relabelled from it (their driver binaries kept),
-/// and how many were dropped.
-pub(crate) fn keep_scripted(
-    entries: impl IntoIterator<Item = WriteEntry>,
-    labels: &HashMap<u128, Vec<String>>,
-) -> (Vec<WriteEntry>, usize) {
-    let mut kept = Vec::new();
-    let mut dropped = 0;
-    for w in entries {
-        match labels.get(&w.entry.key.0) {
-            Some(l) => kept.push(WriteEntry { labels: l.clone().into(), ..w }),
-            None => dropped += 1,
-        }
-    }
-    (kept, dropped)
 }

@@ -114,7 +114,7 @@ pub(crate) fn resume(
     // The keys the script produces now, each with every label the script gives it.
     let keys = selection.keys();
     let labels = selection.labels_by_key(&keys);
-    let (kept, dropped) = super::prune::keep_scripted(old.into_values(), &labels);
+    let (kept, dropped) = super::select::keep_scripted(old.into_values(), &labels);
     out.dropped += dropped;
     let kept_targets: HashMap<u128, TargetSet> =
         kept.iter().map(|w| (w.entry.key.0, crate::compiler::entry_targets(&w.entry, opts.targets))).collect();

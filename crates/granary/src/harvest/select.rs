@@ -11,8 +11,10 @@
 //! sees the whole selection before any shard filter, so every shard of one script computes
 //! the same assignment; nothing here compiles or reads a file.
 
+use super::report::Failure;
 use super::shard::{self, Assignment};
-use super::{sink, Failure};
+use super::sink;
+use crate::archive::WriteEntry;
 use crate::descriptor::{KeyContext, PipelineDescriptor};
 use crate::script::{Expanded, Script};
 use std::collections::HashMap;
@@ -118,4 +120,21 @@ impl<'a> Selection<'a> {
     pub fn by_index(&self) -> HashMap<usize, &'a PipelineDescriptor> {
         self.pipelines.iter().copied().collect()
     }
+}
+
+/// The `entries` whose keys are in `labels`, relabelled from it (their driver binaries kept),
+/// and how many were dropped.
+pub(crate) fn keep_scripted(
+    entries: impl IntoIterator<Item = WriteEntry>,
+    labels: &HashMap<u128, Vec<String>>,
+) -> (Vec<WriteEntry>, usize) {
+    let mut kept = Vec::new();
+    let mut dropped = 0;
+    for w in entries {
+        match labels.get(&w.entry.key.0) {
+            Some(l) => kept.push(WriteEntry { labels: l.clone().into(), ..w }),
+            None => dropped += 1,
+        }
+    }
+    (kept, dropped)
 }

@@ -1,7 +1,8 @@
 //! Where compile outcomes go, whichever runner produced them: the capture, the failure list,
 //! the flush trigger and the progress callback.
 
-use super::{Failure, Progress};
+use super::report::Failure;
+use super::Progress;
 use crate::capture::Capture;
 use crate::compiler::{CompileError, LostTarget};
 use crate::descriptor::TargetSet;

@@ -42,7 +42,7 @@
 //! an answer's length is checked against its cap before any payload byte is read; an answer
 //! is accepted only for exactly the pipeline asked.
 
-use super::Failure;
+use super::report::Failure;
 use crate::archive::{Archive, WriteEntry};
 use crate::compiler::LostTarget;
 use crate::descriptor::{stage_key, KeyContext, Library, PipelineDescriptor, ShaderStage, SourceKind, TargetSet};
@@ -80,7 +80,7 @@ impl WireLost {
     }
     /// `None` for an unknown stage or target.
     pub(crate) fn into_lost(self) -> Option<LostTarget> {
-        let target = crate::descriptor::Target::parse(&self.target)?;
+        let target = crate::descriptor::Target::from_name(&self.target)?;
         Some(LostTarget {
             stage: ShaderStage::from_u32(self.stage)?,
             function: self.function,

@@ -13,12 +13,12 @@
 //!
 //! The protocol (messages, frames, payloads) is in `wire.rs`.
 
+use super::report::Failure;
 use super::sink::{compile_failure, process_failure, script_failure};
 use super::wire::{
     decode_library, encode_lost_answer, frame_header, read_message, ANSWER_CACHE, ANSWER_COMPILED, ANSWER_FAILED,
     ANSWER_LOST_TARGETS, MSG_COMPILE, MSG_LIBRARY, MSG_SCRIPT,
 };
-use super::Failure;
 use crate::archive::{encode, ArchiveMeta, WriteEntry};
 use crate::compiler::{Compiler, CompilerOptions};
 use crate::descriptor::TargetSet;

@@ -2,7 +2,9 @@
 //! specialized variants for a device backend that cannot leave the output open (no graphics
 //! pipeline libraries).
 
-use crate::descriptor::{Blend, ColorWrites, PipelineDescriptor, RenderPipelineDescriptor, Spec, TextureFormat};
+use crate::descriptor::{
+    Blend, ColorWrites, MaybeSpecialized, PipelineDescriptor, RenderPipelineDescriptor, TextureFormat,
+};
 use serde::{Deserialize, Serialize};
 
 /// What an unspecialized colour attachment is expanded over. In the script:
@@ -56,7 +58,7 @@ pub const MAX_VARIANTS: usize = 256;
 impl Expansion {
     /// Every valid pipeline of `script` with unspecialized colour output, replaced by its
     /// variants (see [`Expansion::variants`]).
-    pub fn apply(&self, script: &super::Script) -> Expanded {
+    pub fn apply(&self, script: &super::load::Script) -> Expanded {
         let mut out = Expanded::default();
         for p in &script.pipelines {
             let Ok(d) = &p.descriptor else { continue };
@@ -88,7 +90,7 @@ impl Expansion {
             .color_attachments
             .iter()
             .enumerate()
-            .filter(|(_, c)| matches!(c.format, Spec::Unspecialized))
+            .filter(|(_, c)| matches!(c.format, MaybeSpecialized::Unspecialized))
             .map(|(i, _)| i)
             .collect();
         if !open.is_empty() && self.formats.is_empty() {
@@ -107,14 +109,14 @@ impl Expansion {
         loop {
             let mut v: RenderPipelineDescriptor = r.clone();
             for (slot, &i) in open.iter().enumerate() {
-                v.state.color_attachments[i].format = Spec::Is(self.formats[choice[slot]]);
+                v.state.color_attachments[i].format = MaybeSpecialized::Is(self.formats[choice[slot]]);
             }
             for c in &mut v.state.color_attachments {
-                if matches!(c.blend, Spec::Unspecialized) {
-                    c.blend = Spec::Is(self.blend);
+                if matches!(c.blend, MaybeSpecialized::Unspecialized) {
+                    c.blend = MaybeSpecialized::Is(self.blend);
                 }
-                if matches!(c.write_mask, Spec::Unspecialized) {
-                    c.write_mask = Spec::Is(self.write_mask);
+                if matches!(c.write_mask, MaybeSpecialized::Unspecialized) {
+                    c.write_mask = MaybeSpecialized::Is(self.write_mask);
                 }
             }
             let formats: Vec<String> = v
@@ -122,10 +124,10 @@ impl Expansion {
                 .color_attachments
                 .iter()
                 .map(|c| match c.format {
-                    Spec::Is(f) => {
+                    MaybeSpecialized::Is(f) => {
                         serde_json::to_value(f).ok().and_then(|j| j.as_str().map(str::to_string)).unwrap_or_default()
                     }
-                    Spec::Unspecialized => "unspecialized".to_string(),
+                    MaybeSpecialized::Unspecialized => "unspecialized".to_string(),
                 })
                 .collect();
             v.label = Some(format!("{name}@{}", formats.join("+")));
@@ -175,7 +177,7 @@ mod tests {
     fn every_combination_once_with_defaults_for_blend_and_mask() {
         use TextureFormat::*;
         let e = Expansion { formats: vec![Rgba8unorm, R32float], blend: Blend::Off, write_mask: ColorWrites::ALL };
-        let fixed = ColorAttachment { format: Spec::Is(Rgba16float), ..ColorAttachment::unspecialized() };
+        let fixed = ColorAttachment { format: MaybeSpecialized::Is(Rgba16float), ..ColorAttachment::unspecialized() };
         let d = pipeline(vec![ColorAttachment::unspecialized(), fixed, ColorAttachment::unspecialized()]);
         let v = e.variants(&d, "p").expect("expands").expect("ok");
         let labels: Vec<_> = v.iter().map(|d| d.label().unwrap().to_string()).collect();

@@ -22,7 +22,7 @@ pub struct Script {
     /// Pipelines in script order.
     pub pipelines: Vec<ScriptPipeline>,
     /// `expand_unspecialized`, if the script has one.
-    pub expand_unspecialized: Option<super::Expansion>,
+    pub expand_unspecialized: Option<super::expand::Expansion>,
 }
 
 /// One pipeline of a script.
@@ -347,7 +347,7 @@ pub(super) fn convert_pipeline(raw: RawPipeline, cx: &Ctx<'_>, jp: &str) -> Resu
                 }
             }
             for (i, c) in r.color_attachments.iter().enumerate() {
-                if let crate::descriptor::Spec::Is(f) = c.format {
+                if let crate::descriptor::MaybeSpecialized::Is(f) = c.format {
                     if f.is_depth_stencil() {
                         return Err(ScriptError::at(
                             cx.path,

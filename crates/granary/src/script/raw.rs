@@ -1,6 +1,6 @@
 //! The JSON shapes of the pipelines script, as serde types (docs/FORMAT.md, "Pipelines script"):
 //! the one spelling of its field names, read by `load.rs`/`lazy.rs` and written through
-//! `write.rs` (fixed-function state is spelled by `granary_archive::state`'s serde types).
+//! `write.rs` (fixed-function state is spelled by granary-archive's render-state types (their serde spelling)).
 
 use crate::descriptor::{
     ColorAttachment, DepthStencilState, PrimitiveState, ShaderStage, SourceKind, VertexBufferLayout,
@@ -23,18 +23,18 @@ pub(crate) struct RawScriptTop<'a> {
     /// For device backends without graphics pipeline libraries: what to expand unspecialized
     /// colour attachments over (docs/FORMAT.md §2).
     #[serde(default)]
-    pub expand_unspecialized: Option<crate::script::Expansion>,
+    pub expand_unspecialized: Option<super::expand::Expansion>,
 }
 
 impl<'a> RawScriptTop<'a> {
     /// Parses the top level of script `text` (named `path` in messages) and checks its
     /// version.
-    pub(crate) fn parse(text: &'a str, path: &std::path::Path) -> Result<Self, super::ScriptError> {
+    pub(crate) fn parse(text: &'a str, path: &std::path::Path) -> Result<Self, super::error::ScriptError> {
         let de = &mut serde_json::Deserializer::from_str(text);
         let top: RawScriptTop<'a> =
-            serde_path_to_error::deserialize(de).map_err(|e| super::ScriptError::from_serde(path, "", e))?;
+            serde_path_to_error::deserialize(de).map_err(|e| super::error::ScriptError::from_serde(path, "", e))?;
         if top.granary_script != SCRIPT_VERSION {
-            return Err(super::ScriptError::at(
+            return Err(super::error::ScriptError::at(
                 path,
                 "granary_script",
                 format!("unsupported script version {} (this granary reads {SCRIPT_VERSION})", top.granary_script),

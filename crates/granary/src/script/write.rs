@@ -11,7 +11,7 @@
 //!   declaration order (what the generator writes: tens of thousands of pipelines that diff
 //!   and grep well, never all held in memory).
 //!
-//! Fixed-function state is spelled by `granary_archive::state`'s serde types. A writer that
+//! Fixed-function state is spelled by granary-archive's render-state types (their serde spelling). A writer that
 //! builds it another way (the importer as JSON values, the generator as its own compact
 //! structs, both kept for byte-identical output) hands it over as the state part of a
 //! [`Render`] body.
@@ -114,7 +114,7 @@ impl LibraryEntry {
 }
 
 /// A render pipeline's body: `{"vertex", "fragment"?, …state}`, the fields of the state `S`
-/// (spelled as `granary_archive::state` spells them) following the stage functions.
+/// (spelled as granary-archive's render-state types spell them) following the stage functions.
 #[derive(Debug, Clone, Serialize)]
 #[serde(transparent)]
 pub struct Render<S: Serialize>(RawRenderWith<S>);

@@ -1,8 +1,8 @@
 //! Metal's enum case names for granary's state values (as the serializer writes them, without
-//! the `MTL…` prefix). The tables are kept verbatim; they will give way to granary-archive's
-//! one spelling of these formats.
+//! the `MTL…` prefix): a translation into Metal's vocabulary, like the Vulkan layer's
+//! `translate.rs`; granary's own spelling of each value is the value's `name()`.
 
-use granary_archive::state::{BlendFactor, BlendOp, TextureFormat, VertexFormat};
+use granary_archive::{BlendFactor, BlendOp, TextureFormat, VertexFormat};
 
 /// `MTLColorWriteMask` as `|`-joined option names (`All`, `None`, or e.g. `Red|Alpha`).
 pub fn write_mask(bits: u8) -> String {

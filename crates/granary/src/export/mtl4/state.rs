@@ -5,8 +5,8 @@
 use super::names::{blend_factor, blend_op, pixel_format, vertex_format, write_mask};
 use super::{Dropped, TOP_BUFFER_INDEX};
 use crate::descriptor::{Constant, ConstantId, ConstantValue};
-use granary_archive::state::{Blend, ColorAttachment, CullMode, FrontFace, Spec, StepMode, Topology};
 use granary_archive::RenderState;
+use granary_archive::{Blend, ColorAttachment, CullMode, FrontFace, MaybeSpecialized, StepMode, Topology};
 use serde_json::{json, Map, Value};
 
 /// A constant as a `constant_values` entry: `@id(n)` by index, an override name by name.
@@ -105,9 +105,9 @@ trait FormatName {
     fn format_name(&self) -> String;
 }
 
-impl FormatName for granary_archive::state::DepthStencilState {
+impl FormatName for granary_archive::DepthStencilState {
     fn format_name(&self) -> String {
-        format!("{:?}", self.format).to_lowercase()
+        self.format.name().to_string()
     }
 }
 
@@ -117,18 +117,18 @@ fn color_attachment(c: &ColorAttachment) -> Value {
     m.insert(
         "pixel_format".into(),
         json!(match c.format {
-            Spec::Unspecialized => "Unspecialized",
-            Spec::Is(f) => pixel_format(f),
+            MaybeSpecialized::Unspecialized => "Unspecialized",
+            MaybeSpecialized::Is(f) => pixel_format(f),
         }),
     );
     match c.blend {
-        Spec::Unspecialized => {
+        MaybeSpecialized::Unspecialized => {
             m.insert("blending_state".into(), json!("Unspecialized"));
         }
-        Spec::Is(Blend::Off) => {
+        MaybeSpecialized::Is(Blend::Off) => {
             m.insert("blending_state".into(), json!("Disabled"));
         }
-        Spec::Is(Blend::On(b)) => {
+        MaybeSpecialized::Is(Blend::On(b)) => {
             m.insert("blending_state".into(), json!("Enabled"));
             m.insert("source_rgb_blend_factor".into(), json!(blend_factor(b.color.src)));
             m.insert("destination_rgb_blend_factor".into(), json!(blend_factor(b.color.dst)));
@@ -141,8 +141,8 @@ fn color_attachment(c: &ColorAttachment) -> Value {
     m.insert(
         "write_mask".into(),
         json!(match c.write_mask {
-            Spec::Unspecialized => "Unspecialized".to_string(),
-            Spec::Is(w) => write_mask(w.0),
+            MaybeSpecialized::Unspecialized => "Unspecialized".to_string(),
+            MaybeSpecialized::Is(w) => write_mask(w.0),
         }),
     );
     Value::Object(m)

@@ -5,13 +5,14 @@
 //! cannot represent is an `Err` naming it; nothing is guessed.
 //!
 //! The stage functions and entries are the script writer's ([`crate::script::write`]); the
-//! state blocks are built here as JSON values in the spelling of `granary_archive::state`,
+//! state blocks are built here as JSON values in the spelling of granary-archive's render-state types,
 //! with exactly the fields the importer has always written.
 
 use super::{hex, parse_hash, spirv, vk, Collected};
 use crate::descriptor::{Constant, ConstantId, ConstantValue};
 use crate::script::write::{Function, Render};
 use base64::Engine as _;
+use granary_archive::{CompareFunction, CullMode, FrontFace, IndexFormat, StepMode};
 use serde_json::{json, Map, Value};
 
 /// `VK_PIPELINE_CREATE_LIBRARY_BIT_KHR`.
@@ -226,10 +227,11 @@ impl Converter<'_> {
         if let Some(ia) = info.get("inputAssemblyState").filter(|v| !v.is_null()) {
             let t = u64_field(ia, "topology");
             let name = vk::topology(t)
+                .map(|v| v.name())
                 .ok_or_else(|| format!("topology {t} is not representable (fans, adjacency and patches are not)"))?;
             primitive.insert("topology".into(), name.into());
             if u64_field(ia, "primitiveRestartEnable") != 0 && name.ends_with("strip") {
-                primitive.insert("strip_index_format".into(), "uint32".into());
+                primitive.insert("strip_index_format".into(), IndexFormat::Uint32.name().into());
             }
         }
         // Rasterization.
@@ -246,14 +248,17 @@ impl Converter<'_> {
         primitive.insert(
             "cull".into(),
             match u64_field(rs, "cullMode") {
-                0 => "none",
-                1 => "front",
-                2 => "back",
+                0 => CullMode::None.name(),
+                1 => CullMode::Front.name(),
+                2 => CullMode::Back.name(),
                 _ => return Err("cull mode FRONT_AND_BACK is not representable".into()),
             }
             .into(),
         );
-        primitive.insert("front_face".into(), if u64_field(rs, "frontFace") == 1 { "cw" } else { "ccw" }.into());
+        primitive.insert(
+            "front_face".into(),
+            if u64_field(rs, "frontFace") == 1 { FrontFace::Cw } else { FrontFace::Ccw }.name().into(),
+        );
         body.insert("primitive".into(), Value::Object(primitive));
         // Multisample.
         let mut samples = samples_rp;
@@ -311,11 +316,14 @@ impl Converter<'_> {
     fn formats(&self, info: &Value) -> Result<(Vec<&'static str>, Option<&'static str>, u64), String> {
         let color = |f: u64| {
             vk::texture_format(f)
+                .map(|v| v.name())
                 .filter(|_| f != 0)
                 .ok_or_else(|| format!("colour format {f} (VkFormat) is not representable"))
         };
         let depth_fmt = |f: u64| {
-            vk::texture_format(f).ok_or_else(|| format!("depth/stencil format {f} (VkFormat) is not representable"))
+            vk::texture_format(f)
+                .map(|v| v.name())
+                .ok_or_else(|| format!("depth/stencil format {f} (VkFormat) is not representable"))
         };
         let rp = info.get("renderPass").and_then(parse_hash).filter(|h| *h != 0);
         if let Some(h) = rp {
@@ -397,14 +405,15 @@ fn vertex_buffers(vi: &Value) -> Result<Value, String> {
         let mut attributes = Vec::new();
         for a in attrs.iter().filter(|a| u64_field(a, "binding") == slot as u64) {
             let f = u64_field(a, "format");
-            let format =
-                vk::vertex_format(f).ok_or_else(|| format!("vertex format {f} (VkFormat) is not representable"))?;
+            let format = vk::vertex_format(f)
+                .map(|v| v.name())
+                .ok_or_else(|| format!("vertex format {f} (VkFormat) is not representable"))?;
             attributes.push(
                 json!({"location": u64_field(a, "location"), "format": format, "offset": u64_field(a, "offset")}),
             );
         }
         attributes.sort_by_key(|a| a["location"].as_u64());
-        let step = if u64_field(b, "inputRate") == 1 { "instance" } else { "vertex" };
+        let step = if u64_field(b, "inputRate") == 1 { StepMode::Instance } else { StepMode::Vertex }.name();
         out.push(json!({"stride": u64_field(b, "stride"), "step": step, "attributes": attributes}));
     }
     if let Some(a) = attrs.iter().find(|a| u64_field(a, "binding") as usize >= bindings.len()) {
@@ -418,10 +427,13 @@ fn vertex_buffers(vi: &Value) -> Result<Value, String> {
 }
 
 fn stencil_face(f: &Value) -> Result<Value, String> {
-    let op =
-        |k: &str| vk::stencil_op(u64_field(f, k)).ok_or_else(|| format!("stencil op {} is not valid", u64_field(f, k)));
+    let op = |k: &str| {
+        vk::stencil_op(u64_field(f, k))
+            .map(|v| v.name())
+            .ok_or_else(|| format!("stencil op {} is not valid", u64_field(f, k)))
+    };
     Ok(json!({
-        "compare": vk::compare(u64_field(f, "compareOp")).ok_or("bad stencil compare op")?,
+        "compare": vk::compare(u64_field(f, "compareOp")).map(|v| v.name()).ok_or("bad stencil compare op")?,
         "fail_op": op("failOp")?,
         "depth_fail_op": op("depthFailOp")?,
         "pass_op": op("passOp")?,
@@ -436,8 +448,11 @@ fn depth_stencil(format: &str, ds: Option<&Value>, rs: &Value) -> Result<Value, 
             return Err("depth bounds test is not representable".into());
         }
         let test = u64_field(ds, "depthTestEnable") != 0;
-        let compare =
-            if test { vk::compare(u64_field(ds, "depthCompareOp")).ok_or("bad depth compare op")? } else { "always" };
+        let compare = if test {
+            vk::compare(u64_field(ds, "depthCompareOp")).map(|v| v.name()).ok_or("bad depth compare op")?
+        } else {
+            CompareFunction::Always.name()
+        };
         out.insert("depth_compare".into(), compare.into());
         out.insert("depth_write".into(), (test && u64_field(ds, "depthWriteEnable") != 0).into());
         if u64_field(ds, "stencilTestEnable") != 0 {
@@ -478,10 +493,13 @@ fn color_attachment(format: &str, a: Option<&Value>) -> Result<Value, String> {
     } else {
         let fac = |k: &str| {
             vk::blend_factor(u64_field(a, k))
+                .map(|v| v.name())
                 .ok_or_else(|| format!("blend factor {} is not representable", u64_field(a, k)))
         };
         let op = |k: &str| {
-            vk::blend_op(u64_field(a, k)).ok_or_else(|| format!("blend op {} is not representable", u64_field(a, k)))
+            vk::blend_op(u64_field(a, k))
+                .map(|v| v.name())
+                .ok_or_else(|| format!("blend op {} is not representable", u64_field(a, k)))
         };
         json!({
             "color": {"src": fac("srcColorBlendFactor")?, "dst": fac("dstColorBlendFactor")?, "op": op("colorBlendOp")?},

@@ -1,118 +1,139 @@
-//! Vulkan enum values (as Fossilize records them, plain numbers) to the pipelines script's
-//! spellings (docs/FORMAT.md §2 and §4). `None`: granary cannot represent the value.
+//! Vulkan enum values (as Fossilize records them, plain numbers) to granary's state values
+//! (docs/FORMAT.md §4); their script spelling is the values' own (`name()`). `None`: granary
+//! cannot represent the value.
+
+use granary_archive::{BlendFactor, BlendOp, CompareFunction, StencilOp, TextureFormat, Topology, VertexFormat};
 
 /// A colour or depth/stencil `VkFormat` to a granary texture format.
-pub fn texture_format(f: u64) -> Option<&'static str> {
+pub fn texture_format(f: u64) -> Option<TextureFormat> {
     Some(match f {
-        9 => "r8unorm",
-        16 => "rg8unorm",
-        37 => "rgba8unorm",
-        41 => "rgba8uint",
-        43 => "rgba8unorm-srgb",
-        44 => "bgra8unorm",
-        50 => "bgra8unorm-srgb",
-        64 => "rgb10a2unorm",
-        76 => "r16float",
-        83 => "rg16float",
-        95 => "rgba16uint",
-        97 => "rgba16float",
-        98 => "r32uint",
-        99 => "r32sint",
-        100 => "r32float",
-        101 => "rg32uint",
-        103 => "rg32float",
-        107 => "rgba32uint",
-        108 => "rgba32sint",
-        109 => "rgba32float",
-        122 => "rg11b10ufloat",
-        124 => "depth16unorm",
-        125 => "depth24plus",
-        126 => "depth32float",
-        127 => "stencil8",
-        129 => "depth24plus-stencil8",
-        130 => "depth32float-stencil8",
+        9 => TextureFormat::R8unorm,
+        16 => TextureFormat::Rg8unorm,
+        37 => TextureFormat::Rgba8unorm,
+        41 => TextureFormat::Rgba8uint,
+        43 => TextureFormat::Rgba8unormSrgb,
+        44 => TextureFormat::Bgra8unorm,
+        50 => TextureFormat::Bgra8unormSrgb,
+        64 => TextureFormat::Rgb10a2unorm,
+        76 => TextureFormat::R16float,
+        83 => TextureFormat::Rg16float,
+        95 => TextureFormat::Rgba16uint,
+        97 => TextureFormat::Rgba16float,
+        98 => TextureFormat::R32uint,
+        99 => TextureFormat::R32sint,
+        100 => TextureFormat::R32float,
+        101 => TextureFormat::Rg32uint,
+        103 => TextureFormat::Rg32float,
+        107 => TextureFormat::Rgba32uint,
+        108 => TextureFormat::Rgba32sint,
+        109 => TextureFormat::Rgba32float,
+        122 => TextureFormat::Rg11b10ufloat,
+        124 => TextureFormat::Depth16unorm,
+        125 => TextureFormat::Depth24plus,
+        126 => TextureFormat::Depth32float,
+        127 => TextureFormat::Stencil8,
+        129 => TextureFormat::Depth24plusStencil8,
+        130 => TextureFormat::Depth32floatStencil8,
         _ => return None,
     })
 }
 
 /// A vertex attribute `VkFormat` to a granary vertex format.
-pub fn vertex_format(f: u64) -> Option<&'static str> {
+pub fn vertex_format(f: u64) -> Option<VertexFormat> {
     Some(match f {
-        100 => "float32",
-        103 => "float32x2",
-        106 => "float32x3",
-        109 => "float32x4",
-        98 => "uint32",
-        101 => "uint32x2",
-        104 => "uint32x3",
-        107 => "uint32x4",
-        99 => "sint32",
-        102 => "sint32x2",
-        105 => "sint32x3",
-        108 => "sint32x4",
-        83 => "float16x2",
-        97 => "float16x4",
-        37 => "unorm8x4",
-        38 => "snorm8x4",
-        41 => "uint8x4",
-        77 => "unorm16x2",
-        91 => "unorm16x4",
-        95 => "uint16x4",
-        78 => "snorm16x2",
-        92 => "snorm16x4",
+        100 => VertexFormat::Float32,
+        103 => VertexFormat::Float32x2,
+        106 => VertexFormat::Float32x3,
+        109 => VertexFormat::Float32x4,
+        98 => VertexFormat::Uint32,
+        101 => VertexFormat::Uint32x2,
+        104 => VertexFormat::Uint32x3,
+        107 => VertexFormat::Uint32x4,
+        99 => VertexFormat::Sint32,
+        102 => VertexFormat::Sint32x2,
+        105 => VertexFormat::Sint32x3,
+        108 => VertexFormat::Sint32x4,
+        83 => VertexFormat::Float16x2,
+        97 => VertexFormat::Float16x4,
+        37 => VertexFormat::Unorm8x4,
+        38 => VertexFormat::Snorm8x4,
+        41 => VertexFormat::Uint8x4,
+        77 => VertexFormat::Unorm16x2,
+        91 => VertexFormat::Unorm16x4,
+        95 => VertexFormat::Uint16x4,
+        78 => VertexFormat::Snorm16x2,
+        92 => VertexFormat::Snorm16x4,
         _ => return None,
     })
 }
 
 /// `VkPrimitiveTopology`.
-pub fn topology(t: u64) -> Option<&'static str> {
+pub fn topology(t: u64) -> Option<Topology> {
     Some(match t {
-        0 => "point-list",
-        1 => "line-list",
-        2 => "line-strip",
-        3 => "triangle-list",
-        4 => "triangle-strip",
+        0 => Topology::PointList,
+        1 => Topology::LineList,
+        2 => Topology::LineStrip,
+        3 => Topology::TriangleList,
+        4 => Topology::TriangleStrip,
         _ => return None,
     })
 }
 
 /// `VkCompareOp` (the same order as granary's).
-pub fn compare(op: u64) -> Option<&'static str> {
-    ["never", "less", "equal", "less-equal", "greater", "not-equal", "greater-equal", "always"]
-        .get(op as usize)
-        .copied()
+pub fn compare(op: u64) -> Option<CompareFunction> {
+    [
+        CompareFunction::Never,
+        CompareFunction::Less,
+        CompareFunction::Equal,
+        CompareFunction::LessEqual,
+        CompareFunction::Greater,
+        CompareFunction::NotEqual,
+        CompareFunction::GreaterEqual,
+        CompareFunction::Always,
+    ]
+    .get(op as usize)
+    .copied()
 }
 
 /// `VkStencilOp`.
-pub fn stencil_op(op: u64) -> Option<&'static str> {
-    ["keep", "zero", "replace", "increment-clamp", "decrement-clamp", "invert", "increment-wrap", "decrement-wrap"]
-        .get(op as usize)
-        .copied()
+pub fn stencil_op(op: u64) -> Option<StencilOp> {
+    [
+        StencilOp::Keep,
+        StencilOp::Zero,
+        StencilOp::Replace,
+        StencilOp::IncrementClamp,
+        StencilOp::DecrementClamp,
+        StencilOp::Invert,
+        StencilOp::IncrementWrap,
+        StencilOp::DecrementWrap,
+    ]
+    .get(op as usize)
+    .copied()
 }
 
 /// `VkBlendFactor`.
-pub fn blend_factor(f: u64) -> Option<&'static str> {
+pub fn blend_factor(f: u64) -> Option<BlendFactor> {
     Some(match f {
-        0 => "zero",
-        1 => "one",
-        2 => "src",
-        3 => "one-minus-src",
-        4 => "dst",
-        5 => "one-minus-dst",
-        6 => "src-alpha",
-        7 => "one-minus-src-alpha",
-        8 => "dst-alpha",
-        9 => "one-minus-dst-alpha",
-        10 => "constant",
-        11 => "one-minus-constant",
-        14 => "src-alpha-saturated",
+        0 => BlendFactor::Zero,
+        1 => BlendFactor::One,
+        2 => BlendFactor::Src,
+        3 => BlendFactor::OneMinusSrc,
+        4 => BlendFactor::Dst,
+        5 => BlendFactor::OneMinusDst,
+        6 => BlendFactor::SrcAlpha,
+        7 => BlendFactor::OneMinusSrcAlpha,
+        8 => BlendFactor::DstAlpha,
+        9 => BlendFactor::OneMinusDstAlpha,
+        10 => BlendFactor::Constant,
+        11 => BlendFactor::OneMinusConstant,
+        14 => BlendFactor::SrcAlphaSaturated,
         _ => return None,
     })
 }
 
 /// `VkBlendOp` (the core five; advanced blend is not representable).
-pub fn blend_op(op: u64) -> Option<&'static str> {
-    ["add", "subtract", "reverse-subtract", "min", "max"].get(op as usize).copied()
+pub fn blend_op(op: u64) -> Option<BlendOp> {
+    [BlendOp::Add, BlendOp::Subtract, BlendOp::ReverseSubtract, BlendOp::Min, BlendOp::Max].get(op as usize).copied()
 }
 
 /// `VkShaderStageFlagBits` bit values.

@@ -4,11 +4,12 @@
 //! support comes back as a message naming the pipeline's field, which becomes that pipeline's
 //! error (never a driver call with an invalid value).
 
-use crate::state::{
-    Blend, BlendFactor, BlendOp, ColorWrites, CompareFunction, CullMode, FrontFace, StencilFace, StencilOp, StepMode,
-    TextureFormat, Topology, VertexBufferLayout, VertexFormat,
+use crate::layout::{BindingKind, PipelineLayout, StageMask};
+use crate::render_state::{
+    Blend, BlendFactor, BlendOp, ColorAttachment, ColorWrites, CompareFunction, CullMode, FrontFace, MaybeSpecialized,
+    StencilFace, StencilOp, StepMode, TextureFormat, Topology, VertexBufferLayout, VertexFormat,
 };
-use crate::{BindingKind, PipelineLayout, ShaderStage, StageMask};
+use crate::types::ShaderStage;
 use vulkanalia::vk;
 
 /// The Vulkan format of a vertex attribute format.
@@ -131,6 +132,20 @@ pub fn blend_attachment(blend: Blend, writes: ColorWrites) -> vk::PipelineColorB
         s.alpha_blend_op = op(b.alpha.op);
     }
     s
+}
+
+/// The blend state an attachment is created with: unspecialized blend is off, an
+/// unspecialized write mask writes every channel.
+pub fn blend_state(c: &ColorAttachment) -> vk::PipelineColorBlendAttachmentState {
+    let blend = match c.blend {
+        MaybeSpecialized::Is(b) => b,
+        MaybeSpecialized::Unspecialized => Blend::Off,
+    };
+    let writes = match c.write_mask {
+        MaybeSpecialized::Is(m) => m,
+        MaybeSpecialized::Unspecialized => ColorWrites::ALL,
+    };
+    blend_attachment(blend, writes)
 }
 
 /// A depth or stencil comparison.
@@ -378,7 +393,7 @@ mod tests {
 
     #[test]
     fn layouts_refuse_what_vulkan_cannot_express_here() {
-        use crate::{Immediates, LayoutBinding};
+        use crate::layout::{Immediates, LayoutBinding};
         let mut l = PipelineLayout {
             bindings: vec![
                 LayoutBinding {
@@ -411,7 +426,7 @@ mod tests {
 
     #[test]
     fn push_constant_blocks_must_be_sized_visible_and_not_wrap() {
-        use crate::Immediates;
+        use crate::layout::Immediates;
         let with = |size, visibility| PipelineLayout {
             bindings: vec![],
             immediates: Some(Immediates { size, visibility: StageMask(visibility) }),
@@ -425,7 +440,7 @@ mod tests {
 
     #[test]
     fn two_attributes_at_one_location_are_refused_across_buffers() {
-        use crate::state::{VertexAttribute, VertexFormat};
+        use crate::render_state::{VertexAttribute, VertexFormat};
         let attr = |location, offset| VertexAttribute { format: VertexFormat::Float32x4, offset, location };
         let buffers = vec![
             VertexBufferLayout { stride: 16, step: StepMode::Vertex, attributes: vec![attr(0, 0)] },
