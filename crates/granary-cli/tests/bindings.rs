@@ -6,13 +6,13 @@
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
+use common::EXAMPLE;
 use granary::archive::Archive;
 use granary::descriptor::Target;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
 const SNAPSHOT: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/forward_high_static_opaque.fragment.metal");
 

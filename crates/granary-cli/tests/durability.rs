@@ -4,11 +4,10 @@
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
+use common::EXAMPLE;
 use granary::archive::Archive;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
 
 fn granary() -> Command {
     Command::new(env!("CARGO_BIN_EXE_granary"))
@@ -69,20 +68,6 @@ fn archives_get_the_permissions_a_normal_file_would() {
     assert_eq!(mode(&merged), 0o604);
 }
 
-/// Copies the bundled example into `dir` with every shader replaced by text that does not
-/// parse; returns the script's path.
-fn broken_example(dir: &Path) -> PathBuf {
-    let src = Path::new(EXAMPLE).parent().unwrap();
-    let dst = dir.join("broken");
-    std::fs::create_dir_all(dst.join("shaders")).unwrap();
-    std::fs::copy(EXAMPLE, dst.join("pipelines.json")).unwrap();
-    for e in std::fs::read_dir(src.join("shaders")).unwrap() {
-        let e = e.unwrap();
-        std::fs::write(dst.join("shaders").join(e.file_name()), "this is not a shader {{{\n").unwrap();
-    }
-    dst.join("pipelines.json")
-}
-
 /// Issue 7 item 5: a harvest in which every pipeline failed does not replace a good archive
 /// with an empty one; it says so and exits 1.
 #[test]
@@ -92,7 +77,7 @@ fn a_harvest_where_every_pipeline_failed_leaves_the_archive_alone() {
     let o = harvest(Path::new(EXAMPLE), &out, &[]);
     assert!(o.status.success());
     let good = std::fs::read(&out).unwrap();
-    let broken = broken_example(dir.path());
+    let broken = common::copy_example_as(dir.path(), "broken", Some("this is not a shader {{{\n"));
 
     for extra in [&[][..], &["--resume"][..], &["--flush-every", "5", "--json"][..]] {
         let o = harvest(&broken, &out, extra);

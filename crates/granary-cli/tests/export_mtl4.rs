@@ -220,12 +220,19 @@ fn export_mtl4_of_the_example_script_matches_the_schema_and_the_script() {
     assert!(reported, "depth/stencil state is listed as not carried");
 }
 
+/// Harvests the example into `dir/name` for `targets` on two threads, expecting success;
+/// returns the archive's path.
+fn harvest_example(dir: &std::path::Path, name: &str, targets: &str) -> std::path::PathBuf {
+    let archive = dir.join(name);
+    let o = granary(&["harvest", &example(), "-o", archive.to_str().unwrap(), "--targets", targets, "-j", "2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    archive
+}
+
 #[test]
 fn export_mtl4_of_a_harvested_archive_matches_the_schema_and_the_script() {
     let dir = tempfile::tempdir().unwrap();
-    let archive = dir.path().join("renderer.granary");
-    let o = granary(&["harvest", &example(), "-o", archive.to_str().unwrap(), "--targets", "spirv,msl", "-j", "2"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let archive = harvest_example(dir.path(), "renderer.granary", "spirv,msl");
     let out = dir.path().join("a.mtl4-json");
     let o = granary(&["export-mtl4", archive.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -237,9 +244,7 @@ fn export_mtl4_of_a_harvested_archive_matches_the_schema_and_the_script() {
 #[test]
 fn export_mtl4_refuses_an_archive_without_msl_and_a_missing_input() {
     let dir = tempfile::tempdir().unwrap();
-    let archive = dir.path().join("spirv.granary");
-    let o = granary(&["harvest", &example(), "-o", archive.to_str().unwrap(), "--targets", "spirv", "-j", "2"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let archive = harvest_example(dir.path(), "spirv.granary", "spirv");
     let out = dir.path().join("x.mtl4-json");
     let o = granary(&["export-mtl4", archive.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));

@@ -7,27 +7,14 @@
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
+use common::EXAMPLE;
 use granary::archive::Archive;
 use granary::script::Script;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
-
 fn labels() -> Vec<String> {
     Script::load(Path::new(EXAMPLE)).unwrap().pipelines.iter().map(|p| p.label.clone().unwrap()).collect()
-}
-
-fn harvest_script(script: &Path, out: &Path, args: &[&str], fault: &str) -> (Option<i32>, serde_json::Value) {
-    let o = Command::new(env!("CARGO_BIN_EXE_granary"))
-        .args(["harvest", script.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json"])
-        .args(args)
-        .env("GRANARY_FAULT", fault)
-        .output()
-        .unwrap();
-    let summary = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|_| panic!("no summary: {}", String::from_utf8_lossy(&o.stderr)));
-    (o.status.code(), summary)
 }
 
 /// `-j 2` unless `args` names a thread count.
@@ -36,7 +23,7 @@ fn harvest(out: &Path, args: &[&str], fault: &str) -> (Option<i32>, serde_json::
     if !args.contains(&"-j") {
         all.extend(["-j", "2"]);
     }
-    harvest_script(Path::new(EXAMPLE), out, &all, fault)
+    common::harvest_with_fault(Path::new(env!("CARGO_BIN_EXE_granary")), Path::new(EXAMPLE), out, &all, fault)
 }
 
 fn failures(s: &serde_json::Value) -> Vec<(String, String, String)> {
@@ -132,38 +119,36 @@ fn output_printed_by_the_worker_cannot_corrupt_answers() {
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
 }
 
-#[test]
-fn an_answer_for_another_pipeline_fails_exactly_that_pipeline() {
+/// Harvests the example `--isolate` with the worker fault `kind` on pipeline `index`: exactly
+/// that pipeline fails, in the protocol phase, and the archive holds every other one. Returns
+/// the failure's message and the summary.
+fn lone_protocol_failure(kind: &str, index: usize) -> (String, serde_json::Value) {
     let labels = labels();
-    let liar = &labels[100];
+    let liar = &labels[index];
     let dir = common::tempdir();
     let out = dir.path().join("iso.granary");
-    let (code, s) = harvest(&out, &["--isolate"], &format!("wrong-answer:{liar}"));
+    let (code, s) = harvest(&out, &["--isolate"], &format!("{kind}:{liar}"));
     assert_eq!(code, Some(1), "{s}");
     let f = failures(&s);
     assert_eq!(f.len(), 1, "{s}");
     assert_eq!(&f[0].0, liar);
     assert_eq!(f[0].1, "protocol");
-    assert!(f[0].2.contains("another pipeline's entry") && f[0].2.contains(&labels[101]), "{}", f[0].2);
     assert_holds_all_but(&out, &[liar]);
+    (f[0].2.clone(), s)
+}
+
+#[test]
+fn an_answer_for_another_pipeline_fails_exactly_that_pipeline() {
+    let (msg, _) = lone_protocol_failure("wrong-answer", 100);
+    assert!(msg.contains("another pipeline's entry") && msg.contains(&labels()[101]), "{msg}");
 }
 
 #[test]
 fn a_huge_announced_answer_fails_its_pipeline_without_allocating() {
-    let labels = labels();
-    let liar = &labels[200];
-    let dir = common::tempdir();
-    let out = dir.path().join("iso.granary");
-    let (code, s) = harvest(&out, &["--isolate"], &format!("huge-frame:{liar}"));
-    assert_eq!(code, Some(1), "{s}");
-    let f = failures(&s);
-    assert_eq!(f.len(), 1, "{s}");
-    assert_eq!(&f[0].0, liar);
-    assert_eq!(f[0].1, "protocol");
-    assert!(f[0].2.contains("announced a 1099511627776-byte answer") && f[0].2.contains("at most"), "{}", f[0].2);
+    let (msg, s) = lone_protocol_failure("huge-frame", 200);
+    assert!(msg.contains("announced a 1099511627776-byte answer") && msg.contains("at most"), "{msg}");
     // The parent never allocated anything near the announced size.
     assert!(s["peak_rss_bytes"].as_u64().unwrap() < 1 << 30, "{s}");
-    assert_holds_all_but(&out, &[liar]);
 }
 
 /// Runs `cmd` (its standard output captured) to its end; a run still going after
@@ -303,13 +288,7 @@ fn alive(pid: u32) -> bool {
 fn killing_the_parent_leaves_no_worker_running() {
     // A private copy of the example, so that this test's workers are told apart by path.
     let dir = common::tempdir();
-    let src = Path::new(EXAMPLE).parent().unwrap();
-    std::fs::create_dir(dir.path().join("shaders")).unwrap();
-    for e in std::fs::read_dir(src.join("shaders")).unwrap().flatten() {
-        std::fs::copy(e.path(), dir.path().join("shaders").join(e.file_name())).unwrap();
-    }
-    let script: PathBuf = dir.path().join("pipelines.json");
-    std::fs::copy(EXAMPLE, &script).unwrap();
+    let script: PathBuf = common::copy_example(dir.path());
     let marks = dir.path().join("reached");
     std::fs::create_dir(&marks).unwrap();
     let labels = labels();

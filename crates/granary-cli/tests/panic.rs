@@ -15,7 +15,6 @@ use granary::compiler::{CompileError, Compiler, CompilerOptions};
 use granary::descriptor::*;
 use granary::frontend::ShaderErrorKind;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 const FAULT: &str = "panic-stage:vs_bad";
@@ -134,14 +133,7 @@ fn write_script(dir: &Path) -> std::path::PathBuf {
 }
 
 fn harvest(script: &Path, out: &Path, jobs: &str, fault: &str) -> (Option<i32>, serde_json::Value) {
-    let o = Command::new(env!("CARGO_BIN_EXE_granary"))
-        .args(["harvest", script.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json", "-j", jobs])
-        .env("GRANARY_FAULT", fault)
-        .output()
-        .unwrap();
-    let s = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|_| panic!("no summary: {}", String::from_utf8_lossy(&o.stderr)));
-    (o.status.code(), s)
+    common::harvest_with_fault(Path::new(env!("CARGO_BIN_EXE_granary")), script, out, &["-j", jobs], fault)
 }
 
 #[test]

@@ -5,38 +5,15 @@
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
+use common::{assert_labels_unique, copy_example, edit_shader, EXAMPLE};
 use granary::archive::journal::{journal_path, replay_journal, Journal};
 use granary::archive::{self, Archive, ArchiveMeta};
 use granary::script::Script;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
 
 fn granary() -> Command {
     Command::new(env!("CARGO_BIN_EXE_granary"))
-}
-
-/// Copies the bundled example (script and shaders) into `dir`; returns the script's path.
-fn copy_example(dir: &Path) -> PathBuf {
-    let src = Path::new(EXAMPLE).parent().unwrap();
-    let dst = dir.join("renderer");
-    std::fs::create_dir_all(dst.join("shaders")).unwrap();
-    std::fs::copy(EXAMPLE, dst.join("pipelines.json")).unwrap();
-    for e in std::fs::read_dir(src.join("shaders")).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), dst.join("shaders").join(e.file_name())).unwrap();
-    }
-    dst.join("pipelines.json")
-}
-
-/// Appends a comment line to one shader of a copied example: every pipeline using it gets a
-/// new key, the others keep theirs.
-fn edit_shader(script: &Path, name: &str) {
-    let path = script.parent().unwrap().join("shaders").join(name);
-    let mut text = std::fs::read_to_string(&path).unwrap();
-    text.push_str("// edited after the first harvest\n");
-    std::fs::write(path, text).unwrap();
 }
 
 /// Runs `granary harvest SCRIPT -o OUT --json EXTRA...`, expecting success; returns the summary.
@@ -48,16 +25,6 @@ fn harvest_json(script: &Path, out: &Path, extra: &[&str]) -> serde_json::Value 
         .unwrap();
     assert!(o.status.success(), "harvest failed: {}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&o.stdout).unwrap()
-}
-
-/// Every label of the archive names exactly one pipeline, and the archive verifies.
-fn assert_labels_unique(path: &Path) {
-    let ar = Archive::read(path).unwrap();
-    ar.verify().unwrap();
-    let labels = ar.labels().unwrap();
-    let mut names: Vec<&str> = labels.iter().map(|(l, _)| *l).collect();
-    names.dedup();
-    assert_eq!(names.len(), labels.len(), "a label names two pipelines in {}", path.display());
 }
 
 /// The uninterrupted harvest's bytes.
@@ -143,9 +110,7 @@ fn foreign_meta() -> ArchiveMeta {
 #[test]
 fn prune_reports_in_json_and_refuses_other_writer_options() {
     let dir = common::tempdir();
-    let original = copy_example(&dir.path().join("original"));
-    let edited = copy_example(&dir.path().join("edited"));
-    edit_shader(&edited, "postprocess.wgsl");
+    let (original, edited) = common::original_and_edited(dir.path(), "postprocess.wgsl");
     let a = dir.path().join("a.granary");
     let n = harvest_json(&original, &a, &[])["pipelines"].as_u64().unwrap();
 

@@ -4,11 +4,10 @@
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
+use common::EXAMPLE;
 use granary::archive::Archive;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
 
 /// `granary ARGS` with neither shard-index variable set, plus `env`.
 fn granary_env(args: &[&str], env: &[(&str, &str)]) -> Output {

@@ -5,11 +5,10 @@
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
+use common::EXAMPLE;
 use granary_archive::{Section, FIXED_HEADER, SECTION_ROW};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
 
 fn granary(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_granary")).args(args).output().expect("run granary")

@@ -7,12 +7,11 @@
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
+use common::EXAMPLE;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::process::Command;
-
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
 
 fn traced(dir: &Path, name: &str, extra: &[&str]) -> (Value, Value) {
     let (out, trace) = (dir.join(format!("{name}.granary")), dir.join(format!("{name}.json")));

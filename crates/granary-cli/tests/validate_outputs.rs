@@ -7,13 +7,12 @@
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
+use common::EXAMPLE;
 use granary::archive::Archive;
 use granary::descriptor::{ShaderStage, Target};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
 
 fn granary(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_granary")).args(args).output().expect("run granary")

@@ -7,6 +7,7 @@
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
+use common::EXAMPLE;
 use granary::archive::{Archive, WriteEntry};
 use granary::descriptor::PipelineDescriptor;
 use granary::script::Script;
@@ -14,7 +15,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
 const EXAMPLE_PIPELINES: usize = 335;
 
 fn bin() -> PathBuf {
@@ -48,6 +48,25 @@ fn harvest(script: &str, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> (i
     let summary = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("summary JSON ({e}): {}", String::from_utf8_lossy(&o.stderr)));
     (o.status.code().unwrap_or(-1), summary)
+}
+
+/// Runs `granary prune ARCHIVE --script SCRIPT -o OUT --json`, expecting success; returns the
+/// report.
+fn prune(archive: &Path, script: &Path, out: &Path) -> Value {
+    let o = granary(
+        &[
+            "prune",
+            archive.to_str().unwrap(),
+            "--script",
+            script.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 /// The archive re-encoded without its device sections: what the `none` backend writes.
@@ -314,31 +333,15 @@ fn prune_recognises_a_shard_harvested_with_expand_unspecialized() {
     );
     assert_eq!(code, 0, "{s}");
     assert!(s["variants"].as_u64().unwrap() > 0, "{s}");
-    let prune = |script: &Path, out: &Path| -> Value {
-        let o = granary(
-            &[
-                "prune",
-                shard.to_str().unwrap(),
-                "--script",
-                script.to_str().unwrap(),
-                "-o",
-                out.to_str().unwrap(),
-                "--json",
-            ],
-            &[],
-        );
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        serde_json::from_slice(&o.stdout).unwrap()
-    };
     let out = dir.path().join("pruned.granary");
-    let r = prune(&path, &out);
+    let r = prune(&shard, &path, &out);
     assert_eq!((r["expanded"].as_bool(), r["shard"]["index"].as_u64()), (Some(true), Some(0)), "{r}");
     assert_eq!(r["shard"]["pipelines"], s["shard"]["pipelines"], "{r}");
     assert_eq!((r["dropped"].as_u64(), r["missing"].as_array().map(Vec::len)), (Some(0), Some(0)), "{r}");
     assert!(std::fs::read(&out).unwrap() == std::fs::read(&shard).unwrap(), "pruned to itself, variants and all");
     let pruned = Archive::read(&out).unwrap();
     assert!(pruned.labels().unwrap().iter().any(|(l, _)| l.contains('@')), "shard 0 holds variants");
-    let r = prune(&plain, &out);
+    let r = prune(&shard, &plain, &out);
     assert!(r["shard"].is_null() && r["shard_dropped"].is_string() && r["expanded"] == false, "{r}");
     assert_eq!(Archive::read(&out).unwrap().shard(), None);
 
@@ -512,12 +515,7 @@ fn prune_keeps_the_variants_of_an_unsharded_expanded_harvest() {
     assert_eq!(code, 0, "{s}");
     assert!(s["variants"].as_u64().unwrap() > 0, "{s}");
     let pruned = dir.path().join("pruned.granary");
-    let o = granary(
-        &["prune", out.to_str().unwrap(), "--script", path.to_str().unwrap(), "-o", pruned.to_str().unwrap(), "--json"],
-        &[],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = prune(&out, &path, &pruned);
     assert_eq!(r["expanded"], true, "{r}");
     assert_eq!((r["dropped"].as_u64(), r["missing"].as_array().map(Vec::len)), (Some(0), Some(0)), "{r}");
     assert_eq!(std::fs::read(&pruned).unwrap(), std::fs::read(&out).unwrap(), "pruned to itself, variants and all");
@@ -526,19 +524,7 @@ fn prune_keeps_the_variants_of_an_unsharded_expanded_harvest() {
     let (code, s) = harvest(path.to_str().unwrap(), &libs, &["--backend", "vulkan", "-j", "2"], &[]);
     assert_eq!(code, 0, "{s}");
     if s["variants"].as_u64() == Some(0) {
-        let o = granary(
-            &[
-                "prune",
-                libs.to_str().unwrap(),
-                "--script",
-                path.to_str().unwrap(),
-                "-o",
-                pruned.to_str().unwrap(),
-                "--json",
-            ],
-            &[],
-        );
-        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let r = prune(&libs, &path, &pruned);
         assert_eq!((r["expanded"].as_bool(), r["dropped"].as_u64()), (Some(false), Some(0)), "{r}");
         assert_eq!(std::fs::read(&pruned).unwrap(), std::fs::read(&libs).unwrap());
     }

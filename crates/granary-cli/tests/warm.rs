@@ -8,13 +8,13 @@
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
+use common::EXAMPLE;
 use granary::archive::{Archive, ArchiveMeta, DeviceBinaries, DeviceCache, DeviceIdentity, WriteEntry};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
 const EXAMPLE_PIPELINES: u64 = 335;
 /// Pipelines of the example whose colour output is unspecialized (captured as libraries).
 const EXAMPLE_LIBRARIES: u64 = 202;

@@ -23,3 +23,20 @@
 pub mod bench;
 pub mod stress;
 pub mod workload;
+
+use granary::capture::Capture;
+use granary::compiler::CompilerOptions;
+use granary::descriptor::TargetSet;
+use std::sync::Arc;
+
+/// The compiler options every bench pass and stress run uses: SPIR-V only, at most `threads`
+/// tasks at once, stage functions memoised, recording into `capture`.
+pub(crate) fn spirv_options(threads: usize, capture: Option<Arc<Capture>>) -> CompilerOptions {
+    CompilerOptions {
+        targets: TargetSet::SPIRV,
+        max_concurrent_tasks: Some(threads),
+        capture,
+        cache_functions: true,
+        ..Default::default()
+    }
+}

@@ -1,8 +1,11 @@
 //! The seed-scale workload generator: determinism, shape, and that everything it writes
 //! compiles and links.
 
+#[path = "../../granary/tests/common/mod.rs"]
+mod common;
+
 use granary::descriptor::{stage_key, KeyContext, MaybeSpecialized, PipelineDescriptor, ShaderStage};
-use granary::harvest::{harvest, HarvestOptions};
+use granary::harvest::harvest;
 use granary::script::Script;
 use granary_lab::workload::{seed_scale, GenError, GenSummary, SeedScaleOptions};
 use std::collections::{BTreeMap, HashSet};
@@ -143,23 +146,8 @@ fn small_workload_has_the_requested_shape() {
 }
 
 fn harvest_all(dir: &Path, summary: &GenSummary) {
-    let h = harvest(
-        &HarvestOptions {
-            script: summary.script.clone(),
-            output: dir.join("out.granary"),
-            threads: 2,
-            targets: granary::descriptor::TargetSet::SPIRV,
-            profile: granary::frontend::Profile::default_profile(),
-            flush_every: None,
-            resume: false,
-            isolate: None,
-            require_all_targets: false,
-            backend: None,
-            trace: None,
-        },
-        &|_| {},
-    )
-    .expect("harvest runs");
+    let h =
+        harvest(&common::harvest_options(&summary.script, &dir.join("out.granary")), &|_| {}).expect("harvest runs");
     for f in &h.failures {
         eprintln!("{} [{}]: {}", f.pipeline, f.phase, f.message);
     }

@@ -210,6 +210,16 @@ fn damaged_or_crafted_device_sections_are_refused_or_load_exactly_the_intact_pip
             }
         }
     };
+    // Every device cache's data, edited by `f`.
+    let cache_edit = |f: fn(&mut Vec<u8>)| {
+        move |_: &mut Vec<granary_archive::WriteEntry>, meta: &mut granary_archive::ArchiveMeta| {
+            for c in meta.device_caches.iter_mut() {
+                let mut b = c.data.bytes().to_vec();
+                f(&mut b);
+                *c = DeviceCache { device: c.device.clone(), data: granary_archive::Blob::new(b) };
+            }
+        }
+    };
     mutants.push((
         "identity: driver_version + 1".into(),
         craft(&intact, identity_edit(|i| i.driver_version += 1)),
@@ -227,28 +237,26 @@ fn damaged_or_crafted_device_sections_are_refused_or_load_exactly_the_intact_pip
     ));
     mutants.push((
         "cache: another vendor in the header".into(),
-        craft(&intact, |_, meta| {
-            for c in meta.device_caches.iter_mut() {
-                let mut b = c.data.bytes().to_vec();
+        craft(
+            &intact,
+            cache_edit(|b| {
                 if b.len() >= 12 {
                     b[8] ^= 0x55;
                 }
-                *c = DeviceCache { device: c.device.clone(), data: granary_archive::Blob::new(b) };
-            }
-        }),
+            }),
+        ),
         true,
     ));
     mutants.push((
         "cache: header size past the data".into(),
-        craft(&intact, |_, meta| {
-            for c in meta.device_caches.iter_mut() {
-                let mut b = c.data.bytes().to_vec();
+        craft(
+            &intact,
+            cache_edit(|b| {
                 if b.len() >= 4 {
                     b[..4].copy_from_slice(&u32::MAX.to_le_bytes());
                 }
-                *c = DeviceCache { device: c.device.clone(), data: granary_archive::Blob::new(b) };
-            }
-        }),
+            }),
+        ),
         true,
     ));
     let forge = |entries: &mut Vec<granary_archive::WriteEntry>| {
@@ -275,21 +283,7 @@ fn damaged_or_crafted_device_sections_are_refused_or_load_exactly_the_intact_pip
     ));
     mutants.push((
         "binaries: a forged set with a forged pipeline key".into(),
-        craft(&intact, |entries, _| {
-            for e in entries.iter_mut() {
-                for b in e.binaries.iter_mut() {
-                    let forged = BinarySet {
-                        flags: b.set.flags,
-                        pipeline_key: vec![7; 20],
-                        binaries: vec![DeviceBinary {
-                            key: vec![1; 20],
-                            data: granary_archive::Blob::new(vec![0xcc; 64]),
-                        }],
-                    };
-                    *b = DeviceBinaries { device: b.device.clone(), set: Arc::new(forged) };
-                }
-            }
-        }),
+        craft(&intact, |entries, _| forge(entries)),
         true,
     ));
 

@@ -6,28 +6,11 @@
 
 mod common;
 
+use common::{assert_labels_unique, copy_example, edit_shader, harvest_options, EXAMPLE};
 use granary::archive::{self, Archive};
 use granary::descriptor::{Target, TargetSet};
 use granary::harvest::{harvest, prune, HarvestOptions, HarvestSummary};
 use std::path::{Path, PathBuf};
-
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
-
-fn options(script: &Path, out: &Path) -> HarvestOptions {
-    HarvestOptions {
-        script: script.to_path_buf(),
-        output: out.to_path_buf(),
-        threads: 2,
-        targets: TargetSet::SPIRV,
-        profile: granary::frontend::Profile::default_profile(),
-        flush_every: None,
-        resume: false,
-        isolate: None,
-        require_all_targets: false,
-        backend: None,
-        trace: None,
-    }
-}
 
 fn run(opts: &HarvestOptions) -> HarvestSummary {
     let s = harvest(opts, &|_| {}).expect("harvest");
@@ -35,45 +18,14 @@ fn run(opts: &HarvestOptions) -> HarvestSummary {
     s
 }
 
-/// Copies the bundled example (script and shaders) into `dir`; returns the script's path.
-fn copy_example(dir: &Path) -> PathBuf {
-    let src = Path::new(EXAMPLE).parent().unwrap();
-    let dst = dir.join("renderer");
-    std::fs::create_dir_all(dst.join("shaders")).unwrap();
-    std::fs::copy(EXAMPLE, dst.join("pipelines.json")).unwrap();
-    for e in std::fs::read_dir(src.join("shaders")).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), dst.join("shaders").join(e.file_name())).unwrap();
-    }
-    dst.join("pipelines.json")
-}
-
-/// Appends a comment line to one shader of a copied example: every pipeline using it gets a
-/// new key, the others keep theirs.
-fn edit_shader(script: &Path, name: &str) {
-    let path = script.parent().unwrap().join("shaders").join(name);
-    let mut text = std::fs::read_to_string(&path).unwrap();
-    text.push_str("// edited after the first harvest\n");
-    std::fs::write(path, text).unwrap();
-}
-
-/// Every label of the archive names exactly one pipeline, and the archive verifies.
-fn assert_labels_unique(path: &Path) {
-    let ar = Archive::read(path).unwrap();
-    ar.verify().unwrap();
-    let labels = ar.labels().unwrap();
-    let mut names: Vec<&str> = labels.iter().map(|(l, _)| *l).collect();
-    names.dedup();
-    assert_eq!(names.len(), labels.len(), "a label names two pipelines in {}", path.display());
-}
-
 #[test]
 fn one_thread_and_eight_with_flushes_write_byte_identical_archives() {
     let dir = common::tempdir();
     let (a, b) = (dir.path().join("j1.granary"), dir.path().join("j8.granary"));
     let targets = TargetSet::of(&[Target::Spirv, Target::Msl]);
-    let s1 = run(&HarvestOptions { threads: 1, targets, ..options(Path::new(EXAMPLE), &a) });
-    let s8 = run(&HarvestOptions { threads: 8, targets, flush_every: Some(25), ..options(Path::new(EXAMPLE), &b) });
+    let s1 = run(&HarvestOptions { threads: 1, targets, ..harvest_options(Path::new(EXAMPLE), &a) });
+    let s8 =
+        run(&HarvestOptions { threads: 8, targets, flush_every: Some(25), ..harvest_options(Path::new(EXAMPLE), &b) });
     assert_eq!(s1.pipelines, s8.pipelines);
     assert!(s8.flushes >= 1, "flushes happened during the 8-thread run");
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
@@ -87,16 +39,16 @@ fn resume_after_editing_a_shader_equals_a_fresh_harvest_of_the_edited_script() {
     let dir = common::tempdir();
     let script = copy_example(dir.path());
     let out = dir.path().join("out.granary");
-    let first = run(&options(&script, &out));
+    let first = run(&harvest_options(&script, &out));
     let n = first.pipelines;
     assert_eq!(first.archive_pipelines, n);
     edit_shader(&script, "postprocess.wgsl");
-    let s = run(&HarvestOptions { resume: true, ..options(&script, &out) });
+    let s = run(&HarvestOptions { resume: true, ..harvest_options(&script, &out) });
     assert!(s.dropped > 0 && s.dropped < n, "some but not all pipelines use the edited shader: {}", s.dropped);
     assert_eq!(s.resumed + s.dropped, n, "every pipeline not using the shader was kept");
     assert_eq!((s.archive_pipelines, s.succeeded), (n, n));
     let fresh = dir.path().join("fresh.granary");
-    run(&options(&script, &fresh));
+    run(&harvest_options(&script, &fresh));
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&fresh).unwrap(), "resumed archive equals a fresh harvest");
     assert_labels_unique(&out);
 }
@@ -107,18 +59,18 @@ fn resume_takes_labels_from_the_current_script() {
     let dir = common::tempdir();
     let script = copy_example(dir.path());
     let out = dir.path().join("out.granary");
-    run(&options(&script, &out));
+    run(&harvest_options(&script, &out));
     let mut doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&script).unwrap()).unwrap();
     let old = doc["pipelines"][0]["label"].as_str().unwrap().to_string();
     doc["pipelines"][0]["label"] = serde_json::Value::String(format!("{old}/renamed"));
     std::fs::write(&script, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
-    let s = run(&HarvestOptions { resume: true, ..options(&script, &out) });
+    let s = run(&HarvestOptions { resume: true, ..harvest_options(&script, &out) });
     assert_eq!((s.resumed, s.dropped), (s.pipelines, 0), "a label is not part of a key");
     let ar = Archive::read(&out).unwrap();
     assert!(ar.lookup_label(&old).unwrap().is_none(), "the old label is gone");
     assert!(ar.lookup_label(&format!("{old}/renamed")).unwrap().is_some());
     let fresh = dir.path().join("fresh.granary");
-    run(&options(&script, &fresh));
+    run(&harvest_options(&script, &fresh));
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&fresh).unwrap());
 }
 
@@ -129,13 +81,11 @@ fn resume_takes_labels_from_the_current_script() {
 #[test]
 fn prune_keeps_exactly_what_the_script_produces() {
     let dir = common::tempdir();
-    let original = copy_example(&dir.path().join("original"));
-    let edited = copy_example(&dir.path().join("edited"));
-    edit_shader(&edited, "postprocess.wgsl");
+    let (original, edited) = common::original_and_edited(dir.path(), "postprocess.wgsl");
     let a = dir.path().join("a.granary");
     let e = dir.path().join("e.granary");
-    let n = run(&options(&original, &a)).pipelines;
-    run(&options(&edited, &e));
+    let n = run(&harvest_options(&original, &a)).pipelines;
+    run(&harvest_options(&edited, &e));
     // The union: every original entry with its labels, every edited one without labels (so
     // no label names two pipelines; prune must supply the edited script's labels).
     let mut union = Archive::read(&a).unwrap().entries().unwrap();
@@ -196,7 +146,7 @@ fn merged_shards_are_byte_identical_to_a_plain_harvest_for_1_to_4_shards() {
     use granary::harvest::{harvest_shard, shard::ShardSpec};
     let dir = common::tempdir();
     let full = dir.path().join("full.granary");
-    let summary = run(&options(Path::new(EXAMPLE), &full));
+    let summary = run(&harvest_options(Path::new(EXAMPLE), &full));
     assert!(summary.shard.is_none(), "an unsharded summary has no shard");
     let full_bytes = std::fs::read(&full).unwrap();
     let full_archive = Archive::open(&full).unwrap();
@@ -207,8 +157,12 @@ fn merged_shards_are_byte_identical_to_a_plain_harvest_for_1_to_4_shards() {
         let mut paths = Vec::new();
         for i in 0..n {
             let p = dir.path().join(format!("shard-{i}-of-{n}.granary"));
-            let s = harvest_shard(&options(Path::new(EXAMPLE), &p), Some(ShardSpec { index: i, count: n }), &|_| {})
-                .expect("shard harvest");
+            let s = harvest_shard(
+                &harvest_options(Path::new(EXAMPLE), &p),
+                Some(ShardSpec { index: i, count: n }),
+                &|_| {},
+            )
+            .expect("shard harvest");
             assert_eq!(s.failed, 0);
             let a = Archive::open(&p).unwrap();
             a.verify().unwrap();
@@ -242,7 +196,7 @@ fn every_example_pipeline_is_found_by_descriptor_and_label_with_fresh_outputs() 
     let dir = common::tempdir();
     let out = dir.path().join("r.granary");
     let targets = TargetSet::of(&[Target::Spirv, Target::Hlsl]);
-    let summary = run(&HarvestOptions { targets, ..options(Path::new(EXAMPLE), &out) });
+    let summary = run(&HarvestOptions { targets, ..harvest_options(Path::new(EXAMPLE), &out) });
     let script = granary::script::Script::load(Path::new(EXAMPLE)).unwrap();
     assert!(script.pipelines.len() >= 200, "the example is a few hundred pipelines");
     assert_eq!(summary.succeeded, script.pipelines.len());

@@ -14,7 +14,6 @@ mod bench;
 mod device_args;
 mod devices;
 mod export_mtl4;
-mod gen;
 mod harvest;
 mod import_foz;
 mod inspect;
@@ -65,7 +64,7 @@ enum Command {
     /// Combine archives into one (deterministic; duplicates stored once).
     Merge(inspect::MergeArgs),
     /// Write a synthetic workload (a pipelines script and its shaders) for benchmarks.
-    Gen(gen::GenArgs),
+    Gen(workload::GenArgs),
     /// Copy every intact pipeline of a damaged archive into a new one and report what was lost
     /// (a shard archive stays that shard).
     Salvage(salvage::SalvageArgs),
@@ -107,7 +106,7 @@ pub fn main() -> i32 {
         Command::Extract(a) => inspect::extract(a),
         Command::Sign(a) => sign::run(a),
         Command::Merge(a) => inspect::merge(a),
-        Command::Gen(a) => gen::run(a),
+        Command::Gen(a) => workload::run(a),
         Command::Salvage(a) => salvage::run(a),
         Command::Prune(a) => prune::run(a),
         Command::Plan(a) => plan::run(a),

@@ -269,14 +269,8 @@ pub fn run_device(
 }
 
 /// The pass with the median wall time (the upper median for an even count).
-fn median_pass(mut v: Vec<Pass>) -> Pass {
-    v.sort_by_key(|p| p.timing.wall);
-    let i = v.len() / 2;
-    if i < v.len() {
-        v.swap_remove(i)
-    } else {
-        Pass::default()
-    }
+fn median_pass(v: Vec<Pass>) -> Pass {
+    super::stats::upper_median_by(v, |p| p.timing.wall)
 }
 
 #[cfg(test)]

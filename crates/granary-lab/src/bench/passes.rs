@@ -3,8 +3,8 @@
 
 use granary::backend::{Backend, BackendReport, NoneBackend};
 use granary::capture::Capture;
-use granary::compiler::{CompileError, Compiler, CompilerOptions};
-use granary::descriptor::{KeyContext, PipelineDescriptor, StageKey, TargetSet};
+use granary::compiler::{CompileError, Compiler};
+use granary::descriptor::{KeyContext, PipelineDescriptor, StageKey};
 use granary::harvest::{plan, run_plan};
 use granary::measure::thread_cpu_time;
 use std::collections::HashMap;
@@ -98,16 +98,7 @@ pub(crate) fn compiler(threads: usize, capture: Option<Arc<Capture>>) -> Compile
 }
 
 fn compiler_on(threads: usize, capture: Option<Arc<Capture>>, backend: Arc<dyn Backend>) -> Compiler {
-    Compiler::with_backend(
-        CompilerOptions {
-            targets: TargetSet::SPIRV,
-            max_concurrent_tasks: Some(threads),
-            capture,
-            cache_functions: true,
-            ..Default::default()
-        },
-        backend,
-    )
+    Compiler::with_backend(crate::spirv_options(threads, capture), backend)
 }
 
 /// Runs `work(i)` for i in 0..n on `threads` threads pulling from one cursor; the wall time

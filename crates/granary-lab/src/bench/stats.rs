@@ -167,10 +167,21 @@ pub(crate) fn micros(mut v: Vec<Duration>) -> Micros {
     Micros { p50: at(0.5), p99: at(0.99), max: at(1.0) }
 }
 
+/// The element of `v` with the median `key` (the upper median for an even count; ties keep
+/// their order); the default for an empty `v`.
+pub(crate) fn upper_median_by<T: Default, K: Ord>(mut v: Vec<T>, key: impl FnMut(&T) -> K) -> T {
+    v.sort_by_key(key);
+    let i = v.len() / 2;
+    if i < v.len() {
+        v.swap_remove(i)
+    } else {
+        T::default()
+    }
+}
+
 /// The timing with the median wall time (the upper median for an even count).
-pub(crate) fn median_wall(mut v: Vec<Timing>) -> Timing {
-    v.sort_by_key(|t| t.wall);
-    v.get(v.len() / 2).copied().unwrap_or_default()
+pub(crate) fn median_wall(v: Vec<Timing>) -> Timing {
+    upper_median_by(v, |t| t.wall)
 }
 
 #[cfg(test)]

@@ -92,6 +92,18 @@ impl<'a> Run<'a> {
     }
 }
 
+/// The bytes of `archives` merged into one; a failed merge is a violation (naming `what` was
+/// merged) and gives no bytes.
+fn merged(run: &Run<'_>, archives: &[Archive], what: &str) -> Vec<u8> {
+    match merge(archives) {
+        Ok((entries, meta)) => encode(&entries, &meta),
+        Err(e) => {
+            run.violation(format!("merging {what} failed: {e}"));
+            Vec::new()
+        }
+    }
+}
+
 fn join_all<T>(run: &Run<'_>, handles: Vec<std::thread::ScopedJoinHandle<'_, T>>) {
     for h in handles {
         if let Err(p) = h.join() {
@@ -263,13 +275,7 @@ fn rotate(run: &Run<'_>, threads: usize, k: usize, mix: bool) -> Vec<u8> {
     let last = current.into_inner().unwrap_or_else(|p| p.into_inner());
     rotate_now(last);
     let archives = pieces.into_inner().unwrap_or_else(|p| p.into_inner());
-    match merge(&archives) {
-        Ok((entries, meta)) => encode(&entries, &meta),
-        Err(e) => {
-            run.violation(format!("merging the pieces failed: {e}"));
-            Vec::new()
-        }
-    }
+    merged(run, &archives, "the pieces")
 }
 
 fn per_thread(run: &Run<'_>, threads: usize) -> Vec<u8> {
@@ -293,11 +299,5 @@ fn per_thread(run: &Run<'_>, threads: usize) -> Vec<u8> {
         join_all(run, hs);
     });
     let pieces = pieces.into_inner().unwrap_or_else(|p| p.into_inner());
-    match merge(&pieces) {
-        Ok((entries, meta)) => encode(&entries, &meta),
-        Err(e) => {
-            run.violation(format!("merging per-thread archives failed: {e}"));
-            Vec::new()
-        }
-    }
+    merged(run, &pieces, "per-thread archives")
 }

@@ -7,8 +7,8 @@ use crate::workload::{seed_scale, SeedScaleOptions};
 use granary::archive::{encode, portable_meta, DeviceIdentity, WriteEntry};
 use granary::backend::Backend;
 use granary::capture::{Capture, CaptureMode};
-use granary::compiler::{CompileError, Compiler, CompilerOptions};
-use granary::descriptor::{PipelineDescriptor, PipelineKey, TargetSet};
+use granary::compiler::{CompileError, Compiler};
+use granary::descriptor::{PipelineDescriptor, PipelineKey};
 use granary::script::Script;
 use serde::Serialize;
 use std::collections::HashSet;
@@ -67,13 +67,7 @@ impl Workload {
 }
 
 pub(crate) fn compiler(capture: Option<Arc<Capture>>, threads: usize, backend: Option<Arc<dyn Backend>>) -> Compiler {
-    let options = CompilerOptions {
-        targets: TargetSet::SPIRV,
-        max_concurrent_tasks: Some(threads),
-        capture,
-        cache_functions: true,
-        ..Default::default()
-    };
+    let options = crate::spirv_options(threads, capture);
     match backend {
         Some(b) => Compiler::with_backend(options, b),
         None => Compiler::new(options),

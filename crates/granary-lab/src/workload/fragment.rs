@@ -3,7 +3,7 @@
 
 use super::catalog::{Entry, FS_FORWARD, FS_GBUFFER, FS_LAYERED, FS_MASKED, FS_UNLIT};
 use super::rng::Rng;
-use super::wgsl::{lit, vec3};
+use super::wgsl::{lit, near_identity_columns, vec3};
 
 /// One generated fragment library.
 pub(crate) struct FragmentLibrary {
@@ -397,12 +397,7 @@ pub(crate) fn fragment_library(index: usize, rng: &mut Rng) -> FragmentLibrary {
 fn grade_fn(rng: &mut Rng) -> String {
     let mut s = String::from("\nfn grade(c: vec3<f32>) -> vec3<f32> {\n");
     s.push_str(&format!("    var g = c * {};\n", lit(rng.coef(0.6, 1.6))));
-    let col = |rng: &mut Rng, i: usize| {
-        let mut v = [rng.coef(-0.08, 0.08), rng.coef(-0.08, 0.08), rng.coef(-0.08, 0.08)];
-        v[i] += 1.0;
-        vec3(v)
-    };
-    let (c0, c1, c2) = (col(rng, 0), col(rng, 1), col(rng, 2));
+    let (c0, c1, c2) = near_identity_columns(rng, 0.08);
     s.push_str(&format!("    g = mat3x3<f32>({c0}, {c1}, {c2}) * g;\n"));
     for _ in 0..rng.below(4) {
         match rng.below(4) {

@@ -108,37 +108,29 @@ impl State {
     }
 }
 
-fn attr(location: u32, format: VertexFormat, offset: u64) -> VertexAttribute {
-    VertexAttribute { location, format, offset }
+/// One buffer of `stride` bytes stepping per `step`, with its attributes as (location,
+/// format, offset).
+fn buffer(stride: u64, step: StepMode, attributes: &[(u32, VertexFormat, u64)]) -> VertexBufferLayout {
+    VertexBufferLayout {
+        stride,
+        step,
+        attributes: attributes
+            .iter()
+            .map(|&(location, format, offset)| VertexAttribute { location, format, offset })
+            .collect(),
+    }
 }
 
 /// Vertex buffers feeding a vertex entry point's inputs: full-precision or packed mesh data,
 /// plus a skinning stream or an instance-rate buffer. Float inputs get float (or normalized)
 /// formats, `u32` inputs uint formats.
 pub(crate) fn vertex_buffers(inputs: VertexInputs, rng: &mut Rng) -> Vec<VertexBufferLayout> {
+    use StepMode::{Instance, Vertex};
     use VertexFormat::*;
     let mesh = if rng.chance(0.6) {
-        VertexBufferLayout {
-            stride: 48,
-            step: StepMode::Vertex,
-            attributes: vec![
-                attr(0, Float32x3, 0),
-                attr(1, Float32x3, 12),
-                attr(2, Float32x2, 24),
-                attr(3, Float32x4, 32),
-            ],
-        }
+        buffer(48, Vertex, &[(0, Float32x3, 0), (1, Float32x3, 12), (2, Float32x2, 24), (3, Float32x4, 32)])
     } else {
-        VertexBufferLayout {
-            stride: 24,
-            step: StepMode::Vertex,
-            attributes: vec![
-                attr(0, Float32x3, 0),
-                attr(1, Snorm8x4, 12),
-                attr(3, Snorm8x4, 16),
-                attr(2, Float16x2, 20),
-            ],
-        }
+        buffer(24, Vertex, &[(0, Float32x3, 0), (1, Snorm8x4, 12), (3, Snorm8x4, 16), (2, Float16x2, 20)])
     };
     let mut out = vec![mesh];
     match inputs {
@@ -149,24 +141,20 @@ pub(crate) fn vertex_buffers(inputs: VertexInputs, rng: &mut Rng) -> Vec<VertexB
                 1 => (Unorm16x4, 8),
                 _ => (Float32x4, 16),
             };
-            out.push(VertexBufferLayout {
-                stride: joint_bytes + weight_bytes,
-                step: StepMode::Vertex,
-                attributes: vec![attr(4, joints, 0), attr(5, weights, joint_bytes)],
-            });
+            out.push(buffer(joint_bytes + weight_bytes, Vertex, &[(4, joints, 0), (5, weights, joint_bytes)]));
         }
-        VertexInputs::Instanced => out.push(VertexBufferLayout {
-            stride: 72,
-            step: StepMode::Instance,
-            attributes: vec![
-                attr(6, Float32x4, 0),
-                attr(7, Float32x4, 16),
-                attr(8, Float32x4, 32),
-                attr(9, Float32x4, 48),
-                attr(10, Unorm8x4, 64),
-                attr(11, Uint32, 68),
+        VertexInputs::Instanced => out.push(buffer(
+            72,
+            Instance,
+            &[
+                (6, Float32x4, 0),
+                (7, Float32x4, 16),
+                (8, Float32x4, 32),
+                (9, Float32x4, 48),
+                (10, Unorm8x4, 64),
+                (11, Uint32, 68),
             ],
-        }),
+        )),
         VertexInputs::Mesh | VertexInputs::None => {}
     }
     out

@@ -3,7 +3,7 @@
 
 use super::catalog::{Entry, VS_INSTANCED, VS_MORPH, VS_SKINNED, VS_STATIC};
 use super::rng::Rng;
-use super::wgsl::{lit, vec3};
+use super::wgsl::{lit, near_identity_columns, vec3};
 
 /// One generated vertex library.
 pub(crate) struct VertexLibrary {
@@ -263,12 +263,7 @@ fn uv_fn(rng: &mut Rng) -> String {
 /// A per-library colour transform: a 3×3 matrix, a lift and 0–3 extra steps.
 fn color_fn(rng: &mut Rng) -> String {
     let mut s = String::from("\nfn color_grade(c: vec4<f32>) -> vec4<f32> {\n");
-    let col = |rng: &mut Rng, i: usize| {
-        let mut v = [rng.coef(-0.1, 0.1), rng.coef(-0.1, 0.1), rng.coef(-0.1, 0.1)];
-        v[i] += 1.0;
-        vec3(v)
-    };
-    let (c0, c1, c2) = (col(rng, 0), col(rng, 1), col(rng, 2));
+    let (c0, c1, c2) = near_identity_columns(rng, 0.1);
     s.push_str(&format!("    var rgb = mat3x3<f32>({c0}, {c1}, {c2}) * c.rgb;\n"));
     s.push_str(&format!("    rgb += {};\n", vec3([rng.coef(0.0, 0.05), rng.coef(0.0, 0.05), rng.coef(0.0, 0.05)])));
     for _ in 0..rng.below(4) {

@@ -33,6 +33,16 @@ pub fn expected() -> Vec<String> {
         .collect()
 }
 
+/// Says that a test skipped for want of a Vulkan driver (`why`); a failure instead under
+/// `GRANARY_REQUIRE_VULKAN=1`. The caller then returns without checking anything.
+pub fn no_driver(why: impl std::fmt::Display) {
+    assert!(
+        std::env::var("GRANARY_REQUIRE_VULKAN").map_or(true, |v| v != "1"),
+        "no Vulkan device and GRANARY_REQUIRE_VULKAN=1 requires one: {why}"
+    );
+    eprintln!("SKIPPED: no Vulkan driver ({why}); this test checked nothing");
+}
+
 /// Fails (naming the package) when the driver could not be opened because validation was
 /// asked for and the layer is missing; returns for any other error (the caller's skip rules
 /// apply).
@@ -100,11 +110,7 @@ pub fn backend() -> Option<granary_vulkan::VulkanBackend> {
         Ok(b) => Some(b),
         Err(e) => {
             fail_if_layer_missing(&e);
-            assert!(
-                std::env::var("GRANARY_REQUIRE_VULKAN").map_or(true, |v| v != "1"),
-                "no Vulkan device and GRANARY_REQUIRE_VULKAN=1 requires one: {e}"
-            );
-            eprintln!("SKIPPED: no Vulkan driver ({e}); this test checked nothing");
+            no_driver(&e);
             None
         }
     }

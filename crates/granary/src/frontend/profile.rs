@@ -79,53 +79,34 @@ const DEFAULT_GLSL: TargetProfile = TargetProfile { version: (4, 50), capabiliti
 /// The profile used when none is named.
 pub const DEFAULT_PROFILE: &str = "default";
 
+/// A profile that keeps the `default` settings for every target (SPIR-V for Vulkan 1.1):
+/// the profiles below name only what they change.
+const fn with_defaults(name: &'static str, description: &'static str) -> Profile {
+    Profile {
+        name,
+        description,
+        spirv_env: "vulkan1.1",
+        spirv: DEFAULT_SPIRV,
+        msl: DEFAULT_MSL,
+        hlsl: DEFAULT_HLSL,
+        glsl: DEFAULT_GLSL,
+    }
+}
+
 /// Every profile granary knows, `default` first.
 pub static PROFILES: &[Profile] = &[
+    with_defaults(DEFAULT_PROFILE, "SPIR-V 1.3 for Vulkan 1.1, MSL 2.4, HLSL shader model 6.0, GLSL 450"),
+    with_defaults("vulkan1.1", "the Vulkan 1.1 baseline: SPIR-V 1.3 (other targets as default)"),
     Profile {
-        name: DEFAULT_PROFILE,
-        description: "SPIR-V 1.3 for Vulkan 1.1, MSL 2.4, HLSL shader model 6.0, GLSL 450",
-        spirv_env: "vulkan1.1",
-        spirv: DEFAULT_SPIRV,
-        msl: DEFAULT_MSL,
-        hlsl: DEFAULT_HLSL,
-        glsl: DEFAULT_GLSL,
-    },
-    Profile {
-        name: "vulkan1.1",
-        description: "the Vulkan 1.1 baseline: SPIR-V 1.3 (other targets as default)",
-        spirv_env: "vulkan1.1",
-        spirv: DEFAULT_SPIRV,
-        msl: DEFAULT_MSL,
-        hlsl: DEFAULT_HLSL,
-        glsl: DEFAULT_GLSL,
-    },
-    Profile {
-        name: "vulkan1.3",
-        description: "the Vulkan 1.3 baseline: SPIR-V 1.6 (other targets as default)",
         spirv_env: "vulkan1.3",
         spirv: TargetProfile { version: (1, 6), capabilities: VULKAN_1_1 },
-        msl: DEFAULT_MSL,
-        hlsl: DEFAULT_HLSL,
-        glsl: DEFAULT_GLSL,
+        ..with_defaults("vulkan1.3", "the Vulkan 1.3 baseline: SPIR-V 1.6 (other targets as default)")
     },
     Profile {
-        name: "metal3-apple",
-        description: "Metal 3 on Apple silicon: MSL 3.0 (other targets as default)",
-        spirv_env: "vulkan1.1",
-        spirv: DEFAULT_SPIRV,
         msl: TargetProfile { version: (3, 0), capabilities: METAL_3_APPLE },
-        hlsl: DEFAULT_HLSL,
-        glsl: DEFAULT_GLSL,
+        ..with_defaults("metal3-apple", "Metal 3 on Apple silicon: MSL 3.0 (other targets as default)")
     },
-    Profile {
-        name: "d3d12-sm6.0",
-        description: "D3D12 shader model 6.0 (other targets as default)",
-        spirv_env: "vulkan1.1",
-        spirv: DEFAULT_SPIRV,
-        msl: DEFAULT_MSL,
-        hlsl: DEFAULT_HLSL,
-        glsl: DEFAULT_GLSL,
-    },
+    with_defaults("d3d12-sm6.0", "D3D12 shader model 6.0 (other targets as default)"),
 ];
 
 impl Profile {

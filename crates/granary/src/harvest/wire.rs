@@ -136,13 +136,20 @@ pub(crate) const ANSWER_LOST_TARGETS: u8 = 2;
 /// Answer tag: a retiring worker's pipeline-cache data (only between requests).
 pub(crate) const ANSWER_CACHE: u8 = 3;
 
-/// A parent → worker message: header and payload.
-pub(crate) fn message_header(tag: u8, len: usize) -> Vec<u8> {
-    let mut h = Vec::with_capacity(MESSAGE_HEADER);
-    h.extend_from_slice(b"GP");
+/// The first eight bytes both headers share: `magic`, `tag`, then zeros to an 8-byte
+/// boundary; `capacity` is the whole header's size.
+fn header_start(capacity: usize, magic: &[u8; 2], tag: u8) -> Vec<u8> {
+    let mut h = Vec::with_capacity(capacity);
+    h.extend_from_slice(magic);
     h.push(tag);
     h.push(0);
     h.extend_from_slice(&[0; 4]);
+    h
+}
+
+/// A parent → worker message: header and payload.
+pub(crate) fn message_header(tag: u8, len: usize) -> Vec<u8> {
+    let mut h = header_start(MESSAGE_HEADER, b"GP", tag);
     h.extend_from_slice(&(len as u64).to_le_bytes());
     h
 }
@@ -229,11 +236,7 @@ pub(crate) fn read_message(input: &mut impl Read) -> std::io::Result<Option<(u8,
 /// The header of a worker → parent frame: `tag` answering pipeline `index`, this process's
 /// resident memory, and a payload of `len` bytes.
 pub(crate) fn frame_header(tag: u8, index: usize, len: u64) -> Vec<u8> {
-    let mut f = Vec::with_capacity(FRAME_HEADER);
-    f.extend_from_slice(b"GW");
-    f.push(tag);
-    f.push(0);
-    f.extend_from_slice(&[0; 4]);
+    let mut f = header_start(FRAME_HEADER, b"GW", tag);
     f.extend_from_slice(&(index as u64).to_le_bytes());
     f.extend_from_slice(&crate::measure::current_rss_bytes().to_le_bytes());
     f.extend_from_slice(&len.to_le_bytes());

@@ -201,3 +201,98 @@ pub fn fault_markers(dir: &std::path::Path, action: &str) -> Vec<(u32, String)> 
     found.sort();
     found
 }
+
+/// The bundled example's script (`examples/renderer/pipelines.json`; every crate of the
+/// workspace sits two folders below the root, so the path holds for each that includes this).
+pub const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/renderer/pipelines.json");
+
+/// Copies the bundled example (script and shaders) into `dir/folder`; with `shader_text`,
+/// every shader is replaced by that text instead of copied. Returns the script's path.
+pub fn copy_example_as(dir: &std::path::Path, folder: &str, shader_text: Option<&str>) -> std::path::PathBuf {
+    let src = std::path::Path::new(EXAMPLE).parent().expect("the example has a folder");
+    let dst = dir.join(folder);
+    std::fs::create_dir_all(dst.join("shaders")).expect("create the copy's folders");
+    std::fs::copy(EXAMPLE, dst.join("pipelines.json")).expect("copy the example's script");
+    for e in std::fs::read_dir(src.join("shaders")).expect("read the example's shaders") {
+        let e = e.expect("a shader entry");
+        let to = dst.join("shaders").join(e.file_name());
+        match shader_text {
+            Some(text) => std::fs::write(to, text).expect("write a replaced shader"),
+            None => {
+                std::fs::copy(e.path(), to).expect("copy a shader");
+            }
+        }
+    }
+    dst.join("pipelines.json")
+}
+
+/// Copies the bundled example (script and shaders) into `dir`; returns the script's path.
+pub fn copy_example(dir: &std::path::Path) -> std::path::PathBuf {
+    copy_example_as(dir, "renderer", None)
+}
+
+/// Appends a comment line to one shader of a copied example: every pipeline using it gets a
+/// new key, the others keep theirs.
+pub fn edit_shader(script: &std::path::Path, name: &str) {
+    let path = script.parent().expect("the script has a folder").join("shaders").join(name);
+    let mut text = std::fs::read_to_string(&path).expect("read the shader");
+    text.push_str("// edited after the first harvest\n");
+    std::fs::write(path, text).expect("write the shader");
+}
+
+/// Every label of the archive names exactly one pipeline, and the archive verifies.
+pub fn assert_labels_unique(path: &std::path::Path) {
+    let ar = granary::archive::Archive::read(path).expect("read the archive");
+    ar.verify().expect("the archive verifies");
+    let labels = ar.labels().expect("the archive's labels");
+    let mut names: Vec<&str> = labels.iter().map(|(l, _)| *l).collect();
+    names.dedup();
+    assert_eq!(names.len(), labels.len(), "a label names two pipelines in {}", path.display());
+}
+
+/// Library harvest options for `script` → `out`: two threads, SPIR-V, the default profile,
+/// no flushes, no resume, threads not processes, no device backend, no trace.
+pub fn harvest_options(script: &std::path::Path, out: &std::path::Path) -> granary::harvest::HarvestOptions {
+    granary::harvest::HarvestOptions {
+        script: script.to_path_buf(),
+        output: out.to_path_buf(),
+        threads: 2,
+        targets: TargetSet::SPIRV,
+        profile: granary::frontend::Profile::default_profile(),
+        flush_every: None,
+        resume: false,
+        isolate: None,
+        require_all_targets: false,
+        backend: None,
+        trace: None,
+    }
+}
+
+/// Two copies of the bundled example, in `dir/original` and `dir/edited`, the second with
+/// `shader` edited ([`edit_shader`]); returns their scripts' paths.
+pub fn original_and_edited(dir: &std::path::Path, shader: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let original = copy_example(&dir.join("original"));
+    let edited = copy_example(&dir.join("edited"));
+    edit_shader(&edited, shader);
+    (original, edited)
+}
+
+/// Runs `granary harvest SCRIPT -o OUT --json ARGS...` (with the binary `granary`) under
+/// `GRANARY_FAULT=fault`; returns the exit code and the summary, which must parse.
+pub fn harvest_with_fault(
+    granary: &std::path::Path,
+    script: &std::path::Path,
+    out: &std::path::Path,
+    args: &[&str],
+    fault: &str,
+) -> (Option<i32>, serde_json::Value) {
+    let o = std::process::Command::new(granary)
+        .args(["harvest", &script.display().to_string(), "-o", &out.display().to_string(), "--json"])
+        .args(args)
+        .env("GRANARY_FAULT", fault)
+        .output()
+        .expect("run granary harvest");
+    let summary = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|_| panic!("no summary: {}", String::from_utf8_lossy(&o.stderr)));
+    (o.status.code(), summary)
+}
