@@ -111,8 +111,7 @@ pub fn check(root: &Path) -> Result<Vec<String>, String> {
                     let before_ok =
                         p == 0 || !l.as_bytes()[p - 1].is_ascii_alphanumeric() && l.as_bytes()[p - 1] != b'_';
                     let tail = l[p + 6..].trim_start();
-                    let needs = before_ok && (tail.starts_with('{') || tail.starts_with("impl"))
-                        || before_ok && tail.is_empty();
+                    let needs = before_ok && (tail.starts_with('{') || tail.starts_with("impl") || tail.is_empty());
                     if !needs {
                         continue;
                     }
