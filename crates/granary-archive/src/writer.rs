@@ -117,7 +117,7 @@ impl DeviceAcc<'_> {
 }
 
 /// Why the writer cannot store the device data of `entries` and `meta`, if it cannot: a binary
-/// set [`BinarySet::check`] refuses, more than [`MAX_DEVICES`] devices, more than
+/// set [`BinarySet::check`] refuses, more than `MAX_DEVICES` devices, more than
 /// [`MAX_CACHES_PER_DEVICE`] cache blobs for one device, an identity whose binary key or
 /// strings are over their caps. [`write_entries`](crate::write_entries) and the journal refuse
 /// such input with [`ArchiveError::Incompatible`](crate::ArchiveError::Incompatible);

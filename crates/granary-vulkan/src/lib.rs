@@ -4,7 +4,7 @@
 //! cores, and captures the driver's binaries per device (`VK_KHR_pipeline_binary`), or the
 //! driver's `VkPipelineCache` data where that extension is missing.
 //!
-//! The Vulkan library is loaded at run time ([`vulkanalia`]'s `libloading` loader), so a
+//! The Vulkan library is loaded at run time (`vulkanalia`'s `libloading` loader), so a
 //! program linking this crate starts, and everything that is not Vulkan works, on a machine
 //! without a Vulkan driver: only [`VulkanBackend::open`] and [`list_devices`] fail, with
 //! [`VulkanError::NoLoader`].

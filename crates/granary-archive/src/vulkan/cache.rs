@@ -18,7 +18,7 @@
 //! # What reaches the driver
 //!
 //! Initial data reaches `vkCreatePipelineCache` only after its `VkPipelineCacheHeaderVersionOne`
-//! ([`check_header`]) matches this device: header size at least 32 and within the data,
+//! (`check_header`) matches this device: header size at least 32 and within the data,
 //! header version 1, vendor and device id, `pipelineCacheUUID`. A driver must ignore
 //! mismatching data, but granary does not hand unchecked bytes to a driver.
 
@@ -142,7 +142,7 @@ impl Drop for Cache {
 impl Gpu {
     /// Creates an internally synchronized `VkPipelineCache`, seeded with `initial` (data from
     /// `vkGetPipelineCacheData` of this device). Data whose header does not match this device
-    /// ([`check_header`]) is refused before the driver sees it ([`VulkanError::CacheHeader`]).
+    /// (`check_header`) is refused before the driver sees it ([`VulkanError::CacheHeader`]).
     pub fn pipeline_cache(self: &Arc<Self>, initial: &[u8]) -> Result<Cache, VulkanError> {
         if !initial.is_empty() {
             check_header(initial, &self.info.identity).map_err(|why| VulkanError::CacheHeader { why })?;

@@ -43,7 +43,7 @@ pub struct PhysicalInfo {
     /// The handle (valid while the [`Driver`] lives).
     pub handle: vk::PhysicalDevice,
     /// What decides whether a binary is valid on the device, without the pipeline-binary
-    /// global key (that needs an open device: [`Gpu::global_key`]).
+    /// global key (that needs an open device: [`Gpu::global_key`](super::Gpu::global_key)).
     pub identity: DeviceIdentity,
     /// What it supports of what granary uses.
     pub supports: Supports,
@@ -196,7 +196,7 @@ impl Driver {
         &self.instance
     }
 
-    /// What `physical` is and supports (without the global key: see [`Gpu::global_key`]).
+    /// What `physical` is and supports (without the global key: see [`Gpu::global_key`](super::Gpu::global_key)).
     pub fn physical_device(&self, physical: vk::PhysicalDevice) -> Result<PhysicalInfo, VulkanError> {
         self.query(physical)
     }

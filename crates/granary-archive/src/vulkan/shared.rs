@@ -10,7 +10,7 @@ type Cell<T> = Arc<OnceLock<Result<Arc<T>, String>>>;
 
 /// A map from key to the one shared value made for it.
 ///
-/// Thread safety: `Send + Sync` for `Send + Sync` keys and values. [`get_or_try`] may be
+/// Thread safety: `Send + Sync` for `Send + Sync` keys and values. [`get_or_try`](Shared::get_or_try) may be
 /// called from any number of threads at once: for one key, one caller runs `make` while the
 /// others wait on its once-cell; the map lock is held only to find or insert the cell.
 pub struct Shared<K, T> {
