@@ -18,7 +18,7 @@ mod fragment;
 mod render_json;
 mod rng;
 mod runs;
-mod state;
+mod variety;
 mod vertex;
 mod wgsl;
 
@@ -210,18 +210,18 @@ pub fn seed_scale(opts: &SeedScaleOptions, out_dir: &Path) -> Result<GenSummary,
     let mut rng = root.fork(3);
     let mut popular: Vec<usize> = (0..fragment_fns.len()).collect();
     rng.shuffle(&mut popular);
-    let mut seen: HashSet<(usize, usize, state::State)> = HashSet::with_capacity(opts.pipelines);
+    let mut seen: HashSet<(usize, usize, variety::State)> = HashSet::with_capacity(opts.pipelines);
     let mut bias = vec![0i32; vertex_count];
     let mut fragment_used = vec![false; fragment_fns.len()];
     for (r, (&len, &v)) in plan.lengths.iter().zip(&plan.vertex).enumerate() {
         let vs = vertex_fns[v];
-        let buffers = state::vertex_buffers(libraries[vs.library].entries[vs.entry].inputs, &mut rng);
+        let buffers = variety::vertex_buffers(libraries[vs.library].entries[vs.entry].inputs, &mut rng);
         for i in 0..len {
             let mut tries = 0;
             let (f, st) = loop {
                 let pick = ((popular.len() as f64) * rng.unit().powi(2)) as usize;
                 let f = popular[pick.min(popular.len() - 1)];
-                let mut st = state::State::random(&mut rng);
+                let mut st = variety::State::random(&mut rng);
                 if tries >= 64 {
                     // This vertex function has used up the common combinations: a depth bias
                     // never used with it before keeps the key distinct.

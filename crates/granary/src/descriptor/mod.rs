@@ -13,7 +13,7 @@ pub mod key;
 mod layout;
 mod library;
 mod pipeline;
-mod state;
+mod state_key;
 
 pub use function::{Constant, ConstantId, ConstantValue, FunctionDescriptor};
 pub use granary_archive::{Blob, PipelineEntry, StageEntry, TargetOutputs};
@@ -21,7 +21,7 @@ pub use key::{ContentHash, KeyContext, PipelineKey, StageKey};
 pub use layout::ExplicitLayout;
 pub use library::{Library, SourceKind};
 pub use pipeline::{stage_key, ComputePipelineDescriptor, PipelineDescriptor, RenderPipelineDescriptor};
-pub use state::*;
+pub use state_key::*;
 
 pub use granary_archive::{BindingKind, Immediates, LayoutBinding, PipelineLayout, StageBindingMap, StageMask};
 pub use granary_archive::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};

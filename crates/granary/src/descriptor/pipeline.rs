@@ -4,7 +4,7 @@ use super::function::FunctionDescriptor;
 use super::key::KeyContext;
 use super::key::{Canonical, Encoder, PipelineKey, StageKey};
 use super::layout::ExplicitLayout;
-use super::state::RenderState;
+use granary_archive::RenderState;
 use super::{PipelineKind, ShaderStage};
 
 /// The key of one stage function compiled for `stage` under `ctx`.

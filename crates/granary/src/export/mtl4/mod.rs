@@ -14,7 +14,7 @@
 //! colour attachments and constants, and `names.rs` holds Metal's names for granary's values.
 
 mod names;
-mod state;
+mod metal_state;
 
 pub use names::{blend_factor, blend_op, pixel_format, vertex_format, write_mask};
 
@@ -24,7 +24,7 @@ use crate::script::{Script, ScriptError};
 use granary_archive::{Archive, ArchiveError, PipelineKind, RenderState, ShaderStage, Target, TargetSet};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use state::{constant_value, render_state};
+use metal_state::{constant_value, render_state};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
