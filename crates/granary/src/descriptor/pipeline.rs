@@ -4,8 +4,8 @@ use super::function::FunctionDescriptor;
 use super::key::KeyContext;
 use super::key::{Canonical, Encoder, PipelineKey, StageKey};
 use super::layout::ExplicitLayout;
-use granary_archive::RenderState;
 use super::{PipelineKind, ShaderStage};
+use granary_archive::RenderState;
 
 /// The key of one stage function compiled for `stage` under `ctx`.
 pub fn stage_key(function: &FunctionDescriptor, stage: ShaderStage, ctx: &KeyContext) -> StageKey {

@@ -10,11 +10,11 @@
 //! the pipeline and the reason ([`ExportReport::pipelines`]); a pipeline that cannot be
 //! exported at all is in [`ExportReport::skipped`], never silently left out.
 //!
-//! This module reads the input and writes the script; `state.rs` converts render state,
+//! This module reads the input and writes the script; `metal_state.rs` converts render state,
 //! colour attachments and constants, and `names.rs` holds Metal's names for granary's values.
 
-mod names;
 mod metal_state;
+mod names;
 
 pub use names::{blend_factor, blend_op, pixel_format, vertex_format, write_mask};
 
@@ -22,9 +22,9 @@ use crate::compiler::{Compiler, CompilerOptions};
 use crate::descriptor::{Constant, FunctionDescriptor};
 use crate::script::{Script, ScriptError};
 use granary_archive::{Archive, ArchiveError, PipelineKind, RenderState, ShaderStage, Target, TargetSet};
+use metal_state::{constant_value, render_state};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use metal_state::{constant_value, render_state};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
