@@ -296,3 +296,43 @@ pub fn harvest_with_fault(
         .unwrap_or_else(|_| panic!("no summary: {}", String::from_utf8_lossy(&o.stderr)));
     (o.status.code(), summary)
 }
+
+/// Writes `dir/s.json`, a script of four pipelines in which a stage function one target refuses
+/// costs that target: `plain/back` and `compute` use nothing any target refuses, `half/back`
+/// and `half/none` share a fragment function using `f16` (outside the default profile's GLSL
+/// and SPIR-V capabilities, inside MSL's). Returns its path.
+pub fn lost_target_script(dir: &std::path::Path) -> std::path::PathBuf {
+    const VS: &str =
+        "@vertex fn vs(@location(0) p: vec3<f32>) -> @builtin(position) vec4<f32> { return vec4<f32>(p, 1.0); }";
+    const PLAIN: &str = "@fragment fn fs() -> @location(0) vec4<f32> { return vec4<f32>(1.0); }";
+    const HALF: &str = "enable f16;\n@fragment fn fs() -> @location(0) vec4<f32> { let h: f16 = 0.5h; return vec4<f32>(f32(h * 2.0h)); }";
+    const COMPUTE: &str = "@compute @workgroup_size(1) fn main() {}";
+    let render = |label: &str, fragment: &str, cull: &str| {
+        serde_json::json!({"label": label, "render": {
+            "vertex": {"library": "mesh", "function": "vs"},
+            "fragment": {"library": fragment, "function": "fs"},
+            "vertex_buffers": [{"stride": 12, "step": "vertex", "attributes": [{"location": 0, "format": "float32x3", "offset": 0}]}],
+            "primitive": {"topology": "triangle-list", "cull": cull, "front_face": "ccw"},
+            "color_attachments": [{"format": "rgba8unorm"}],
+            "sample_count": 1
+        }})
+    };
+    let s = serde_json::json!({
+        "granary_script": 1,
+        "libraries": [
+            {"name": "mesh", "kind": "wgsl", "source": VS},
+            {"name": "plain", "kind": "wgsl", "source": PLAIN},
+            {"name": "half", "kind": "wgsl", "source": HALF},
+            {"name": "c", "kind": "wgsl", "source": COMPUTE}
+        ],
+        "pipelines": [
+            render("plain/back", "plain", "back"),
+            render("half/back", "half", "back"),
+            render("half/none", "half", "none"),
+            {"label": "compute", "compute": {"function": {"library": "c", "function": "main"}}}
+        ]
+    });
+    let path = dir.join("s.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&s).expect("the script serialises")).expect("write the script");
+    path
+}
