@@ -151,10 +151,10 @@ fn merge_and_resume_refuse_archives_of_other_targets_naming_them() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("targets=spirv,msl,glsl"));
 }
 
-/// A panic inside one target's writer (naga's GLSL writer has `unreachable!`s some inputs
-/// reach) costs that target of that stage function only: injected with
-/// `GRANARY_FAULT=panic-write:glsl/ENTRY`, the pipelines land with their other targets and the
-/// lost-target record carries the panic message and location; in-process and `--isolate` agree.
+/// A panic inside one target's writer, injected with `GRANARY_FAULT=panic-write:glsl/ENTRY`:
+/// the harvest exits 1, `--json` carries the lost-target records with the panic message and
+/// location, and in-process and `--isolate` agree. (That it costs that target only is also
+/// checked in the library: `granary/tests/panic.rs`.)
 #[test]
 fn a_panic_in_one_targets_writer_costs_that_target_only() {
     let dir = common::tempdir();

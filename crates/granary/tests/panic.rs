@@ -8,20 +8,23 @@
 //! `panic-stage:vs_bad` panics inside the front end's compile of the stage function whose
 //! entry point is `vs_bad`, where a naga panic ("Expression [N] is not cached!") happens;
 //! `panic:vs_ok2/7` panics at that one pipeline's harvest task boundary (the harvest's, not
-//! `Compiler::compile`'s, so the API test does not see it).
+//! `Compiler::compile`'s, so the API test does not see it); `panic-write:glsl/fs_unlit` panics
+//! inside the GLSL writer for the example's `fs_unlit` only (no other test here compiles it or
+//! writes GLSL).
 
 mod common;
 
-use common::{harvest_options, panic_runs, panic_script, PANIC_RUN, PANIC_SHADER};
+use common::{harvest_options, panic_runs, panic_script, EXAMPLE, PANIC_RUN, PANIC_SHADER};
 use granary::archive::Archive;
 use granary::capture::{Capture, CaptureMode};
 use granary::compiler::{CompileError, Compiler, CompilerOptions};
 use granary::descriptor::*;
 use granary::frontend::ShaderErrorKind;
 use granary::harvest::{harvest, HarvestOptions};
+use std::path::Path;
 use std::sync::Arc;
 
-const FAULT: &str = "panic-stage:vs_bad,panic:vs_ok2/7";
+const FAULT: &str = "panic-stage:vs_bad,panic:vs_ok2/7,panic-write:glsl/fs_unlit";
 
 /// The fault facility reads `GRANARY_FAULT` once per process: every test in this file sets the
 /// same value before anything reads it.
@@ -115,4 +118,24 @@ fn harvest_contains_panics_and_one_thread_equals_eight() {
     }
     assert!(archives[0] == archives[1], "1-thread and 8-thread archives differ");
     assert_eq!(failure_lists[0], failure_lists[1], "1 and 8 threads report different failures");
+}
+
+/// A panic inside one target's writer (naga's GLSL writer has `unreachable!`s some inputs
+/// reach) costs that target of that stage function only: the pipelines land with their other
+/// targets, and each lost-target record carries the panic message and location.
+#[test]
+fn a_panic_in_one_targets_writer_costs_that_target_only() {
+    set_fault();
+    let dir = common::tempdir();
+    let out = dir.path().join("a.granary");
+    let targets = TargetSet::of(&[Target::Spirv, Target::Glsl]);
+    let s =
+        harvest(&HarvestOptions { targets, ..harvest_options(Path::new(EXAMPLE), &out) }, &|_| {}).expect("harvest");
+    assert_eq!(s.failed, 0, "{:?}", s.failures);
+    assert!(!s.lost_targets.is_empty(), "the GLSL writer's panic costs GLSL");
+    for l in &s.lost_targets {
+        assert_eq!(l.target.as_deref(), Some("glsl"), "{l:?}");
+        assert!(l.message.contains("injected panic-write fault") && l.message.contains("fault.rs:"), "{}", l.message);
+    }
+    Archive::open(&out).unwrap().verify().unwrap();
 }
