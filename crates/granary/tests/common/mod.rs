@@ -296,3 +296,109 @@ pub fn harvest_with_fault(
         .unwrap_or_else(|_| panic!("no summary: {}", String::from_utf8_lossy(&o.stderr)));
     (o.status.code(), summary)
 }
+
+/// Writes `dir/s.json`, a script of four pipelines in which a stage function one target refuses
+/// costs that target: `plain/back` and `compute` use nothing any target refuses, `half/back`
+/// and `half/none` share a fragment function using `f16` (outside the default profile's GLSL
+/// and SPIR-V capabilities, inside MSL's). Returns its path.
+pub fn lost_target_script(dir: &std::path::Path) -> std::path::PathBuf {
+    const VS: &str =
+        "@vertex fn vs(@location(0) p: vec3<f32>) -> @builtin(position) vec4<f32> { return vec4<f32>(p, 1.0); }";
+    const PLAIN: &str = "@fragment fn fs() -> @location(0) vec4<f32> { return vec4<f32>(1.0); }";
+    const HALF: &str = "enable f16;\n@fragment fn fs() -> @location(0) vec4<f32> { let h: f16 = 0.5h; return vec4<f32>(f32(h * 2.0h)); }";
+    const COMPUTE: &str = "@compute @workgroup_size(1) fn main() {}";
+    let render = |label: &str, fragment: &str, cull: &str| {
+        serde_json::json!({"label": label, "render": {
+            "vertex": {"library": "mesh", "function": "vs"},
+            "fragment": {"library": fragment, "function": "fs"},
+            "vertex_buffers": [{"stride": 12, "step": "vertex", "attributes": [{"location": 0, "format": "float32x3", "offset": 0}]}],
+            "primitive": {"topology": "triangle-list", "cull": cull, "front_face": "ccw"},
+            "color_attachments": [{"format": "rgba8unorm"}],
+            "sample_count": 1
+        }})
+    };
+    let s = serde_json::json!({
+        "granary_script": 1,
+        "libraries": [
+            {"name": "mesh", "kind": "wgsl", "source": VS},
+            {"name": "plain", "kind": "wgsl", "source": PLAIN},
+            {"name": "half", "kind": "wgsl", "source": HALF},
+            {"name": "c", "kind": "wgsl", "source": COMPUTE}
+        ],
+        "pipelines": [
+            render("plain/back", "plain", "back"),
+            render("half/back", "half", "back"),
+            render("half/none", "half", "none"),
+            {"label": "compute", "compute": {"function": {"library": "c", "function": "main"}}}
+        ]
+    });
+    let path = dir.join("s.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&s).expect("the script serialises")).expect("write the script");
+    path
+}
+
+/// Pipelines per run of [`panic_runs`].
+pub const PANIC_RUN: u32 = 1000;
+
+/// The library of [`panic_runs`]: three vertex functions (`vs_bad` is the one tests make panic
+/// with `GRANARY_FAULT=panic-stage:vs_bad`) and one fragment function.
+pub const PANIC_SHADER: &str = r#"
+struct Out { @builtin(position) pos: vec4<f32>, @location(0) c: vec4<f32> };
+@vertex fn vs_ok1(@location(0) p: vec3<f32>) -> Out { var o: Out; o.pos = vec4<f32>(p, 1.0); o.c = vec4<f32>(1.0); return o; }
+@vertex fn vs_bad(@location(0) p: vec3<f32>) -> Out { var o: Out; o.pos = vec4<f32>(p.yxz, 1.0); o.c = vec4<f32>(0.5); return o; }
+@vertex fn vs_ok2(@location(0) p: vec3<f32>) -> Out { var o: Out; o.pos = vec4<f32>(p.zyx, 1.0); o.c = vec4<f32>(0.0); return o; }
+@fragment fn fs(@location(0) c: vec4<f32>) -> @location(0) vec4<f32> { return c; }
+"#;
+
+/// Pipeline `i` of the run sharing vertex function `vs` (label `vs/i`, depth bias `i`).
+fn panic_pipeline(lib: &std::sync::Arc<Library>, vs: &str, i: u32) -> PipelineDescriptor {
+    PipelineDescriptor::Render(RenderPipelineDescriptor {
+        label: Some(format!("{vs}/{i}")),
+        vertex: FunctionDescriptor::library(lib.clone(), vs),
+        fragment: Some(FunctionDescriptor::library(lib.clone(), "fs")),
+        state: opaque_state(
+            vec![VertexBufferLayout {
+                stride: 12,
+                step: StepMode::Vertex,
+                attributes: vec![VertexAttribute { location: 0, format: VertexFormat::Float32x3, offset: 0 }],
+            }],
+            i as i32,
+        ),
+        layout: None,
+    })
+}
+
+/// Three runs of [`PANIC_RUN`] pipelines; the middle run shares the panicking vertex function.
+pub fn panic_runs(lib: &std::sync::Arc<Library>) -> Vec<PipelineDescriptor> {
+    ["vs_ok1", "vs_bad", "vs_ok2"]
+        .iter()
+        .flat_map(|vs| (0..PANIC_RUN).map(move |i| panic_pipeline(lib, vs, i)))
+        .collect()
+}
+
+/// Writes [`panic_runs`] as a script, `dir/pipelines.json` beside `dir/lib.wgsl`; returns its path.
+pub fn panic_script(dir: &std::path::Path) -> std::path::PathBuf {
+    std::fs::write(dir.join("lib.wgsl"), PANIC_SHADER).expect("test fixture");
+    let lib = Library::wgsl("lib", PANIC_SHADER);
+    let list = panic_runs(&lib);
+    let pipelines: Vec<serde_json::Value> = list
+        .iter()
+        .map(|d| {
+            let PipelineDescriptor::Render(r) = d else { unreachable!() };
+            let (FunctionDescriptor::Library { name, .. }, i) = (&r.vertex, r.state.depth_stencil.as_ref().expect("test fixture").depth_bias) else {
+                unreachable!()
+            };
+            serde_json::json!({"label": r.label, "render": {
+                "vertex": {"library": "lib", "function": name},
+                "fragment": {"library": "lib", "function": "fs"},
+                "vertex_buffers": [{"stride": 12, "step": "vertex", "attributes": [{"location": 0, "format": "float32x3", "offset": 0}]}],
+                "color_attachments": [{}],
+                "depth_stencil": {"format": "depth32float", "depth_write": true, "depth_compare": "less", "depth_bias": i}
+            }})
+        })
+        .collect();
+    let script = serde_json::json!({"granary_script": 1, "libraries": [{"name": "lib", "path": "lib.wgsl"}], "pipelines": pipelines});
+    let path = dir.join("pipelines.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&script).expect("test fixture")).expect("test fixture");
+    path
+}

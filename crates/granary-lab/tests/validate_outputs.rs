@@ -2,21 +2,22 @@
 //! and every GLSL output passes `glslangValidator`, on the bundled example and on a
 //! scaled-down seed workload. In CI (and with `GRANARY_REQUIRE_TOOLS=1`) the tools are
 //! required and a missing tool fails the test; elsewhere a missing tool makes the test say
-//! SKIPPED on stderr (see `common::tool_available`).
+//! SKIPPED on stderr (see `common::tool_available`). Driven through the library
+//! (`granary::harvest`, `granary_lab::workload::seed_scale`); it lives here, not in
+//! `granary/tests`, because the seed workload's generator is this crate's.
 
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
 
 use common::EXAMPLE;
 use granary::archive::Archive;
-use granary::descriptor::{ShaderStage, Target};
+use granary::descriptor::{ShaderStage, Target, TargetSet};
+use granary::frontend::Profile;
+use granary::harvest::{harvest, HarvestOptions};
+use granary_lab::workload::{seed_scale, SeedScaleOptions};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-
-fn granary(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_granary")).args(args).output().expect("run granary")
-}
 
 /// Whether both validators can run (see `common::tool_available`).
 fn tools() -> bool {
@@ -25,22 +26,15 @@ fn tools() -> bool {
 
 /// Harvests `script` for every target under `profile`; returns the distinct outputs per
 /// target with their stage and one pipeline label that has them.
-fn outputs(script: &str, profile: &str, dir: &Path) -> BTreeMap<(u8, Vec<u8>), (ShaderStage, String)> {
-    let out = dir.join(format!("{profile}.granary"));
-    let o = granary(&[
-        "harvest",
-        script,
-        "-o",
-        out.to_str().unwrap(),
-        "--targets",
-        "spirv,glsl",
-        "--profile",
+fn outputs(script: &Path, profile: &'static Profile, dir: &Path) -> BTreeMap<(u8, Vec<u8>), (ShaderStage, String)> {
+    let out = dir.join(format!("{}.granary", profile.name));
+    let opts = HarvestOptions {
+        targets: TargetSet::of(&[Target::Spirv, Target::Glsl]),
         profile,
-        "-q",
-        "-j",
-        "2",
-    ]);
-    assert!(o.status.success(), "harvest failed: {}", String::from_utf8_lossy(&o.stderr));
+        ..common::harvest_options(script, &out)
+    };
+    let summary = harvest(&opts, &|_| {}).expect("harvest");
+    assert_eq!(summary.failed, 0, "harvest failed: {:?}", summary.failures);
     let a = Archive::open(&out).unwrap();
     let mut m = BTreeMap::new();
     for p in a.iter() {
@@ -91,7 +85,7 @@ fn invalid(outputs: &BTreeMap<(u8, Vec<u8>), (ShaderStage, String)>, env: &str, 
     (n, bad)
 }
 
-fn check(script: &str, dir: &Path) {
+fn check(script: &Path, dir: &Path) {
     // The validator must reject a broken module, or a pass below would mean nothing.
     let junk = BTreeMap::from([((Target::Spirv as u8, vec![7u8; 20]), (ShaderStage::Vertex, "junk".to_string()))]);
     assert_eq!(invalid(&junk, "vulkan1.1", dir).1.len(), 1, "spirv-val accepted garbage");
@@ -103,7 +97,7 @@ fn check(script: &str, dir: &Path) {
             continue;
         }
         seen.push(k);
-        let outs = outputs(script, profile.name, dir);
+        let outs = outputs(script, profile, dir);
         assert!(!outs.is_empty());
         let (n, bad) = invalid(&outs, profile.spirv_env, dir);
         assert!(bad.is_empty(), "profile {}: {} of {n} outputs invalid:\n{}", profile.name, bad.len(), bad.join("\n"));
@@ -116,7 +110,7 @@ fn example_outputs_are_valid() {
         return;
     }
     let dir = common::tempdir();
-    check(EXAMPLE, dir.path());
+    check(Path::new(EXAMPLE), dir.path());
 }
 
 #[test]
@@ -126,18 +120,7 @@ fn seed_workload_outputs_are_valid() {
     }
     let dir = common::tempdir();
     let seed = dir.path().join("seed");
-    let o = granary(&[
-        "gen",
-        "seed-scale",
-        "--pipelines",
-        "300",
-        "--vertex-functions",
-        "150",
-        "--max-run",
-        "50",
-        "-o",
-        seed.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    check(seed.join("pipelines.json").to_str().unwrap(), dir.path());
+    let opts = SeedScaleOptions { pipelines: 300, vertex_functions: 150, max_run: 50, seed: 1 };
+    let summary = seed_scale(&opts, &seed).expect("generate the seed workload");
+    check(&summary.script, dir.path());
 }
