@@ -1,5 +1,5 @@
 //! loom models of the concurrency core. Run with
-//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release --test loom`
+//! `RUSTFLAGS="--cfg loom" cargo test --test loom --target-dir target/loom --profile loom`
 //! (`.ci/run` does). Under `--cfg loom` the crate's `sync` module is built on loom's `Mutex`
 //! and `Condvar`, so these models check the shipped code under every interleaving.
 #![cfg(loom)]
