@@ -36,6 +36,15 @@ stored_enum!(
         AccelerationStructure = 9 => "acceleration_structure",
         /// An external (video) texture.
         ExternalTexture = 10 => "external_texture",
+        /// A Vulkan combined image sampler (GLSL's `sampler2D`; DXC's
+        /// `[[vk::combinedImageSampler]]` pairs).
+        CombinedImageSampler = 11 => "combined_image_sampler",
+        /// A uniform texel buffer (HLSL's `Buffer<T>`).
+        UniformTexelBuffer = 12 => "uniform_texel_buffer",
+        /// A storage texel buffer (HLSL's `RWBuffer<T>`).
+        StorageTexelBuffer = 13 => "storage_texel_buffer",
+        /// A subpass input attachment.
+        InputAttachment = 14 => "input_attachment",
     }
 );
 
@@ -44,8 +53,8 @@ stored_enum!(
 pub struct StageMask(pub u8);
 
 impl StageMask {
-    /// Every valid bit.
-    pub const ALL: u8 = 0b111;
+    /// Every valid bit (one per [`ShaderStage`]).
+    pub const ALL: u8 = 0xFF;
     /// The set holding only `stage`.
     pub fn of(stage: ShaderStage) -> Self {
         StageMask(1 << stage as u8)
@@ -60,9 +69,7 @@ impl StageMask {
     }
     /// The stages in the set, in stage order.
     pub fn stages(self) -> impl Iterator<Item = ShaderStage> {
-        [ShaderStage::Vertex, ShaderStage::Fragment, ShaderStage::Compute]
-            .into_iter()
-            .filter(move |s| self.contains(*s))
+        ShaderStage::ALL.into_iter().filter(move |s| self.contains(*s))
     }
 }
 

@@ -10,6 +10,16 @@ stored_enum!(
         Fragment = 1 => "fragment",
         /// Compute stage.
         Compute = 2 => "compute",
+        /// Tessellation control stage (Vulkan's `TESSELLATION_CONTROL`; HLSL's hull shader).
+        TessellationControl = 3 => "tessellation_control",
+        /// Tessellation evaluation stage (HLSL's domain shader).
+        TessellationEvaluation = 4 => "tessellation_evaluation",
+        /// Geometry stage.
+        Geometry = 5 => "geometry",
+        /// Task stage (`VK_EXT_mesh_shader`; HLSL's amplification shader).
+        Task = 6 => "task",
+        /// Mesh stage (`VK_EXT_mesh_shader`).
+        Mesh = 7 => "mesh",
     }
 );
 

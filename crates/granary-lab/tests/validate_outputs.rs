@@ -63,6 +63,11 @@ fn invalid(outputs: &BTreeMap<(u8, Vec<u8>), (ShaderStage, String)>, env: &str, 
             (false, ShaderStage::Vertex) => "vert",
             (false, ShaderStage::Fragment) => "frag",
             (false, ShaderStage::Compute) => "comp",
+            (false, ShaderStage::TessellationControl) => "tesc",
+            (false, ShaderStage::TessellationEvaluation) => "tese",
+            (false, ShaderStage::Geometry) => "geom",
+            (false, ShaderStage::Task) => "task",
+            (false, ShaderStage::Mesh) => "mesh",
         };
         let path = dir.join(format!("{i}.{ext}"));
         std::fs::write(&path, bytes).unwrap();

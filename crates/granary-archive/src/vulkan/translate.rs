@@ -233,6 +233,11 @@ pub fn stage_flag(s: ShaderStage) -> vk::ShaderStageFlags {
         ShaderStage::Vertex => vk::ShaderStageFlags::VERTEX,
         ShaderStage::Fragment => vk::ShaderStageFlags::FRAGMENT,
         ShaderStage::Compute => vk::ShaderStageFlags::COMPUTE,
+        ShaderStage::TessellationControl => vk::ShaderStageFlags::TESSELLATION_CONTROL,
+        ShaderStage::TessellationEvaluation => vk::ShaderStageFlags::TESSELLATION_EVALUATION,
+        ShaderStage::Geometry => vk::ShaderStageFlags::GEOMETRY,
+        ShaderStage::Task => vk::ShaderStageFlags::TASK_EXT,
+        ShaderStage::Mesh => vk::ShaderStageFlags::MESH_EXT,
     }
 }
 
@@ -277,6 +282,10 @@ pub fn layout_desc(layout: &PipelineLayout) -> Result<LayoutDesc, String> {
             BindingKind::SampledTexture => vk::DescriptorType::SAMPLED_IMAGE,
             BindingKind::StorageTexture | BindingKind::ReadOnlyStorageTexture => vk::DescriptorType::STORAGE_IMAGE,
             BindingKind::Sampler | BindingKind::ComparisonSampler => vk::DescriptorType::SAMPLER,
+            BindingKind::CombinedImageSampler => vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
+            BindingKind::UniformTexelBuffer => vk::DescriptorType::UNIFORM_TEXEL_BUFFER,
+            BindingKind::StorageTexelBuffer => vk::DescriptorType::STORAGE_TEXEL_BUFFER,
+            BindingKind::InputAttachment => vk::DescriptorType::INPUT_ATTACHMENT,
             other => {
                 return Err(format!(
                     "@group({}) @binding({}): {} bindings are not supported by the Vulkan backend",

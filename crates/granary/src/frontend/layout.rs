@@ -195,9 +195,13 @@ pub fn assign(
             UniformBuffer | StorageBuffer | ReadOnlyStorageBuffer | AccelerationStructure => {
                 (MslClass::Buffer, next(&mut buf, "Metal buffers")?)
             }
-            SampledTexture | StorageTexture | ReadOnlyStorageTexture => {
-                (MslClass::Texture, next(&mut tex, "Metal textures")?)
-            }
+            SampledTexture
+            | StorageTexture
+            | ReadOnlyStorageTexture
+            | CombinedImageSampler
+            | UniformTexelBuffer
+            | StorageTexelBuffer
+            | InputAttachment => (MslClass::Texture, next(&mut tex, "Metal textures")?),
             Sampler | ComparisonSampler => (MslClass::Sampler, next(&mut smp, "Metal samplers")?),
             ExternalTexture => {
                 return Err(format!(
@@ -208,8 +212,11 @@ pub fn assign(
         };
         let hlsl_class = match b.kind {
             UniformBuffer => b'b',
-            StorageBuffer | StorageTexture => b'u',
+            StorageBuffer | StorageTexture | StorageTexelBuffer => b'u',
             ReadOnlyStorageBuffer
+            | CombinedImageSampler
+            | UniformTexelBuffer
+            | InputAttachment
             | SampledTexture
             | ReadOnlyStorageTexture
             | AccelerationStructure
@@ -239,8 +246,10 @@ pub fn assign(
         let glsl_binding = match b.kind {
             UniformBuffer => Some(next_n(&mut ubo, n, "GLSL uniform blocks")?),
             StorageBuffer | ReadOnlyStorageBuffer => Some(next_n(&mut ssbo, n, "GLSL storage blocks")?),
-            SampledTexture | ExternalTexture => Some(next_n(&mut gtex, n, "GLSL textures")?),
-            StorageTexture | ReadOnlyStorageTexture => Some(next_n(&mut img, n, "GLSL images")?),
+            SampledTexture | ExternalTexture | CombinedImageSampler | UniformTexelBuffer | InputAttachment => {
+                Some(next_n(&mut gtex, n, "GLSL textures")?)
+            }
+            StorageTexture | ReadOnlyStorageTexture | StorageTexelBuffer => Some(next_n(&mut img, n, "GLSL images")?),
             Sampler | ComparisonSampler | AccelerationStructure => None,
         };
         slots.push(SlotAssignment {

@@ -240,7 +240,7 @@ impl Frontend {
             crate::fault::at_stage_function(entry);
             let union = self.profile.union_capabilities(self.targets);
             let spec = specialize::specialize(&parsed, union, &file, entry, stage, &f.resolved_constants())?;
-            let naga_stage = parse::naga_stage(stage);
+            let naga_stage = parse::naga_stage(stage).ok_or_else(|| parse::no_naga_stage(&file, stage))?;
             let resources = layout::reflect(&spec.module, &spec.info, entry, naga_stage, stage, &file)?;
             let mut outputs = TargetOutputs::default();
             let mut target_failures = Vec::new();

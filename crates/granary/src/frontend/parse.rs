@@ -13,12 +13,25 @@ pub struct ParsedLibrary {
     pub info: naga::valid::ModuleInfo,
 }
 
-pub(crate) fn naga_stage(s: ShaderStage) -> naga::ShaderStage {
-    match s {
+/// naga's stage for `s`; `None` for the stages naga has no IR for (tessellation, geometry).
+pub(crate) fn naga_stage(s: ShaderStage) -> Option<naga::ShaderStage> {
+    Some(match s {
         ShaderStage::Vertex => naga::ShaderStage::Vertex,
         ShaderStage::Fragment => naga::ShaderStage::Fragment,
         ShaderStage::Compute => naga::ShaderStage::Compute,
-    }
+        ShaderStage::Task => naga::ShaderStage::Task,
+        ShaderStage::Mesh => naga::ShaderStage::Mesh,
+        ShaderStage::TessellationControl | ShaderStage::TessellationEvaluation | ShaderStage::Geometry => return None,
+    })
+}
+
+/// The error for a stage naga cannot compile from WGSL or GLSL.
+pub(crate) fn no_naga_stage(file: &str, stage: ShaderStage) -> ShaderError {
+    ShaderError::new(
+        file,
+        ShaderErrorKind::EntryPoint,
+        format!("naga has no {stage} stage: give {stage} functions as SPIR-V"),
+    )
 }
 
 pub(crate) fn granary_stage(s: naga::ShaderStage) -> Option<ShaderStage> {
@@ -51,7 +64,7 @@ pub fn parse_library(lib: &Library, capabilities: Capabilities) -> Result<Parsed
             let stage = lib
                 .glsl_stage()
                 .ok_or_else(|| ShaderError::new(&file, ShaderErrorKind::Parse, "GLSL library has no stage"))?;
-            let options = naga::front::glsl::Options::from(naga_stage(stage));
+            let options = naga::front::glsl::Options::from(naga_stage(stage).ok_or_else(|| no_naga_stage(&file, stage))?);
             naga::front::glsl::Frontend::default().parse(&options, src).map_err(|errs| {
                 let first = errs.errors.first();
                 let message = errs.errors.iter().map(|e| e.kind.to_string()).collect::<Vec<_>>().join("; ");

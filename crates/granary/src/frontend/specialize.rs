@@ -115,7 +115,7 @@ pub fn specialize<'a>(
     let (module, info) = naga::back::pipeline_constants::process_overrides(
         module,
         &parsed.info,
-        Some((naga_stage(stage), entry)),
+        Some((naga_stage(stage).ok_or_else(|| super::parse::no_naga_stage(file, stage))?, entry)),
         &pipeline_constants,
     )
     .map_err(|e| err(ShaderErrorKind::Constant, format!("override processing failed: {e}")))?;

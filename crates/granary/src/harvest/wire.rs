@@ -11,7 +11,7 @@
 //!   `SCRIPT` on the command line only names it in messages; the worker reads no file.
 //! - tag 1, *library*: one library the next request needs, sent once per worker before the
 //!   first request that uses it: `u8` kind (0 WGSL, 1 GLSL, 2 SPIR-V), `u8` GLSL stage
-//!   (0 vertex, 1 fragment, 2 compute, 255 none), `u32` LE name length, the name (UTF-8),
+//!   (the stage's stored number, `ShaderStage as u8`, or 255 none), `u32` LE name length, the name (UTF-8),
 //!   `u32` LE origin length, the origin path (UTF-8; empty: none), then the source bytes to
 //!   the end of the payload. These are the bytes the parent read, so the worker compiles
 //!   exactly what the parent planned, whatever happens to the files meanwhile.
@@ -165,9 +165,7 @@ pub(crate) fn encode_library(lib: &Library) -> Vec<u8> {
         SourceKind::Spirv => 2,
     });
     out.push(match lib.glsl_stage() {
-        Some(ShaderStage::Vertex) => 0,
-        Some(ShaderStage::Fragment) => 1,
-        Some(ShaderStage::Compute) => 2,
+        Some(s) => s as u8,
         None => 255,
     });
     out.extend_from_slice(&(name.len() as u32).to_le_bytes());
@@ -187,11 +185,8 @@ pub(crate) fn decode_library(p: &[u8]) -> Option<Arc<Library>> {
         _ => return None,
     };
     let stage = match p.get(1)? {
-        0 => Some(ShaderStage::Vertex),
-        1 => Some(ShaderStage::Fragment),
-        2 => Some(ShaderStage::Compute),
         255 => None,
-        _ => return None,
+        &s => Some(ShaderStage::from_u32(u32::from(s))?),
     };
     let mut at = 2usize;
     let mut field = || -> Option<&[u8]> {
