@@ -124,6 +124,7 @@ mod fault;
 mod format;
 mod key;
 mod layout;
+pub mod native;
 #[allow(unsafe_code)] // memory-maps the archive (`Archive::open`)
 mod reader;
 mod render_state;

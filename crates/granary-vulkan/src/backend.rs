@@ -214,6 +214,9 @@ impl VulkanBackend {
         let render_state = match desc {
             PipelineDescriptor::Render(r) => Some(&r.state),
             PipelineDescriptor::Compute(_) => None,
+            PipelineDescriptor::Native(_) => {
+                return Err("ISSUE21-TODO: native Vulkan pipelines are not built by this backend yet".into())
+            }
         };
         // What the pipeline needs of the device's enabled features, before any driver call.
         check_features(&self.gpu, layout, render_state)?;

@@ -124,6 +124,7 @@ pub fn pipeline_entry(
     let state = match desc {
         PipelineDescriptor::Render(r) => Some(Blob::new(r.state.encode().map_err(|e| e.message)?)),
         PipelineDescriptor::Compute(_) => None,
+        PipelineDescriptor::Native(n) => Some(Blob::new(n.state.encode())),
     };
     Ok(PipelineEntry {
         key: desc.key_with_stage_keys(&stage_keys),

@@ -12,6 +12,7 @@ mod function;
 pub mod key;
 mod layout;
 mod library;
+mod native;
 mod pipeline;
 mod state_key;
 
@@ -20,6 +21,7 @@ pub use granary_archive::{Blob, PipelineEntry, StageEntry, TargetOutputs};
 pub use key::{ContentHash, KeyContext, PipelineKey, StageKey};
 pub use layout::ExplicitLayout;
 pub use library::{Library, SourceKind};
+pub use native::{native_stage_key, NativePipelineDescriptor, NativeStage};
 pub use pipeline::{stage_key, ComputePipelineDescriptor, PipelineDescriptor, RenderPipelineDescriptor};
 pub use state_key::*;
 

@@ -4,11 +4,17 @@ use super::function::FunctionDescriptor;
 use super::key::KeyContext;
 use super::key::{Canonical, Encoder, PipelineKey, StageKey};
 use super::layout::ExplicitLayout;
+use super::native::NativePipelineDescriptor;
 use super::{PipelineKind, ShaderStage};
 use granary_archive::RenderState;
 
 /// The key of one stage function compiled for `stage` under `ctx`.
 pub fn stage_key(function: &FunctionDescriptor, stage: ShaderStage, ctx: &KeyContext) -> StageKey {
+    StageKey(stage_key_encoder(function, stage, ctx).finish())
+}
+
+/// The encoding [`stage_key`] hashes, for keys that append to it.
+pub(super) fn stage_key_encoder(function: &FunctionDescriptor, stage: ShaderStage, ctx: &KeyContext) -> Encoder {
     let mut e = Encoder::new(b"stage");
     let (library, entry) = function.base();
     e.u128(library.hash().0);
@@ -16,7 +22,7 @@ pub fn stage_key(function: &FunctionDescriptor, stage: ShaderStage, ctx: &KeyCon
     e.u8(stage as u8);
     function.resolved_constants().encode(&mut e);
     e.u128(ctx.target_options);
-    StageKey(e.finish())
+    e
 }
 
 /// A render pipeline (Metal's `MTL4RenderPipelineDescriptor`, Vulkan's graphics pipeline
@@ -55,6 +61,8 @@ pub enum PipelineDescriptor {
     Render(RenderPipelineDescriptor),
     /// A compute pipeline.
     Compute(ComputePipelineDescriptor),
+    /// A pipeline in the native Vulkan form (any graphics stages, or compute).
+    Native(NativePipelineDescriptor),
 }
 
 impl PipelineDescriptor {
@@ -63,6 +71,7 @@ impl PipelineDescriptor {
         match self {
             PipelineDescriptor::Render(r) => r.label.as_deref(),
             PipelineDescriptor::Compute(c) => c.label.as_deref(),
+            PipelineDescriptor::Native(n) => n.label.as_deref(),
         }
     }
 
@@ -71,6 +80,8 @@ impl PipelineDescriptor {
         match self {
             PipelineDescriptor::Render(_) => PipelineKind::Render,
             PipelineDescriptor::Compute(_) => PipelineKind::Compute,
+            PipelineDescriptor::Native(n) if n.state.is_compute() => PipelineKind::Compute,
+            PipelineDescriptor::Native(_) => PipelineKind::Render,
         }
     }
 
@@ -79,6 +90,7 @@ impl PipelineDescriptor {
         match self {
             PipelineDescriptor::Render(r) => r.layout.as_deref(),
             PipelineDescriptor::Compute(c) => c.layout.as_deref(),
+            PipelineDescriptor::Native(_) => None,
         }
     }
 
@@ -93,6 +105,7 @@ impl PipelineDescriptor {
                 v
             }
             PipelineDescriptor::Compute(c) => vec![(ShaderStage::Compute, &c.compute)],
+            PipelineDescriptor::Native(n) => n.stages.iter().map(|s| (s.stage, &s.function)).collect(),
         }
     }
 
@@ -103,18 +116,29 @@ impl PipelineDescriptor {
     pub fn needs_libraries(&self) -> bool {
         match self {
             PipelineDescriptor::Render(r) => r.state.is_unspecialized(),
-            PipelineDescriptor::Compute(_) => false,
+            PipelineDescriptor::Compute(_) | PipelineDescriptor::Native(_) => false,
         }
     }
 
     /// The pipeline key under `ctx`.
     pub fn key(&self, ctx: &KeyContext) -> PipelineKey {
-        let stage_keys: Vec<StageKey> = self.stages().iter().map(|(s, f)| stage_key(f, *s, ctx)).collect();
-        self.key_with_stage_keys(&stage_keys)
+        self.key_with_stage_keys(&self.stage_keys(ctx))
+    }
+
+    /// The stage keys under `ctx`, in [`Self::stages`] order (a native stage's key covers its
+    /// specialization, [`super::native::native_stage_key`]).
+    pub fn stage_keys(&self, ctx: &KeyContext) -> Vec<StageKey> {
+        match self {
+            PipelineDescriptor::Native(n) => n.stage_keys(ctx),
+            _ => self.stages().iter().map(|(s, f)| stage_key(f, *s, ctx)).collect(),
+        }
     }
 
     /// The pipeline key given already computed stage keys (in [`Self::stages`] order).
     pub fn key_with_stage_keys(&self, stage_keys: &[StageKey]) -> PipelineKey {
+        if let PipelineDescriptor::Native(n) = self {
+            return n.key_with_stage_keys(stage_keys);
+        }
         let mut e = Encoder::new(b"pipeline");
         e.u8(self.kind() as u8);
         e.u64(stage_keys.len() as u64);

@@ -252,6 +252,7 @@ pub fn script_json(pipelines: &[(Option<String>, &PipelineDescriptor)]) -> Strin
                 compute: None,
                 layout: r.layout.as_deref().map(raw_layout),
             },
+            PipelineDescriptor::Native(_) => unimplemented!("ISSUE21-TODO: the native form's script spelling"),
             PipelineDescriptor::Compute(c) => RawPipeline {
                 label: label.clone(),
                 render: None,

@@ -256,6 +256,13 @@ pub fn export_script(path: &Path, out: &Path) -> Result<ExportReport, Mtl4Error>
         let state = match desc {
             crate::descriptor::PipelineDescriptor::Render(r) => Some(r.state.clone()),
             crate::descriptor::PipelineDescriptor::Compute(_) => None,
+            crate::descriptor::PipelineDescriptor::Native(_) => {
+                skipped.push(Skipped {
+                    pipeline: sp.display_name(),
+                    reason: "a native Vulkan pipeline has no Metal 4 descriptor (its state is Vulkan's)".into(),
+                });
+                continue;
+            }
         };
         pipelines.push(PipelineIn { labels: sp.label.iter().cloned().collect(), kind: desc.kind(), stages, state });
     }
