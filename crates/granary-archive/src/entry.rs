@@ -38,6 +38,11 @@ pub struct StageEntry {
     pub entry_point: String,
     /// Outputs per target.
     pub outputs: TargetOutputs,
+    /// The stage's `VkSpecializationInfo`, encoded
+    /// ([`Specialization::encode`](crate::native::Specialization::encode)), for a SPIR-V
+    /// output that is the application's own module (its constants are applied by the driver,
+    /// not by a rewrite); `None` when there is nothing to specialize.
+    pub specialization: Option<Arc<Blob>>,
 }
 
 /// A compiled pipeline as captured and archived. Labels live beside it (see the capture), so

@@ -448,8 +448,13 @@ mod tests {
     fn entry(k: u128) -> WriteEntry {
         let mut outputs = TargetOutputs::default();
         outputs.0[0] = Some(Blob::new(vec![k as u8; 64]));
-        let stage =
-            StageEntry { key: StageKey(k * 7), stage: ShaderStage::Compute, entry_point: "main".into(), outputs };
+        let stage = StageEntry {
+            key: StageKey(k * 7),
+            stage: ShaderStage::Compute,
+            entry_point: "main".into(),
+            outputs,
+            specialization: None,
+        };
         WriteEntry {
             entry: Arc::new(PipelineEntry {
                 key: PipelineKey(k),
@@ -528,7 +533,13 @@ mod tests {
         e.kind = PipelineKind::Render;
         e.stages.insert(
             0,
-            StageEntry { key: StageKey(shared), stage: ShaderStage::Vertex, entry_point: "vs".into(), outputs },
+            StageEntry {
+                key: StageKey(shared),
+                stage: ShaderStage::Vertex,
+                entry_point: "vs".into(),
+                outputs,
+                specialization: None,
+            },
         );
         w.entry = Arc::new(e);
         w

@@ -218,7 +218,13 @@ pub fn __doc_example_archive() -> Vec<u8> {
     let entry = |key: u128, label: &str| {
         let mut outputs = TargetOutputs::default();
         outputs.0[Target::Spirv as usize] = Some(Blob::new(spirv.clone()));
-        let stage = StageEntry { key: StageKey(key), stage: ShaderStage::Compute, entry_point: "main".into(), outputs };
+        let stage = StageEntry {
+            key: StageKey(key),
+            stage: ShaderStage::Compute,
+            entry_point: "main".into(),
+            outputs,
+            specialization: None,
+        };
         WriteEntry {
             entry: Arc::new(PipelineEntry {
                 key: PipelineKey(key),

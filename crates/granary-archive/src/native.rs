@@ -23,8 +23,8 @@
 
 pub(crate) mod codec;
 
-use codec::{native_struct, Codec, Reader};
 pub use codec::NativeStateError;
+use codec::{native_struct, Codec, Reader};
 
 /// Magic of an encoded [`NativePipeline`].
 pub const NATIVE_MAGIC: [u8; 4] = *b"GNV1";
@@ -768,12 +768,27 @@ mod tests {
                     attributes: vec![VertexAttribute { location: 3, binding: 0, format: 109, offset: 16 }],
                     divisors: vec![VertexDivisor { binding: 0, divisor: 4 }],
                 }),
-                input_assembly_state: Some(InputAssemblyState { flags: 0, topology: 10, primitive_restart_enable: true }),
-                tessellation_state: Some(TessellationState { flags: 0, patch_control_points: 3, domain_origin: Some(1) }),
+                input_assembly_state: Some(InputAssemblyState {
+                    flags: 0,
+                    topology: 10,
+                    primitive_restart_enable: true,
+                }),
+                tessellation_state: Some(TessellationState {
+                    flags: 0,
+                    patch_control_points: 3,
+                    domain_origin: Some(1),
+                }),
                 viewport_state: Some(ViewportState {
                     flags: 0,
                     viewport_count: 1,
-                    viewports: vec![Viewport { x: 0.0, y: 0.0, width: 640.0, height: -480.0, min_depth: 0.0, max_depth: 1.0 }],
+                    viewports: vec![Viewport {
+                        x: 0.0,
+                        y: 0.0,
+                        width: 640.0,
+                        height: -480.0,
+                        min_depth: 0.0,
+                        max_depth: 1.0,
+                    }],
                     scissor_count: 1,
                     scissors: vec![Rect2D { x: -1, y: 0, width: 640, height: 480 }],
                     negative_one_to_one: Some(true),

@@ -201,6 +201,7 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
             stage: ShaderStage::from_u32(u32_at(rec, 16).map_err(|e| e.to_string())?).ok_or("unknown stage")?,
             entry_point: name.to_string(),
             outputs,
+            specialization: None, // ISSUE21-TODO: the stage record's specialization blob
         })
     };
 

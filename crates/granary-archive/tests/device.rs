@@ -43,7 +43,13 @@ fn lavapipe() -> Arc<DeviceIdentity> {
 fn entry(k: u128) -> WriteEntry {
     let mut outputs = TargetOutputs::default();
     outputs.0[Target::Spirv as usize] = Some(Blob::new(vec![k as u8; 40]));
-    let stage = StageEntry { key: StageKey(k * 7), stage: ShaderStage::Compute, entry_point: "main".into(), outputs };
+    let stage = StageEntry {
+        key: StageKey(k * 7),
+        stage: ShaderStage::Compute,
+        entry_point: "main".into(),
+        outputs,
+        specialization: None,
+    };
     WriteEntry {
         entry: Arc::new(PipelineEntry {
             key: PipelineKey(k),

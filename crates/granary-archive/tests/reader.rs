@@ -62,7 +62,7 @@ fn stage(key: u128, stage: ShaderStage, entry_point: &str) -> StageEntry {
     outputs.0[Target::Spirv as usize] =
         Some(Blob::new((0..64 + key as usize % 40).map(|i| (i as u128 ^ key) as u8).collect()));
     outputs.0[Target::Glsl as usize] = Some(Blob::new(format!("#version 450\n// {entry_point} {key}\n").into_bytes()));
-    StageEntry { key: StageKey(key), stage, entry_point: entry_point.into(), outputs }
+    StageEntry { key: StageKey(key), stage, entry_point: entry_point.into(), outputs, specialization: None }
 }
 
 /// The shape of a small harvest: 3 runs of 8 render pipelines, each run sharing its vertex
@@ -161,6 +161,7 @@ fn synthetic(key: u128, byte: u8, labels: &[&str]) -> WriteEntry {
             stage: ShaderStage::Vertex,
             entry_point: "main".into(),
             outputs,
+            specialization: None,
         }],
         layout: None,
         state: None,

@@ -57,6 +57,7 @@ fn entries(n: u32) -> Vec<(Arc<PipelineEntry>, PipelineDescriptor)> {
                     stage: ShaderStage::Vertex,
                     entry_point: "vs".into(),
                     outputs,
+                    specialization: None,
                 }],
             };
             (Arc::new(e), pipeline(i))

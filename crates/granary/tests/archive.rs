@@ -141,6 +141,7 @@ fn pinned_archive_bytes() {
                 stage: ShaderStage::Vertex,
                 entry_point: "vs".into(),
                 outputs,
+                specialization: None,
             }],
             layout: layout.map(|l| Blob::new(l.encode())),
             state: None,

@@ -38,7 +38,13 @@ impl Archive {
                         outputs.0[t as usize] = Some(blob);
                     }
                 }
-                stages.push(StageEntry { key: s.key, stage: s.stage, entry_point: s.entry_point.to_string(), outputs });
+                stages.push(StageEntry {
+                    key: s.key,
+                    stage: s.stage,
+                    entry_point: s.entry_point.to_string(),
+                    outputs,
+                    specialization: None, // ISSUE21-TODO: the stage record's specialization blob
+                });
             }
             let layout = p
                 .layout_bytes()?

@@ -136,6 +136,7 @@ pub fn pipeline_entry(
                 stage: f.stage,
                 entry_point: f.entry_point.clone(),
                 outputs: f.outputs.clone(),
+                specialization: f.specialization.clone(),
             })
             .collect(),
         layout: Some(Blob::new(layout.encode())),

@@ -50,6 +50,10 @@ pub struct StageFunction {
     pub entry_point: String,
     /// Output per target.
     pub outputs: TargetOutputs,
+    /// The encoded `VkSpecializationInfo` a SPIR-V output that is the application's own module
+    /// is created with (see [`granary_archive::StageEntry::specialization`]); `None` when the
+    /// output needs none (naga applied the constants, or there are none).
+    pub specialization: Option<Arc<Blob>>,
     /// User-defined inputs and outputs.
     pub interface: Interface,
     /// The resources it uses and where each landed per target.
@@ -294,6 +298,7 @@ impl Frontend {
                 stage,
                 entry_point: entry.to_string(),
                 outputs,
+                specialization: None,
                 interface,
                 resources,
                 target_failures,

@@ -64,7 +64,8 @@ pub fn parse_library(lib: &Library, capabilities: Capabilities) -> Result<Parsed
             let stage = lib
                 .glsl_stage()
                 .ok_or_else(|| ShaderError::new(&file, ShaderErrorKind::Parse, "GLSL library has no stage"))?;
-            let options = naga::front::glsl::Options::from(naga_stage(stage).ok_or_else(|| no_naga_stage(&file, stage))?);
+            let options =
+                naga::front::glsl::Options::from(naga_stage(stage).ok_or_else(|| no_naga_stage(&file, stage))?);
             naga::front::glsl::Frontend::default().parse(&options, src).map_err(|errs| {
                 let first = errs.errors.first();
                 let message = errs.errors.iter().map(|e| e.kind.to_string()).collect::<Vec<_>>().join("; ");
