@@ -10,6 +10,7 @@ mod common;
 use common::EXAMPLE;
 use granary::archive::{Archive, WriteEntry};
 use granary::descriptor::PipelineDescriptor;
+use granary::descriptor::Target;
 use granary::script::Script;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -303,6 +304,37 @@ fn expand_unspecialized_compiles_specialized_variants_without_libraries() {
         let set = dev.binaries(&p.unwrap()).unwrap().unwrap();
         assert_eq!(set.flags() & granary::archive::BINARY_SET_LIBRARY, 0, "every variant is a whole pipeline");
     }
+    // Under --isolate the workers compile the same variants (each expands the pipeline it is
+    // asked for a variant of): the same pipelines, keys, labels and outputs as in process.
+    let isolated = dir.path().join("isolated.granary");
+    let (code, si) = harvest(
+        path.to_str().unwrap(),
+        &isolated,
+        &["--backend", "vulkan", "--no-pipeline-libraries", "-j", "2", "--isolate"],
+        &[],
+    );
+    assert_eq!(code, 0, "{si}");
+    assert_eq!((si["expanded"].clone(), si["variants"].clone()), (s["expanded"].clone(), s["variants"].clone()));
+    assert_eq!(si["pipelines"], s["pipelines"], "{si}");
+    let iso = Archive::read(&isolated).unwrap();
+    let entries = |a: &Archive| {
+        let pipelines: Vec<_> = a
+            .iter()
+            .map(|p| {
+                let p = p.unwrap();
+                let stages: Vec<_> = p
+                    .stages()
+                    .unwrap()
+                    .iter()
+                    .map(|s| (s.key, s.entry_point.to_string(), s.output(Target::Spirv).unwrap().map(<[u8]>::to_vec)))
+                    .collect();
+                (p.key(), p.state_bytes().unwrap().map(<[u8]>::to_vec), stages)
+            })
+            .collect();
+        let labels: Vec<_> = a.labels().unwrap().into_iter().map(|(l, i)| (l.to_string(), i)).collect();
+        (pipelines, labels)
+    };
+    assert!(entries(&iso) == entries(&archive), "the isolated harvest differs from the in-process one");
     // With libraries the field is ignored: the originals stay unspecialized.
     let (code, s) = harvest(path.to_str().unwrap(), &out, &["--backend", "vulkan", "-j", "2"], &[]);
     assert_eq!((code, s["expanded"].as_u64()), (0, Some(0)), "{s}");

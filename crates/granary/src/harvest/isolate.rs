@@ -30,7 +30,8 @@ use super::wire::{
     BINARY_ALLOWANCE, MSG_COMPILE, MSG_LIBRARY,
 };
 use crate::descriptor::{Blob, KeyContext, PipelineDescriptor, TargetSet};
-use crate::script::Script;
+use crate::script::{Expanded, Script};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -61,16 +62,20 @@ pub(crate) struct IsolateStats {
     pub worker_caches: usize,
 }
 
-/// Compiles `pipelines` (script indices, in script order) in worker processes, `slots` at a
-/// time. Contiguous chunks go to one worker so runs sharing a vertex function stay warm.
-/// `text` is the script text `script` was parsed from; `ctx` the key context of a compiler
-/// for `targets`.
+/// Compiles `pipelines` (the selection's `(index, descriptor)`, in its order: script
+/// pipelines, then the variants of `expansion`) in worker processes, `slots` at a time.
+/// Contiguous chunks go to one worker so runs sharing a vertex function stay warm. `text` is
+/// the script text `script` was parsed from; `ctx` the key context of a compiler for
+/// `targets`. A variant is asked for by its origin's script index and its place among that
+/// pipeline's variants; the worker expands the pipeline itself with the script's
+/// `expand_unspecialized`, and the answer is checked against the parent's variant.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     script: &Script,
+    expansion: &Expanded,
     text: &str,
     ctx: &KeyContext,
-    pipelines: &[usize],
+    pipelines: &[(usize, &PipelineDescriptor)],
     targets: TargetSet,
     slots: usize,
     opts: &IsolateOptions,
@@ -78,7 +83,14 @@ pub(crate) fn run(
     tracer: Option<&super::trace::Tracer>,
 ) -> IsolateStats {
     let chunk = (pipelines.len() / (slots * 8)).clamp(1, 64);
-    let chunks: Vec<&[usize]> = pipelines.chunks(chunk).collect();
+    let chunks: Vec<&[(usize, &PipelineDescriptor)]> = pipelines.chunks(chunk).collect();
+    let mut variants = HashMap::new();
+    let mut seen: HashMap<usize, usize> = HashMap::new();
+    for (index, origin, _) in &expansion.variants {
+        let k = seen.entry(*origin).or_default();
+        variants.insert(*index, (*origin, *k));
+        *k += 1;
+    }
     let next = AtomicUsize::new(0);
     let started = AtomicUsize::new(0);
     let worker_caches = AtomicUsize::new(0);
@@ -86,6 +98,7 @@ pub(crate) fn run(
     let text: Arc<[u8]> = Arc::from(text.as_bytes());
     let dispatcher = Dispatcher {
         script,
+        variants,
         text: &text,
         ctx,
         targets,
@@ -103,13 +116,13 @@ pub(crate) fn run(
             s.spawn(move || {
                 let mut worker: Option<Worker> = None;
                 while let Some(chunk) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    for &index in *chunk {
+                    for &(index, desc) in *chunk {
                         let t0 = std::time::Instant::now();
-                        dispatcher.compile_one(index, &mut worker);
+                        dispatcher.compile_one(index, desc, &mut worker);
                         if let Some(t) = tracer {
                             let pid = worker.as_ref().map(|w| w.child.id());
                             let args = serde_json::json!({
-                                "pipeline": dispatcher.script.pipelines[index].display_name(),
+                                "pipeline": dispatcher.name_of(index, desc),
                                 "index": index,
                                 "worker_pid": pid,
                             });
@@ -162,6 +175,8 @@ fn retire(mut w: Worker, dispatcher: &Dispatcher<'_>) {
 /// waits for the answer within the timeout and records it once checked.
 struct Dispatcher<'a> {
     script: &'a Script,
+    /// Each variant's `(origin script index, place among its variants)`, by harvest index.
+    variants: HashMap<usize, (usize, usize)>,
     text: &'a Arc<[u8]>,
     ctx: &'a KeyContext,
     targets: TargetSet,
@@ -187,13 +202,30 @@ impl Dispatcher<'_> {
         Ok(w)
     }
 
-    fn compile_one(&self, index: usize, slot: &mut Option<Worker>) {
+    /// The name a pipeline of the selection is reported under: the script's (a variant's
+    /// label).
+    fn name_of(&self, index: usize, desc: &PipelineDescriptor) -> String {
+        match (self.script.pipelines.get(index), desc.label()) {
+            (Some(sp), _) => sp.display_name(),
+            (None, Some(l)) => l.to_string(),
+            (None, None) => format!("variant {index}"),
+        }
+    }
+
+    /// The compile request for `index`: its index, and for a variant its origin and place.
+    fn request(&self, index: usize) -> Vec<u8> {
+        let mut p = (index as u64).to_le_bytes().to_vec();
+        if let Some((origin, k)) = self.variants.get(&index) {
+            p.extend_from_slice(&(*origin as u64).to_le_bytes());
+            p.extend_from_slice(&(*k as u64).to_le_bytes());
+        }
+        p
+    }
+
+    fn compile_one(&self, index: usize, desc: &PipelineDescriptor, slot: &mut Option<Worker>) {
         let (sink, opts) = (self.sink, self.opts);
-        let name = self.script.pipelines[index].display_name();
+        let name = self.name_of(index, desc);
         let fail = |phase: &str, msg: String| sink.failed(process_failure(index, name.clone(), phase, msg));
-        let Ok(desc) = &self.script.pipelines[index].descriptor else {
-            return fail("script", format!("pipeline '{name}': not a valid pipeline"));
-        };
         // A worker that died or spoke out of turn since its last answer is replaced first.
         if let Some(w) = slot.as_ref() {
             if !matches!(w.frames.try_recv(), Err(mpsc::TryRecvError::Empty)) {
@@ -227,7 +259,8 @@ impl Dispatcher<'_> {
             0
         });
         w.cap.store(cap, Ordering::SeqCst);
-        w.send(message_header(MSG_COMPILE, 8), Out::Owned((index as u64).to_le_bytes().to_vec()));
+        let request = self.request(index);
+        w.send(message_header(MSG_COMPILE, request.len()), Out::Owned(request));
         let r = match opts.timeout {
             Some(t) => w.frames.recv_timeout(t),
             None => w.frames.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),

@@ -167,7 +167,7 @@ pub fn harvest_shard(
     let threads = opts.threads.max(1);
     let (text, script) = load(opts)?;
     let setup = Setup::new(opts, threads);
-    let expansion = expansion_for(opts, &script, &*setup.backend)?;
+    let expansion = expansion_for(&script, &*setup.backend);
     let mut selection = Selection::new(&script, &expansion, setup.compiler.key_context());
     let shard_record = shard.map(|spec| select_shard(&mut selection, spec));
     let mut resumed =
@@ -295,21 +295,11 @@ impl Setup {
 }
 
 /// Select, first step: the script's `expand_unspecialized`, for a device backend that cannot
-/// leave colour output open (refused under `--isolate`, which cannot compile variants yet).
-fn expansion_for(
-    opts: &HarvestOptions,
-    script: &Script,
-    backend: &dyn crate::backend::Backend,
-) -> Result<crate::script::Expanded, HarvestError> {
+/// leave colour output open (in process and under `--isolate` alike: a worker expands the
+/// pipeline it is asked for a variant of the same way).
+fn expansion_for(script: &Script, backend: &dyn crate::backend::Backend) -> crate::script::Expanded {
     let applies = script.expand_unspecialized.is_some() && backend.expands_unspecialized();
-    if applies && opts.isolate.is_some() {
-        return Err(HarvestError::Unsupported(
-            "the script's expand_unspecialized applies on this device (no graphics pipeline libraries), and \
-             --isolate cannot compile expanded variants yet: run without --isolate"
-                .into(),
-        ));
-    }
-    Ok(Selection::expansion(script, applies))
+    Selection::expansion(script, applies)
 }
 
 /// Select, `--shard I/N`: keeps shard I's pipelines and returns the record the archive gets.
@@ -396,14 +386,14 @@ fn compile(
                 inprocess::run(plan, selection.script, &by_index, &setup.compiler, threads, &sink, tracer)
             }
             Some(iso) => {
-                let indices: Vec<usize> = selection.pipelines.iter().map(|(i, _)| *i).collect();
-                on_progress(Progress::Planned { tasks: indices.len() });
+                on_progress(Progress::Planned { tasks: selection.pipelines.len() });
                 let children0 = crate::measure::children_cpu_time();
                 let iso_stats = isolate::run(
                     selection.script,
+                    selection.expansion,
                     text,
                     &selection.ctx,
-                    &indices,
+                    &selection.pipelines,
                     opts.targets,
                     threads,
                     iso,

@@ -15,7 +15,11 @@
 //!   `u32` LE origin length, the origin path (UTF-8; empty: none), then the source bytes to
 //!   the end of the payload. These are the bytes the parent read, so the worker compiles
 //!   exactly what the parent planned, whatever happens to the files meanwhile.
-//! - tag 2, *compile*: `u64` LE pipeline index into the script's `pipelines`.
+//! - tag 2, *compile*: `u64` LE pipeline index into the script's `pipelines`; for a variant of
+//!   a pipeline the script's `expand_unspecialized` replaced, three `u64` LE: the variant's
+//!   harvest index (numbered after the script's pipelines), the script index of the pipeline
+//!   it came from, and its place among that pipeline's variants (the worker expands the
+//!   pipeline itself; the answer is checked against the parent's variant).
 //!
 //! End of input ends the worker. With a device backend that keeps pipeline-cache data, the
 //! worker first sends one frame with tag 3 (index 0) whose payload is that data, so a retired

@@ -21,6 +21,7 @@ use super::wire::{
 };
 use crate::archive::{encode, ArchiveMeta, WriteEntry};
 use crate::compiler::{Compiler, CompilerOptions};
+use crate::descriptor::PipelineDescriptor;
 use crate::descriptor::TargetSet;
 use crate::fault::Action;
 use crate::frontend::Profile;
@@ -113,12 +114,22 @@ pub fn worker_main(
                 }
             },
             MSG_COMPILE => {
-                let Some(index) = payload.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes) else {
-                    eprintln!("granary worker: malformed compile request");
-                    return 2;
+                let word = |i: usize| {
+                    payload
+                        .get(i * 8..i * 8 + 8)
+                        .and_then(|b| b.try_into().ok())
+                        .map(|b| u64::from_le_bytes(b) as usize)
                 };
-                let index = index as usize;
-                let (tag, payload) = match answer(&script, &compiler, &meta, index) {
+                // `index`, or `index, origin, place` for a variant of an expanded pipeline.
+                let (index, variant) = match (payload.len(), word(0), word(1), word(2)) {
+                    (8, Some(i), _, _) => (i, None),
+                    (24, Some(i), Some(o), Some(k)) => (i, Some((o, k))),
+                    _ => {
+                        eprintln!("granary worker: malformed compile request");
+                        return 2;
+                    }
+                };
+                let (tag, payload) = match answer(&script, &compiler, &meta, index, variant) {
                     Answer::Frame(tag, payload) => (tag, payload),
                     Answer::HugeFrame => {
                         // The fault: announce an absurd payload and send nothing more.
@@ -151,22 +162,52 @@ enum Answer {
     HugeFrame,
 }
 
-/// Compiles pipeline `index` and builds the answer. A panic anywhere in the compile (the
-/// injected faults included) becomes a `panic` failure with its message and location.
-fn answer(script: &LazyScript, compiler: &Compiler, meta: &ArchiveMeta, index: usize) -> Answer {
-    let Some((label, descriptor)) = script.pipeline(index) else {
-        let f = process_failure(
-            index,
-            format!("pipelines[{index}]"),
-            "protocol",
-            format!("the worker's script has no pipeline {index}"),
-        );
-        return Answer::Frame(ANSWER_FAILED, failure_json(&f));
+/// The descriptor of harvest pipeline `index`: script pipeline `index`, or for `variant =
+/// Some((origin, k))` the `k`-th variant of script pipeline `origin` under the script's
+/// `expand_unspecialized` (exactly as the parent expanded it). `Err` is the failure answer.
+fn descriptor(
+    script: &LazyScript,
+    index: usize,
+    variant: Option<(usize, usize)>,
+) -> Result<(String, PipelineDescriptor), Answer> {
+    let origin = variant.map_or(index, |(o, _)| o);
+    let protocol = |m: String| {
+        let f = process_failure(index, format!("pipelines[{origin}]"), "protocol", m);
+        Answer::Frame(ANSWER_FAILED, failure_json(&f))
     };
-    let name = label.unwrap_or_else(|| format!("pipelines[{index}]"));
+    let Some((label, descriptor)) = script.pipeline(origin) else {
+        return Err(protocol(format!("the worker's script has no pipeline {origin}")));
+    };
+    let name = label.unwrap_or_else(|| format!("pipelines[{origin}]"));
     let desc = match descriptor {
         Ok(d) => d,
-        Err(e) => return Answer::Frame(ANSWER_FAILED, failure_json(&script_failure(index, name, &e))),
+        Err(e) => return Err(Answer::Frame(ANSWER_FAILED, failure_json(&script_failure(index, name, &e)))),
+    };
+    let Some((_, k)) = variant else { return Ok((name, desc)) };
+    let variants = script.expansion().and_then(|e| e.variants(&desc, &name));
+    match variants {
+        Some(Ok(mut v)) if k < v.len() => {
+            let d = v.swap_remove(k);
+            Ok((d.label().map_or(name, str::to_owned), d))
+        }
+        Some(Err(m)) => Err(protocol(m)),
+        _ => Err(protocol(format!("pipeline '{name}' has no variant {k} under the script's expand_unspecialized"))),
+    }
+}
+
+/// Compiles harvest pipeline `index` (see [`descriptor`]) and builds the answer. A panic
+/// anywhere in the compile (the injected faults included) becomes a `panic` failure with its
+/// message and location.
+fn answer(
+    script: &LazyScript,
+    compiler: &Compiler,
+    meta: &ArchiveMeta,
+    index: usize,
+    variant: Option<(usize, usize)>,
+) -> Answer {
+    let (name, desc) = match descriptor(script, index, variant) {
+        Ok(d) => d,
+        Err(a) => return a,
     };
     let action = crate::fault::action_for(desc.label());
     if action == Some(Action::HugeFrame) {

@@ -25,6 +25,7 @@ pub struct LazyScript {
     libraries: HashMap<String, (usize, Range<usize>)>,
     ambiguous: HashMap<String, ScriptError>,
     loaded: Mutex<HashMap<String, Arc<OnceLock<Loaded>>>>,
+    expansion: Option<super::expand::Expansion>,
     /// `Some` for [`LazyScript::from_text`]: libraries come only from here, never from files.
     supplied: Option<Mutex<HashMap<String, Arc<Library>>>>,
 }
@@ -59,7 +60,7 @@ impl LazyScript {
         path: &Path,
         supplied: Option<Mutex<HashMap<String, Arc<Library>>>>,
     ) -> Result<LazyScript, ScriptError> {
-        let (pipelines, libraries, ambiguous) = {
+        let (pipelines, libraries, ambiguous, expansion) = {
             let top = RawScriptTop::parse(&text, path)?;
             let range = |raw: &serde_json::value::RawValue| {
                 let start = offset_in(&text, raw.get()).unwrap_or(0);
@@ -88,7 +89,8 @@ impl LazyScript {
                     }
                 }
             }
-            (top.pipelines.iter().map(|r| range(r)).collect::<Vec<_>>(), libraries, ambiguous)
+            let pipelines = top.pipelines.iter().map(|r| range(r)).collect::<Vec<_>>();
+            (pipelines, libraries, ambiguous, top.expand_unspecialized)
         };
         Ok(LazyScript {
             path: path.to_path_buf(),
@@ -98,8 +100,14 @@ impl LazyScript {
             libraries,
             ambiguous,
             loaded: Mutex::new(HashMap::new()),
+            expansion,
             supplied,
         })
+    }
+
+    /// The script's `expand_unspecialized`, if it has one.
+    pub fn expansion(&self) -> Option<&super::expand::Expansion> {
+        self.expansion.as_ref()
     }
 
     /// Number of pipelines.
