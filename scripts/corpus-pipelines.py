@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """Writes a granary pipelines script for a folder of compiled SPIR-V shaders laid out as the
 Vulkan samples' are (SAMPLE/NAME.STAGE.spv): one render pipeline per NAME.vert.spv (with
-NAME.frag.spv where there is one), one compute pipeline per NAME.comp.spv. The state the
-samples' C++ sets is derived from the SPIR-V itself: one vertex buffer with an attribute per
-vertex-shader input location (tightly packed, in location order), one unspecialized colour
-attachment per fragment output location, no depth. Stages granary's descriptor cannot say yet
-(tessellation, geometry, mesh, task, ray tracing) are not turned into pipelines; they are
+NAME.frag.spv where there is one), one compute pipeline per NAME.comp.spv, in the portable
+form. The state the samples' C++ sets is derived from the SPIR-V itself: one vertex buffer with
+an attribute per vertex-shader input location (tightly packed, in location order), one
+unspecialized colour attachment per fragment output location, no depth. Pipelines with
+tessellation, geometry or mesh/task stages are written in the native Vulkan form
+(docs/FORMAT.md §2.6): the stages of that name (tessellation and geometry stages take the
+folder's vertex and fragment stage of the same name, else `base`, else the only one), a
+pipeline layout reflected from the modules' descriptor decorations and push-constant blocks,
+dynamic rendering with one colour format per fragment output and a depth attachment, dynamic
+viewport and scissor. Ray-tracing stages are not turned into pipelines; what is not made is
 counted in the summary on stderr, with the reason.
 
     scripts/corpus-pipelines.py SHADERS_DIR OUT/pipelines.json
@@ -78,6 +83,203 @@ def interface(path):
     return entry or "main", inputs, outputs
 
 
+# Descriptor types (VkDescriptorType).
+SAMPLER, COMBINED, SAMPLED_IMAGE, STORAGE_IMAGE, UNIFORM_TEXEL, STORAGE_TEXEL, UNIFORM_BUFFER, STORAGE_BUFFER = 0, 1, 2, 3, 4, 5, 6, 7
+INPUT_ATTACHMENT, ACCELERATION_STRUCTURE = 10, 1000150000
+# Execution models and the VkShaderStageFlagBits of each.
+STAGE_BITS = {0: 0x1, 1: 0x2, 2: 0x4, 3: 0x8, 4: 0x10, 5: 0x20, 5364: 0x40, 5365: 0x80, 5267: 0x40, 5268: 0x80}
+
+
+def reflect(path):
+    """The module's descriptor bindings {(set, binding): (type, count)}, its push-constant
+    block size (0 if none), its OutputVertices execution mode (tessellation control) and its
+    entry point's stage bit."""
+    w = words(path)
+    i = 5
+    decor, member_offset, member_matrix_stride, array_stride, names = {}, {}, {}, {}, {}
+    types, consts, pointers, variables = {}, {}, {}, {}
+    model, output_vertices = None, None
+    while i < len(w):
+        op, n = w[i] & 0xFFFF, w[i] >> 16
+        if n == 0:
+            raise ValueError("zero-length instruction")
+        a = w[i + 1 : i + n]
+        if op == 15 and model is None:
+            model = a[0]
+        elif op == 16 and len(a) >= 3 and a[1] == 26:  # OpExecutionMode OutputVertices
+            output_vertices = a[2]
+        elif op == 71 and len(a) >= 2:  # OpDecorate
+            decor.setdefault(a[0], {})[a[1]] = a[2] if len(a) > 2 else True
+            if a[1] == 6 and len(a) > 2:
+                array_stride[a[0]] = a[2]
+        elif op == 72 and len(a) >= 3:  # OpMemberDecorate
+            if a[2] == 35 and len(a) > 3:
+                member_offset[(a[0], a[1])] = a[3]
+            elif a[2] == 7 and len(a) > 3:
+                member_matrix_stride[(a[0], a[1])] = a[3]
+        elif op in (19, 20):  # void, bool
+            types[a[0]] = ("scalar", 4)
+        elif op in (21, 22):  # int, float
+            types[a[0]] = ("scalar", a[1] // 8)
+        elif op == 23:  # vector
+            types[a[0]] = ("vector", a[1], a[2])
+        elif op == 24:  # matrix
+            types[a[0]] = ("matrix", a[1], a[2])
+        elif op == 25:  # image: sampled type, dim, depth, arrayed, ms, sampled
+            types[a[0]] = ("image", a[2], a[6])
+        elif op == 26:
+            types[a[0]] = ("sampler",)
+        elif op == 27:
+            types[a[0]] = ("sampled_image",)
+        elif op == 28:  # array
+            types[a[0]] = ("array", a[1], a[2])
+        elif op == 29:
+            types[a[0]] = ("runtime_array", a[1])
+        elif op == 30:
+            types[a[0]] = ("struct", list(a[1:]))
+        elif op == 5341:
+            types[a[0]] = ("acceleration_structure",)
+        elif op == 32:
+            pointers[a[0]] = (a[1], a[2])
+        elif op == 43 and len(a) >= 3:  # OpConstant
+            consts[a[1]] = a[2]
+        elif op == 59:
+            variables[a[1]] = (a[0], a[2])
+        i += n
+
+    def size(t, stride=None):
+        k = types.get(t, ("scalar", 4))
+        if k[0] == "scalar":
+            return k[1]
+        if k[0] == "vector":
+            return size(k[1]) * k[2]
+        if k[0] == "matrix":
+            return (stride or size(k[1])) * k[2]
+        if k[0] == "array":
+            return array_stride.get(t, size(k[1])) * consts.get(k[2], 1)
+        if k[0] == "struct":
+            end = 0
+            for m, mt in enumerate(k[1]):
+                end = max(end, member_offset.get((t, m), end) + size(mt, member_matrix_stride.get((t, m))))
+            return end
+        return 0
+
+    bindings, push = {}, 0
+    for var, (ptr, storage) in variables.items():
+        pointee = pointers.get(ptr, (None, None))[1]
+        if storage == 9:  # PushConstant
+            push = max(push, size(pointee))
+            continue
+        d = decor.get(var, {})
+        if 34 not in d or 33 not in d:
+            continue
+        t, count = pointee, 1
+        k = types.get(t, ())
+        if k and k[0] == "array":
+            t, count = k[1], consts.get(k[2], 1)
+        elif k and k[0] == "runtime_array":
+            t, count = k[1], 1
+        k = types.get(t, ())
+        if not k:
+            continue
+        if k[0] == "sampler":
+            ty = SAMPLER
+        elif k[0] == "sampled_image":
+            ty = COMBINED
+        elif k[0] == "image":
+            dim, sampled = k[1], k[2]
+            if dim == 6:
+                ty = INPUT_ATTACHMENT
+            elif dim == 5:
+                ty = UNIFORM_TEXEL if sampled == 1 else STORAGE_TEXEL
+            else:
+                ty = SAMPLED_IMAGE if sampled == 1 else STORAGE_IMAGE
+        elif k[0] == "acceleration_structure":
+            ty = ACCELERATION_STRUCTURE
+        elif k[0] == "struct":
+            block = decor.get(t, {})
+            ty = STORAGE_BUFFER if storage == 12 or 3 in block else UNIFORM_BUFFER
+        else:
+            continue
+        bindings[(d[34], d[33])] = (ty, count)
+    return bindings, (push + 3) // 4 * 4, output_vertices, STAGE_BITS.get(model, 0)
+
+
+NATIVE_STAGES = {"vert": "vertex", "tesc": "tessellation_control", "tese": "tessellation_evaluation",
+                 "geom": "geometry", "task": "task", "mesh": "mesh", "frag": "fragment"}
+ORDER = ["task", "mesh", "vert", "tesc", "tese", "geom", "frag"]
+
+
+def native_pipeline(label, files, lib):
+    """A native-form pipeline over `files` ({stage: path}), or the reason it cannot be made."""
+    stages, sets, push, push_stages, patch = [], {}, 0, 0, None
+    for st in ORDER:
+        if st not in files:
+            continue
+        entry, _, _ = interface(files[st])
+        bindings, size, out_vertices, bit = reflect(files[st])
+        if st == "tesc":
+            patch = out_vertices or 3
+        for (s_, b), (ty, count) in bindings.items():
+            prev = sets.setdefault(s_, {}).get(b)
+            if prev and prev[0] != ty:
+                return None, "stages declare set %d binding %d as different descriptor types" % (s_, b)
+            sets[s_][b] = (ty, max(count, prev[1] if prev else 0), (prev[2] if prev else 0) | bit)
+        if size:
+            push, push_stages = max(push, size), push_stages | bit
+        stages.append({"stage": NATIVE_STAGES[st], "function": {"library": lib(st), "function": entry}})
+    set_layouts = []
+    for s_ in range(max(sets) + 1 if sets else 0):
+        set_layouts.append({"bindings": [
+            {"binding": b, "descriptorType": ty, "descriptorCount": count, "stageFlags": flags}
+            for b, (ty, count, flags) in sorted(sets.get(s_, {}).items())]})
+    layout = {"setLayouts": set_layouts}
+    if push:
+        layout["pushConstantRanges"] = [{"stageFlags": push_stages, "offset": 0, "size": push}]
+    graphics = {
+        "viewportState": {"viewportCount": 1, "scissorCount": 1},
+        "rasterizationState": {"polygonMode": 0, "cullMode": 0, "frontFace": 0, "lineWidth": 1.0},
+        "multisampleState": {"rasterizationSamples": 1},
+        "depthStencilState": {"depthTestEnable": True, "depthWriteEnable": True, "depthCompareOp": 3},
+        "dynamicStates": [0, 1],
+    }
+    if "vert" in files:
+        _, inputs, _ = interface(files["vert"])
+        attributes, offset = [], 0
+        for loc in sorted(inputs):
+            t = inputs[loc]
+            fmt = t and vk_format(t)
+            if fmt is None:
+                return None, "vertex input of a type the generator cannot feed (not 32-bit scalar/vector)"
+            attributes.append({"location": loc, "binding": 0, "format": fmt, "offset": offset})
+            offset += 4 * t[3]
+        graphics["vertexInputState"] = {
+            "bindings": [{"binding": 0, "stride": offset, "inputRate": 0}] if attributes else [],
+            "attributes": attributes}
+        graphics["inputAssemblyState"] = {"topology": 10 if patch else 3}
+    if patch:
+        graphics["tessellationState"] = {"patchControlPoints": patch}
+    colors = []
+    if "frag" in files:
+        _, _, outs = interface(files["frag"])
+        colors = [37] * ((max(outs) + 1) if outs else 0)  # VK_FORMAT_R8G8B8A8_UNORM
+    graphics["colorBlendState"] = {"attachmentCount": len(colors),
+                                   "attachments": [{"colorWriteMask": 15} for _ in colors]}
+    graphics["rendering"] = {"colorAttachmentFormats": colors, "depthAttachmentFormat": 126}  # D32_SFLOAT
+    state = {"stages": [{} for _ in stages], "layout": layout, "graphics": graphics}
+    return {"label": label, "vulkan": {"stages": stages, "state": state}}, None
+
+
+def vk_format(t):
+    base, width, signed, count = t
+    if width != 32:
+        return None
+    # VK_FORMAT_R32[G32[B32[A32]]]_{SFLOAT,SINT,UINT}
+    table = {"float": [100, 103, 106, 109], "sint": [99, 102, 105, 108], "uint": [98, 101, 104, 107]}
+    kind = "float" if base == "float" else ("sint" if signed else "uint")
+    return table[kind][count - 1]
+
+
 def vertex_format(t):
     base, width, signed, count = t
     if width != 32:
@@ -88,7 +290,7 @@ def vertex_format(t):
 
 def main():
     root, out = sys.argv[1], sys.argv[2]
-    libraries, pipelines, skipped = [], [], Counter()
+    libraries, pipelines, skipped, known = [], [], Counter(), set()
     for sample in sorted(os.listdir(root)):
         folder = os.path.join(root, sample)
         if not os.path.isdir(folder):
@@ -98,18 +300,55 @@ def main():
             if f.endswith(".spv"):
                 stem, stage = f[:-4].rsplit(".", 1) if f[:-4].count(".") else (f[:-4], "?")
                 names.setdefault(stem, {})[stage] = os.path.abspath(os.path.join(folder, f))
+        all_stages = {(stem, st): path for stem, sts in names.items() for st, path in sts.items()}
+        by_stage = Counter(st for (_, st) in all_stages)
+        only = {st: path for (_, st), path in all_stages.items() if by_stage[st] == 1}
         for stem, stages in sorted(names.items()):
             label = "%s/%s" % (sample, stem)
             other = sorted(set(stages) - {"vert", "frag", "comp"})
             def lib(stage):
-                name = "%s.%s" % (label, stage)
-                libraries.append({"name": name, "path": stages[stage]})
+                name = "%s/%s" % (sample, os.path.basename(stages[stage])[:-4])
+                if name not in known:
+                    known.add(name)
+                    libraries.append({"name": name, "path": stages[stage]})
                 return name
-            if other:
-                for s in other:
-                    skipped["%s stage (not representable in the descriptor)" % s] += 1
-                if "vert" in stages:
-                    skipped["render pipelines with a %s stage" % "+".join(other)] += 1
+            native = [s_ for s_ in other if s_ in NATIVE_STAGES]
+            rt = sorted(set(other) - set(native))
+            for s_ in rt:
+                skipped["%s stage (ray tracing: not harvested yet)" % s_] += 1
+            if native:
+                if not {"tesc", "tese", "geom", "mesh"} & set(native):
+                    continue  # a task stage alone belongs to its mesh stage's pipeline
+                files = {s_: stages[s_] for s_ in native}
+                if "mesh" not in files:
+                    for s_ in ("vert", "frag"):
+                        pick = stages.get(s_) or all_stages.get(("base", s_)) or only.get(s_)
+                        if pick:
+                            files[s_] = pick
+                        elif s_ == "vert":
+                            files = None
+                            break
+                elif "frag" in stages:
+                    files["frag"] = stages["frag"]
+                if files is None:
+                    skipped["%s stage with no vertex stage to pair with" % "+".join(native)] += 1
+                    continue
+                libnames = {}
+                def native_lib(stage, files=files, libnames=libnames):
+                    path = files[stage]
+                    if path not in libnames:
+                        libnames[path] = "%s/%s" % (sample, os.path.basename(path)[:-4])
+                        if libnames[path] not in known:
+                            known.add(libnames[path])
+                            libraries.append({"name": libnames[path], "path": path})
+                    return libnames[path]
+                p, why = native_pipeline(label + "/" + "+".join(s_ for s_ in ORDER if s_ in files), files, native_lib)
+                if p is None:
+                    skipped[why] += 1
+                else:
+                    pipelines.append(p)
+                continue
+            if rt:
                 continue
             if "comp" in stages:
                 entry, _, _ = interface(stages["comp"])
@@ -142,8 +381,9 @@ def main():
                 skipped["fragment stage without a vertex stage of the same name"] += 1
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     json.dump({"granary_script": 1, "libraries": libraries, "pipelines": pipelines}, open(out, "w"), indent=1)
-    print("%d pipelines (%d render, %d compute) from %s" % (
-        len(pipelines), sum("render" in p for p in pipelines), sum("compute" in p for p in pipelines), root), file=sys.stderr)
+    print("%d pipelines (%d render, %d compute, %d native) from %s" % (
+        len(pipelines), sum("render" in p for p in pipelines), sum("compute" in p for p in pipelines),
+        sum("vulkan" in p for p in pipelines), root), file=sys.stderr)
     for why, n in sorted(skipped.items()):
         print("  not made: %d × %s" % (n, why), file=sys.stderr)
 
