@@ -3,7 +3,7 @@
 # a pipelines script made by scripts/corpus-pipelines.py, harvested with the none backend and with
 # the Vulkan backend under the validation layer (-j 2), then the contracts on the device backend:
 # -j 1 byte-identical to -j 2 (on a device whose cache data is deterministic, such as lavapipe),
-# and --isolate byte-identical to in-process. One line per step in OUT/summary.txt, the JSON
+# and --isolate byte-identical to in-process; then a warm start from the binaries alone. One line per step in OUT/summary.txt, the JSON
 # summaries in OUT, and the failures grouped by cause in OUT/causes-*.txt.
 #
 #   scripts/corpus-harvest.sh GRANARY OUT [CORPORA]
@@ -29,6 +29,18 @@ print("%s: %s of %s pipelines, %s failed%s" % (sys.argv[2], d.get("succeeded"), 
       "; validation %s errors, %s warnings (%s)" % (v.get("errors"), v.get("warnings"), ", ".join("%s %s" % (k, x["errors"] + x["warnings"]) for k, x in v.get("by_id", {}).items())) if v else ""))
 PY
   done
+  # Warm start from the harvest's binaries only: every archived pipeline must come back from them.
+  "$G" warm "$OUT/$c/vulkan.granary" --from binaries --json > "$OUT/$c-warm.json" 2> "$OUT/$c-warm.err"
+  rc=$?
+  python3 - "$OUT/$c-warm.json" "$c warm-from-binaries exit $rc" >> "$SUM" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except ValueError:
+    d = {}
+print("%s: %s of %s pipelines from binaries, %s compiled, %s failed, %s key mismatches" % (sys.argv[2],
+      d.get("from_binaries"), d.get("pipelines"), d.get("compiled"), d.get("failed"), d.get("key_mismatches")))
+PY
   cmp -s "$OUT/$c/vulkan.granary" "$OUT/$c/vulkan-j1.granary" && echo "$c: -j1 and -j2 archives identical" >> "$SUM" || echo "$c: -j1 and -j2 archives DIFFER" >> "$SUM"
   cmp -s "$OUT/$c/vulkan.granary" "$OUT/$c/isolate.granary" && echo "$c: --isolate and in-process archives identical" >> "$SUM" || echo "$c: --isolate and in-process archives DIFFER" >> "$SUM"
   python3 - "$OUT/$c-vulkan.json" > "$OUT/causes-$c.txt" <<'PY'
