@@ -85,8 +85,14 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
     if b.len() < HEADER_LEN || b[..8] != MAGIC {
         return Err(ArchiveError::corrupt(0, "no granary header: nothing can be salvaged"));
     }
-    if u32_at(b, 8)? != VERSION {
-        return Err(ArchiveError::corrupt(8, "unsupported format version"));
+    let version = u32_at(b, 8)?;
+    if version != VERSION {
+        // Another version's records mean other things (version 5's reserved stage field is
+        // version 6's specialization): nothing of it can be trusted as this version's.
+        return Err(ArchiveError::corrupt(
+            8,
+            format!("format version {version} is not supported (this granary reads {VERSION}); nothing is salvaged"),
+        ));
     }
     let mut report = SalvageReport {
         header_intact: checksum64(&b[..HEADER_LEN - 8]) == u64_at(b, HEADER_LEN - 8)?,
