@@ -9,6 +9,7 @@ use crate::blob::Blob;
 #[cfg(feature = "write")]
 use crate::device::DeviceBinaries;
 use crate::key::{PipelineKey, StageKey};
+use crate::native::{NativePipeline, Specialization};
 use crate::types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 use std::sync::Arc;
 
@@ -59,10 +60,104 @@ pub struct PipelineEntry {
     /// ([`PipelineLayout::encode`](crate::PipelineLayout::encode)); `None` only for entries
     /// written without one (tools and tests).
     pub layout: Option<Arc<Blob>>,
-    /// A render pipeline's fixed-function state, encoded
-    /// ([`RenderState::encode`](crate::RenderState::encode)); `None` for compute pipelines and
-    /// for entries written without one (tools and tests).
+    /// The pipeline's state, encoded in one of two forms ([`StateKind`]): a render pipeline's
+    /// portable fixed-function state ([`RenderState::encode`](crate::RenderState::encode),
+    /// `GST1`), or the native Vulkan state of a render or compute pipeline
+    /// ([`NativePipeline::encode`](crate::native::NativePipeline::encode), `GNV1`: one
+    /// [`StageState`](crate::native::StageState) per stage, a graphics state exactly for a
+    /// render pipeline). `None` for portable compute pipelines and for entries written without
+    /// one (tools and tests). [`PipelineEntry::check`] says whether a reader accepts it.
     pub state: Option<Arc<Blob>>,
+}
+
+/// The form of a pipeline's encoded state, named by the blob's magic (docs/FORMAT.md §1.2,
+/// pipeline record `state`): what [`PipelineRef::state_kind`](crate::PipelineRef::state_kind)
+/// answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StateKind {
+    /// A portable [`RenderState`](crate::RenderState) (`GST1`, §1.11), on a render pipeline:
+    /// [`PipelineRef::state`](crate::PipelineRef::state).
+    Portable,
+    /// A native Vulkan [`NativePipeline`](crate::native::NativePipeline) (`GNV1`, §1.13), on a
+    /// render or compute pipeline:
+    /// [`PipelineRef::native_state`](crate::PipelineRef::native_state).
+    Native,
+}
+
+impl StateKind {
+    /// The form of encoded state `bytes`, by their magic; `None` for neither.
+    pub fn of(bytes: &[u8]) -> Option<StateKind> {
+        match bytes.get(..4) {
+            Some(m) if m == crate::render_state::codec::STATE_MAGIC => Some(StateKind::Portable),
+            Some(m) if m == crate::native::NATIVE_MAGIC => Some(StateKind::Native),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a decoded native state fits a pipeline of `kind` with `stages` stages: one
+/// [`StageState`](crate::native::StageState) per stage, a graphics state exactly for a render
+/// pipeline. The reader and the writer apply this one rule.
+pub(crate) fn native_fits(state: &NativePipeline, kind: PipelineKind, stages: usize) -> Result<(), String> {
+    if state.stages.len() != stages {
+        return Err(format!("the native Vulkan state has {} stages but the pipeline has {stages}", state.stages.len()));
+    }
+    if state.graphics.is_some() != (kind == PipelineKind::Render) {
+        return Err(format!(
+            "a native Vulkan state {} graphics state on a {kind} pipeline",
+            if state.graphics.is_some() { "with a" } else { "without a" }
+        ));
+    }
+    Ok(())
+}
+
+/// Checks encoded state `bytes` for a pipeline of `kind` with `stages` stages as the reader
+/// does: its form, that it decodes, and (portable) that the pipeline is a render pipeline or
+/// (native) [`native_fits`].
+pub(crate) fn check_state(bytes: &[u8], kind: PipelineKind, stages: usize) -> Result<StateKind, String> {
+    match StateKind::of(bytes) {
+        Some(StateKind::Portable) if kind != PipelineKind::Render => {
+            Err("a render state (GST1) on a compute pipeline (only a native state may describe one)".to_string())
+        }
+        Some(StateKind::Portable) => {
+            crate::render_state::RenderState::decode(bytes).map_err(|e| e.to_string())?;
+            Ok(StateKind::Portable)
+        }
+        Some(StateKind::Native) => {
+            let state = NativePipeline::decode(bytes).map_err(|e| e.to_string())?;
+            native_fits(&state, kind, stages)?;
+            Ok(StateKind::Native)
+        }
+        None => Err("the state is neither a render state (GST1) nor a native Vulkan state (GNV1)".to_string()),
+    }
+}
+
+/// Decodes an encoded specialization and checks its map entries
+/// ([`Specialization::check`]), as the reader does.
+pub(crate) fn check_specialization(bytes: &[u8]) -> Result<Specialization, String> {
+    let s = Specialization::decode(bytes).map_err(|e| e.to_string())?;
+    s.check()?;
+    Ok(s)
+}
+
+impl PipelineEntry {
+    /// Whether an archive reader accepts this entry's state and stage specializations (what
+    /// `verify` checks of them, docs/FORMAT.md §1.3): the state decodes in its form and fits
+    /// the pipeline, and every specialization decodes with its map entries inside its data.
+    /// The message names the stage at fault. The archive writer's checked paths
+    /// ([`write_entries`](crate::write_entries), the journal) refuse an entry that fails.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(state) = &self.state {
+            check_state(state.bytes(), self.kind, self.stages.len())?;
+        }
+        for (i, s) in self.stages.iter().enumerate() {
+            if let Some(b) = &s.specialization {
+                check_specialization(b.bytes())
+                    .map_err(|e| format!("stage {i} ({} '{}'): specialization: {e}", s.stage, s.entry_point))?;
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(feature = "write")]

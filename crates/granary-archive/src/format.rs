@@ -1,4 +1,4 @@
-//! Byte layout of archive format v5 (docs/FORMAT.md is the prose version of this file).
+//! Byte layout of archive format v6 (docs/FORMAT.md is the prose version of this file).
 //!
 //! All integers little-endian. Sections start at 16-byte aligned offsets; blobs inside the
 //! blob-data section start at 16-byte aligned offsets too, so a mapped SPIR-V blob can be read
@@ -7,18 +7,18 @@
 /// File magic.
 pub const MAGIC: [u8; 8] = *b"GRANARY\0";
 /// Format version this build writes and reads.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 /// Bytes of the fixed header before the section table.
 pub const FIXED_HEADER: usize = 64;
 /// Bytes per section-table row.
 pub const SECTION_ROW: usize = 32;
-/// Number of sections in v5 (v5 added the signature section).
+/// Number of sections (format v5 added the signature section).
 pub const SECTION_COUNT: usize = 11;
 /// Total header size: fixed part, section table, header checksum.
 pub const HEADER_LEN: usize = FIXED_HEADER + SECTION_ROW * SECTION_COUNT + 8;
 /// Section alignment.
 pub const ALIGN: usize = 16;
-/// "No blob" marker in a stage record.
+/// "No blob" marker in a stage or pipeline record.
 pub const NO_BLOB: u32 = u32::MAX;
 /// Largest label or entry-point name accepted (bytes).
 pub const MAX_NAME: usize = 64 * 1024;
@@ -98,11 +98,15 @@ impl Section {
 /// bytes themselves are covered by `hash` and by the blob-data section checksum.
 pub const BLOB_RECORD: usize = 40;
 /// Pipeline record: key u128, kind u32, first_stage u32, stage_count u32, layout u32 (blob
-/// index of the encoded [`PipelineLayout`](crate::PipelineLayout), or [`NO_BLOB`]), 8 reserved
-/// bytes (zero), checksum u64 (of the preceding 40 bytes).
+/// index of the encoded [`PipelineLayout`](crate::PipelineLayout), or [`NO_BLOB`]), state u32
+/// (blob index of the encoded [`RenderState`](crate::RenderState) or
+/// [`NativePipeline`](crate::native::NativePipeline), or [`NO_BLOB`]), 4 reserved bytes (zero),
+/// checksum u64 (of the preceding 40 bytes).
 pub const PIPELINE_RECORD: usize = 48;
-/// Stage record: key u128, stage u32, entry_off u32, entry_len u32, `blob[4]` u32, reserved u32
-/// (zero), checksum u64 (of the preceding 48 bytes followed by the entry-point bytes).
+/// Stage record: key u128, stage u32, entry_off u32, entry_len u32, `blob[4]` u32,
+/// specialization u32 (blob index of the encoded
+/// [`Specialization`](crate::native::Specialization), or [`NO_BLOB`]), checksum u64 (of the
+/// preceding 48 bytes followed by the entry-point bytes).
 pub const STAGE_RECORD: usize = 56;
 /// Label record: str_off u32, str_len u32, pipeline u32, checksum u32 (low half of the
 /// checksum of the preceding 12 bytes followed by the label bytes). Sorted by (label, pipeline).

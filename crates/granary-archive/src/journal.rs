@@ -155,12 +155,15 @@ impl Journal {
     /// Appends one record holding `entries` (with their device binaries) and the device
     /// caches of the journal's meta that no earlier record holds, and flushes it to disk.
     /// Returns the bytes appended (frame and payload). Cost is proportional to `entries` and
-    /// their stage functions not yet in the journal, not to the journal.
+    /// their stage functions not yet in the journal, not to the journal. Refuses what
+    /// [`write_entries`](crate::write_entries) refuses of entries and device data, before
+    /// writing anything.
     pub fn append(&mut self, entries: &[WriteEntry]) -> Result<usize, ArchiveError> {
         let io = |e| ArchiveError::io(&self.path, e);
         if self.broken {
             return Err(io(std::io::Error::other("an earlier append failed and could not be undone")));
         }
+        crate::writer::check_entries(entries)?;
         crate::writer::check_device_data(entries, &self.meta).map_err(ArchiveError::Incompatible)?;
         let mut record_meta = self.meta.clone();
         record_meta.device_caches.retain(|c| !self.caches.contains(&(c.device.id(), c.data.hash().0)));

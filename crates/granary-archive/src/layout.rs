@@ -73,6 +73,10 @@ impl StageMask {
     }
 }
 
+// Eight stages, one bit each: every value of a stage mask byte is valid (format version 6),
+// so the decoder checks no visibility bits.
+const _: () = assert!(StageMask::ALL == u8::MAX && ShaderStage::ALL.len() == 8);
+
 /// One binding of a bind group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LayoutBinding {
@@ -256,7 +260,8 @@ impl PipelineLayout {
         let size = u32_at(12)?;
         let immediates = match (b[17], b[18], b[19]) {
             (0, 0, 0) if size == 0 && b[16] == 0 => None,
-            (1, 0, 0) if b[16] & !StageMask::ALL == 0 => Some(Immediates { size, visibility: StageMask(b[16]) }),
+            // Every bit of a stage mask byte is a stage.
+            (1, 0, 0) => Some(Immediates { size, visibility: StageMask(b[16]) }),
             _ => return Err(err(16, "bad immediates record")),
         };
         let mut at = HEAD;
@@ -264,8 +269,8 @@ impl PipelineLayout {
         for _ in 0..nb {
             let r = b.get(at..at + BINDING).ok_or_else(|| err(at, "cut short"))?;
             let kind = BindingKind::from_u8(r[12]).ok_or_else(|| err(at + 12, "unknown binding kind"))?;
-            if r[13] & !StageMask::ALL != 0 || r[14] != 0 || r[15] != 0 {
-                return Err(err(at + 13, "bad visibility or padding"));
+            if r[14] != 0 || r[15] != 0 {
+                return Err(err(at + 14, "padding is not zero"));
             }
             bindings.push(LayoutBinding {
                 group: u32_at(at)?,
@@ -383,5 +388,25 @@ mod tests {
         bad_kind[HEAD + 12] = 99;
         assert!(PipelineLayout::decode(&bad_kind).is_err());
         assert_eq!(PipelineLayout::decode(&PipelineLayout::default().encode()), Ok(PipelineLayout::default()));
+    }
+
+    #[test]
+    fn every_stage_bit_and_the_native_binding_kinds_are_valid() {
+        // Format version 6: stages 0..=7 fill the mask byte; binding kinds run 1..=14.
+        let mut l = sample();
+        l.bindings[0].visibility = StageMask(StageMask::ALL);
+        l.bindings[1].kind = BindingKind::InputAttachment;
+        l.immediates = Some(Immediates { size: 16, visibility: StageMask::of(ShaderStage::Mesh) });
+        l.stages[0].stage = ShaderStage::Task;
+        let bytes = l.encode();
+        assert_eq!(PipelineLayout::decode(&bytes), Ok(l));
+        for kind in [0u8, 15, 255] {
+            let mut b = bytes.clone();
+            b[HEAD + BINDING + 12] = kind;
+            assert_eq!(PipelineLayout::decode(&b).unwrap_err().message, "unknown binding kind", "kind {kind}");
+        }
+        let mut b = bytes.clone();
+        b[HEAD + BINDING * 2] = 8; // stage 8 does not exist
+        assert_eq!(PipelineLayout::decode(&b).unwrap_err().message, "unknown stage");
     }
 }

@@ -71,11 +71,15 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Each render pipeline also carries its fixed-function state ([`PipelineRef::state`], a
-//! [`RenderState`]): with the stages and the layout, everything needed to create the driver
-//! pipeline again. With the `vulkan` feature, the `vulkan` module's `PipelineLoader` does that
-//! on the application's own `VkDevice`, from the binaries where the device matches and from
-//! the SPIR-V otherwise.
+//! Each pipeline also carries its state, in one of two forms ([`PipelineRef::state_kind`]): a
+//! render pipeline of the portable form its fixed-function state ([`PipelineRef::state`], a
+//! [`RenderState`]); a pipeline of Vulkan's native form — render with any stages, or compute —
+//! the whole create-info state the application gave ([`PipelineRef::native_state`], a
+//! [`native::NativePipeline`]), and each of its stages the application's
+//! `VkSpecializationInfo` ([`StageRef::specialization`]). With the stages and the layout, that
+//! is everything needed to create the driver pipeline again. With the `vulkan` feature, the
+//! `vulkan` module's `PipelineLoader` does that on the application's own `VkDevice`, from the
+//! binaries where the device matches and from the SPIR-V otherwise.
 //!
 //! # Contracts
 //!
@@ -154,7 +158,7 @@ pub use blob::Blob;
 /// (granary's Vulkan backend) sets it and tools print it.
 pub use device::BINARY_SET_LIBRARY;
 pub use device::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceFeatures, DeviceIdentity};
-pub use entry::{PipelineEntry, StageEntry, TargetOutputs};
+pub use entry::{PipelineEntry, StageEntry, StateKind, TargetOutputs};
 pub use error::ArchiveError;
 pub use key::{checksum64, content_hash, ContentHash, KeyContext, PipelineKey, StageKey};
 pub use layout::{

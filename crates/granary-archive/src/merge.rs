@@ -10,8 +10,9 @@ use std::path::Path;
 /// Encodes `entries` and streams them to `path` atomically. Returns the file size.
 ///
 /// Refuses ([`ArchiveError::Conflict`]) entries in which one label names two pipelines, and
-/// ([`ArchiveError::Incompatible`]) device data the format cannot hold
-/// ([`check_device_data`](crate::check_device_data)).
+/// ([`ArchiveError::Incompatible`]) an entry whose state or specializations a reader would
+/// refuse ([`PipelineEntry::check`](crate::PipelineEntry::check)) and device data the format
+/// cannot hold ([`check_device_data`](crate::check_device_data)).
 pub fn write_entries(path: &Path, entries: &[WriteEntry], meta: &ArchiveMeta) -> Result<usize, ArchiveError> {
     write_shard_entries(path, entries, meta, None)
 }
@@ -25,6 +26,7 @@ pub fn write_shard_entries(
     shard: Option<&ShardRecord>,
 ) -> Result<usize, ArchiveError> {
     check_unique_labels(entries)?;
+    crate::writer::check_entries(entries)?;
     crate::writer::check_device_data(entries, meta).map_err(ArchiveError::Incompatible)?;
     let layout = prepare_shard(entries, meta, shard);
     let mut written = 0;

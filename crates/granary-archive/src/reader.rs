@@ -6,10 +6,12 @@
 //! section length, and nothing is allocated from a length read out of the file.
 
 use crate::blob::Blob;
+use crate::entry::StateKind;
 use crate::error::ArchiveError;
 use crate::format::*;
 use crate::key::{checksum64, content_hash, KeyContext, PipelineKey, StageKey};
 use crate::layout::PipelineLayout;
+use crate::native::{NativePipeline, Specialization};
 use crate::render_state::RenderState;
 use crate::types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 use std::path::{Path, PathBuf};
@@ -457,10 +459,12 @@ impl Archive {
             ));
         }
         let state = u32_at(rec, 32)?;
-        if state != NO_BLOB && (state as usize >= self.blob_count || kind != PipelineKind::Render) {
+        // Which form the state has, and whether it fits the pipeline, is read from the blob
+        // itself: `PipelineRef::state_kind` (and `verify`) check it.
+        if state != NO_BLOB && state as usize >= self.blob_count {
             return Err(ArchiveError::corrupt(
                 at + 32,
-                format!("pipeline record {i}: state blob {state} is past the blob index or on a compute pipeline"),
+                format!("pipeline record {i}: state blob {state} is past the blob index"),
             ));
         }
         if rec[36..40].iter().any(|b| *b != 0) {
@@ -658,24 +662,80 @@ impl<'a> PipelineRef<'a> {
         let at = self.archive.section(Section::Pipelines).0 + self.index * PIPELINE_RECORD + 28;
         PipelineLayout::decode(bytes).map(Some).map_err(|e| ArchiveError::corrupt(at, e.to_string()))
     }
-    /// The encoded fixed-function state (docs/FORMAT.md §1.11), checked against its content
-    /// hash; `None` for compute pipelines and pipelines archived without one.
+    /// The encoded state, whichever its form ([`state_kind`](Self::state_kind) says which):
+    /// a [`RenderState`] (docs/FORMAT.md §1.11) or a
+    /// [`NativePipeline`](crate::native::NativePipeline) (§1.13), checked against its content
+    /// hash; `None` for a pipeline archived without one.
     pub fn state_bytes(&self) -> Result<Option<&'a [u8]>> {
         if self.state == NO_BLOB {
             return Ok(None);
         }
         self.archive.blob(self.state as usize).map(|b| Some(b.1))
     }
-    /// A render pipeline's fixed-function state (vertex input, primitive, colour attachments,
-    /// depth/stencil, samples): with the stages and [`layout`](Self::layout), everything a
-    /// run-time loader needs to create the driver pipeline. `None` for compute pipelines and
-    /// pipelines archived without one.
-    pub fn state(&self) -> Result<Option<RenderState>> {
+    /// Byte offset of the pipeline record's `state` field (where a bad state is reported).
+    fn state_at(&self) -> usize {
+        self.archive.section(Section::Pipelines).0 + self.index * PIPELINE_RECORD + 32
+    }
+    /// The state's form and bytes: its magic names the form, and a portable state on a compute
+    /// pipeline is refused.
+    fn state_blob(&self) -> Result<Option<(StateKind, &'a [u8])>> {
         let Some(bytes) = self.state_bytes()? else {
             return Ok(None);
         };
-        let at = self.archive.section(Section::Pipelines).0 + self.index * PIPELINE_RECORD + 32;
-        RenderState::decode(bytes).map(Some).map_err(|e| ArchiveError::corrupt(at, e.to_string()))
+        let Some(kind) = StateKind::of(bytes) else {
+            return Err(ArchiveError::corrupt(
+                self.state_at(),
+                format!(
+                    "pipeline record {}: state blob {} is neither a render state (GST1) nor a native Vulkan state (GNV1)",
+                    self.index, self.state
+                ),
+            ));
+        };
+        if kind == StateKind::Portable && self.kind != PipelineKind::Render {
+            return Err(ArchiveError::corrupt(
+                self.state_at(),
+                format!(
+                    "pipeline record {}: a render state (GST1) on a compute pipeline (only a native state may describe one)",
+                    self.index
+                ),
+            ));
+        }
+        Ok(Some((kind, bytes)))
+    }
+    /// Which form the pipeline's state has: [`StateKind::Portable`] (a [`RenderState`], render
+    /// pipelines only) or [`StateKind::Native`] (a
+    /// [`NativePipeline`](crate::native::NativePipeline), render or compute); `None` for a
+    /// pipeline archived without one. Reads the state blob (hash-checked), not its contents.
+    pub fn state_kind(&self) -> Result<Option<StateKind>> {
+        Ok(self.state_blob()?.map(|(k, _)| k))
+    }
+    /// A render pipeline's portable fixed-function state (vertex input, primitive, colour
+    /// attachments, depth/stencil, samples): with the stages and [`layout`](Self::layout),
+    /// everything a run-time loader needs to create the driver pipeline. `None` for a
+    /// pipeline archived without one and for one whose state is native
+    /// ([`native_state`](Self::native_state)).
+    pub fn state(&self) -> Result<Option<RenderState>> {
+        match self.state_blob()? {
+            Some((StateKind::Portable, bytes)) => RenderState::decode(bytes)
+                .map(Some)
+                .map_err(|e| ArchiveError::corrupt(self.state_at(), format!("pipeline record {}: {e}", self.index))),
+            _ => Ok(None),
+        }
+    }
+    /// The pipeline's native Vulkan state (docs/FORMAT.md §1.13): everything its
+    /// `Vk*PipelineCreateInfo` says apart from the shader modules, as the application created
+    /// it. Checked to fit the pipeline: one [`StageState`](crate::native::StageState) per stage
+    /// and a graphics state exactly for a render pipeline. `None` for a pipeline archived
+    /// without one and for one whose state is portable ([`state`](Self::state)).
+    pub fn native_state(&self) -> Result<Option<NativePipeline>> {
+        let Some((StateKind::Native, bytes)) = self.state_blob()? else {
+            return Ok(None);
+        };
+        let bad =
+            |what: String| ArchiveError::corrupt(self.state_at(), format!("pipeline record {}: {what}", self.index));
+        let state = NativePipeline::decode(bytes).map_err(|e| bad(e.to_string()))?;
+        crate::entry::native_fits(&state, self.kind, self.stage_count).map_err(bad)?;
+        Ok(Some(state))
     }
 }
 
@@ -690,6 +750,9 @@ pub struct StageRef<'a> {
     /// Entry point name.
     pub entry_point: &'a str,
     blobs: [u32; TARGET_COUNT],
+    specialization: u32,
+    /// Byte offset of the stage record.
+    at: usize,
 }
 
 impl<'a> StageRef<'a> {
@@ -708,6 +771,28 @@ impl<'a> StageRef<'a> {
             )),
         }
     }
+    /// The stage's encoded `VkSpecializationInfo` (a
+    /// [`Specialization`](crate::native::Specialization), docs/FORMAT.md §1.13), checked
+    /// against its content hash; `None` when the stage has nothing to specialize.
+    pub fn specialization_bytes(&self) -> Result<Option<&'a [u8]>> {
+        if self.specialization == NO_BLOB {
+            return Ok(None);
+        }
+        self.archive.blob(self.specialization as usize).map(|b| Some(b.1))
+    }
+    /// The `VkSpecializationInfo` the stage's SPIR-V module is created with (the
+    /// application's own constants, applied by the driver), decoded and checked
+    /// ([`Specialization::check`](crate::native::Specialization::check): every map entry
+    /// inside the data); `None` when the stage has nothing to specialize.
+    pub fn specialization(&self) -> Result<Option<Specialization>> {
+        let Some(bytes) = self.specialization_bytes()? else {
+            return Ok(None);
+        };
+        let bad = |what: String| {
+            ArchiveError::corrupt(self.at + 44, format!("stage '{}' ({}): {what}", self.entry_point, self.key))
+        };
+        crate::entry::check_specialization(bytes).map(Some).map_err(bad)
+    }
 }
 
 impl Archive {
@@ -723,13 +808,25 @@ impl Archive {
         }
         let stage =
             ShaderStage::from_u32(u32_at(rec, 16)?).ok_or_else(|| ArchiveError::corrupt(at + 16, "unknown stage"))?;
-        if u32_at(rec, 44)? != 0 {
-            return Err(ArchiveError::corrupt(at + 44, format!("stage record {i}: reserved field is not zero")));
+        let specialization = u32_at(rec, 44)?;
+        if specialization != NO_BLOB && specialization as usize >= self.blob_count {
+            return Err(ArchiveError::corrupt(
+                at + 44,
+                format!("stage record {i}: specialization blob {specialization} is past the blob index"),
+            ));
         }
         let mut blobs = [NO_BLOB; TARGET_COUNT];
         for (t, b) in blobs.iter_mut().enumerate() {
             *b = u32_at(rec, 28 + 4 * t)?;
         }
-        Ok(StageRef { archive: self, key: StageKey(u128_at(rec, 0)?), stage, entry_point: name, blobs })
+        Ok(StageRef {
+            archive: self,
+            key: StageKey(u128_at(rec, 0)?),
+            stage,
+            entry_point: name,
+            blobs,
+            specialization,
+            at,
+        })
     }
 }

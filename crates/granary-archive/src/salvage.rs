@@ -2,8 +2,9 @@
 //!
 //! Salvage reads the section table even when the header checksum fails, clamps every section
 //! to the bytes actually present, and keeps exactly those pipelines whose own record, every
-//! stage record and every referenced blob still pass their checksums and content hashes.
-//! Nothing unverified is ever copied into the output. A shard archive's record (the meta
+//! stage record and every referenced blob still pass their checksums and content hashes, and
+//! whose layout, state (render or native, fitting the pipeline) and stage specializations
+//! decode. Nothing unverified is ever copied into the output. A shard archive's record (the meta
 //! section's third string) is kept when the meta section still checks out, so the salvaged
 //! archive is still that shard.
 
@@ -84,8 +85,14 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
     if b.len() < HEADER_LEN || b[..8] != MAGIC {
         return Err(ArchiveError::corrupt(0, "no granary header: nothing can be salvaged"));
     }
-    if u32_at(b, 8)? != VERSION {
-        return Err(ArchiveError::corrupt(8, "unsupported format version"));
+    let version = u32_at(b, 8)?;
+    if version != VERSION {
+        // Another version's records mean other things (version 5's reserved stage field is
+        // version 6's specialization): nothing of it can be trusted as this version's.
+        return Err(ArchiveError::corrupt(
+            8,
+            format!("format version {version} is not supported (this granary reads {VERSION}); nothing is salvaged"),
+        ));
     }
     let mut report = SalvageReport {
         header_intact: checksum64(&b[..HEADER_LEN - 8]) == u64_at(b, HEADER_LEN - 8)?,
@@ -196,12 +203,23 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
                     Some(blobs.get(&idx).cloned().ok_or_else(|| format!("blob {idx} is damaged or missing"))?);
             }
         }
+        let specialization = match u32_at(rec, 44).map_err(|e| e.to_string())? {
+            NO_BLOB => None,
+            idx => {
+                let b = blobs
+                    .get(&idx)
+                    .cloned()
+                    .ok_or_else(|| format!("specialization blob {idx} is damaged or missing"))?;
+                crate::entry::check_specialization(b.bytes()).map_err(|e| format!("stage record {i}: {e}"))?;
+                Some(b)
+            }
+        };
         Ok(StageEntry {
             key: StageKey(u128_at(rec, 0).map_err(|e| e.to_string())?),
             stage: ShaderStage::from_u32(u32_at(rec, 16).map_err(|e| e.to_string())?).ok_or("unknown stage")?,
             entry_point: name.to_string(),
             outputs,
-            specialization: None, // ISSUE21-TODO: the stage record's specialization blob
+            specialization,
         })
     };
 
@@ -237,13 +255,12 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
             };
             let state = match state_idx {
                 NO_BLOB => None,
-                _ if kind != PipelineKind::Render => return Err("a compute pipeline with a render state".into()),
                 _ => {
                     let b = blobs
                         .get(&state_idx)
                         .cloned()
                         .ok_or_else(|| format!("state blob {state_idx} is damaged or missing"))?;
-                    crate::render_state::RenderState::decode(b.bytes()).map_err(|e| e.to_string())?;
+                    crate::entry::check_state(b.bytes(), kind, st.len())?;
                     Some(b)
                 }
             };

@@ -154,6 +154,36 @@ pub fn check_device_data(entries: &[WriteEntry], meta: &ArchiveMeta) -> Result<(
     Ok(())
 }
 
+/// Refuses ([`ArchiveError::Incompatible`](crate::ArchiveError::Incompatible), naming the
+/// pipeline key and the stage) an entry whose state or stage specializations a reader would
+/// refuse ([`PipelineEntry::check`]): what [`write_entries`](crate::write_entries) and the
+/// journal check before writing. Each distinct blob is decoded once (a state per pipeline kind
+/// and stage count).
+pub(crate) fn check_entries(entries: &[WriteEntry]) -> Result<(), crate::error::ArchiveError> {
+    let mut states: BTreeSet<(u128, u32, usize)> = BTreeSet::new();
+    let mut specializations: BTreeSet<u128> = BTreeSet::new();
+    let refuse =
+        |key: u128, what: String| crate::error::ArchiveError::Incompatible(format!("pipeline {key:032x}: {what}"));
+    for w in entries {
+        let e = &w.entry;
+        if let Some(state) = &e.state {
+            if states.insert((state.hash().0, e.kind as u32, e.stages.len())) {
+                crate::entry::check_state(state.bytes(), e.kind, e.stages.len()).map_err(|m| refuse(e.key.0, m))?;
+            }
+        }
+        for (i, s) in e.stages.iter().enumerate() {
+            if let Some(b) = &s.specialization {
+                if specializations.insert(b.hash().0) {
+                    crate::entry::check_specialization(b.bytes()).map_err(|m| {
+                        refuse(e.key.0, format!("stage {i} ({} '{}'): specialization: {m}", s.stage, s.entry_point))
+                    })?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Sorts, deduplicates and lays out `entries` for writing.
 pub fn prepare<'a>(entries: &'a [WriteEntry], meta: &ArchiveMeta) -> PreparedArchive<'a> {
     prepare_shard(entries, meta, None)
@@ -207,6 +237,9 @@ pub fn prepare_shard<'a>(
                     targets |= 1 << t;
                 }
             }
+            if let Some(b) = &s.specialization {
+                blobs.insert(b.hash().0, b.clone());
+            }
         }
         for b in entry.layout.iter().chain(&entry.state) {
             blobs.insert(b.hash().0, b.clone());
@@ -257,7 +290,8 @@ pub fn prepare_shard<'a>(
                 let idx = b.as_ref().and_then(|b| blob_index.get(&b.hash().0).copied()).unwrap_or(NO_BLOB);
                 stages.extend_from_slice(&idx.to_le_bytes());
             }
-            stages.extend_from_slice(&0u32.to_le_bytes());
+            let spec = s.specialization.as_ref().and_then(|b| blob_index.get(&b.hash().0).copied()).unwrap_or(NO_BLOB);
+            stages.extend_from_slice(&spec.to_le_bytes());
             let mut h = Xxh3::new();
             h.update(&stages[rec_start..]);
             h.update(strings.get(name));

@@ -38,12 +38,15 @@ impl Archive {
                         outputs.0[t as usize] = Some(blob);
                     }
                 }
+                let specialization = s
+                    .specialization_bytes()?
+                    .map(|bytes| blobs.entry(s.specialization).or_insert_with(|| Blob::new(bytes.to_vec())).clone());
                 stages.push(StageEntry {
                     key: s.key,
                     stage: s.stage,
                     entry_point: s.entry_point.to_string(),
                     outputs,
-                    specialization: None, // ISSUE21-TODO: the stage record's specialization blob
+                    specialization,
                 });
             }
             let layout = p

@@ -27,7 +27,9 @@ pub struct VerifyReport {
 
 impl Archive {
     /// Checks every byte: section checksums, every record, sort orders, every reference and
-    /// every blob's content hash; and the signature section (docs/FORMAT.md §1.12): its
+    /// every blob's content hash; that every layout, state (render or native) and stage
+    /// specialization decodes, each state fits its pipeline and each specialization's map
+    /// entries lie inside its data; and the signature section (docs/FORMAT.md §1.12): its
     /// structure and, with the `sign` feature, that the signature verifies under the key it
     /// names (which says nothing about who signed: see `verify_signature`).
     pub fn verify(&self) -> Result<VerifyReport> {
@@ -77,8 +79,14 @@ impl Archive {
             }
             next_stage += p.stage_count;
             p.layout()?;
-            p.state()?;
+            // Every state decodes in its form and fits its pipeline (stage count, kind).
+            match p.state_kind()? {
+                Some(StateKind::Portable) => drop(p.state()?),
+                Some(StateKind::Native) => drop(p.native_state()?),
+                None => {}
+            }
             for s in p.stages()? {
+                s.specialization()?;
                 for t in Target::ALL {
                     if s.blob_index(t).is_some() {
                         present_targets |= 1 << t as u32;
