@@ -5,19 +5,18 @@
 //! the Fossilize importer and granary-lab's generator.
 //!
 //! Two layouts, both a pure function of the values given in the order given:
-//! - [`pretty`]: one indented document with object keys in sorted order (what a capture exports
-//!   and `import-foz` writes);
+//! - [`pretty`]: one indented document with object keys in sorted order (what a capture
+//!   exports);
 //! - [`LineWriter`]: streamed, `{"granary_script":1,` then one library or pipeline per line in
-//!   declaration order (what the generator writes: tens of thousands of pipelines that diff
-//!   and grep well, never all held in memory).
+//!   declaration order (what the generator and `import-foz` write: tens of thousands of
+//!   pipelines that diff and grep well, never all held in memory as one JSON document).
 //!
 //! A native Vulkan pipeline ([`Pipeline::vulkan`], docs/FORMAT.md §2.6) is spelled by
 //! granary-archive's native types (their serde spelling), its stages by [`NativeStageEntry`].
 //!
 //! Fixed-function state is spelled by granary-archive's render-state types (their serde spelling). A writer that
-//! builds it another way (the importer as JSON values, the generator as its own compact
-//! structs, both kept for byte-identical output) hands it over as the state part of a
-//! [`Render`] body.
+//! builds it another way (the generator as its own compact structs, kept for byte-identical
+//! output) hands it over as the state part of a [`Render`] body.
 
 use super::raw::*;
 use crate::descriptor::{

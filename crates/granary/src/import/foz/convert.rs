@@ -12,6 +12,7 @@ use super::json::Obj;
 use super::state::{self, PassVersion};
 use super::vk::{self, stype};
 use super::{hex, parse_hash, Collected};
+use crate::descriptor::ShaderStage;
 use crate::script::write::{Function, NativeStageEntry};
 use base64::Engine as _;
 use granary_archive::native::*;
@@ -129,7 +130,7 @@ impl Converter<'_> {
     /// One `VkPipelineShaderStageCreateInfo`: its script entry, its per-stage state and the
     /// module it uses.
     fn stage(&self, s: &Obj<'_>) -> Result<(NativeStageEntry, StageState, u64), String> {
-        let bit = s.opt("stage").and_then(Value::as_u64).unwrap_or(0);
+        let bit = u64::from(s.u32("stage")?);
         let stage = vk::stage(bit).ok_or_else(|| {
             format!("{}: {} stage (bit {bit:#x}) is not harvested yet", s.at("stage"), vk::stage_name(bit))
         })?;
@@ -167,7 +168,7 @@ impl Converter<'_> {
         let o = Obj::new(info, "")?;
         o.chain(&[])?;
         let s = o.obj("stage")?;
-        let bit = s.opt("stage").and_then(Value::as_u64).unwrap_or(0);
+        let bit = s.u32("stage")?;
         if bit != 0x20 {
             return Err(format!("{}: a compute pipeline's stage is {bit:#x}, not COMPUTE (0x20)", s.at("stage")));
         }
@@ -189,6 +190,16 @@ impl Converter<'_> {
         let Stages { entries: stages, states: stage_states, modules } = self.stages(&o.objs("stages")?)?;
         if stages.is_empty() {
             return Err("no stages (a library part alone?)".into());
+        }
+        let kinds: Vec<ShaderStage> =
+            o.objs("stages")?.iter().filter_map(|s| s.u32("stage").ok()).filter_map(|b| vk::stage(b.into())).collect();
+        for (i, k) in kinds.iter().enumerate() {
+            if *k == ShaderStage::Compute {
+                return Err(format!("stages[{i}].stage: a compute stage in a graphics pipeline"));
+            }
+            if let Some(first) = kinds[..i].iter().position(|o| o == k) {
+                return Err(format!("stages[{i}].stage: a second {k} stage (the first is stages[{first}])"));
+            }
         }
         let render_pass = match o.handle("renderPass")? {
             0 => None,

@@ -584,6 +584,11 @@ fn database() -> (Vec<u8>, Vec<(u64, &'static str)>) {
         ),
         (0xf000_0000_0000_0006, small_json(LAYOUT_B, RP1, json!({"subpass": 2})), "subpass 2 is not one of render pass"),
         (0xf000_0000_0000_0007, small_json(0, RP1, json!({})), "layout: no pipeline layout"),
+        (
+            0xf000_0000_0000_0008,
+            small_json(LAYOUT_B, RP1, json!({"stages": [stage_json(0x1, M_VS, "vs"), stage_json(0x1, M_VS, "vs2")]})),
+            "stages[1].stage: a second vertex stage (the first is stages[0])",
+        ),
     ];
     let mut reasons = Vec::new();
     for (h, v, reason) in skipped {

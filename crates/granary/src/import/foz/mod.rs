@@ -309,11 +309,33 @@ pub fn import(databases: &[PathBuf], out_dir: &Path) -> Result<ImportReport, Imp
     report.modules = used_modules.len();
     report.imported = pipelines.len();
     report.pipelines = pipelines.iter().filter_map(|p| p.label().map(String::from)).collect();
-    let text = write::pretty(&libraries, &pipelines)
-        .map_err(|source| ImportError::Encode { path: report.script.clone(), source })?;
-    std::fs::write(&report.script, text)
-        .map_err(|source| ImportError::Write { path: report.script.clone(), source })?;
+    write_script(&report.script, &libraries, &pipelines)?;
     Ok(report)
+}
+
+/// Streams the script to `path` one entry per line ([`write::LineWriter`]): a pipeline's
+/// native state holds its whole layout and render pass, so a database of tens of thousands of
+/// pipelines is never built up as one JSON document in memory.
+fn write_script(path: &Path, libraries: &[LibraryEntry], pipelines: &[Pipeline<()>]) -> Result<(), ImportError> {
+    let io = |source| ImportError::Write { path: path.to_path_buf(), source };
+    let fail = |e: write::WriteError| match e {
+        write::WriteError::Io(source) => ImportError::Write { path: path.to_path_buf(), source },
+        write::WriteError::Json(source) if source.is_io() => {
+            ImportError::Write { path: path.to_path_buf(), source: source.into() }
+        }
+        write::WriteError::Json(source) => ImportError::Encode { path: path.to_path_buf(), source },
+    };
+    let file = std::fs::File::create(path).map_err(io)?;
+    let mut w = write::LineWriter::new(std::io::BufWriter::new(file)).map_err(fail)?;
+    for l in libraries {
+        w.library(l).map_err(fail)?;
+    }
+    let mut lines = w.pipelines().map_err(fail)?;
+    for p in pipelines {
+        lines.pipeline(p).map_err(fail)?;
+    }
+    lines.finish().map_err(fail)?.into_inner().map_err(|e| io(e.into_error()))?;
+    Ok(())
 }
 
 #[cfg(test)]
