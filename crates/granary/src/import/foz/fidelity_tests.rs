@@ -786,3 +786,75 @@ fn import_foz_skips_a_database_with_bad_magic_or_version_and_imports_the_good_on
     assert_eq!(skipped[1].0, paths[2]);
     assert!(skipped[1].1.contains("unsupported Fossilize format version 99"), "{skipped:?}");
 }
+
+/// Every leaf path of `v` (object keys and array indices).
+fn leaf_paths(v: &Value, at: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                at.push(k.clone());
+                leaf_paths(x, at, out);
+                at.pop();
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                at.push(i.to_string());
+                leaf_paths(x, at, out);
+                at.pop();
+            }
+        }
+        _ => out.push(at.clone()),
+    }
+}
+
+fn at_path<'a>(v: &'a mut Value, path: &[String]) -> &'a mut Value {
+    path.iter().fold(v, |v, k| match v {
+        Value::Array(a) => &mut a[k.parse::<usize>().unwrap()],
+        v => &mut v[k.as_str()],
+    })
+}
+
+/// The recorded object `target` names (0 the five-stage pipeline, 1 its render pass, 2 a set
+/// layout, 3 a sampler, 4 the pipeline layout, 5 the compute pipeline).
+fn member(c: &mut Collected, target: usize) -> &mut Value {
+    match target {
+        0 => c.graphics.get_mut(&FIVE).unwrap(),
+        1 => &mut c.render_passes.get_mut(&RP2).unwrap().1,
+        2 => c.set_layouts.get_mut(&SET_A).unwrap(),
+        3 => c.samplers.get_mut(&SM_A).unwrap(),
+        4 => c.pipeline_layouts.get_mut(&LAYOUT_A).unwrap(),
+        _ => c.compute.get_mut(&COMPUTE).unwrap(),
+    }
+}
+
+/// Each member of the recorded pipeline and of every object it refers to, replaced in turn by
+/// values of the wrong type or range: the conversion returns an error or a value, never panics,
+/// and the compute pipeline likewise.
+#[test]
+fn import_foz_conversion_never_panics_on_damaged_members() {
+    let (bytes, _) = database();
+    let db = container::parse(&bytes, Path::new("full.foz")).unwrap();
+    let mut c = Collected::default();
+    for e in &db.entries {
+        collect_entry(e, &mut c).unwrap();
+    }
+    let bad =
+        [json!(null), json!(-1), json!(1e40), json!(4294967296u64), json!("x"), json!([]), json!({}), json!(true)];
+    let mut tried = 0;
+    for target in 0..6 {
+        let mut paths = Vec::new();
+        leaf_paths(member(&mut c.clone(), target), &mut Vec::new(), &mut paths);
+        for path in &paths {
+            for b in &bad {
+                let mut damaged = c.clone();
+                *at_path(member(&mut damaged, target), path) = b.clone();
+                let conv = Converter { c: &damaged };
+                let _ = conv.graphics(&damaged.graphics[&FIVE]);
+                let _ = conv.compute(&damaged.compute[&COMPUTE]);
+                tried += 1;
+            }
+        }
+    }
+    assert!(tried > 1000, "{tried} damaged members tried");
+}

@@ -118,7 +118,7 @@ impl ImportReport {
 
 /// Entries gathered from all databases, by kind and hash (the first database holding a hash
 /// wins).
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Collected {
     modules: BTreeMap<u64, Vec<u32>>,
     samplers: HashMap<u64, Value>,
