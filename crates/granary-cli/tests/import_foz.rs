@@ -1,6 +1,7 @@
 //! `granary import-foz`: Fossilize databases written by this suite (deflated and raw, with
-//! and without CRC, truncated, damaged) and the checked-in fixture made from the example's
-//! SPIR-V; the imported script must load and harvest.
+//! and without CRC, truncated, damaged, with a bad magic or version) and the checked-in fixture
+//! made from the example's SPIR-V; the imported script (native Vulkan pipelines) must load and
+//! harvest.
 
 use granary::import::foz::container::{tag, writer};
 use std::path::{Path, PathBuf};
@@ -44,11 +45,31 @@ fn module_entry(hash: u64, spirv: &[u8]) -> Vec<u8> {
     p
 }
 
+/// A compute pipeline of `module`'s light culling entry point, with the pipeline layout
+/// [`LAYOUT`] (which [`layout_entry`] records).
 fn compute_entry(hash: u64, module: u64) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({"version": 6, "computePipelines": {format!("{hash:016x}"): {
-        "flags": 0, "layout": "0000000000000000", "basePipelineHandle": "0000000000000000", "basePipelineIndex": -1,
+        "flags": 0, "layout": format!("{LAYOUT:016x}"), "basePipelineHandle": "0000000000000000", "basePipelineIndex": -1,
         "stage": {"flags": 0, "stage": 32, "module": format!("{module:016x}"), "name": "cs_cull_lights"}}}}))
     .unwrap()
+}
+
+const LAYOUT: u64 = 0x77;
+
+/// An empty pipeline layout under the hash [`LAYOUT`].
+fn layout_entry() -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({"version": 6, "pipelineLayouts": {format!("{LAYOUT:016x}"): {
+        "flags": 0, "pushConstantRanges": [], "setLayouts": []}}}))
+    .unwrap()
+}
+
+/// A database with the module, the layout and the compute pipeline `hash`.
+fn good_database(spirv: &[u8], hash: u64) -> Vec<u8> {
+    let mut bytes = writer::header(6);
+    writer::entry(&mut bytes, tag::SHADER_MODULE, 0x42, &module_entry(0x42, spirv), DEFLATE_CRC);
+    writer::entry(&mut bytes, tag::PIPELINE_LAYOUT, LAYOUT, &layout_entry(), RAW_CRC);
+    writer::entry(&mut bytes, tag::COMPUTE_PIPELINE, hash, &compute_entry(hash, 0x42), DEFLATE);
+    bytes
 }
 
 const RAW_CRC: writer::Store = writer::Store { deflate: false, crc: true };
@@ -62,7 +83,7 @@ fn import_foz_fixture_loads_and_harvests() {
     let out = dir.path().join("out");
     let (code, s) = import(&[&fixture()], &out);
     assert_eq!(code, 0, "{s}");
-    assert_eq!(s["imported"], 4);
+    assert_eq!(s["imported"], 6);
     assert_eq!(s["libraries"], 2);
     let script = granary::script::Script::load(&out.join("pipelines.json")).unwrap();
     assert!(script.pipelines.iter().all(|p| p.descriptor.is_ok()));
@@ -79,7 +100,14 @@ fn import_foz_fixture_loads_and_harvests() {
     assert_eq!(h["failed"], 0, "{h}");
     let ls = granary(&["ls", archive.to_str().unwrap()]);
     let ls = String::from_utf8_lossy(&ls.stdout);
-    for label in ["foz/a000000000000001", "foz/a000000000000002", "foz/a000000000000006", "foz/c000000000000001"] {
+    for label in [
+        "foz/a000000000000001",
+        "foz/a000000000000002",
+        "foz/a000000000000004",
+        "foz/a000000000000005",
+        "foz/a000000000000006",
+        "foz/c000000000000001",
+    ] {
         assert!(ls.contains(label), "{label} missing from:\n{ls}");
     }
 }
@@ -94,16 +122,57 @@ fn import_foz_reports_every_skipped_pipeline_with_its_reason() {
         .iter()
         .map(|k| (k["hash"].as_str().unwrap().to_string(), k["reason"].as_str().unwrap().to_string()))
         .collect();
-    assert_eq!(skipped.len(), 4, "{skipped:?}");
+    assert_eq!(skipped.len(), 3, "{skipped:?}");
     assert_eq!(skipped[0].0, "a000000000000003");
-    assert!(skipped[0].1.contains("tessellation"));
-    assert!(skipped[1].1.contains("logic ops"));
-    assert!(skipped[2].1.contains("not representable"));
-    assert!(skipped[3].1.contains("ray tracing"));
+    assert!(skipped[0].1.contains("sType 1000156001 (VkSamplerYcbcrConversionInfo)"), "{skipped:?}");
+    assert_eq!(skipped[1].0, "a000000000000007");
+    assert!(skipped[1].1.contains("sType 1000226001"), "{skipped:?}");
+    assert_eq!(skipped[2].0, "d000000000000001");
+    assert!(skipped[2].1.contains("ray-tracing pipelines are not harvested yet"));
     // The text summary lists them too.
     let o = granary(&["import-foz", fixture().to_str().unwrap(), "-o", dir.path().join("t").to_str().unwrap()]);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("skipped 4 pipelines") && text.contains("graphics a000000000000004: logic ops"), "{text}");
+    assert!(
+        text.contains("skipped 3 pipelines") && text.contains("ray-tracing d000000000000001: ray-tracing pipelines"),
+        "{text}"
+    );
+}
+
+#[test]
+fn import_foz_skips_databases_with_a_bad_magic_or_version_and_imports_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let spirv = cull_spirv(dir.path());
+    let good = good_database(&spirv, 0x99);
+    let mut magic = good.clone();
+    magic[3] ^= 0x01;
+    let mut version = good.clone();
+    version[15] = 42;
+    let paths = [dir.path().join("magic.foz"), dir.path().join("good.foz"), dir.path().join("version.foz")];
+    for (p, b) in paths.iter().zip([magic, good, version]) {
+        std::fs::write(p, b).unwrap();
+    }
+    let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let (code, s) = import(&refs, &dir.path().join("out"));
+    assert_eq!(code, 1, "{s}");
+    assert_eq!(s["pipelines"], serde_json::json!(["foz/0000000000000099"]), "{s}");
+    let skipped = s["databases_skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 2, "{s}");
+    assert!(skipped[0]["file"].as_str().unwrap().ends_with("magic.foz"));
+    assert!(skipped[0]["reason"].as_str().unwrap().contains("offset 0: not a Fossilize database (bad magic)"), "{s}");
+    assert!(skipped[1]["file"].as_str().unwrap().ends_with("version.foz"));
+    assert!(skipped[1]["reason"].as_str().unwrap().contains("unsupported Fossilize format version 42"), "{s}");
+    // The text output says so, and the good database's script loads.
+    let mut args = vec!["import-foz".to_string()];
+    args.extend(paths.iter().map(|p| p.to_str().unwrap().to_string()));
+    args.extend(["-o".into(), dir.path().join("text").to_str().unwrap().into()]);
+    let o = granary(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("skipped database: ") && text.contains("magic.foz: offset 0"), "{text}");
+    assert!(text.contains("version.foz: offset 15: unsupported Fossilize format version 42"), "{text}");
+    assert!(text.contains("imported 1 pipelines"), "{text}");
+    let script = granary::script::Script::load(&dir.path().join("text/pipelines.json")).unwrap();
+    assert!(script.pipelines[0].descriptor.is_ok());
 }
 
 #[test]
@@ -117,6 +186,7 @@ fn import_foz_raw_and_deflated_with_and_without_crc_across_databases() {
         let (a, b) = (dir.path().join(format!("m{i}.foz")), dir.path().join(format!("p{i}.foz")));
         let mut bytes = writer::header(6);
         writer::entry(&mut bytes, tag::SHADER_MODULE, 0x42, &module_entry(0x42, &spirv), module_store);
+        writer::entry(&mut bytes, tag::PIPELINE_LAYOUT, LAYOUT, &layout_entry(), pipeline_store);
         std::fs::write(&a, bytes).unwrap();
         let mut bytes = writer::header(6);
         writer::entry(&mut bytes, tag::COMPUTE_PIPELINE, 0x99, &compute_entry(0x99, 0x42), pipeline_store);
@@ -133,6 +203,7 @@ fn import_foz_flipped_crc_is_reported_and_skipped() {
     let spirv = cull_spirv(dir.path());
     let mut bytes = writer::header(6);
     writer::entry(&mut bytes, tag::SHADER_MODULE, 0x42, &module_entry(0x42, &spirv), DEFLATE_CRC);
+    writer::entry(&mut bytes, tag::PIPELINE_LAYOUT, LAYOUT, &layout_entry(), RAW);
     let damaged_at = bytes.len();
     writer::entry(&mut bytes, tag::COMPUTE_PIPELINE, 0x98, &compute_entry(0x98, 0x42), RAW_CRC);
     writer::entry(&mut bytes, tag::COMPUTE_PIPELINE, 0x99, &compute_entry(0x99, 0x42), DEFLATE_CRC);
@@ -155,6 +226,7 @@ fn import_foz_truncated_tail_is_ignored_and_reported() {
     let spirv = cull_spirv(dir.path());
     let mut bytes = writer::header(6);
     writer::entry(&mut bytes, tag::SHADER_MODULE, 0x42, &module_entry(0x42, &spirv), DEFLATE);
+    writer::entry(&mut bytes, tag::PIPELINE_LAYOUT, LAYOUT, &layout_entry(), DEFLATE);
     writer::entry(&mut bytes, tag::COMPUTE_PIPELINE, 0x99, &compute_entry(0x99, 0x42), RAW);
     let tail_at = bytes.len();
     writer::entry(&mut bytes, tag::COMPUTE_PIPELINE, 0x9a, &compute_entry(0x9a, 0x42), DEFLATE_CRC);

@@ -1,4 +1,5 @@
-//! `granary import-foz`: Fossilize databases to a pipelines script (docs/FORMAT.md §4).
+//! `granary import-foz`: Fossilize databases to a pipelines script of native Vulkan pipelines
+//! (docs/FORMAT.md §2.6, §4).
 
 use std::path::PathBuf;
 
@@ -15,13 +16,18 @@ pub struct ImportFozArgs {
     json: bool,
 }
 
-/// Exit status: 0 when every entry was readable (skipped pipelines are listed, not
-/// failures), 1 when an entry was damaged or a tail truncated, 2 when it could not run.
+/// Exit status: 0 when every database and entry was readable (skipped pipelines are listed,
+/// not failures), 1 when a database could not be read (bad magic, unknown version; the others
+/// still import), an entry was damaged or a tail truncated, 2 when the output could not be
+/// written.
 pub fn run(a: ImportFozArgs) -> anyhow::Result<i32> {
     let r = granary::import::foz::import(&a.databases, &a.output)?;
     if a.json {
         super::output::print_json(&r)?;
     } else {
+        for d in &r.databases_skipped {
+            outln!("skipped database: {}", d.reason);
+        }
         outln!(
             "imported {} pipelines and {} SPIR-V modules from {} entries into {} ({} pipeline libraries folded in)",
             r.imported,
@@ -31,7 +37,7 @@ pub fn run(a: ImportFozArgs) -> anyhow::Result<i32> {
             r.libraries
         );
         if !r.skipped.is_empty() {
-            outln!("skipped {} pipelines granary cannot represent:", r.skipped.len());
+            outln!("skipped {} pipelines granary does not harvest:", r.skipped.len());
             for s in &r.skipped {
                 outln!("  {} {}: {}", s.kind, s.hash, s.reason);
             }

@@ -319,6 +319,24 @@ fn convert_layout(raw: &RawLayout, cx: &Ctx<'_>, jp: &str) -> Result<ExplicitLay
 }
 
 pub(super) fn convert_pipeline(raw: RawPipeline, cx: &Ctx<'_>, jp: &str) -> Result<PipelineDescriptor, ScriptError> {
+    if let Some(v) = raw.vulkan {
+        if raw.render.is_some() || raw.compute.is_some() {
+            return Err(ScriptError::at(
+                cx.path,
+                jp,
+                "a pipeline needs exactly one of \"render\" or \"compute\" (or \"vulkan\", the native form)",
+            ));
+        }
+        if raw.layout.is_some() {
+            return Err(ScriptError::at(
+                cx.path,
+                format!("{jp}.layout"),
+                "a native pipeline's layout is its \"vulkan.state.layout\" (VkPipelineLayoutCreateInfo), not an explicit \"layout\"",
+            ));
+        }
+        return super::native::convert_native(v, raw.label, cx, &format!("{jp}.vulkan"))
+            .map(PipelineDescriptor::Native);
+    }
     let layout = match &raw.layout {
         Some(l) => Some(Arc::new(convert_layout(l, cx, jp)?)),
         None => None,
@@ -377,11 +395,15 @@ pub(super) fn convert_pipeline(raw: RawPipeline, cx: &Ctx<'_>, jp: &str) -> Resu
             compute: convert_function(&c.function, cx, &format!("{jp}.compute.function"))?,
             layout,
         })),
-        _ => Err(ScriptError::at(cx.path, jp, "a pipeline needs exactly one of \"render\" or \"compute\"")),
+        _ => Err(ScriptError::at(
+            cx.path,
+            jp,
+            "a pipeline needs exactly one of \"render\" or \"compute\" (or \"vulkan\", the native form)",
+        )),
     }
 }
 
-fn convert_function(raw: &RawFunction, cx: &Ctx<'_>, jp: &str) -> Result<FunctionDescriptor, ScriptError> {
+pub(super) fn convert_function(raw: &RawFunction, cx: &Ctx<'_>, jp: &str) -> Result<FunctionDescriptor, ScriptError> {
     let err = |field: &str, msg: String| ScriptError::at(cx.path, join_path(jp, field), msg);
     match (&raw.library, &raw.function, &raw.specialize) {
         (Some(lib), Some(func), None) => {

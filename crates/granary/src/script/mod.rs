@@ -10,6 +10,7 @@ mod error;
 mod expand;
 mod lazy;
 mod load;
+mod native;
 mod raw;
 pub mod write;
 

@@ -1,10 +1,12 @@
 //! The JSON shapes of the pipelines script, as serde types (docs/FORMAT.md, "Pipelines script"):
 //! the one spelling of its field names, read by `load.rs`/`lazy.rs` and written through
-//! `write.rs` (fixed-function state is spelled by granary-archive's render-state types (their serde spelling)).
+//! `write.rs` (fixed-function state is spelled by granary-archive's render-state types, a native
+//! pipeline's state by its native types: their serde spelling).
 
 use crate::descriptor::{
     ColorAttachment, DepthStencilState, PrimitiveState, ShaderStage, SourceKind, VertexBufferLayout,
 };
+use granary_archive::native::{NativePipeline, Specialization};
 use serde::{Deserialize, Serialize};
 
 /// Current script format version.
@@ -102,8 +104,8 @@ pub(crate) struct RawConstant {
     pub f32: Option<f32>,
 }
 
-/// One pipeline: a label and exactly one of `render` / `compute`. The render body is
-/// [`RawRender`] when read; a writer may give its own body `R` (see [`RawRenderWith`]).
+/// One pipeline: a label and exactly one of `render` / `compute` / `vulkan`. The render body
+/// is [`RawRender`] when read; a writer may give its own body `R` (see [`RawRenderWith`]).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(deny_unknown_fields, bound(deserialize = "R: Deserialize<'de>", serialize = "R: Serialize"))]
 pub(crate) struct RawPipeline<R = RawRender> {
@@ -113,6 +115,9 @@ pub(crate) struct RawPipeline<R = RawRender> {
     pub render: Option<R>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute: Option<RawCompute>,
+    /// The native Vulkan form (docs/FORMAT.md §2.6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vulkan: Option<RawNative>,
     /// An explicit resource layout (docs/FORMAT.md §2.1); absent: derived from the shaders.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<RawLayout>,
@@ -200,4 +205,28 @@ pub(crate) struct RawRenderWith<S> {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawCompute {
     pub function: RawFunction,
+}
+
+/// A native Vulkan pipeline's body (docs/FORMAT.md §2.6): the stage functions, then every
+/// other part of the create info as granary-archive's [`NativePipeline`] spells it (Vulkan's
+/// member names in camelCase, Vulkan's numbers), so that type's serde is the one field list.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawNative {
+    /// One per `VkPipelineShaderStageCreateInfo`, in the application's order.
+    pub stages: Vec<RawNativeStage>,
+    /// `NativePipeline`: `flags`, `stages` (one entry per stage above), `layout`, `graphics`.
+    #[serde(default)]
+    pub state: NativePipeline,
+}
+
+/// One stage of a native pipeline: granary's stage name, a SPIR-V library's entry point and
+/// the application's `VkSpecializationInfo`.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawNativeStage {
+    pub stage: ShaderStage,
+    pub function: RawFunction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub specialization: Option<Specialization>,
 }

@@ -5,23 +5,26 @@
 //! the Fossilize importer and granary-lab's generator.
 //!
 //! Two layouts, both a pure function of the values given in the order given:
-//! - [`pretty`]: one indented document with object keys in sorted order (what a capture exports
-//!   and `import-foz` writes);
+//! - [`pretty`]: one indented document with object keys in sorted order (what a capture
+//!   exports);
 //! - [`LineWriter`]: streamed, `{"granary_script":1,` then one library or pipeline per line in
-//!   declaration order (what the generator writes: tens of thousands of pipelines that diff
-//!   and grep well, never all held in memory).
+//!   declaration order (what the generator and `import-foz` write: tens of thousands of
+//!   pipelines that diff and grep well, never all held in memory as one JSON document).
+//!
+//! A native Vulkan pipeline ([`Pipeline::vulkan`], docs/FORMAT.md §2.6) is spelled by
+//! granary-archive's native types (their serde spelling), its stages by [`NativeStageEntry`].
 //!
 //! Fixed-function state is spelled by granary-archive's render-state types (their serde spelling). A writer that
-//! builds it another way (the importer as JSON values, the generator as its own compact
-//! structs, both kept for byte-identical output) hands it over as the state part of a
-//! [`Render`] body.
+//! builds it another way (the generator as its own compact structs, kept for byte-identical
+//! output) hands it over as the state part of a [`Render`] body.
 
 use super::raw::*;
 use crate::descriptor::{
     Constant as ConstantDescriptor, ConstantId, ConstantValue, FunctionDescriptor, Library, PipelineDescriptor,
-    SourceKind,
+    ShaderStage, SourceKind,
 };
 use base64::Engine as _;
+use granary_archive::native::{NativePipeline, Specialization};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -113,6 +116,19 @@ impl LibraryEntry {
     }
 }
 
+/// One stage of a native pipeline: `{"stage", "function", "specialization"?}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct NativeStageEntry(RawNativeStage);
+
+impl NativeStageEntry {
+    /// `function` (a `{"library", "function"}` entry of a SPIR-V library) as `stage`, created
+    /// with `specialization` (the application's `VkSpecializationInfo`).
+    pub fn new(stage: ShaderStage, function: Function, specialization: Option<Specialization>) -> Self {
+        NativeStageEntry(RawNativeStage { stage, function: function.0, specialization })
+    }
+}
+
 /// A render pipeline's body: `{"vertex", "fragment"?, …state}`, the fields of the state `S`
 /// (spelled as granary-archive's render-state types spell them) following the stage functions.
 #[derive(Debug, Clone, Serialize)]
@@ -126,7 +142,7 @@ impl<S: Serialize> Render<S> {
     }
 }
 
-/// A pipeline entry: `{"label"?, "render" | "compute"}`.
+/// A pipeline entry: `{"label"?, "render" | "compute" | "vulkan"}`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(transparent)]
 pub struct Pipeline<S: Serialize>(RawPipeline<RawRenderWith<S>>);
@@ -134,12 +150,30 @@ pub struct Pipeline<S: Serialize>(RawPipeline<RawRenderWith<S>>);
 impl<S: Serialize> Pipeline<S> {
     /// A render pipeline.
     pub fn render(label: Option<String>, body: Render<S>) -> Self {
-        Pipeline(RawPipeline { label, render: Some(body.0), compute: None, layout: None })
+        Pipeline(RawPipeline { label, render: Some(body.0), compute: None, vulkan: None, layout: None })
     }
 
     /// A compute pipeline of `function`.
     pub fn compute(label: Option<String>, function: Function) -> Self {
-        Pipeline(RawPipeline { label, render: None, compute: Some(RawCompute { function: function.0 }), layout: None })
+        Pipeline(RawPipeline {
+            label,
+            render: None,
+            compute: Some(RawCompute { function: function.0 }),
+            vulkan: None,
+            layout: None,
+        })
+    }
+
+    /// A pipeline in the native Vulkan form (docs/FORMAT.md §2.6): its stages and the rest of
+    /// its create info, `state` (which has one `stages` entry per stage).
+    pub fn vulkan(label: Option<String>, stages: Vec<NativeStageEntry>, state: NativePipeline) -> Self {
+        Pipeline(RawPipeline {
+            label,
+            render: None,
+            compute: None,
+            vulkan: Some(RawNative { stages: stages.into_iter().map(|s| s.0).collect(), state }),
+            layout: None,
+        })
     }
 
     /// The label, if any.
@@ -250,13 +284,32 @@ pub fn script_json(pipelines: &[(Option<String>, &PipelineDescriptor)]) -> Strin
                     alpha_to_coverage: r.state.alpha_to_coverage,
                 }),
                 compute: None,
+                vulkan: None,
                 layout: r.layout.as_deref().map(raw_layout),
             },
-            PipelineDescriptor::Native(_) => unimplemented!("ISSUE21-TODO: the native form's script spelling"),
+            PipelineDescriptor::Native(n) => RawPipeline {
+                label: label.clone(),
+                render: None,
+                compute: None,
+                vulkan: Some(RawNative {
+                    stages: n
+                        .stages
+                        .iter()
+                        .map(|s| RawNativeStage {
+                            stage: s.stage,
+                            function: libs.function(&s.function).0,
+                            specialization: s.specialization.as_deref().cloned(),
+                        })
+                        .collect(),
+                    state: n.state.clone(),
+                }),
+                layout: None,
+            },
             PipelineDescriptor::Compute(c) => RawPipeline {
                 label: label.clone(),
                 render: None,
                 compute: Some(RawCompute { function: libs.function(&c.compute).0 }),
+                vulkan: None,
                 layout: c.layout.as_deref().map(raw_layout),
             },
         })

@@ -1,34 +1,27 @@
 //! Fossilize's recorded create infos (Vulkan structures as JSON, numbers as Vulkan records
-//! them) to pipelines-script entries: pipeline libraries folded into the pipelines that link
-//! them, stages to stage functions with their specialization constants, fixed-function state
-//! to the script's state fields (docs/FORMAT.md §4 has the mapping). Every value granary
-//! cannot represent is an `Err` naming it; nothing is guessed.
-//!
-//! The stage functions and entries are the script writer's ([`crate::script::write`]); the
-//! state blocks are built here as JSON values in the spelling of granary-archive's render-state types,
-//! with exactly the fields the importer has always written.
+//! them) to native script entries (docs/FORMAT.md §2.6, §4): pipeline libraries folded into
+//! the pipelines that link them, every stage with its module, `pName`, flags, required
+//! subgroup size and `VkSpecializationInfo`, the pipeline layout with its set layouts and
+//! immutable samplers looked up by handle and taken by value, the render pass by value (or the
+//! dynamic-rendering formats), and every state structure (`state.rs`). Whatever granary's
+//! native model does not have is an `Err` naming it; nothing is guessed or dropped, except
+//! the create flags that name objects an archive cannot hold (`vk::DERIVATIVE_BIT` and the
+//! library-linking bits of a folded pipeline).
 
-use super::{hex, parse_hash, spirv, vk, Collected};
-use crate::descriptor::{Constant, ConstantId, ConstantValue};
-use crate::script::write::{Function, Render};
+use super::json::Obj;
+use super::state::{self, PassVersion};
+use super::vk::{self, stype};
+use super::{hex, parse_hash, Collected};
+use crate::descriptor::ShaderStage;
+use crate::script::write::{Function, NativeStageEntry};
 use base64::Engine as _;
-use granary_archive::{CompareFunction, CullMode, FrontFace, IndexFormat, StepMode};
-use serde_json::{json, Map, Value};
+use granary_archive::native::*;
+use serde_json::Value;
 
-/// `VK_PIPELINE_CREATE_LIBRARY_BIT_KHR`.
-pub(super) const LIBRARY_BIT: u64 = 0x800;
-/// `VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO`.
-pub(super) const STYPE_RENDERING: u64 = 1000044002;
-/// `VK_STRUCTURE_TYPE_PIPELINE_LIBRARY_CREATE_INFO_KHR`.
-pub(super) const STYPE_LIBRARY: u64 = 1000290000;
-/// `VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_LIBRARY_CREATE_INFO_EXT`.
-pub(super) const STYPE_GPL: u64 = 1000320002;
-/// `VK_ATTACHMENT_UNUSED`.
-const UNUSED: u64 = 0xffff_ffff;
 /// How deep pipeline libraries may link further libraries.
 const MAX_LIBRARY_DEPTH: usize = 8;
 
-/// State blocks of a graphics create info that a library can provide.
+/// Members of a graphics create info a pipeline library can provide.
 const STATE_KEYS: &[&str] = &[
     "vertexInputState",
     "inputAssemblyState",
@@ -39,49 +32,66 @@ const STATE_KEYS: &[&str] = &[
     "depthStencilState",
     "colorBlendState",
     "dynamicState",
-    "renderPass",
-    "subpass",
 ];
 
+/// Create flags no imported pipeline keeps: it has no base pipeline, is no library and links
+/// none.
+const DROPPED_FLAGS: u32 =
+    vk::DERIVATIVE_BIT | vk::LIBRARY_BIT | vk::LINK_TIME_OPTIMIZATION_BIT | vk::RETAIN_LINK_TIME_OPTIMIZATION_INFO_BIT;
+
 /// Converts the create infos of one collection of databases (which holds the modules, render
-/// passes and libraries they refer to).
+/// passes, layouts, samplers and libraries they refer to).
 pub(super) struct Converter<'a> {
     pub c: &'a Collected,
 }
 
-/// A converted entry body and the shader modules it uses, or why it cannot be converted.
-type Out<T> = Result<(T, Vec<u64>), String>;
-
-/// Field `key` of a recorded structure as an unsigned number; 0 when absent or not one.
-fn u64_field(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+/// One converted pipeline: its stage entries, its state, and the shader modules it uses.
+pub(super) struct Converted {
+    /// The script's stage entries, in the application's order.
+    pub stages: Vec<NativeStageEntry>,
+    /// Everything else.
+    pub state: NativePipeline,
+    /// Fossilize hashes of the modules the stages use.
+    pub modules: Vec<u64>,
 }
 
-/// The pipeline library info: Fossilize writes `VkPipelineLibraryCreateInfoKHR` into the
-/// graphics create info's `pNext` array like every other chained struct, as an object with
-/// `"sType": 1000290000` and a `libraries` array of pipeline hashes (16 hex digits); its
-/// replayer picks the struct by `sType` alone.
-fn library_info(info: &Value) -> Option<&Value> {
-    pnext(info, STYPE_LIBRARY)
+/// A pipeline's stages: script entries, per-stage state and modules, in stage order.
+#[derive(Default)]
+struct Stages {
+    entries: Vec<NativeStageEntry>,
+    states: Vec<StageState>,
+    modules: Vec<u64>,
 }
 
-fn pnext(info: &Value, stype: u64) -> Option<&Value> {
-    info.get("pNext")?.as_array()?.iter().find(|p| u64_field(p, "sType") == stype)
+/// `"pNext"` entries of `info` with an `sType` of `t` (Fossilize writes chained structures as
+/// objects in a `pNext` array; its replayer picks them by `sType` alone).
+fn pnext(info: &Value, t: u64) -> Option<&Value> {
+    info.get("pNext")?.as_array()?.iter().find(|p| p.get("sType").and_then(Value::as_u64) == Some(t))
+}
+
+fn is_null_handle(v: Option<&Value>) -> bool {
+    v.is_none_or(|v| v.is_null() || parse_hash(v) == Some(0))
 }
 
 impl Converter<'_> {
-    /// Folds linked pipeline libraries into one create info: stages are joined, each state
-    /// block comes from the first of the pipeline and its libraries (in order) that has it.
+    /// Folds linked pipeline libraries into one create info: stages are joined in order (the
+    /// pipeline's, then each library's), each state block comes from the first of the pipeline
+    /// and its libraries that has it, the render pass (with its subpass) and the layout from
+    /// the first that names one, and every library's other `pNext` structures join the
+    /// pipeline's (so one the model lacks still skips the pipeline).
     fn flatten(&self, info: &Value, depth: usize) -> Result<Value, String> {
-        let Some(lib) = library_info(info) else { return Ok(info.clone()) };
+        let Some(lib) = pnext(info, stype::LIBRARY) else { return Ok(info.clone()) };
         if depth >= MAX_LIBRARY_DEPTH {
             return Err("pipeline libraries nested too deeply (or in a cycle)".into());
         }
         let mut out = info.as_object().cloned().unwrap_or_default();
         let mut stages: Vec<Value> = info.get("stages").and_then(Value::as_array).cloned().unwrap_or_default();
-        let mut rendering = pnext(info, STYPE_RENDERING).cloned();
+        let keep =
+            |p: &&Value| !matches!(p.get("sType").and_then(Value::as_u64), Some(stype::LIBRARY) | Some(stype::GPL));
+        let mut chain: Vec<Value> =
+            info.get("pNext").and_then(Value::as_array).into_iter().flatten().filter(keep).cloned().collect();
         for h in lib.get("libraries").and_then(Value::as_array).into_iter().flatten() {
-            let lh = parse_hash(h).ok_or("pipeline library reference is not a hash")?;
+            let lh = parse_hash(h).ok_or_else(|| format!("pipeline library reference {h} is not a hash"))?;
             let l = self
                 .c
                 .graphics
@@ -90,421 +100,276 @@ impl Converter<'_> {
             let l = self.flatten(l, depth + 1)?;
             stages.extend(l.get("stages").and_then(Value::as_array).cloned().unwrap_or_default());
             for k in STATE_KEYS {
-                if !out.contains_key(*k)
-                    || out[*k].is_null()
-                    || (*k == "renderPass" && parse_hash(&out[*k]).unwrap_or(0) == 0)
-                {
+                if out.get(*k).is_none_or(Value::is_null) {
                     if let Some(v) = l.get(*k) {
                         out.insert((*k).to_string(), v.clone());
                     }
                 }
             }
-            if rendering.is_none() {
-                rendering = pnext(&l, STYPE_RENDERING).cloned();
+            if is_null_handle(out.get("renderPass")) && !is_null_handle(l.get("renderPass")) {
+                out.insert("renderPass".into(), l["renderPass"].clone());
+                out.insert("subpass".into(), l.get("subpass").cloned().unwrap_or(Value::from(0)));
+            }
+            if is_null_handle(out.get("layout")) && !is_null_handle(l.get("layout")) {
+                out.insert("layout".into(), l["layout"].clone());
+            }
+            for p in l.get("pNext").and_then(Value::as_array).into_iter().flatten().filter(keep) {
+                let t = p.get("sType").and_then(Value::as_u64);
+                let have = chain.iter().any(|c| c.get("sType").and_then(Value::as_u64) == t);
+                // Dynamic-rendering formats: the pipeline's own, else the first library's.
+                if !(have && t == Some(stype::RENDERING)) {
+                    chain.push(p.clone());
+                }
             }
         }
         out.insert("stages".into(), Value::Array(stages));
-        let mut chain: Vec<Value> = info
-            .get("pNext")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|p| ![STYPE_LIBRARY, STYPE_RENDERING, STYPE_GPL].contains(&u64_field(p, "sType")))
-            .cloned()
-            .collect();
-        chain.extend(rendering);
         out.insert("pNext".into(), Value::Array(chain));
         Ok(Value::Object(out))
     }
 
-    /// A stage to a script function, and the module it uses.
-    pub(super) fn function(&self, stage: &Value) -> Result<(Function, u64), String> {
-        let module = stage.get("module").and_then(parse_hash).ok_or("stage without a module hash")?;
-        let words = self
-            .c
-            .modules
-            .get(&module)
-            .ok_or_else(|| format!("shader module {} is not in the database(s)", hex(module)))?;
-        let name = stage.get("name").and_then(Value::as_str).unwrap_or("main");
-        let base = Function::library(hex(module), name);
-        let Some(spec) = stage.get("specializationInfo").filter(|s| !s.is_null()) else { return Ok((base, module)) };
-        let data = match spec.get("data").and_then(Value::as_str) {
-            Some(d) => base64::engine::general_purpose::STANDARD
-                .decode(d)
-                .map_err(|e| format!("specialization data is not base64: {e}"))?,
-            None => Vec::new(),
+    /// One `VkPipelineShaderStageCreateInfo`: its script entry, its per-stage state and the
+    /// module it uses.
+    fn stage(&self, s: &Obj<'_>) -> Result<(NativeStageEntry, StageState, u64), String> {
+        let bit = u64::from(s.u32("stage")?);
+        let stage = vk::stage(bit).ok_or_else(|| {
+            format!("{}: {} stage (bit {bit:#x}) is not harvested yet", s.at("stage"), vk::stage_name(bit))
+        })?;
+        let module = s.handle("module")?;
+        if !self.c.modules.contains_key(&module) {
+            return Err(format!("{}: shader module {} is not in the database(s)", s.at("module"), hex(module)));
+        }
+        let name = s.str("name")?;
+        let chain = s.chain(&[stype::REQUIRED_SUBGROUP_SIZE])?;
+        let state = StageState {
+            flags: s.u32("flags")?,
+            required_subgroup_size: chain
+                .get(stype::REQUIRED_SUBGROUP_SIZE)
+                .map(|r| r.u32("requiredSubgroupSize"))
+                .transpose()?,
         };
-        let types = spirv::spec_types(words);
-        let mut constants = Vec::new();
-        for m in spec.get("mapEntries").and_then(Value::as_array).into_iter().flatten() {
-            let id = u64_field(m, "constantID");
-            let (off, size) = (u64_field(m, "offset") as usize, u64_field(m, "size") as usize);
-            let bytes = data
-                .get(off..off.saturating_add(size))
-                .ok_or_else(|| format!("specialization constant {id}: bytes {off}+{size} are outside the data"))?;
-            let id16 = u16::try_from(id)
-                .map_err(|_| format!("specialization constant id {id} does not fit granary's 16-bit ids"))?;
-            let declared = types.get(&(id as u32)).copied();
-            let Some(declared) = declared else {
-                // A constant the module does not declare changes nothing: Vulkan ignores it.
-                continue;
-            };
-            let word = match bytes {
-                [a, b, c, d] => u32::from_le_bytes([*a, *b, *c, *d]),
-                _ if declared == spirv::SpecType::Bool && size == 1 => u32::from(bytes[0]),
-                _ => return Err(format!("specialization constant {id}: {size}-byte value is not representable (granary has 32-bit constants)")),
-            };
-            let value = match declared {
-                spirv::SpecType::Bool => ConstantValue::Bool(word != 0),
-                spirv::SpecType::I32 => ConstantValue::I32(word as i32),
-                spirv::SpecType::U32 => ConstantValue::U32(word),
-                spirv::SpecType::F32 => ConstantValue::F32(f32::from_bits(word)),
-                spirv::SpecType::Other(what) => {
-                    return Err(format!("specialization constant {id} is a {what}, which granary cannot represent"))
-                }
-            };
-            constants.push(Constant { id: ConstantId::Id(id16), value });
-        }
-        if constants.is_empty() {
-            return Ok((base, module));
-        }
-        Ok((Function::specialized(base, &constants, None), module))
+        let specialization = s.opt_obj("specializationInfo")?.map(|o| specialization(&o)).transpose()?;
+        Ok((NativeStageEntry::new(stage, Function::library(hex(module), name), specialization), state, module))
     }
 
-    /// A compute pipeline's create info to its stage function.
-    pub(super) fn compute(&self, info: &Value) -> Out<Function> {
-        let stage = info.get("stage").ok_or("compute pipeline without a stage")?;
-        if u64_field(stage, "stage") != vk::stage::COMPUTE {
-            return Err(format!("compute pipeline stage is {}", vk::stage::name(u64_field(stage, "stage"))));
+    /// Every stage of `list`, in order.
+    fn stages(&self, list: &[Obj<'_>]) -> Result<Stages, String> {
+        let mut out = Stages::default();
+        for s in list {
+            let (entry, state, module) = self.stage(s)?;
+            out.entries.push(entry);
+            out.states.push(state);
+            out.modules.push(module);
         }
-        let (f, m) = self.function(stage)?;
-        Ok((f, vec![m]))
+        Ok(out)
     }
 
-    /// A graphics pipeline's create info (its libraries folded in) to a render body.
-    pub(super) fn graphics(&self, info: &Value) -> Out<Render<Map<String, Value>>> {
-        let info = self.flatten(info, 0)?;
-        let (mut vertex, mut fragment) = (None, None);
-        let mut body = Map::new();
-        let mut modules = Vec::new();
-        for s in info.get("stages").and_then(Value::as_array).into_iter().flatten() {
-            let bit = u64_field(s, "stage");
-            let (slot, what) = match bit {
-                vk::stage::VERTEX => (&mut vertex, "vertex"),
-                vk::stage::FRAGMENT => (&mut fragment, "fragment"),
-                other => {
+    /// A compute pipeline's create info.
+    pub(super) fn compute(&self, info: &Value) -> Result<Converted, String> {
+        let o = Obj::new(info, "")?;
+        o.chain(&[])?;
+        let s = o.obj("stage")?;
+        let bit = s.u32("stage")?;
+        if bit != 0x20 {
+            return Err(format!("{}: a compute pipeline's stage is {bit:#x}, not COMPUTE (0x20)", s.at("stage")));
+        }
+        let (entry, stage, module) = self.stage(&s)?;
+        let state = NativePipeline {
+            flags: o.u32("flags")? & !DROPPED_FLAGS,
+            stages: vec![stage],
+            layout: self.layout(&o)?,
+            graphics: None,
+        };
+        Ok(Converted { stages: vec![entry], state, modules: vec![module] })
+    }
+
+    /// A graphics pipeline's create info, its libraries folded in.
+    pub(super) fn graphics(&self, info: &Value) -> Result<Converted, String> {
+        let flat = self.flatten(info, 0)?;
+        let o = Obj::new(&flat, "")?;
+        let chain = o.chain(&[stype::RENDERING, stype::GPL])?;
+        let Stages { entries: stages, states: stage_states, modules } = self.stages(&o.objs("stages")?)?;
+        if stages.is_empty() {
+            return Err("no stages (a library part alone?)".into());
+        }
+        let kinds: Vec<ShaderStage> =
+            o.objs("stages")?.iter().filter_map(|s| s.u32("stage").ok()).filter_map(|b| vk::stage(b.into())).collect();
+        for (i, k) in kinds.iter().enumerate() {
+            if *k == ShaderStage::Compute {
+                return Err(format!("stages[{i}].stage: a compute stage in a graphics pipeline"));
+            }
+            if let Some(first) = kinds[..i].iter().position(|o| o == k) {
+                return Err(format!("stages[{i}].stage: a second {k} stage (the first is stages[{first}])"));
+            }
+        }
+        let render_pass = match o.handle("renderPass")? {
+            0 => None,
+            h => Some(self.render_pass(h, o.u32("subpass")?)?),
+        };
+        let rendering = chain
+            .get(stype::RENDERING)
+            .map(|r| {
+                r.chain(&[])?;
+                Ok::<_, String>(RenderingState {
+                    view_mask: r.u32("viewMask")?,
+                    color_attachment_formats: r.u32s("colorAttachmentFormats")?,
+                    depth_attachment_format: r.u32("depthAttachmentFormat")?,
+                    stencil_attachment_format: r.u32("stencilAttachmentFormat")?,
+                })
+            })
+            .transpose()?;
+        let part = |k: &str| o.opt_obj(k);
+        let graphics = GraphicsState {
+            vertex_input_state: part("vertexInputState")?.map(|s| state::vertex_input(&s)).transpose()?,
+            input_assembly_state: part("inputAssemblyState")?.map(|s| state::input_assembly(&s)).transpose()?,
+            tessellation_state: part("tessellationState")?.map(|s| state::tessellation(&s)).transpose()?,
+            viewport_state: part("viewportState")?.map(|s| state::viewport(&s)).transpose()?,
+            rasterization_state: part("rasterizationState")?.map(|s| state::rasterization(&s)).transpose()?,
+            multisample_state: part("multisampleState")?.map(|s| state::multisample(&s)).transpose()?,
+            depth_stencil_state: part("depthStencilState")?.map(|s| state::depth_stencil(&s)).transpose()?,
+            color_blend_state: part("colorBlendState")?.map(|s| state::color_blend(&s)).transpose()?,
+            dynamic_states: part("dynamicState")?.map(|s| state::dynamic_states(&s)).transpose()?.unwrap_or_default(),
+            render_pass,
+            subpass: o.u32("subpass")?,
+            rendering,
+        };
+        let state = NativePipeline {
+            flags: o.u32("flags")? & !DROPPED_FLAGS,
+            stages: stage_states,
+            layout: self.layout(&o)?,
+            graphics: Some(graphics),
+        };
+        Ok(Converted { stages, state, modules })
+    }
+
+    /// The render pass `h` (either version) by value; `subpass` must be one of its subpasses.
+    fn render_pass(&self, h: u64, subpass: u32) -> Result<RenderPassState, String> {
+        let (version, v) =
+            self.c.render_passes.get(&h).ok_or_else(|| format!("render pass {} is not in the database(s)", hex(h)))?;
+        let key = match version {
+            PassVersion::V1 => "renderPasses",
+            PassVersion::V2 => "renderPasses2",
+        };
+        let pass = state::render_pass(&Obj::new(v, format!("{key}.{}", hex(h)))?, *version)?;
+        if subpass as usize >= pass.subpasses.len() {
+            return Err(format!("subpass {subpass} is not one of render pass {}'s {}", hex(h), pass.subpasses.len()));
+        }
+        Ok(pass)
+    }
+
+    /// The create info's `layout`, looked up and taken by value.
+    fn layout(&self, o: &Obj<'_>) -> Result<NativeLayout, String> {
+        let h = o.handle("layout")?;
+        if h == 0 {
+            return Err(format!("{}: no pipeline layout (VK_NULL_HANDLE)", o.at("layout")));
+        }
+        let v = self
+            .c
+            .pipeline_layouts
+            .get(&h)
+            .ok_or_else(|| format!("pipeline layout {} is not in the database(s)", hex(h)))?;
+        let l = Obj::new(v, format!("pipelineLayouts.{}", hex(h)))?;
+        l.chain(&[])?;
+        let mut set_layouts = Vec::new();
+        for (i, s) in l.handles("setLayouts")?.into_iter().enumerate() {
+            if s == 0 {
+                return Err(format!(
+                    "{}[{i}]: a null descriptor set layout (independent sets) is not in granary's native model",
+                    l.at("setLayouts")
+                ));
+            }
+            set_layouts.push(self.set_layout(s)?);
+        }
+        Ok(NativeLayout {
+            flags: l.u32("flags")?,
+            set_layouts,
+            push_constant_ranges: l
+                .objs("pushConstantRanges")?
+                .iter()
+                .map(|r| {
+                    Ok(PushConstantRange {
+                        stage_flags: r.u32("stageFlags")?,
+                        offset: r.u32("offset")?,
+                        size: r.u32("size")?,
+                    })
+                })
+                .collect::<Result<_, String>>()?,
+        })
+    }
+
+    /// Descriptor set layout `h` by value, immutable samplers looked up, binding flags from
+    /// its `VkDescriptorSetLayoutBindingFlagsCreateInfo`.
+    fn set_layout(&self, h: u64) -> Result<SetLayout, String> {
+        let v = self
+            .c
+            .set_layouts
+            .get(&h)
+            .ok_or_else(|| format!("descriptor set layout {} is not in the database(s)", hex(h)))?;
+        let o = Obj::new(v, format!("setLayouts.{}", hex(h)))?;
+        let chain = o.chain(&[stype::BINDING_FLAGS])?;
+        let list = o.objs("bindings")?;
+        let flags = match chain.get(stype::BINDING_FLAGS) {
+            None => vec![0; list.len()],
+            Some(f) => match f.u32s("bindingFlags")? {
+                v if v.is_empty() => vec![0; list.len()],
+                v if v.len() == list.len() => v,
+                v => {
                     return Err(format!(
-                        "{} stage is not representable (granary has vertex, fragment and compute)",
-                        vk::stage::name(other)
+                        "{}: {} binding flags for {} bindings",
+                        f.at("bindingFlags"),
+                        v.len(),
+                        list.len()
                     ))
                 }
-            };
-            if slot.is_some() {
-                return Err(format!("two {what} stages"));
-            }
-            let (f, m) = self.function(s)?;
-            *slot = Some(f);
-            modules.push(m);
-        }
-        let Some(vertex) = vertex else {
-            return Err("no vertex stage (a library part alone, or mesh shading)".into());
+            },
         };
-        for d in
-            info.get("dynamicState").and_then(|d| d.get("dynamicState")).and_then(Value::as_array).into_iter().flatten()
-        {
-            if let Some(name) = d.as_u64().and_then(vk::unrepresentable_dynamic_state) {
-                return Err(format!("dynamic state {name} leaves fixed-function state to draw time"));
+        let mut bindings = Vec::with_capacity(list.len());
+        for (b, binding_flags) in list.iter().zip(flags) {
+            let mut immutable_samplers = Vec::new();
+            for (i, s) in b.handles("immutableSamplers")?.into_iter().enumerate() {
+                let v = self.c.samplers.get(&s).ok_or_else(|| {
+                    format!("{}[{i}]: sampler {} is not in the database(s)", b.at("immutableSamplers"), hex(s))
+                })?;
+                immutable_samplers.push(state::sampler(&Obj::new(v, format!("samplers.{}", hex(s)))?)?);
             }
+            bindings.push(SetLayoutBinding {
+                binding: b.u32("binding")?,
+                descriptor_type: b.u32("descriptorType")?,
+                descriptor_count: b.u32("descriptorCount")?,
+                stage_flags: b.u32("stageFlags")?,
+                immutable_samplers,
+                binding_flags,
+            });
         }
-        // Formats: dynamic rendering, else render pass + subpass.
-        let (colors, depth, samples_rp) = self.formats(&info)?;
-        // Vertex input.
-        if let Some(vi) = info.get("vertexInputState").filter(|v| !v.is_null()) {
-            body.insert("vertex_buffers".into(), vertex_buffers(vi)?);
-        }
-        // Input assembly.
-        let mut primitive = Map::new();
-        if let Some(ia) = info.get("inputAssemblyState").filter(|v| !v.is_null()) {
-            let t = u64_field(ia, "topology");
-            let name = vk::topology(t)
-                .map(|v| v.name())
-                .ok_or_else(|| format!("topology {t} is not representable (fans, adjacency and patches are not)"))?;
-            primitive.insert("topology".into(), name.into());
-            if u64_field(ia, "primitiveRestartEnable") != 0 && name.ends_with("strip") {
-                primitive.insert("strip_index_format".into(), IndexFormat::Uint32.name().into());
-            }
-        }
-        // Rasterization.
-        let rs = info.get("rasterizationState").filter(|v| !v.is_null()).ok_or("no rasterization state")?;
-        if u64_field(rs, "rasterizerDiscardEnable") != 0 {
-            return Err("rasterizer discard is not representable".into());
-        }
-        if u64_field(rs, "polygonMode") != 0 {
-            return Err("polygon mode other than fill is not representable".into());
-        }
-        if u64_field(rs, "depthClampEnable") != 0 {
-            return Err("depth clamp is not representable".into());
-        }
-        primitive.insert(
-            "cull".into(),
-            match u64_field(rs, "cullMode") {
-                0 => CullMode::None.name(),
-                1 => CullMode::Front.name(),
-                2 => CullMode::Back.name(),
-                _ => return Err("cull mode FRONT_AND_BACK is not representable".into()),
-            }
-            .into(),
-        );
-        primitive.insert(
-            "front_face".into(),
-            if u64_field(rs, "frontFace") == 1 { FrontFace::Cw } else { FrontFace::Ccw }.name().into(),
-        );
-        body.insert("primitive".into(), Value::Object(primitive));
-        // Multisample.
-        let mut samples = samples_rp;
-        if let Some(ms) = info.get("multisampleState").filter(|v| !v.is_null()) {
-            samples = u64_field(ms, "rasterizationSamples").max(1);
-            if u64_field(ms, "sampleShadingEnable") != 0 {
-                return Err("sample shading is not representable".into());
-            }
-            if u64_field(ms, "alphaToOneEnable") != 0 {
-                return Err("alpha to one is not representable".into());
-            }
-            // Fossilize writes `pSampleMask` as an array of (samples + 31) / 32 words.
-            if let Some(mask) = ms.get("sampleMask").and_then(Value::as_array) {
-                for (i, word) in mask.iter().enumerate() {
-                    let bits = samples.saturating_sub(32 * i as u64).min(32);
-                    let full = (1u64 << bits) - 1;
-                    if word.as_u64().unwrap_or(0) & full != full {
-                        return Err("a partial sample mask is not representable".into());
-                    }
-                }
-            }
-            if u64_field(ms, "alphaToCoverageEnable") != 0 {
-                body.insert("alpha_to_coverage".into(), true.into());
-            }
-        }
-        if !samples.is_power_of_two() || samples > 64 {
-            return Err(format!("sample count {samples} is not representable"));
-        }
-        if samples != 1 {
-            body.insert("sample_count".into(), samples.into());
-        }
-        // Depth/stencil.
-        if let Some(fmt) = depth {
-            body.insert("depth_stencil".into(), depth_stencil(fmt, info.get("depthStencilState"), rs)?);
-        }
-        // Colour attachments.
-        if !colors.is_empty() {
-            let cb = info.get("colorBlendState").filter(|v| !v.is_null());
-            if cb.is_some_and(|cb| u64_field(cb, "logicOpEnable") != 0) {
-                return Err("logic ops are not representable".into());
-            }
-            let atts = cb.and_then(|cb| cb.get("attachments")).and_then(Value::as_array);
-            let mut out = Vec::new();
-            for (i, fmt) in colors.iter().enumerate() {
-                let a = atts.and_then(|a| a.get(i));
-                out.push(color_attachment(fmt, a)?);
-            }
-            body.insert("color_attachments".into(), Value::Array(out));
-        }
-        Ok((Render::new(vertex, fragment, body), modules))
-    }
-
-    /// Colour formats, the depth/stencil format and the render pass's sample count.
-    #[allow(clippy::type_complexity)]
-    fn formats(&self, info: &Value) -> Result<(Vec<&'static str>, Option<&'static str>, u64), String> {
-        let color = |f: u64| {
-            vk::texture_format(f)
-                .map(|v| v.name())
-                .filter(|_| f != 0)
-                .ok_or_else(|| format!("colour format {f} (VkFormat) is not representable"))
-        };
-        let depth_fmt = |f: u64| {
-            vk::texture_format(f)
-                .map(|v| v.name())
-                .ok_or_else(|| format!("depth/stencil format {f} (VkFormat) is not representable"))
-        };
-        let rp = info.get("renderPass").and_then(parse_hash).filter(|h| *h != 0);
-        if let Some(h) = rp {
-            let pass = self
-                .c
-                .render_passes
-                .get(&h)
-                .ok_or_else(|| format!("render pass {} is not in the database(s)", hex(h)))?;
-            let sub = pass
-                .get("subpasses")
-                .and_then(Value::as_array)
-                .and_then(|s| s.get(u64_field(info, "subpass") as usize))
-                .ok_or_else(|| format!("render pass {} has no subpass {}", hex(h), u64_field(info, "subpass")))?;
-            if u64_field(sub, "viewMask") != 0 {
-                return Err("multiview is not representable".into());
-            }
-            let atts = pass.get("attachments").and_then(Value::as_array).cloned().unwrap_or_default();
-            let att = |r: &Value| -> Result<Option<&Value>, String> {
-                let i = u64_field(r, "attachment");
-                if i == UNUSED {
-                    return Ok(None);
-                }
-                atts.get(i as usize).map(Some).ok_or_else(|| format!("attachment {i} is not in render pass {}", hex(h)))
-            };
-            let mut colors = Vec::new();
-            let mut samples = 1;
-            for r in sub.get("colorAttachments").and_then(Value::as_array).into_iter().flatten() {
-                let a = att(r)?.ok_or("an unused colour attachment slot is not representable")?;
-                colors.push(color(u64_field(a, "format"))?);
-                samples = u64_field(a, "samples").max(1);
-            }
-            let mut depth = None;
-            if let Some(r) = sub.get("depthStencilAttachment").filter(|v| !v.is_null()) {
-                if let Some(a) = att(r)? {
-                    depth = Some(depth_fmt(u64_field(a, "format"))?);
-                    samples = u64_field(a, "samples").max(1);
-                }
-            }
-            return Ok((colors, depth, samples));
-        }
-        let Some(r) = pnext(info, STYPE_RENDERING) else { return Ok((Vec::new(), None, 1)) };
-        if u64_field(r, "viewMask") != 0 {
-            return Err("multiview is not representable".into());
-        }
-        let mut colors = Vec::new();
-        for f in r.get("colorAttachmentFormats").and_then(Value::as_array).into_iter().flatten() {
-            let f = f.as_u64().unwrap_or(0);
-            if f == 0 {
-                return Err("an unused colour attachment slot (VK_FORMAT_UNDEFINED) is not representable".into());
-            }
-            colors.push(color(f)?);
-        }
-        let (d, s) = (u64_field(r, "depthAttachmentFormat"), u64_field(r, "stencilAttachmentFormat"));
-        let depth = match (d, s) {
-            (0, 0) => None,
-            (0, s) => Some(depth_fmt(s)?),
-            (d, s) if s == 0 || s == d => Some(depth_fmt(d)?),
-            (d, s) => return Err(format!("separate depth ({d}) and stencil ({s}) formats are not representable")),
-        };
-        Ok((colors, depth, 1))
+        Ok(SetLayout { flags: o.u32("flags")?, bindings })
     }
 }
 
-fn vertex_buffers(vi: &Value) -> Result<Value, String> {
-    let mut bindings: Vec<&Value> = vi.get("bindings").and_then(Value::as_array).into_iter().flatten().collect();
-    bindings.sort_by_key(|b| u64_field(b, "binding"));
-    let attrs: Vec<&Value> = vi.get("attributes").and_then(Value::as_array).into_iter().flatten().collect();
-    if pnext(vi, 1000190001).is_some() {
-        return Err("vertex attribute divisors are not representable".into());
-    }
-    let mut out = Vec::new();
-    for (slot, b) in bindings.iter().enumerate() {
-        if u64_field(b, "binding") != slot as u64 {
-            return Err(format!(
-                "vertex bindings must be numbered 0..n (granary buffer slots); binding {} found at slot {slot}",
-                u64_field(b, "binding")
-            ));
-        }
-        let mut attributes = Vec::new();
-        for a in attrs.iter().filter(|a| u64_field(a, "binding") == slot as u64) {
-            let f = u64_field(a, "format");
-            let format = vk::vertex_format(f)
-                .map(|v| v.name())
-                .ok_or_else(|| format!("vertex format {f} (VkFormat) is not representable"))?;
-            attributes.push(
-                json!({"location": u64_field(a, "location"), "format": format, "offset": u64_field(a, "offset")}),
-            );
-        }
-        attributes.sort_by_key(|a| a["location"].as_u64());
-        let step = if u64_field(b, "inputRate") == 1 { StepMode::Instance } else { StepMode::Vertex }.name();
-        out.push(json!({"stride": u64_field(b, "stride"), "step": step, "attributes": attributes}));
-    }
-    if let Some(a) = attrs.iter().find(|a| u64_field(a, "binding") as usize >= bindings.len()) {
-        return Err(format!(
-            "vertex attribute {} uses binding {}, which is not declared",
-            u64_field(a, "location"),
-            u64_field(a, "binding")
-        ));
-    }
-    Ok(Value::Array(out))
-}
-
-fn stencil_face(f: &Value) -> Result<Value, String> {
-    let op = |k: &str| {
-        vk::stencil_op(u64_field(f, k))
-            .map(|v| v.name())
-            .ok_or_else(|| format!("stencil op {} is not valid", u64_field(f, k)))
+/// A recorded `VkSpecializationInfo`: map entries in the application's order, the data bytes
+/// (base64 in Fossilize), checked as Vulkan requires.
+fn specialization(o: &Obj<'_>) -> Result<Specialization, String> {
+    let data = match o.opt("data") {
+        None => Vec::new(),
+        Some(_) => base64::engine::general_purpose::STANDARD
+            .decode(o.str("data")?)
+            .map_err(|e| format!("{}: not base64: {e}", o.at("data")))?,
     };
-    Ok(json!({
-        "compare": vk::compare(u64_field(f, "compareOp")).map(|v| v.name()).ok_or("bad stencil compare op")?,
-        "fail_op": op("failOp")?,
-        "depth_fail_op": op("depthFailOp")?,
-        "pass_op": op("passOp")?,
-    }))
-}
-
-fn depth_stencil(format: &str, ds: Option<&Value>, rs: &Value) -> Result<Value, String> {
-    let mut out = Map::new();
-    out.insert("format".into(), format.into());
-    if let Some(ds) = ds.filter(|v| !v.is_null()) {
-        if u64_field(ds, "depthBoundsTestEnable") != 0 {
-            return Err("depth bounds test is not representable".into());
-        }
-        let test = u64_field(ds, "depthTestEnable") != 0;
-        let compare = if test {
-            vk::compare(u64_field(ds, "depthCompareOp")).map(|v| v.name()).ok_or("bad depth compare op")?
-        } else {
-            CompareFunction::Always.name()
-        };
-        out.insert("depth_compare".into(), compare.into());
-        out.insert("depth_write".into(), (test && u64_field(ds, "depthWriteEnable") != 0).into());
-        if u64_field(ds, "stencilTestEnable") != 0 {
-            let (front, back) =
-                (ds.get("front").ok_or("no front stencil state")?, ds.get("back").ok_or("no back stencil state")?);
-            if u64_field(front, "compareMask") != u64_field(back, "compareMask")
-                || u64_field(front, "writeMask") != u64_field(back, "writeMask")
-            {
-                return Err("different front and back stencil masks are not representable".into());
-            }
-            out.insert(
-                "stencil".into(),
-                json!({"front": stencil_face(front)?, "back": stencil_face(back)?,
-                       "read_mask": u64_field(front, "compareMask"), "write_mask": u64_field(front, "writeMask")}),
-            );
+    if let Some(n) = o.opt("dataSize") {
+        if n.as_u64() != Some(data.len() as u64) {
+            return Err(format!("{}: {n} for {} data bytes", o.at("dataSize"), data.len()));
         }
     }
-    if u64_field(rs, "depthBiasEnable") != 0 {
-        let f = |k: &str| rs.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-        let constant = f("depthBiasConstantFactor");
-        if constant.fract() != 0.0 || constant.abs() > f64::from(i32::MAX) {
-            return Err(format!("depth bias constant {constant} is not an integer (granary's depth_bias is)"));
-        }
-        out.insert("depth_bias".into(), (constant as i32).into());
-        out.insert("depth_bias_slope_scale".into(), f("depthBiasSlopeFactor").into());
-        out.insert("depth_bias_clamp".into(), f("depthBiasClamp").into());
-    }
-    Ok(Value::Object(out))
-}
-
-fn color_attachment(format: &str, a: Option<&Value>) -> Result<Value, String> {
-    let Some(a) = a else { return Ok(json!({"format": format, "blend": "off", "write_mask": "rgba"})) };
-    let mask = u64_field(a, "colorWriteMask") & 0xf;
-    let mask: String =
-        [(1, 'r'), (2, 'g'), (4, 'b'), (8, 'a')].iter().filter(|(b, _)| mask & b != 0).map(|(_, c)| *c).collect();
-    let blend = if u64_field(a, "blendEnable") == 0 {
-        json!("off")
-    } else {
-        let fac = |k: &str| {
-            vk::blend_factor(u64_field(a, k))
-                .map(|v| v.name())
-                .ok_or_else(|| format!("blend factor {} is not representable", u64_field(a, k)))
-        };
-        let op = |k: &str| {
-            vk::blend_op(u64_field(a, k))
-                .map(|v| v.name())
-                .ok_or_else(|| format!("blend op {} is not representable", u64_field(a, k)))
-        };
-        json!({
-            "color": {"src": fac("srcColorBlendFactor")?, "dst": fac("dstColorBlendFactor")?, "op": op("colorBlendOp")?},
-            "alpha": {"src": fac("srcAlphaBlendFactor")?, "dst": fac("dstAlphaBlendFactor")?, "op": op("alphaBlendOp")?},
+    let map_entries = o
+        .objs("mapEntries")?
+        .iter()
+        .map(|m| {
+            Ok(SpecializationMapEntry {
+                constant_id: m.u32("constantID")?,
+                offset: m.u32("offset")?,
+                size: m.u32("size")?,
+            })
         })
-    };
-    Ok(json!({"format": format, "blend": blend, "write_mask": mask}))
+        .collect::<Result<_, String>>()?;
+    let s = Specialization { map_entries, data };
+    s.check().map_err(|m| format!("{}: {m}", o.path()))?;
+    Ok(s)
 }

@@ -1,37 +1,40 @@
-//! `granary import-foz`: Fossilize databases to a granary pipelines script plus the SPIR-V
-//! modules it names (docs/FORMAT.md §4 has the mapping).
+//! `granary import-foz`: Fossilize databases to a granary pipelines script of native Vulkan
+//! pipelines (docs/FORMAT.md §2.6) plus the SPIR-V modules it names (§4 has the mapping).
 //!
 //! Invariants:
-//! - Never panics on any input; a damaged entry or a truncated tail is reported, not fatal.
-//! - Every pipeline granary cannot represent is listed with the reason; nothing is guessed
-//!   silently (the few lossy mappings are documented in docs/FORMAT.md §4).
-//! - The output is deterministic: pipelines and modules in hash order.
+//! - Never panics on any input; a damaged entry or a truncated tail is reported, not fatal, and
+//!   so is a database that cannot be read at all (bad magic, unknown version): the others
+//!   still import.
+//! - Full fidelity: every pipeline is written with everything its create info says (stages,
+//!   layout by value, render pass by value, every state and extension structure) as Vulkan's
+//!   numbers; one granary's native model cannot hold is listed with the reason (naming the
+//!   field or the `pNext` structure's `sType`), never approximated.
+//! - The output is deterministic: pipelines and modules in hash order; each pipeline is
+//!   labelled `foz/<its Fossilize hash>`.
 //!
 //! This module reads the databases and writes the result; `convert.rs` turns each recorded
-//! create info into a script entry, and the script itself is written by
-//! [`crate::script::write`].
+//! create info into a native script entry (`state.rs` the state structures, `json.rs` the typed
+//! reads), and the script itself is written by [`crate::script::write`].
 
 pub mod container;
 mod convert;
+mod json;
 pub mod spirv;
+mod state;
 mod vk;
 
 use crate::script::write::{self, LibraryEntry, Pipeline};
 use base64::Engine as _;
 use container::tag;
-use convert::{Converter, LIBRARY_BIT};
-#[cfg(test)]
-use convert::{STYPE_GPL, STYPE_LIBRARY, STYPE_RENDERING};
+use convert::Converter;
 use serde_json::Value;
+use state::PassVersion;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 /// Why an import could not run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    /// A database could not be opened.
-    #[error(transparent)]
-    Container(#[from] container::ContainerError),
     /// The script could not be encoded as JSON.
     #[error("{}: cannot encode the script: {source}", path.display())]
     Encode {
@@ -48,6 +51,16 @@ pub enum ImportError {
         /// Why.
         source: std::io::Error,
     },
+}
+
+/// A database that was not read at all (it cannot be read, or has a bad magic or an unknown
+/// version); the others still import.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SkippedDatabase {
+    /// The database file.
+    pub file: PathBuf,
+    /// Why, with the file and offset (`…: offset 15: unsupported Fossilize format version 9`).
+    pub reason: String,
 }
 
 /// A pipeline that was not imported.
@@ -92,20 +105,26 @@ pub struct ImportReport {
     pub damaged: Vec<container::Damaged>,
     /// Truncated tails ignored.
     pub truncated: Vec<Truncated>,
+    /// Databases not read at all.
+    pub databases_skipped: Vec<SkippedDatabase>,
 }
 
 impl ImportReport {
-    /// True when every entry was readable (pipelines may still have been skipped).
+    /// True when every database and entry was readable (pipelines may still have been skipped).
     pub fn intact(&self) -> bool {
-        self.damaged.is_empty() && self.truncated.is_empty()
+        self.damaged.is_empty() && self.truncated.is_empty() && self.databases_skipped.is_empty()
     }
 }
 
-/// Entries gathered from all databases, by kind and hash.
-#[derive(Default)]
+/// Entries gathered from all databases, by kind and hash (the first database holding a hash
+/// wins).
+#[derive(Default, Clone)]
 struct Collected {
     modules: BTreeMap<u64, Vec<u32>>,
-    render_passes: HashMap<u64, Value>,
+    samplers: HashMap<u64, Value>,
+    set_layouts: HashMap<u64, Value>,
+    pipeline_layouts: HashMap<u64, Value>,
+    render_passes: HashMap<u64, (PassVersion, Value)>,
     graphics: BTreeMap<u64, Value>,
     compute: BTreeMap<u64, Value>,
     raytracing: BTreeSet<u64>,
@@ -164,7 +183,10 @@ fn collect_entry(e: &container::Entry, out: &mut Collected) -> Result<(), String
     let (text, tail) = split_payload(&e.payload);
     let interesting = matches!(
         e.tag,
-        tag::SHADER_MODULE
+        tag::SAMPLER
+            | tag::DESCRIPTOR_SET_LAYOUT
+            | tag::PIPELINE_LAYOUT
+            | tag::SHADER_MODULE
             | tag::RENDER_PASS
             | tag::GRAPHICS_PIPELINE
             | tag::COMPUTE_PIPELINE
@@ -174,7 +196,15 @@ fn collect_entry(e: &container::Entry, out: &mut Collected) -> Result<(), String
         return Ok(());
     }
     let doc: Value = serde_json::from_slice(text).map_err(|e| format!("bad JSON: {e}"))?;
+    let keep = |map: &mut HashMap<u64, Value>, key: &str| {
+        for (h, v) in members(&doc, key) {
+            map.entry(h).or_insert_with(|| v.clone());
+        }
+    };
     match e.tag {
+        tag::SAMPLER => keep(&mut out.samplers, "samplers"),
+        tag::DESCRIPTOR_SET_LAYOUT => keep(&mut out.set_layouts, "setLayouts"),
+        tag::PIPELINE_LAYOUT => keep(&mut out.pipeline_layouts, "pipelineLayouts"),
         tag::SHADER_MODULE => {
             for (h, m) in members(&doc, "shaderModules") {
                 let words = decode_module(m, tail).map_err(|r| format!("shader module {}: {r}", hex(h)))?;
@@ -185,9 +215,9 @@ fn collect_entry(e: &container::Entry, out: &mut Collected) -> Result<(), String
             }
         }
         tag::RENDER_PASS => {
-            for key in ["renderPasses", "renderPasses2"] {
+            for (key, version) in [("renderPasses", PassVersion::V1), ("renderPasses2", PassVersion::V2)] {
                 for (h, v) in members(&doc, key) {
-                    out.render_passes.entry(h).or_insert_with(|| v.clone());
+                    out.render_passes.entry(h).or_insert_with(|| (version, v.clone()));
                 }
             }
         }
@@ -208,12 +238,20 @@ fn collect_entry(e: &container::Entry, out: &mut Collected) -> Result<(), String
     Ok(())
 }
 
-/// Imports `databases` into `out_dir` (`pipelines.json`, `modules/<hash>.spv`).
+/// Imports `databases` into `out_dir` (`pipelines.json`, `modules/<hash>.spv`). A database
+/// that cannot be read is skipped and reported ([`ImportReport::databases_skipped`]); only
+/// writing the output can fail the import.
 pub fn import(databases: &[PathBuf], out_dir: &Path) -> Result<ImportReport, ImportError> {
     let mut report = ImportReport { script: out_dir.join("pipelines.json"), ..Default::default() };
     let mut c = Collected::default();
     for path in databases {
-        let db = container::read(path)?;
+        let db = match container::read(path) {
+            Ok(db) => db,
+            Err(e) => {
+                report.databases_skipped.push(SkippedDatabase { file: path.clone(), reason: e.to_string() });
+                continue;
+            }
+        };
         report.entries += db.entries.len();
         report.damaged.extend(db.damaged);
         if let Some(offset) = db.truncated_at {
@@ -231,35 +269,31 @@ pub fn import(databases: &[PathBuf], out_dir: &Path) -> Result<ImportReport, Imp
         }
     }
     let mut used_modules = BTreeSet::new();
-    let mut pipelines: Vec<Pipeline<_>> = Vec::new();
+    let mut pipelines: Vec<Pipeline<()>> = Vec::new();
     let conv = Converter { c: &c };
+    let mut land =
+        |kind: &'static str, h: u64, r: Result<convert::Converted, String>, report: &mut ImportReport| match r {
+            Ok(p) => {
+                used_modules.extend(p.modules);
+                pipelines.push(Pipeline::vulkan(Some(format!("foz/{}", hex(h))), p.stages, p.state));
+            }
+            Err(reason) => report.skipped.push(Skipped { kind, hash: hex(h), reason }),
+        };
     for (&h, info) in &c.graphics {
-        if info.get("flags").and_then(Value::as_u64).unwrap_or(0) & LIBRARY_BIT != 0 {
+        if info.get("flags").and_then(Value::as_u64).unwrap_or(0) & u64::from(vk::LIBRARY_BIT) != 0 {
             report.libraries += 1;
             continue;
         }
-        match conv.graphics(info) {
-            Ok((body, modules)) => {
-                used_modules.extend(modules);
-                pipelines.push(Pipeline::render(Some(format!("foz/{}", hex(h))), body));
-            }
-            Err(reason) => report.skipped.push(Skipped { kind: "graphics", hash: hex(h), reason }),
-        }
+        land("graphics", h, conv.graphics(info), &mut report);
     }
     for (&h, info) in &c.compute {
-        match conv.compute(info) {
-            Ok((function, modules)) => {
-                used_modules.extend(modules);
-                pipelines.push(Pipeline::compute(Some(format!("foz/{}", hex(h))), function));
-            }
-            Err(reason) => report.skipped.push(Skipped { kind: "compute", hash: hex(h), reason }),
-        }
+        land("compute", h, conv.compute(info), &mut report);
     }
     for &h in &c.raytracing {
         report.skipped.push(Skipped {
             kind: "ray-tracing",
             hash: hex(h),
-            reason: "ray tracing pipelines are not representable in a granary script".into(),
+            reason: "ray-tracing pipelines are not harvested yet".into(),
         });
     }
     let modules_dir = out_dir.join("modules");
@@ -275,12 +309,36 @@ pub fn import(databases: &[PathBuf], out_dir: &Path) -> Result<ImportReport, Imp
     report.modules = used_modules.len();
     report.imported = pipelines.len();
     report.pipelines = pipelines.iter().filter_map(|p| p.label().map(String::from)).collect();
-    let text = write::pretty(&libraries, &pipelines)
-        .map_err(|source| ImportError::Encode { path: report.script.clone(), source })?;
-    std::fs::write(&report.script, text)
-        .map_err(|source| ImportError::Write { path: report.script.clone(), source })?;
+    write_script(&report.script, &libraries, &pipelines)?;
     Ok(report)
 }
 
+/// Streams the script to `path` one entry per line ([`write::LineWriter`]): a pipeline's
+/// native state holds its whole layout and render pass, so a database of tens of thousands of
+/// pipelines is never built up as one JSON document in memory.
+fn write_script(path: &Path, libraries: &[LibraryEntry], pipelines: &[Pipeline<()>]) -> Result<(), ImportError> {
+    let io = |source| ImportError::Write { path: path.to_path_buf(), source };
+    let fail = |e: write::WriteError| match e {
+        write::WriteError::Io(source) => ImportError::Write { path: path.to_path_buf(), source },
+        write::WriteError::Json(source) if source.is_io() => {
+            ImportError::Write { path: path.to_path_buf(), source: source.into() }
+        }
+        write::WriteError::Json(source) => ImportError::Encode { path: path.to_path_buf(), source },
+    };
+    let file = std::fs::File::create(path).map_err(io)?;
+    let mut w = write::LineWriter::new(std::io::BufWriter::new(file)).map_err(fail)?;
+    for l in libraries {
+        w.library(l).map_err(fail)?;
+    }
+    let mut lines = w.pipelines().map_err(fail)?;
+    for p in pipelines {
+        lines.pipeline(p).map_err(fail)?;
+    }
+    lines.finish().map_err(fail)?.into_inner().map_err(|e| io(e.into_error()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod fidelity_tests;
 #[cfg(test)]
 pub(crate) mod tests;

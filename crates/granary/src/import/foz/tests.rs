@@ -24,6 +24,17 @@ const MESH: u64 = 0x1111_0000_0000_0001;
 const PBR: u64 = 0x1111_0000_0000_0002;
 const CULL: u64 = 0x1111_0000_0000_0003;
 const PASS: u64 = 0x2222_0000_0000_0001;
+const SHADOW_SAMPLER: u64 = 0x3333_0000_0000_0001;
+const YCBCR_SAMPLER: u64 = 0x3333_0000_0000_0002;
+const SET_VIEW: u64 = 0x4444_0000_0000_0001;
+const SET_OBJECT: u64 = 0x4444_0000_0000_0002;
+const SET_MATERIAL: u64 = 0x4444_0000_0000_0003;
+const SET_CULL: u64 = 0x4444_0000_0000_0004;
+const SET_YCBCR: u64 = 0x4444_0000_0000_0005;
+const LAYOUT_PBR: u64 = 0x5555_0000_0000_0001;
+const LAYOUT_DEPTH: u64 = 0x5555_0000_0000_0002;
+const LAYOUT_CULL: u64 = 0x5555_0000_0000_0003;
+const LAYOUT_YCBCR: u64 = 0x5555_0000_0000_0004;
 
 fn b64(words: &[u32]) -> String {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -49,10 +60,38 @@ fn stage(bit: u64, module: u64, name: &str) -> Value {
     json!({"flags": 0, "stage": bit, "module": hex(module), "name": name})
 }
 
+fn one(key: &str, hash: u64, v: Value) -> Vec<u8> {
+    let mut m = Map::new();
+    m.insert(hex(hash), v);
+    serde_json::to_vec(&json!({"version": 6, key: m})).unwrap()
+}
+
+/// A descriptor set layout of `(binding, VkDescriptorType, VkShaderStageFlags, immutable
+/// sampler)` entries.
+fn set_layout(bindings: &[(u32, u32, u32, Option<u64>)]) -> Value {
+    let bindings: Vec<Value> = bindings
+        .iter()
+        .map(|&(binding, ty, stages, sampler)| {
+            let mut b = json!({"descriptorType": ty, "descriptorCount": 1, "stageFlags": stages, "binding": binding});
+            if let Some(s) = sampler {
+                b["immutableSamplers"] = json!([hex(s)]);
+            }
+            b
+        })
+        .collect();
+    json!({"flags": 0, "bindings": bindings})
+}
+
+fn sampler_json() -> Value {
+    json!({"flags": 0, "minFilter": 1, "magFilter": 1, "maxAnisotropy": 1.0, "compareOp": 4, "anisotropyEnable": 0,
+        "mipmapMode": 0, "addressModeU": 2, "addressModeV": 2, "addressModeW": 2, "borderColor": 0,
+        "unnormalizedCoordinates": 0, "compareEnable": 1, "mipLodBias": 0.0, "minLod": 0.0, "maxLod": 0.0})
+}
+
 fn opaque_state() -> Map<String, Value> {
     json!({
         "flags": 0, "basePipelineHandle": "0000000000000000", "basePipelineIndex": -1,
-        "layout": "0000000000000000", "renderPass": "0000000000000000", "subpass": 0,
+        "layout": hex(LAYOUT_PBR), "renderPass": "0000000000000000", "subpass": 0,
         "vertexInputState": {"flags": 0,
             "attributes": [
                 {"location": 0, "binding": 0, "offset": 0, "format": 106},
@@ -77,7 +116,7 @@ fn opaque_state() -> Map<String, Value> {
                 "srcAlphaBlendFactor": 1, "dstAlphaBlendFactor": 7, "alphaBlendOp": 0, "colorWriteMask": 15}]},
         "dynamicState": {"flags": 0, "dynamicState": [0, 1]},
         "stages": [stage(1, MESH, "vs_main"), stage(0x10, PBR, "fs_main")],
-        "pNext": [{"sType": STYPE_RENDERING, "viewMask": 0, "colorAttachmentFormats": [50],
+        "pNext": [{"sType": vk::stype::RENDERING, "viewMask": 0, "colorAttachmentFormats": [50],
                    "depthAttachmentFormat": 126, "stencilAttachmentFormat": 0}],
     })
     .as_object()
@@ -86,33 +125,117 @@ fn opaque_state() -> Map<String, Value> {
 }
 
 fn graphics(hash: u64, info: Map<String, Value>) -> (u32, u64, Vec<u8>) {
-    let doc = json!({"version": 6, "graphicsPipelines": {hex(hash): Value::Object(info)}});
-    (tag::GRAPHICS_PIPELINE, hash, serde_json::to_vec(&doc).unwrap())
+    (tag::GRAPHICS_PIPELINE, hash, one("graphicsPipelines", hash, Value::Object(info)))
 }
 
-/// The entries of the real-world-shaped database: modules (base64 and varint), a render
-/// pass, pipelines that import and pipelines that must be skipped, a linked library pair.
+/// The entries of the real-world-shaped database: modules (base64 and varint), samplers,
+/// descriptor set and pipeline layouts that match the example's shaders, a version-1 render
+/// pass, pipelines that import (among them a linked library pair) and pipelines that must be
+/// skipped.
 pub(crate) fn fixture_entries() -> Vec<(u32, u64, Vec<u8>)> {
+    const VS: u32 = 0x1;
+    const FS: u32 = 0x10;
+    const CS: u32 = 0x20;
+    const UNIFORM: u32 = 6;
+    const STORAGE: u32 = 7;
+    const IMAGE: u32 = 2;
+    const SAMPLER: u32 = 0;
+    let mut ycbcr = sampler_json();
+    ycbcr["pNext"] = json!([{"sType": 1000156001, "conversion": "6666000000000001"}]);
     let mut e = vec![
         (tag::SHADER_MODULE, MESH, module_varint(MESH, &example_spirv("mesh_static.wgsl"))),
         (tag::SHADER_MODULE, PBR, module_base64(PBR, &example_spirv("pbr.wgsl"))),
         (tag::SHADER_MODULE, CULL, module_base64(CULL, &example_spirv("light_cull.wgsl"))),
+        (tag::SAMPLER, SHADOW_SAMPLER, one("samplers", SHADOW_SAMPLER, sampler_json())),
+        (tag::SAMPLER, YCBCR_SAMPLER, one("samplers", YCBCR_SAMPLER, ycbcr)),
         (
-            tag::RENDER_PASS,
-            PASS,
-            serde_json::to_vec(&json!({"version": 6, "renderPasses": {hex(PASS): {"flags": 0,
-                "attachments": [{"flags": 0, "format": 126, "samples": 1, "loadOp": 1, "storeOp": 0,
-                    "stencilLoadOp": 2, "stencilStoreOp": 1, "initialLayout": 0, "finalLayout": 3}],
-                "subpasses": [{"flags": 0, "pipelineBindPoint": 0, "depthStencilAttachment": {"attachment": 0, "layout": 3}}],
-                "dependencies": []}}}))
-            .unwrap(),
+            tag::DESCRIPTOR_SET_LAYOUT,
+            SET_VIEW,
+            one(
+                "setLayouts",
+                SET_VIEW,
+                set_layout(&[
+                    (0, UNIFORM, VS | FS, None),
+                    (1, UNIFORM, FS, None),
+                    (2, IMAGE, FS, None),
+                    (3, SAMPLER, FS, Some(SHADOW_SAMPLER)),
+                    (4, IMAGE, FS, None),
+                    (5, IMAGE, FS, None),
+                    (6, IMAGE, FS, None),
+                    (7, SAMPLER, FS, None),
+                ]),
+            ),
+        ),
+        (tag::DESCRIPTOR_SET_LAYOUT, SET_OBJECT, one("setLayouts", SET_OBJECT, set_layout(&[(0, UNIFORM, VS, None)]))),
+        (
+            tag::DESCRIPTOR_SET_LAYOUT,
+            SET_MATERIAL,
+            one(
+                "setLayouts",
+                SET_MATERIAL,
+                set_layout(&[
+                    (0, UNIFORM, FS, None),
+                    (1, IMAGE, FS, None),
+                    (2, SAMPLER, FS, None),
+                    (3, IMAGE, FS, None),
+                    (4, IMAGE, FS, None),
+                    (5, IMAGE, FS, None),
+                    (6, IMAGE, FS, None),
+                    (7, SAMPLER, FS, None),
+                ]),
+            ),
+        ),
+        (
+            tag::DESCRIPTOR_SET_LAYOUT,
+            SET_CULL,
+            one(
+                "setLayouts",
+                SET_CULL,
+                set_layout(&[
+                    (0, UNIFORM, CS, None),
+                    (1, UNIFORM, CS, None),
+                    (2, STORAGE, CS, None),
+                    (3, IMAGE, CS, None),
+                    (4, STORAGE, CS, None),
+                    (5, STORAGE, CS, None),
+                    (6, STORAGE, CS, None),
+                ]),
+            ),
+        ),
+        (
+            tag::DESCRIPTOR_SET_LAYOUT,
+            SET_YCBCR,
+            one("setLayouts", SET_YCBCR, set_layout(&[(0, 1, FS, Some(YCBCR_SAMPLER))])),
         ),
     ];
+    for (h, sets) in [
+        (LAYOUT_PBR, vec![SET_VIEW, SET_OBJECT, SET_MATERIAL]),
+        (LAYOUT_DEPTH, vec![SET_VIEW, SET_OBJECT]),
+        (LAYOUT_CULL, vec![SET_CULL]),
+        (LAYOUT_YCBCR, vec![SET_VIEW, SET_OBJECT, SET_YCBCR]),
+    ] {
+        let sets: Vec<String> = sets.into_iter().map(hex).collect();
+        e.push((
+            tag::PIPELINE_LAYOUT,
+            h,
+            one("pipelineLayouts", h, json!({"flags": 0, "pushConstantRanges": [], "setLayouts": sets})),
+        ));
+    }
+    e.push((
+        tag::RENDER_PASS,
+        PASS,
+        one("renderPasses", PASS, json!({"flags": 0,
+            "attachments": [{"flags": 0, "format": 126, "samples": 1, "loadOp": 1, "storeOp": 0,
+                "stencilLoadOp": 2, "stencilStoreOp": 1, "initialLayout": 0, "finalLayout": 3}],
+            "subpasses": [{"flags": 0, "pipelineBindPoint": 0, "depthStencilAttachment": {"attachment": 0, "layout": 3}}],
+            "dependencies": []})),
+    ));
     // 1. Opaque PBR with dynamic rendering and alpha blending.
     e.push(graphics(0xa000_0000_0000_0001, opaque_state()));
-    // 2. Depth prepass through a render pass, no fragment stage, depth bias.
+    // 2. Depth prepass through a version-1 render pass, no fragment stage, depth bias.
     let mut prepass = opaque_state();
     prepass.insert("renderPass".into(), json!(hex(PASS)));
+    prepass.insert("layout".into(), json!(hex(LAYOUT_DEPTH)));
     prepass.insert("stages".into(), json!([stage(1, MESH, "vs_depth")]));
     prepass.remove("colorBlendState");
     prepass.remove("pNext");
@@ -121,43 +244,49 @@ pub(crate) fn fixture_entries() -> Vec<(u32, u64, Vec<u8>)> {
     prepass["rasterizationState"]["depthBiasConstantFactor"] = json!(2.0);
     prepass["rasterizationState"]["depthBiasSlopeFactor"] = json!(1.5);
     e.push(graphics(0xa000_0000_0000_0002, prepass));
-    // 3. A tessellation stage: skipped.
-    let mut tess = opaque_state();
-    tess["stages"].as_array_mut().unwrap().push(stage(0x2, MESH, "tcs"));
-    e.push(graphics(0xa000_0000_0000_0003, tess));
-    // 4. Logic op: skipped.
+    // 3. An immutable sampler with a YCbCr conversion: skipped (not in the native model).
+    let mut ycbcr = opaque_state();
+    ycbcr.insert("layout".into(), json!(hex(LAYOUT_YCBCR)));
+    e.push(graphics(0xa000_0000_0000_0003, ycbcr));
+    // 4. Logic op (what the portable form could not say; the native form keeps it).
     let mut logic = opaque_state();
     logic["colorBlendState"]["logicOpEnable"] = json!(1);
+    logic["colorBlendState"]["logicOp"] = json!(3);
     e.push(graphics(0xa000_0000_0000_0004, logic));
-    // 5. An unsupported colour format (R16G16B16A16_SNORM): skipped.
+    // 5. R16G16B16A16_SNORM colour (likewise kept).
     let mut fmt = opaque_state();
     fmt["pNext"][0]["colorAttachmentFormats"] = json!([92]);
     e.push(graphics(0xa000_0000_0000_0005, fmt));
     // 6-8. Graphics pipeline libraries: vertex input + pre-rasterization, fragment + output,
     // linked into one pipeline.
     let mut lib_a = opaque_state();
-    lib_a.insert("flags".into(), json!(LIBRARY_BIT));
+    lib_a.insert("flags".into(), json!(vk::LIBRARY_BIT));
     lib_a.insert("stages".into(), json!([stage(1, MESH, "vs_main")]));
     for k in ["depthStencilState", "colorBlendState", "multisampleState"] {
         lib_a.remove(k);
     }
-    lib_a.insert("pNext".into(), json!([{"sType": STYPE_GPL, "flags": 3}]));
+    lib_a.insert("pNext".into(), json!([{"sType": vk::stype::GPL, "flags": 3}]));
     e.push(graphics(0xb000_0000_0000_0001, lib_a));
     let mut lib_b = opaque_state();
-    lib_b.insert("flags".into(), json!(LIBRARY_BIT));
+    lib_b.insert("flags".into(), json!(vk::LIBRARY_BIT));
     lib_b.insert("stages".into(), json!([stage(0x10, PBR, "fs_main")]));
     for k in ["vertexInputState", "inputAssemblyState", "rasterizationState"] {
         lib_b.remove(k);
     }
     e.push(graphics(0xb000_0000_0000_0002, lib_b));
-    let linked = json!({"flags": 0, "basePipelineHandle": "0000000000000000", "basePipelineIndex": -1,
+    let linked = json!({"flags": vk::LINK_TIME_OPTIMIZATION_BIT, "basePipelineHandle": "0000000000000000", "basePipelineIndex": -1,
         "layout": "0000000000000000", "renderPass": "0000000000000000", "subpass": 0, "stages": [],
-        "pNext": [{"sType": STYPE_LIBRARY, "libraries": [hex(0xb000_0000_0000_0001), hex(0xb000_0000_0000_0002)]}]});
+        "pNext": [{"sType": vk::stype::LIBRARY, "libraries": [hex(0xb000_0000_0000_0001), hex(0xb000_0000_0000_0002)]}]});
     e.push(graphics(0xa000_0000_0000_0006, linked.as_object().cloned().unwrap()));
-    // Compute, with a specialization constant the module does not declare (ignored, as
-    // Vulkan ignores it).
+    // 9. A pNext structure the model does not have (fragment shading rate): skipped.
+    let mut vrs = opaque_state();
+    vrs["pNext"].as_array_mut().unwrap().push(json!({"sType": 1000226001,
+        "fragmentSize": {"width": 2, "height": 2}, "combinerOps": [0, 0]}));
+    e.push(graphics(0xa000_0000_0000_0007, vrs));
+    // Compute, with a specialization constant the module does not declare (kept as given:
+    // the driver ignores it, as Vulkan says).
     let compute = json!({"version": 6, "computePipelines": {hex(0xc000_0000_0000_0001): {
-        "flags": 0, "layout": "0000000000000000", "basePipelineHandle": "0000000000000000", "basePipelineIndex": -1,
+        "flags": 0, "layout": hex(LAYOUT_CULL), "basePipelineHandle": "0000000000000000", "basePipelineIndex": -1,
         "stage": {"flags": 0, "stage": 32, "module": hex(CULL), "name": "cs_cull_lights",
             "specializationInfo": {"dataSize": 4, "data": "AAEAAA==",
                 "mapEntries": [{"constantID": 7, "offset": 0, "size": 4}]}}}}});
@@ -194,6 +323,13 @@ fn import_foz_fixture_is_what_the_generator_writes() {
     );
 }
 
+fn native(p: &crate::script::ScriptPipeline) -> &crate::descriptor::NativePipelineDescriptor {
+    match p.descriptor.as_ref().unwrap() {
+        crate::descriptor::PipelineDescriptor::Native(n) => n,
+        other => panic!("{}: not native: {other:?}", p.display_name()),
+    }
+}
+
 #[test]
 fn import_foz_fixture_imports_and_loads() {
     let dir = tempfile::tempdir().unwrap();
@@ -203,81 +339,53 @@ fn import_foz_fixture_imports_and_loads() {
     let r = import(&[db], &out).unwrap();
     assert!(r.intact(), "{r:?}");
     assert_eq!(r.libraries, 2);
-    assert_eq!(
-        r.pipelines,
-        ["foz/a000000000000001", "foz/a000000000000002", "foz/a000000000000006", "foz/c000000000000001"]
-    );
+    let imported = [
+        "foz/a000000000000001",
+        "foz/a000000000000002",
+        "foz/a000000000000004",
+        "foz/a000000000000005",
+        "foz/a000000000000006",
+        "foz/c000000000000001",
+    ];
+    assert_eq!(r.pipelines, imported);
     assert_eq!(r.modules, 3);
     let reasons: Vec<(&str, &str)> = r.skipped.iter().map(|s| (s.hash.as_str(), s.reason.as_str())).collect();
-    assert_eq!(reasons.len(), 4, "{reasons:?}");
-    assert!(reasons[0].1.contains("tessellation control stage"), "{reasons:?}");
-    assert!(reasons[1].1.contains("logic ops"), "{reasons:?}");
-    assert!(reasons[2].1.contains("colour format 92"), "{reasons:?}");
-    assert!(reasons[3].1.contains("ray tracing"), "{reasons:?}");
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert_eq!(reasons[0].0, "a000000000000003");
+    assert!(reasons[0].1.contains("sType 1000156001 (VkSamplerYcbcrConversionInfo)"), "{reasons:?}");
+    assert_eq!(reasons[1].0, "a000000000000007");
+    assert!(reasons[1].1.contains("sType 1000226001"), "{reasons:?}");
+    assert!(reasons[2].1.contains("ray-tracing pipelines are not harvested yet"), "{reasons:?}");
     let script = crate::script::Script::load(&out.join("pipelines.json")).unwrap();
     for (name, lib) in &script.libraries {
         assert!(lib.is_ok(), "{name}: {lib:?}");
     }
-    assert_eq!(script.pipelines.len(), 4);
+    assert_eq!(script.pipelines.len(), imported.len());
     for p in &script.pipelines {
         assert!(p.descriptor.is_ok(), "{}: {:?}", p.display_name(), p.descriptor);
     }
-    let text: Value = serde_json::from_str(&std::fs::read_to_string(out.join("pipelines.json")).unwrap()).unwrap();
-    let opaque = &text["pipelines"][0]["render"];
-    assert_eq!(opaque["color_attachments"][0]["format"], "bgra8unorm-srgb");
-    assert_eq!(opaque["color_attachments"][0]["blend"]["color"]["src"], "src-alpha");
-    assert_eq!(opaque["depth_stencil"]["depth_compare"], "greater");
-    assert_eq!(opaque["vertex_buffers"][0]["attributes"][3]["format"], "float32x4");
-    let prepass = &text["pipelines"][1]["render"];
-    assert!(prepass.get("fragment").is_none());
-    assert_eq!(prepass["depth_stencil"]["depth_bias"], 2);
-    // The linked pipeline equals the monolithic one.
-    assert_eq!(text["pipelines"][2]["render"], *opaque);
-}
-
-#[test]
-fn import_foz_spec_constants_take_the_declared_type() {
-    // A hand-assembled module: %float = OpTypeFloat 32; %c = OpSpecConstant %float 1.0;
-    // OpDecorate %c SpecId 3; %b = OpSpecConstantTrue %bool; OpDecorate %b SpecId 4.
-    let words = vec![
-        0x0723_0203,
-        0x0001_0000,
-        0,
-        10,
-        0,
-        (4 << 16) | 71,
-        3,
-        1,
-        3,
-        (4 << 16) | 71,
-        5,
-        1,
-        4,
-        (2 << 16) | 20,
-        4,
-        (3 << 16) | 22,
-        2,
-        32,
-        (4 << 16) | 50,
-        2,
-        3,
-        0x3f80_0000,
-        (3 << 16) | 48,
-        4,
-        5,
-    ];
-    let t = spirv::spec_types(&words);
-    assert_eq!(t.get(&3), Some(&spirv::SpecType::F32));
-    assert_eq!(t.get(&4), Some(&spirv::SpecType::Bool));
-    let mut c = Collected::default();
-    c.modules.insert(1, words);
-    let conv = Converter { c: &c };
-    let data = base64::engine::general_purpose::STANDARD.encode([0, 0, 0, 0x40, 1, 0, 0, 0]);
-    let s = json!({"stage": 32, "module": hex(1), "name": "main", "specializationInfo": {"dataSize": 8, "data": data,
-        "mapEntries": [{"constantID": 3, "offset": 0, "size": 4}, {"constantID": 4, "offset": 4, "size": 4}]}});
-    let (f, _) = conv.function(&s).unwrap();
-    assert_eq!(serde_json::to_value(&f).unwrap()["constants"], json!([{"id": 3, "f32": 2.0}, {"id": 4, "bool": true}]));
-    let bad = json!({"stage": 32, "module": hex(1), "specializationInfo": {"data": data,
-        "mapEntries": [{"constantID": 3, "offset": 6, "size": 4}]}});
-    assert!(conv.function(&bad).unwrap_err().contains("outside the data"));
+    let [opaque, prepass, logic, fmt, linked, cull] = [0, 1, 2, 3, 4, 5].map(|i| native(&script.pipelines[i]));
+    let g = |n: &crate::descriptor::NativePipelineDescriptor| n.state.graphics.clone().unwrap();
+    assert_eq!(g(opaque).rendering.unwrap().color_attachment_formats, [50]);
+    assert_eq!(g(opaque).color_blend_state.unwrap().attachments[0].src_color_blend_factor, 6);
+    assert_eq!(g(opaque).depth_stencil_state.unwrap().depth_compare_op, 4);
+    assert_eq!(g(opaque).vertex_input_state.unwrap().attributes[3].format, 109);
+    assert_eq!(opaque.state.layout.set_layouts.len(), 3);
+    assert_eq!(opaque.state.layout.set_layouts[0].bindings[3].immutable_samplers[0].compare_op, 4);
+    assert_eq!(prepass.stages.len(), 1);
+    assert_eq!(g(prepass).rasterization_state.unwrap().depth_bias_constant_factor, 2.0);
+    assert_eq!(g(prepass).render_pass.unwrap().attachments[0].format, 126);
+    assert_eq!(g(logic).color_blend_state.unwrap().logic_op, 3);
+    assert_eq!(g(fmt).rendering.unwrap().color_attachment_formats, [92]);
+    // The linked pipeline equals the monolithic one: same stages, same state (its
+    // link-time-optimization flag is dropped with the libraries).
+    assert_eq!(linked.state, opaque.state);
+    let ctx = crate::descriptor::KeyContext { target_options: 0 };
+    let key = |n: &crate::descriptor::NativePipelineDescriptor| {
+        crate::descriptor::PipelineDescriptor::Native(n.clone()).key(&ctx)
+    };
+    assert_eq!(key(linked), key(opaque));
+    let spec = cull.stages[0].specialization.as_deref().unwrap();
+    assert_eq!((spec.map_entries[0].constant_id, spec.data.as_slice()), (7, &[0, 1, 0, 0][..]));
+    assert!(cull.state.is_compute());
 }
