@@ -254,17 +254,17 @@ fn fixture() -> Fixture {
             stage(ShaderStage::Geometry, 2, "gs", Some(Arc::new(Specialization::default()))),
             stage(ShaderStage::Fragment, 3, "fs", spec(9, vec![0xff, 0, 0x80, 0x3f, 1, 7])),
         ],
-        state: full_state(5),
+        state: Arc::new(full_state(5)),
     };
     let compute = NativePipelineDescriptor {
         label: Some("native/compute".into()),
         stages: vec![stage(ShaderStage::Compute, 2, "cs", spec(3, vec![0, 0, 0x80, 0x3f, 0]))],
-        state: NativePipeline {
+        state: Arc::new(NativePipeline {
             flags: 0x2,
             stages: vec![StageState { flags: 2, required_subgroup_size: Some(32) }],
             layout: full_state(1).layout,
             graphics: None,
-        },
+        }),
     };
     Fixture { libs, pipelines: vec![PipelineDescriptor::Native(graphics), PipelineDescriptor::Native(compute)] }
 }
@@ -342,7 +342,7 @@ fn script_native_round_trips_through_every_writer_and_reader() {
                     )
                 })
                 .collect();
-            Pipeline::vulkan(n.label.clone(), stages, n.state.clone())
+            Pipeline::vulkan(n.label.clone(), stages, (*n.state).clone())
         })
         .collect();
     let pretty = write::pretty(&libraries, &entries).unwrap();
@@ -384,7 +384,7 @@ fn script_native_keys_follow_the_state_and_the_specialization() {
     let ctx = KeyContext { target_options: 1 };
     let base = fx.pipelines[0].key(&ctx);
     let mut other = native(&fx.pipelines[0]).clone();
-    other.state.graphics.as_mut().unwrap().rasterization_state.as_mut().unwrap().line_width = 3.0;
+    Arc::make_mut(&mut other.state).graphics.as_mut().unwrap().rasterization_state.as_mut().unwrap().line_width = 3.0;
     assert_ne!(PipelineDescriptor::Native(other).key(&ctx), base);
     let mut other = native(&fx.pipelines[0]).clone();
     other.stages[0].specialization = None;

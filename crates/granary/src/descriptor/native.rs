@@ -28,8 +28,8 @@ pub struct NativePipelineDescriptor {
     pub label: Option<String>,
     /// The stages, in the application's order (`NativePipeline::stages` has one entry per stage).
     pub stages: Vec<NativeStage>,
-    /// Everything else the create info says.
-    pub state: NativePipeline,
+    /// Everything else the create info says (shared: descriptors are cloned freely).
+    pub state: Arc<NativePipeline>,
 }
 
 /// The key of a stage function with a native specialization: [`super::stage_key`]'s encoding

@@ -82,5 +82,5 @@ pub(super) fn convert_native(
         }
         stages.push(NativeStage { stage: s.stage, function, specialization: s.specialization.map(Arc::new) });
     }
-    Ok(NativePipelineDescriptor { label, stages, state: raw.state })
+    Ok(NativePipelineDescriptor { label, stages, state: Arc::new(raw.state) })
 }

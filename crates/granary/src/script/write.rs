@@ -301,7 +301,7 @@ pub fn script_json(pipelines: &[(Option<String>, &PipelineDescriptor)]) -> Strin
                             specialization: s.specialization.as_deref().cloned(),
                         })
                         .collect(),
-                    state: n.state.clone(),
+                    state: (*n.state).clone(),
                 }),
                 layout: None,
             },

@@ -660,7 +660,7 @@ fn check(
         }
         (g, w) => assert_eq!(g, w, "{label}"),
     }
-    assert_eq!(&d.state, state, "{label}");
+    assert_eq!(&*d.state, state, "{label}");
 }
 
 #[test]
