@@ -121,7 +121,7 @@ pub use cache::{Cache, MergedCache};
 pub use device::{Gpu, OpenOptions};
 pub use devices::{identity_of, list_devices, select_device, DeviceInfo};
 pub use error::VulkanError;
-pub use feature_check::{check_features, check_spirv};
+pub use feature_check::{check_features, check_native, check_spirv};
 pub use features::{from_vk as device_features_of, Limits};
 pub use handles::{DriverLayout, Module};
 pub use instance::{api_string, Driver, PhysicalInfo, Supports};
