@@ -13,38 +13,46 @@ use crate::native::NativePipeline;
 use crate::render_state::RenderState;
 use crate::types::ShaderStage;
 
-/// Whether `gpu` enabled `need`; its name otherwise.
-fn missing(gpu: &Gpu, need: Need) -> Option<String> {
+/// Whether `gpu` enabled `need`; its name and kind (`feature` or `extension`) otherwise.
+fn missing(gpu: &Gpu, need: Need) -> Option<(String, &'static str)> {
     let enabled = gpu.features();
     match need {
-        Need::Feature(f) if !enabled.contains(f) => Some(format!("{f} feature")),
-        Need::Extension(mask, name) if enabled.intersection(mask).is_empty() => Some(format!("{name} extension")),
+        Need::Feature(f) if !enabled.contains(f) => Some((f.to_string(), "feature")),
+        Need::Extension(mask, name) if enabled.intersection(mask).is_empty() => Some((name.to_string(), "extension")),
         Need::Eds3(i, name)
             if !enabled.contains(DeviceFeatures::EXTENDED_DYNAMIC_STATE3) || gpu.eds3 & (1 << i) == 0 =>
         {
-            Some(format!("{name} feature (VK_EXT_extended_dynamic_state3)"))
+            Some((format!("{name} (VK_EXT_extended_dynamic_state3)"), "feature"))
         }
         _ => None,
     }
 }
 
-/// Why `gpu` cannot take these needs, or `Ok` when it enabled every one.
+/// Why `gpu` cannot take these needs, or `Ok` when it enabled every one: "needs the X (why)
+/// feature not enabled on device 'D'" (several: "features"; an extension among them: "the X
+/// extension (why)").
 fn refuse_missing(gpu: &Gpu, needs: Vec<(Need, String)>) -> Result<(), String> {
-    let mut missing_list: Vec<String> = Vec::new();
+    let mut found: Vec<(String, &'static str)> = Vec::new();
     for (n, why) in needs {
-        if let Some(name) = missing(gpu, n) {
-            let line = format!("{name} ({why})");
-            if !missing_list.contains(&line) {
-                missing_list.push(line);
+        if let Some((name, kind)) = missing(gpu, n) {
+            let item = (format!("{name} ({why})"), kind);
+            if !found.contains(&item) {
+                found.push(item);
             }
         }
     }
-    if missing_list.is_empty() {
+    if found.is_empty() {
         return Ok(());
     }
+    let what = if found.iter().all(|(_, k)| *k == "feature") {
+        let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
+        format!("the {} feature{}", names.join(", "), if found.len() == 1 { "" } else { "s" })
+    } else {
+        let names: Vec<String> = found.iter().map(|(n, k)| format!("the {n} {k}")).collect();
+        names.join(", ")
+    };
     Err(format!(
-        "needs the {} not enabled on device '{}'{}",
-        missing_list.join(", "),
+        "needs {what} not enabled on device '{}'{}",
         gpu.info.identity.device_name,
         if gpu.is_borrowed() { " (the application's device)" } else { " (the device does not support it)" }
     ))

@@ -753,7 +753,7 @@ pub(crate) fn required_native(state: &NativePipeline, stages: &[ShaderStage]) ->
             };
             if b.binding_flags & 0x1 != 0 {
                 let f = match b.descriptor_type {
-                    0 | 1 | 2 => Some(F::DESCRIPTOR_BINDING_SAMPLED_IMAGE_UPDATE_AFTER_BIND),
+                    0..=2 => Some(F::DESCRIPTOR_BINDING_SAMPLED_IMAGE_UPDATE_AFTER_BIND),
                     3 => Some(F::DESCRIPTOR_BINDING_STORAGE_IMAGE_UPDATE_AFTER_BIND),
                     4 => Some(F::DESCRIPTOR_BINDING_UNIFORM_TEXEL_BUFFER_UPDATE_AFTER_BIND),
                     5 => Some(F::DESCRIPTOR_BINDING_STORAGE_TEXEL_BUFFER_UPDATE_AFTER_BIND),
