@@ -258,8 +258,8 @@ impl Gpu {
     /// [`Driver::borrowed`]) with the extensions and features `enabled` names (pipeline
     /// binaries: `VK_KHR_pipeline_binary` + `VK_KHR_maintenance5` with `pipelineBinaries`;
     /// libraries: `VK_KHR_pipeline_library` + `VK_EXT_graphics_pipeline_library`;
-    /// `enabled.features`: the core features it enabled; always Vulkan 1.3
-    /// `dynamicRendering`). Granary never destroys it.
+    /// `enabled.features`: the features it enabled; always Vulkan 1.3 `dynamicRendering` and
+    /// `maintenance4`, which every 1.3 device supports). Granary never destroys it.
     ///
     /// # Safety
     ///

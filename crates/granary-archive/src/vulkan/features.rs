@@ -584,6 +584,9 @@ impl FeatureChain {
         c.core.features.sampler_anisotropy = b(DeviceFeatures::SAMPLER_ANISOTROPY);
         c.v11 = to_vk11(f);
         c.v13.dynamic_rendering = vk::TRUE;
+        // Required of every Vulkan 1.3 device, like dynamic rendering; SPIR-V with the
+        // `LocalSizeId` execution mode needs it (VUID-RuntimeSpirv-LocalSizeId-06434).
+        c.v13.maintenance4 = vk::TRUE;
         c.v13.subgroup_size_control = b(DeviceFeatures::SUBGROUP_SIZE_CONTROL);
         c.v13.compute_full_subgroups = b(DeviceFeatures::COMPUTE_FULL_SUBGROUPS);
         let v12 = &mut c.v12;
@@ -706,6 +709,22 @@ fn dynamic_state_need(d: u32) -> Result<Option<Need>, String> {
         },
     }))
 }
+
+/// The extended-dynamic-state-3 members whose state another extension defines, with it.
+const EDS3_EXTENSION: [(u32, DeviceFeatures, &str); 8] = [
+    (
+        11,
+        DeviceFeatures(DeviceFeatures::TRANSFORM_FEEDBACK.0 | DeviceFeatures::GEOMETRY_STREAMS.0),
+        "VK_EXT_transform_feedback",
+    ),
+    (12, DeviceFeatures::CONSERVATIVE_RASTERIZATION, "VK_EXT_conservative_rasterization"),
+    (13, DeviceFeatures::CONSERVATIVE_RASTERIZATION, "VK_EXT_conservative_rasterization"),
+    (14, DeviceFeatures::DEPTH_CLIP_ENABLE, "VK_EXT_depth_clip_enable"),
+    (17, DeviceFeatures::PROVOKING_VERTEX_LAST, "VK_EXT_provoking_vertex"),
+    (18, LINE_FEATURES, "VK_KHR_line_rasterization"),
+    (19, LINE_FEATURES, "VK_KHR_line_rasterization"),
+    (20, DeviceFeatures::DEPTH_CLIP_CONTROL, "VK_EXT_depth_clip_control"),
+];
 
 /// Whether dual-source blending is used by a blend factor.
 fn dual_source(f: u32) -> bool {
@@ -920,8 +939,15 @@ pub(crate) fn required_native(state: &NativePipeline, stages: &[ShaderStage]) ->
         need(F::MULTIVIEW, format!("rendering.viewMask is {:#x}", r.view_mask));
     }
     for (i, d) in g.dynamic_states.iter().enumerate() {
+        let why = || format!("dynamicStates[{i}] is {:?}", vk::DynamicState::from_raw(*d as i32));
         if let Some(n) = dynamic_state_need(*d)? {
-            out.push((n, format!("dynamicStates[{i}] is {:?}", vk::DynamicState::from_raw(*d as i32))));
+            out.push((n, why()));
+            // A member whose state belongs to another extension needs that one too.
+            if let Need::Eds3(m, _) = n {
+                if let Some((_, mask, ext)) = EDS3_EXTENSION.iter().find(|(x, _, _)| *x == m) {
+                    out.push((Need::Extension(*mask, ext), why()));
+                }
+            }
         }
     }
     Ok(out)
