@@ -153,7 +153,10 @@ impl Fixture {
     }
 }
 
-const VERT_FRAG: [(&str, ShaderStage, Option<&Specialization>); 2] =
+/// One stage of a fixture: SPIR-V file, stage, specialization.
+type Stage<'a> = (&'a str, ShaderStage, Option<&'a Specialization>);
+
+const VERT_FRAG: [Stage<'static>; 2] =
     [("tri.vert", ShaderStage::Vertex, None), ("tri.frag", ShaderStage::Fragment, None)];
 
 fn stage_states(n: usize) -> Vec<StageState> {
@@ -826,9 +829,7 @@ fn the_backend_compiles_native_pipelines_sharing_only_equal_specializations() {
 
 /// An archive holding one native pipeline per `(label, state, stages)`, as a harvest writes
 /// it: the stages' SPIR-V and specializations, the native state blob.
-fn native_archive(
-    pipelines: &[(&str, NativePipeline, Vec<(&str, ShaderStage, Option<&Specialization>)>)],
-) -> granary_archive::Archive {
+fn native_archive(pipelines: &[(&str, NativePipeline, Vec<Stage<'_>>)]) -> granary_archive::Archive {
     use granary_archive::{PipelineEntry, PipelineKey, PipelineKind, StageEntry, WriteEntry};
     let entries: Vec<WriteEntry> = pipelines
         .iter()

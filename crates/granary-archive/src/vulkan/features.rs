@@ -1002,4 +1002,71 @@ mod tests {
         let none = (vk::PhysicalDeviceFeatures::default(), vk::PhysicalDeviceVulkan11Features::default());
         assert_eq!(from_vk(&none.0, &none.1), DeviceFeatures::NONE);
     }
+
+    #[test]
+    fn a_native_state_needs_what_each_of_its_fields_says() {
+        let full = crate::native::tests::full();
+        let needs = required_native(&full, &[ShaderStage::Vertex, ShaderStage::Fragment]).expect("known state");
+        let has = |f: DeviceFeatures| needs.iter().any(|(n, _)| *n == Need::Feature(f));
+        for f in [
+            DeviceFeatures::SUBGROUP_SIZE_CONTROL,
+            DeviceFeatures::SAMPLER_ANISOTROPY,
+            DeviceFeatures::SAMPLER_FILTER_MINMAX,
+            DeviceFeatures::DESCRIPTOR_BINDING_PARTIALLY_BOUND,
+            DeviceFeatures::VERTEX_ATTRIBUTE_INSTANCE_RATE_DIVISOR,
+            DeviceFeatures::DEPTH_CLIP_CONTROL,
+            DeviceFeatures::DEPTH_CLAMP,
+            DeviceFeatures::FILL_MODE_NON_SOLID,
+            DeviceFeatures::DEPTH_BIAS_CLAMP,
+            DeviceFeatures::STIPPLED_BRESENHAM_LINES,
+            DeviceFeatures::PROVOKING_VERTEX_LAST,
+            DeviceFeatures::CONSERVATIVE_RASTERIZATION,
+            DeviceFeatures::DEPTH_CLIP_ENABLE,
+            DeviceFeatures::TRANSFORM_FEEDBACK,
+            DeviceFeatures::SAMPLE_RATE_SHADING,
+            DeviceFeatures::ALPHA_TO_ONE,
+            DeviceFeatures::DEPTH_BOUNDS,
+            DeviceFeatures::LOGIC_OP,
+            DeviceFeatures::MULTIVIEW,
+        ] {
+            assert!(has(f), "{f} not needed: {needs:?}");
+        }
+        // Each need names its field.
+        let why = |f: DeviceFeatures| needs.iter().find(|(n, _)| *n == Need::Feature(f)).map(|(_, w)| w.clone());
+        assert_eq!(why(DeviceFeatures::DEPTH_BIAS_CLAMP).as_deref(), Some("rasterizationState.depthBiasClamp is 0.5"));
+        assert!(!has(DeviceFeatures::GEOMETRY_SHADER) && !has(DeviceFeatures::GEOMETRY_STREAMS));
+        // Stages need their shader features; a plain compute state needs nothing.
+        let stages = [ShaderStage::Vertex, ShaderStage::Geometry, ShaderStage::Mesh, ShaderStage::TessellationControl];
+        let needs = required_native(&full, &stages).expect("known state");
+        assert!(
+            needs
+                .iter()
+                .any(|(n, w)| *n == Need::Feature(DeviceFeatures::GEOMETRY_SHADER)
+                    && w == "stages[1] is a geometry stage")
+        );
+        assert!(needs.iter().any(|(n, _)| *n == Need::Feature(DeviceFeatures::MESH_SHADER)));
+        assert!(needs.iter().any(|(n, _)| *n == Need::Feature(DeviceFeatures::TESSELLATION_SHADER)));
+        let compute = NativePipeline::default();
+        assert_eq!(required_native(&compute, &[ShaderStage::Compute]), Ok(vec![]));
+        // Dynamic states: core ones need nothing, EDS3 members their member (and extension),
+        // an unknown one is refused by number.
+        let mut p = full.clone();
+        let g = p.graphics.as_mut().unwrap();
+        g.dynamic_states = vec![0, 1000267000, 1000455019];
+        let needs = required_native(&p, &[ShaderStage::Vertex]).expect("known");
+        assert!(needs.iter().any(|(n, _)| matches!(n, Need::Eds3(17, _))));
+        assert!(needs.iter().any(|(n, _)| matches!(n, Need::Extension(_, "VK_EXT_provoking_vertex"))));
+        p.graphics.as_mut().unwrap().dynamic_states = vec![1000099000];
+        assert!(required_native(&p, &[ShaderStage::Vertex]).unwrap_err().contains("1000099000"));
+    }
+
+    #[test]
+    fn extensions_follow_their_features() {
+        let all = |_: &str| true;
+        assert!(extensions_for(DeviceFeatures::NONE, &all).is_empty());
+        assert_eq!(extensions_for(DeviceFeatures::BRESENHAM_LINES, &all), ["VK_KHR_line_rasterization"]);
+        let ext_only = |n: &str| n == "VK_EXT_line_rasterization";
+        assert_eq!(extensions_for(DeviceFeatures::BRESENHAM_LINES, &ext_only), ["VK_EXT_line_rasterization"]);
+        assert_eq!(extensions_for(DeviceFeatures::KNOWN, &all).len(), EXTENSIONS.len());
+    }
 }
