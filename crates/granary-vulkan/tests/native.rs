@@ -715,6 +715,10 @@ fn a_structure_granary_does_not_model_is_refused_not_dropped() {
     let bad_flags = with(2, |g| raster(g).cull_mode = 0x10);
     let e = fx.create(&bad_flags, &VERT_FRAG).unwrap_err();
     assert!(e.contains("rasterizationState.cullMode") && e.contains("0x10"), "{e}");
+    let mut derivative = base(2);
+    derivative.flags = 0x4;
+    let e = fx.create(&derivative, &VERT_FRAG).unwrap_err();
+    assert!(e.contains("flags has DERIVATIVE"), "{e}");
     let mut two_states = base(2);
     two_states.stages.pop();
     let e = fx.create(&two_states, &VERT_FRAG).unwrap_err();

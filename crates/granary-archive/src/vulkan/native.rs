@@ -287,6 +287,16 @@ fn check_flags(state: &NativePipeline) -> Result<(), String> {
 pub fn check_structure(state: &NativePipeline, stages: &[crate::types::ShaderStage]) -> Result<(), String> {
     use crate::types::ShaderStage;
     check_flags(state)?;
+    // What the model cannot say: the base pipeline of a derivative, and the library parts
+    // (`VkGraphicsPipelineLibraryCreateInfoEXT`) and libraries of a library pipeline.
+    for (bit, what) in [
+        (0x4, "DERIVATIVE (its base pipeline is not part of the native state)"),
+        (0x800, "LIBRARY_KHR (graphics pipeline library parts are not part of the native state)"),
+    ] {
+        if state.flags & bit != 0 {
+            return Err(format!("flags has {what}"));
+        }
+    }
     if state.stages.len() != stages.len() {
         return Err(format!("the native state has {} stage states for {} stages", state.stages.len(), stages.len()));
     }
