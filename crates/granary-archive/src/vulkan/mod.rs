@@ -77,8 +77,10 @@
 //! 1. Every object holds an `Arc` of what it was made from (`Gpu` → `Driver`; modules,
 //!    layouts, pipelines, binaries, caches → `Gpu`), so nothing is destroyed before what was
 //!    made from it.
-//! 2. Shared objects (modules, layouts, fragment-output libraries, large binaries) are `Arc`s
-//!    destroyed in `Drop`, when no creation can reach them.
+//! 2. Shared objects (modules, layouts, fragment-output libraries, large binaries, and a
+//!    native state's render passes and immutable samplers, [`NativeObjects`]) are `Arc`s
+//!    destroyed in `Drop`, when no creation can reach them; a layout holds the samplers its
+//!    set layouts were made with.
 //! 3. At capture, pipelines and binaries never outlive the creating call.
 //! 4. A linked pipeline holds the libraries it was linked from until it is destroyed (also
 //!    after [`Pipeline::into_raw`], through [`LinkedLibraries`]).
