@@ -22,7 +22,8 @@ pub const IDENTITY_MAGIC: [u8; 4] = *b"GDEV";
 /// numbers).
 pub const IDENTITY_VERSION: u32 = 2;
 
-/// The Vulkan 1.0 core features a pipeline's state or shaders can need, as a stable bit set:
+/// The Vulkan features (core 1.0–1.3 and extension features; an extension without a feature
+/// structure by its name) a pipeline's state or shaders can need, as a stable bit set:
 /// what a device supports, what granary enabled when it opened the device, and what one
 /// pipeline requires. The bit numbers are part of the archive format (docs/FORMAT.md §1.10)
 /// and never change; new features take new bits.
@@ -89,9 +90,81 @@ impl DeviceFeatures {
     pub const MULTIVIEW: DeviceFeatures = DeviceFeatures(1 << 26);
     /// Vulkan 1.1 `shaderDrawParameters` (SPIR-V `DrawParameters`).
     pub const SHADER_DRAW_PARAMETERS: DeviceFeatures = DeviceFeatures(1 << 27);
+    /// `alphaToOne`.
+    pub const ALPHA_TO_ONE: DeviceFeatures = DeviceFeatures(1 << 28);
+    /// `largePoints`: a point size other than 1 (SPIR-V `PointSize` beyond 1).
+    pub const LARGE_POINTS: DeviceFeatures = DeviceFeatures(1 << 29);
+    /// `VK_EXT_mesh_shader` `taskShader`: a task stage.
+    pub const TASK_SHADER: DeviceFeatures = DeviceFeatures(1 << 30);
+    /// `VK_EXT_mesh_shader` `meshShader`: a mesh stage.
+    pub const MESH_SHADER: DeviceFeatures = DeviceFeatures(1 << 31);
+    /// `VK_KHR_line_rasterization` `rectangularLines`.
+    pub const RECTANGULAR_LINES: DeviceFeatures = DeviceFeatures(1 << 32);
+    /// `VK_KHR_line_rasterization` `bresenhamLines`.
+    pub const BRESENHAM_LINES: DeviceFeatures = DeviceFeatures(1 << 33);
+    /// `VK_KHR_line_rasterization` `smoothLines`.
+    pub const SMOOTH_LINES: DeviceFeatures = DeviceFeatures(1 << 34);
+    /// `VK_KHR_line_rasterization` `stippledRectangularLines`.
+    pub const STIPPLED_RECTANGULAR_LINES: DeviceFeatures = DeviceFeatures(1 << 35);
+    /// `VK_KHR_line_rasterization` `stippledBresenhamLines`.
+    pub const STIPPLED_BRESENHAM_LINES: DeviceFeatures = DeviceFeatures(1 << 36);
+    /// `VK_KHR_line_rasterization` `stippledSmoothLines`.
+    pub const STIPPLED_SMOOTH_LINES: DeviceFeatures = DeviceFeatures(1 << 37);
+    /// `VK_EXT_provoking_vertex` `provokingVertexLast`.
+    pub const PROVOKING_VERTEX_LAST: DeviceFeatures = DeviceFeatures(1 << 38);
+    /// `VK_EXT_conservative_rasterization` enabled (the extension has no feature structure).
+    pub const CONSERVATIVE_RASTERIZATION: DeviceFeatures = DeviceFeatures(1 << 39);
+    /// `VK_EXT_depth_clip_enable` `depthClipEnable`.
+    pub const DEPTH_CLIP_ENABLE: DeviceFeatures = DeviceFeatures(1 << 40);
+    /// `VK_EXT_depth_clip_control` `depthClipControl`.
+    pub const DEPTH_CLIP_CONTROL: DeviceFeatures = DeviceFeatures(1 << 41);
+    /// `VK_EXT_transform_feedback` `geometryStreams`: a rasterization stream other than 0.
+    pub const GEOMETRY_STREAMS: DeviceFeatures = DeviceFeatures(1 << 42);
+    /// `VK_EXT_transform_feedback` `transformFeedback`.
+    pub const TRANSFORM_FEEDBACK: DeviceFeatures = DeviceFeatures(1 << 43);
+    /// `VK_KHR_vertex_attribute_divisor` `vertexAttributeInstanceRateDivisor`.
+    pub const VERTEX_ATTRIBUTE_INSTANCE_RATE_DIVISOR: DeviceFeatures = DeviceFeatures(1 << 44);
+    /// `VK_KHR_vertex_attribute_divisor` `vertexAttributeInstanceRateZeroDivisor`.
+    pub const VERTEX_ATTRIBUTE_INSTANCE_RATE_ZERO_DIVISOR: DeviceFeatures = DeviceFeatures(1 << 45);
+    /// `VK_EXT_extended_dynamic_state2` `extendedDynamicState2LogicOp`.
+    pub const EXTENDED_DYNAMIC_STATE2_LOGIC_OP: DeviceFeatures = DeviceFeatures(1 << 46);
+    /// `VK_EXT_extended_dynamic_state2` `extendedDynamicState2PatchControlPoints`.
+    pub const EXTENDED_DYNAMIC_STATE2_PATCH_CONTROL_POINTS: DeviceFeatures = DeviceFeatures(1 << 47);
+    /// `VK_EXT_extended_dynamic_state3` enabled with every member of `VkPhysicalDeviceExtendedDynamicState3FeaturesEXT` the device supports (which members those are follows from the device and driver version, also part of the identity).
+    pub const EXTENDED_DYNAMIC_STATE3: DeviceFeatures = DeviceFeatures(1 << 48);
+    /// `VK_EXT_vertex_input_dynamic_state` `vertexInputDynamicState`.
+    pub const VERTEX_INPUT_DYNAMIC_STATE: DeviceFeatures = DeviceFeatures(1 << 49);
+    /// Vulkan 1.2 `samplerFilterMinmax`: a sampler reduction mode.
+    pub const SAMPLER_FILTER_MINMAX: DeviceFeatures = DeviceFeatures(1 << 50);
+    /// Vulkan 1.2 `samplerMirrorClampToEdge`.
+    pub const SAMPLER_MIRROR_CLAMP_TO_EDGE: DeviceFeatures = DeviceFeatures(1 << 51);
+    /// Vulkan 1.2 `descriptorBindingPartiallyBound`.
+    pub const DESCRIPTOR_BINDING_PARTIALLY_BOUND: DeviceFeatures = DeviceFeatures(1 << 52);
+    /// Vulkan 1.2 `descriptorBindingVariableDescriptorCount`.
+    pub const DESCRIPTOR_BINDING_VARIABLE_DESCRIPTOR_COUNT: DeviceFeatures = DeviceFeatures(1 << 53);
+    /// Vulkan 1.2 `descriptorBindingUpdateUnusedWhilePending`.
+    pub const DESCRIPTOR_BINDING_UPDATE_UNUSED_WHILE_PENDING: DeviceFeatures = DeviceFeatures(1 << 54);
+    /// Vulkan 1.2 `descriptorBindingUniformBufferUpdateAfterBind`.
+    pub const DESCRIPTOR_BINDING_UNIFORM_BUFFER_UPDATE_AFTER_BIND: DeviceFeatures = DeviceFeatures(1 << 55);
+    /// Vulkan 1.2 `descriptorBindingSampledImageUpdateAfterBind` (samplers and sampled images).
+    pub const DESCRIPTOR_BINDING_SAMPLED_IMAGE_UPDATE_AFTER_BIND: DeviceFeatures = DeviceFeatures(1 << 56);
+    /// Vulkan 1.2 `descriptorBindingStorageImageUpdateAfterBind`.
+    pub const DESCRIPTOR_BINDING_STORAGE_IMAGE_UPDATE_AFTER_BIND: DeviceFeatures = DeviceFeatures(1 << 57);
+    /// Vulkan 1.2 `descriptorBindingStorageBufferUpdateAfterBind`.
+    pub const DESCRIPTOR_BINDING_STORAGE_BUFFER_UPDATE_AFTER_BIND: DeviceFeatures = DeviceFeatures(1 << 58);
+    /// Vulkan 1.2 `descriptorBindingUniformTexelBufferUpdateAfterBind`.
+    pub const DESCRIPTOR_BINDING_UNIFORM_TEXEL_BUFFER_UPDATE_AFTER_BIND: DeviceFeatures = DeviceFeatures(1 << 59);
+    /// Vulkan 1.2 `descriptorBindingStorageTexelBufferUpdateAfterBind`.
+    pub const DESCRIPTOR_BINDING_STORAGE_TEXEL_BUFFER_UPDATE_AFTER_BIND: DeviceFeatures = DeviceFeatures(1 << 60);
+    /// Vulkan 1.3 `subgroupSizeControl`: a required subgroup size, varying subgroup sizes.
+    pub const SUBGROUP_SIZE_CONTROL: DeviceFeatures = DeviceFeatures(1 << 61);
+    /// Vulkan 1.3 `computeFullSubgroups`.
+    pub const COMPUTE_FULL_SUBGROUPS: DeviceFeatures = DeviceFeatures(1 << 62);
+    /// `samplerAnisotropy`: an immutable sampler with anisotropic filtering.
+    pub const SAMPLER_ANISOTROPY: DeviceFeatures = DeviceFeatures(1 << 63);
 
     /// Every feature this format knows, with its Vulkan name, in bit order.
-    pub const ALL: [(DeviceFeatures, &'static str); 28] = [
+    pub const ALL: [(DeviceFeatures, &'static str); 64] = [
         (Self::DEPTH_BIAS_CLAMP, "depthBiasClamp"),
         (Self::INDEPENDENT_BLEND, "independentBlend"),
         (Self::VERTEX_PIPELINE_STORES_AND_ATOMICS, "vertexPipelineStoresAndAtomics"),
@@ -120,9 +193,51 @@ impl DeviceFeatures {
         (Self::SHADER_RESOURCE_MIN_LOD, "shaderResourceMinLod"),
         (Self::MULTIVIEW, "multiview"),
         (Self::SHADER_DRAW_PARAMETERS, "shaderDrawParameters"),
+        (Self::ALPHA_TO_ONE, "alphaToOne"),
+        (Self::LARGE_POINTS, "largePoints"),
+        (Self::TASK_SHADER, "taskShader"),
+        (Self::MESH_SHADER, "meshShader"),
+        (Self::RECTANGULAR_LINES, "rectangularLines"),
+        (Self::BRESENHAM_LINES, "bresenhamLines"),
+        (Self::SMOOTH_LINES, "smoothLines"),
+        (Self::STIPPLED_RECTANGULAR_LINES, "stippledRectangularLines"),
+        (Self::STIPPLED_BRESENHAM_LINES, "stippledBresenhamLines"),
+        (Self::STIPPLED_SMOOTH_LINES, "stippledSmoothLines"),
+        (Self::PROVOKING_VERTEX_LAST, "provokingVertexLast"),
+        (Self::CONSERVATIVE_RASTERIZATION, "VK_EXT_conservative_rasterization"),
+        (Self::DEPTH_CLIP_ENABLE, "depthClipEnable"),
+        (Self::DEPTH_CLIP_CONTROL, "depthClipControl"),
+        (Self::GEOMETRY_STREAMS, "geometryStreams"),
+        (Self::TRANSFORM_FEEDBACK, "transformFeedback"),
+        (Self::VERTEX_ATTRIBUTE_INSTANCE_RATE_DIVISOR, "vertexAttributeInstanceRateDivisor"),
+        (Self::VERTEX_ATTRIBUTE_INSTANCE_RATE_ZERO_DIVISOR, "vertexAttributeInstanceRateZeroDivisor"),
+        (Self::EXTENDED_DYNAMIC_STATE2_LOGIC_OP, "extendedDynamicState2LogicOp"),
+        (Self::EXTENDED_DYNAMIC_STATE2_PATCH_CONTROL_POINTS, "extendedDynamicState2PatchControlPoints"),
+        (Self::EXTENDED_DYNAMIC_STATE3, "VK_EXT_extended_dynamic_state3"),
+        (Self::VERTEX_INPUT_DYNAMIC_STATE, "vertexInputDynamicState"),
+        (Self::SAMPLER_FILTER_MINMAX, "samplerFilterMinmax"),
+        (Self::SAMPLER_MIRROR_CLAMP_TO_EDGE, "samplerMirrorClampToEdge"),
+        (Self::DESCRIPTOR_BINDING_PARTIALLY_BOUND, "descriptorBindingPartiallyBound"),
+        (Self::DESCRIPTOR_BINDING_VARIABLE_DESCRIPTOR_COUNT, "descriptorBindingVariableDescriptorCount"),
+        (Self::DESCRIPTOR_BINDING_UPDATE_UNUSED_WHILE_PENDING, "descriptorBindingUpdateUnusedWhilePending"),
+        (Self::DESCRIPTOR_BINDING_UNIFORM_BUFFER_UPDATE_AFTER_BIND, "descriptorBindingUniformBufferUpdateAfterBind"),
+        (Self::DESCRIPTOR_BINDING_SAMPLED_IMAGE_UPDATE_AFTER_BIND, "descriptorBindingSampledImageUpdateAfterBind"),
+        (Self::DESCRIPTOR_BINDING_STORAGE_IMAGE_UPDATE_AFTER_BIND, "descriptorBindingStorageImageUpdateAfterBind"),
+        (Self::DESCRIPTOR_BINDING_STORAGE_BUFFER_UPDATE_AFTER_BIND, "descriptorBindingStorageBufferUpdateAfterBind"),
+        (
+            Self::DESCRIPTOR_BINDING_UNIFORM_TEXEL_BUFFER_UPDATE_AFTER_BIND,
+            "descriptorBindingUniformTexelBufferUpdateAfterBind",
+        ),
+        (
+            Self::DESCRIPTOR_BINDING_STORAGE_TEXEL_BUFFER_UPDATE_AFTER_BIND,
+            "descriptorBindingStorageTexelBufferUpdateAfterBind",
+        ),
+        (Self::SUBGROUP_SIZE_CONTROL, "subgroupSizeControl"),
+        (Self::COMPUTE_FULL_SUBGROUPS, "computeFullSubgroups"),
+        (Self::SAMPLER_ANISOTROPY, "samplerAnisotropy"),
     ];
     /// Every bit this format knows.
-    pub const KNOWN: DeviceFeatures = DeviceFeatures((1 << 28) - 1);
+    pub const KNOWN: DeviceFeatures = DeviceFeatures(u64::MAX);
     /// No feature.
     pub const NONE: DeviceFeatures = DeviceFeatures(0);
 

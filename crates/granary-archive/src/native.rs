@@ -706,7 +706,7 @@ mod hex_bytes {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A pipeline with every optional structure present and no field at its default.

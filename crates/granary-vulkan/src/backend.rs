@@ -8,17 +8,25 @@
 //!   library of its vertex-input, pre-rasterization and fragment-shader parts (the
 //!   fragment-output part is linked at run time with the real formats). Without graphics
 //!   pipeline libraries such a pipeline fails with a message that says so.
-//! - Whatever the device cannot do (a format, a sample count, a binding kind) is that
-//!   pipeline's error, found before any driver call.
+//! - A native Vulkan pipeline (`PipelineDescriptor::Native`) is created from its own state
+//!   (`granary_archive::vulkan::NativeInput`: every stage, every structure and chained
+//!   extension structure, its render pass, layout and immutable samplers, shared per device by
+//!   content), its stage modules the application's SPIR-V unchanged, each with its
+//!   `VkSpecializationInfo` (portable pipelines pass theirs too). The shared-capture key covers
+//!   the native state's bytes and every stage's specialization.
+//! - Whatever the device cannot do (a format, a sample count, a binding kind, a feature or
+//!   extension a native state needs) is that pipeline's error, found before any driver call.
 
 use granary::backend::BackendReport;
 use granary::descriptor::{PipelineDescriptor, PipelineLayout, ShaderStage, StageKey, Target};
 use granary::frontend::StageFunction;
+use granary_archive::native::{NativePipeline, Specialization};
 use granary_archive::vulkan::validation::{self, DriverOptions, ValidationLog};
 use granary_archive::vulkan::Shared;
 use granary_archive::vulkan::{
-    check_features, entry_name, graphics_input, layout_desc, select_device, stage_flag, CreateMode, Driver,
-    DriverLayout, Gpu, LayoutDesc, Module, OpenOptions, VulkanError,
+    check_features, check_native, check_structure, entry_name, graphics_input, layout_desc, select_device,
+    specialization_of, stage_flag, CreateMode, Driver, DriverLayout, Gpu, LayoutDesc, Module, NativeInput,
+    NativeObjects, OpenOptions, StageInput, VulkanError,
 };
 use granary_archive::{BinarySet, Blob, DeviceBinaries, DeviceBinary, DeviceCache, BINARY_SET_LIBRARY};
 use granary_archive::{DeviceIdentity, RenderState};
@@ -65,13 +73,18 @@ pub struct PipelineCapture {
     pub pipeline_key: Vec<u8>,
 }
 
-/// What decides a driver pipeline's create info: each stage's SPIR-V (content hash), stage
-/// and entry point, the encoded render state, the Vulkan layout and whether it is a library.
+/// What decides a driver pipeline's create info: each stage's SPIR-V (content hash), stage,
+/// entry point and specialization (its encoded bytes), the encoded render state or native
+/// state, the Vulkan layout (portable pipelines; a native state holds its own) and whether it
+/// is a library.
+/// One stage of a [`DriverKey`]: SPIR-V content hash, stage, entry point, specialization bytes.
+type DriverStage = (u128, ShaderStage, String, Option<Vec<u8>>);
+
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct DriverKey {
-    stages: Vec<(u128, ShaderStage, String)>,
+    stages: Vec<DriverStage>,
     state: Option<Vec<u8>>,
-    layout: LayoutDesc,
+    layout: Option<LayoutDesc>,
     library: bool,
 }
 
@@ -88,6 +101,8 @@ pub struct VulkanBackend {
     identity: Arc<DeviceIdentity>,
     modules: Shared<StageKey, Module>,
     layouts: Shared<LayoutDesc, DriverLayout>,
+    /// Native pipelines' layouts, render passes and immutable samplers, by content.
+    native: NativeObjects,
     /// Captured binary bytes by content hash (see `intern`).
     blobs: Mutex<HashMap<u128, Arc<Blob>>>,
     /// With `share_identical`: one capture per distinct driver-level pipeline.
@@ -127,6 +142,7 @@ impl VulkanBackend {
             identity,
             modules: Shared::default(),
             layouts: Shared::default(),
+            native: NativeObjects::default(),
             blobs: Mutex::default(),
             shared_captures: options.share_identical.then(Shared::default),
             shared: AtomicU64::new(0),
@@ -200,43 +216,61 @@ impl VulkanBackend {
     }
 
     /// Creates one pipeline on the device, captures it and destroys it. `functions` are the
-    /// pipeline's stage functions in stage order; `layout` its resource layout. With
-    /// `share_identical`, a pipeline whose driver-level create info equals one already
-    /// captured gets that capture (counted as shared) instead of a second compile.
+    /// pipeline's stage functions in stage order; `layout` its resource layout (a native
+    /// pipeline's own state holds the layout it is created with). With `share_identical`, a
+    /// pipeline whose driver-level create info equals one already captured gets that capture
+    /// (counted as shared) instead of a second compile.
     pub fn create_pipeline(
         &self,
         desc: &PipelineDescriptor,
         functions: &[Arc<StageFunction>],
         layout: &PipelineLayout,
     ) -> Result<PipelineCapture, String> {
-        // Computed once per pipeline, for the sharing key and the create info alike.
-        let vk_layout = layout_desc(layout)?;
-        let render_state = match desc {
-            PipelineDescriptor::Render(r) => Some(&r.state),
-            PipelineDescriptor::Compute(_) => None,
-            PipelineDescriptor::Native(_) => {
-                return Err("ISSUE21-TODO: native Vulkan pipelines are not built by this backend yet".into())
-            }
-        };
-        // What the pipeline needs of the device's enabled features, before any driver call.
-        check_features(&self.gpu, layout, render_state)?;
-        let Some(map) = &self.shared_captures else {
-            return self.create_unshared(desc, functions, &vk_layout, render_state);
-        };
-        let spirv: Option<Vec<(u128, ShaderStage, String)>> = functions
+        // Each stage's specialization, decoded and checked (a bad one names the stage).
+        let specializations = functions
             .iter()
-            .map(|f| f.outputs.get(Target::Spirv).map(|b| (b.hash().0, f.stage, f.entry_point.clone())))
+            .map(|f| specialization_of(f.specialization.as_deref().map(|b| b.bytes()), f.stage, &f.entry_point))
+            .collect::<Result<Vec<_>, _>>()?;
+        // What the pipeline needs of the device's enabled features, before any driver call;
+        // and what decides its create info.
+        let (vk_layout, render_state, native) = match desc {
+            PipelineDescriptor::Render(r) => (Some(layout_desc(layout)?), Some(&r.state), None),
+            PipelineDescriptor::Compute(_) => (Some(layout_desc(layout)?), None, None),
+            PipelineDescriptor::Native(n) => (None, None, Some(&n.state)),
+        };
+        match native {
+            Some(state) => {
+                let kinds: Vec<ShaderStage> = functions.iter().map(|f| f.stage).collect();
+                check_structure(state, &kinds)?;
+                check_native(&self.gpu, state, &kinds)?;
+            }
+            None => check_features(&self.gpu, layout, render_state)?,
+        }
+        let form = Form { vk_layout: vk_layout.as_ref(), render_state, native };
+        let Some(map) = &self.shared_captures else {
+            return self.create_unshared(desc, functions, &specializations, form);
+        };
+        let spirv: Option<Vec<DriverStage>> = functions
+            .iter()
+            .map(|f| {
+                f.outputs.get(Target::Spirv).map(|b| {
+                    (b.hash().0, f.stage, f.entry_point.clone(), f.specialization.as_ref().map(|s| s.bytes().to_vec()))
+                })
+            })
             .collect();
         let Some(stages) = spirv else {
             // A stage without SPIR-V: the unshared path says which.
-            return self.create_unshared(desc, functions, &vk_layout, render_state);
+            return self.create_unshared(desc, functions, &specializations, form);
         };
-        let state = render_state.map(|r| r.encode()).transpose().map_err(|e| e.message)?;
+        let state = match native {
+            Some(n) => Some(n.encode()),
+            None => render_state.map(|r| r.encode()).transpose().map_err(|e| e.message)?,
+        };
         let key = DriverKey { stages, state, layout: vk_layout.clone(), library: desc.needs_libraries() };
         let mut created_here = false;
         let result = map.get_or_try(key, || {
             created_here = true;
-            self.create_unshared(desc, functions, &vk_layout, render_state)
+            self.create_unshared(desc, functions, &specializations, form)
         });
         if !created_here && result.is_ok() {
             self.shared.fetch_add(1, Relaxed);
@@ -244,35 +278,51 @@ impl VulkanBackend {
         result.map(|c| (*c).clone())
     }
 
-    /// `render_state` is the descriptor's (`None` for compute pipelines).
     fn create_unshared(
         &self,
         desc: &PipelineDescriptor,
         functions: &[Arc<StageFunction>],
-        layout: &LayoutDesc,
-        render_state: Option<&RenderState>,
+        specializations: &[Option<Specialization>],
+        form: Form<'_>,
     ) -> Result<PipelineCapture, String> {
         let modules = functions.iter().map(|f| self.module(f)).collect::<Result<Vec<_>, _>>()?;
-        let pipeline_layout = self.layout(layout)?;
-        let (created, library) = match render_state {
-            None => {
-                let (m, f) = (&modules[0], &functions[0]);
-                let entry = entry_name(&f.entry_point)?;
-                let intern = |b: &[u8]| self.intern(b);
-                let created = self.gpu.create_compute(Some(m), &entry, &pipeline_layout, CreateMode::Capture(&intern));
+        let mut stages = Vec::with_capacity(functions.len());
+        for (i, (f, m)) in functions.iter().zip(&modules).enumerate() {
+            let own = form.native.and_then(|n| n.stages.get(i));
+            stages.push(StageInput {
+                module: Some(&**m),
+                stage: stage_flag(f.stage),
+                entry: entry_name(&f.entry_point)?,
+                specialization: specializations.get(i).and_then(Option::as_ref),
+                flags: own.map_or(0, |o| o.flags),
+                required_subgroup_size: own.and_then(|o| o.required_subgroup_size),
+            });
+        }
+        let intern = |b: &[u8]| self.intern(b);
+        let (created, library) = match (form.native, form.vk_layout, form.render_state) {
+            (Some(state), _, _) => {
+                let layout = self.native.layout(&self.gpu, &state.layout)?;
+                let render_pass = match state.graphics.as_ref().and_then(|g| g.render_pass.as_ref()) {
+                    Some(rp) => Some(self.native.render_pass(&self.gpu, rp)?),
+                    None => None,
+                };
+                let input = NativeInput { stages, state, layout: &layout, render_pass: render_pass.as_deref() };
+                (self.gpu.create_native(&input, CreateMode::Capture(&intern)).map_err(|e| e.to_string())?, false)
+            }
+            (None, Some(vk_layout), None) => {
+                let pipeline_layout = self.layout(vk_layout)?;
+                let stage = stages.first().ok_or("a compute pipeline without a stage")?;
+                let created = self.gpu.create_compute(stage, &pipeline_layout, CreateMode::Capture(&intern));
                 (created.map_err(|e| e.to_string())?, false)
             }
-            Some(r) => {
-                let mut stages = Vec::with_capacity(functions.len());
-                for (f, m) in functions.iter().zip(&modules) {
-                    stages.push((Some(&**m), stage_flag(f.stage), entry_name(&f.entry_point)?));
-                }
+            (None, Some(vk_layout), Some(r)) => {
+                let pipeline_layout = self.layout(vk_layout)?;
                 debug_assert!(functions.first().is_some_and(|f| f.stage == ShaderStage::Vertex));
                 let library = desc.needs_libraries();
                 let input = graphics_input(&self.gpu, r, stages, &pipeline_layout, library, &[])?;
-                let intern = |b: &[u8]| self.intern(b);
                 (self.gpu.create_graphics(&input, CreateMode::Capture(&intern)).map_err(|e| e.to_string())?, library)
             }
+            (None, None, _) => return Err("a portable pipeline without a layout".into()),
         };
         if library {
             self.libraries.fetch_add(1, Relaxed);
@@ -284,6 +334,15 @@ impl VulkanBackend {
         self.binary_bytes.fetch_add(created.binaries.iter().map(|(_, d)| d.bytes().len() as u64).sum(), Relaxed);
         Ok(PipelineCapture { library, pipeline_key: created.pipeline_key, binaries: created.binaries })
     }
+}
+
+/// Which form a pipeline is created in: portable (its Vulkan layout, and its render state for
+/// a render pipeline) or native (its state).
+#[derive(Clone, Copy)]
+struct Form<'a> {
+    vk_layout: Option<&'a LayoutDesc>,
+    render_state: Option<&'a RenderState>,
+    native: Option<&'a NativePipeline>,
 }
 
 impl granary::backend::Backend for VulkanBackend {

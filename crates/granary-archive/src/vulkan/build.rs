@@ -7,12 +7,28 @@
 //! driver call.
 
 use super::device::Gpu;
-use super::handles::{DriverLayout, Module};
+use super::handles::DriverLayout;
+use super::native::StageInput;
 use super::pipeline::GraphicsInput;
 use super::translate;
 use crate::render_state::{CompareFunction, MaybeSpecialized, RenderState, TextureFormat, Topology};
 use std::ffi::CString;
 use vulkanalia::vk;
+
+/// A stage's encoded `VkSpecializationInfo` (`GSP1`), decoded and checked
+/// ([`Specialization::check`](crate::native::Specialization::check)); `None` without one. A
+/// bad one is the pipeline's error naming the stage (`stage`, `entry`).
+pub fn specialization_of(
+    bytes: Option<&[u8]>,
+    stage: crate::types::ShaderStage,
+    entry: &str,
+) -> Result<Option<crate::native::Specialization>, String> {
+    let Some(bytes) = bytes else { return Ok(None) };
+    let bad = |e: String| format!("{stage} function '{entry}': specialization: {e}");
+    let s = crate::native::Specialization::decode(bytes).map_err(|e| bad(e.to_string()))?;
+    s.check().map_err(bad)?;
+    Ok(Some(s))
+}
 
 /// An entry-point name as a C string.
 pub fn entry_name(name: &str) -> Result<CString, String> {
@@ -125,7 +141,7 @@ fn check_limits(
 pub fn graphics_input<'a>(
     gpu: &Gpu,
     r: &RenderState,
-    stages: Vec<(Option<&'a Module>, vk::ShaderStageFlags, CString)>,
+    stages: Vec<StageInput<'a>>,
     layout: &'a DriverLayout,
     library: bool,
     link_formats: &[TextureFormat],

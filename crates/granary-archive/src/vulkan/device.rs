@@ -57,9 +57,12 @@ pub struct OpenOptions {
     /// be switched off, `pipelineBinaryInternalCacheControl`, granary switches it off by
     /// default so that every capture is a real compile).
     pub internal_cache: bool,
-    /// Core features: with [`Gpu::open`], those to enable where the device supports them
-    /// (default: every feature granary knows, [`DeviceFeatures::KNOWN`]); with
-    /// [`Gpu::borrowed`], exactly those the application enabled. They are part of the
+    /// Features: with [`Gpu::open`], those to enable where the device supports them
+    /// (default: every feature granary knows, [`DeviceFeatures::KNOWN`], core, Vulkan 1.1–1.3
+    /// and the extension features of native pipelines, each extension enabled with its
+    /// features); with [`Gpu::borrowed`], exactly those the application enabled (an extension
+    /// feature implies its extension; `EXTENDED_DYNAMIC_STATE3` means every member of the
+    /// structure the device supports). They are part of the
     /// device identity binaries are valid for, and a pipeline that needs one not enabled is
     /// refused naming it.
     pub features: DeviceFeatures,
@@ -113,8 +116,13 @@ pub struct Gpu {
     pub(super) binaries: bool,
     pub(super) libraries: bool,
     pub(super) global_key: Vec<u8>,
-    /// The core features enabled on the device (of the ones granary knows).
+    /// The features enabled on the device (of the ones granary knows).
     pub(super) features: DeviceFeatures,
+    /// The `VK_EXT_extended_dynamic_state3` members enabled (bit per member index), where
+    /// `features` has `EXTENDED_DYNAMIC_STATE3`.
+    pub(super) eds3: u32,
+    /// The native-pipeline extensions enabled (besides the library and binary ones).
+    pub(super) extensions: Vec<&'static str>,
 }
 
 impl Gpu {
@@ -123,6 +131,7 @@ impl Gpu {
     /// core features of `options.features` the device supports.
     pub fn open(driver: Arc<Driver>, info: PhysicalInfo, options: OpenOptions) -> Result<Arc<Gpu>, VulkanError> {
         let (binaries, libraries, features) = options.on(&info)?;
+        let eds3 = info.extended_dynamic_state3;
         let mut ext: Vec<*const i8> = Vec::new();
         if libraries {
             ext.push(vk::KHR_PIPELINE_LIBRARY_EXTENSION.name.as_ptr());
@@ -139,10 +148,17 @@ impl Gpu {
             queue_priorities: &priority,
             ..Default::default()
         };
-        // The feature chain: core features (exactly `features`) → Vulkan 1.3 (dynamic
-        // rendering) → [graphics pipeline library] → [maintenance5, pipeline binaries]
-        // → [internal cache control]. Each struct is linked only when its extension is enabled.
-        let mut f13 = vk::PhysicalDeviceVulkan13Features { dynamic_rendering: vk::TRUE, ..Default::default() };
+        // The extensions the enabled native-pipeline features need (an extension is enabled
+        // exactly when one of its features is; `features` holds only supported ones).
+        let native_ext = super::features::extensions_for(features, &|n| info.extensions.contains(n));
+        let native_ext_c: Vec<std::ffi::CString> =
+            native_ext.iter().filter_map(|n| std::ffi::CString::new(*n).ok()).collect();
+        ext.extend(native_ext_c.iter().map(|c| c.as_ptr()));
+        // The feature chain: core, Vulkan 1.1–1.3 (dynamic rendering) and the extension
+        // features (exactly `features`, and the supported extended-dynamic-state-3 members)
+        // → [graphics pipeline library] → [maintenance5, pipeline binaries] → [internal cache
+        // control]. Each extension struct is linked only when its extension is enabled.
+        let mut chain = super::features::FeatureChain::enabling(features, info.extended_dynamic_state3);
         let mut gpl = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT {
             graphics_pipeline_library: vk::TRUE,
             ..Default::default()
@@ -167,17 +183,9 @@ impl Gpu {
                 tail = (&mut cache_control as *mut vk::DevicePipelineBinaryInternalCacheControlKHR).cast();
             }
         }
-        // Vulkan 1.1 features (multiview, draw parameters): the device is 1.3 (checked above).
-        let mut f11 = super::features::to_vk11(features);
-        f11.next = tail;
-        f13.next = (&mut f11 as *mut vk::PhysicalDeviceVulkan11Features).cast();
-        let mut features2 = vk::PhysicalDeviceFeatures2 {
-            next: (&mut f13 as *mut vk::PhysicalDeviceVulkan13Features).cast(),
-            features: super::features::to_vk(features),
-            ..Default::default()
-        };
+        let head = chain.link(tail);
         let create = vk::DeviceCreateInfo {
-            next: (&mut features2 as *mut vk::PhysicalDeviceFeatures2).cast(),
+            next: head.cast_const(),
             queue_create_info_count: 1,
             queue_create_infos: &queue,
             enabled_extension_count: ext.len() as u32,
@@ -218,6 +226,8 @@ impl Gpu {
             libraries,
             global_key: Vec::new(),
             features,
+            eds3,
+            extensions: native_ext,
         };
         // On error `gpu`'s Drop destroys the cache and the device.
         gpu.finish_open()
@@ -248,8 +258,8 @@ impl Gpu {
     /// [`Driver::borrowed`]) with the extensions and features `enabled` names (pipeline
     /// binaries: `VK_KHR_pipeline_binary` + `VK_KHR_maintenance5` with `pipelineBinaries`;
     /// libraries: `VK_KHR_pipeline_library` + `VK_EXT_graphics_pipeline_library`;
-    /// `enabled.features`: the core features it enabled; always Vulkan 1.3
-    /// `dynamicRendering`). Granary never destroys it.
+    /// `enabled.features`: the features it enabled; always Vulkan 1.3 `dynamicRendering` and
+    /// `maintenance4`, which every 1.3 device supports). Granary never destroys it.
     ///
     /// # Safety
     ///
@@ -264,6 +274,8 @@ impl Gpu {
         enabled: OpenOptions,
     ) -> Result<Arc<Gpu>, VulkanError> {
         let (binaries, libraries, features) = enabled.on(&info)?;
+        let eds3 = info.extended_dynamic_state3;
+        let extensions = super::features::extensions_for(features, &|n| info.extensions.contains(n));
         Gpu {
             _driver: driver,
             device: device.clone(),
@@ -275,6 +287,8 @@ impl Gpu {
             libraries,
             global_key: Vec::new(),
             features,
+            eds3,
+            extensions,
         }
         .finish_open()
     }
@@ -289,7 +303,7 @@ impl Gpu {
         }
     }
 
-    /// The core features enabled on the device (of the ones granary knows).
+    /// The features enabled on the device (of the ones granary knows).
     pub fn features(&self) -> DeviceFeatures {
         self.features
     }
@@ -312,6 +326,12 @@ impl Gpu {
     /// Whether graphics pipeline libraries are enabled.
     pub fn libraries(&self) -> bool {
         self.libraries
+    }
+
+    /// The device extensions enabled for native pipelines' state (besides those of pipeline
+    /// binaries and libraries), in granary's table order.
+    pub fn extensions(&self) -> &[&'static str] {
+        &self.extensions
     }
 
     /// The pipeline-binary global key (empty without the extension).

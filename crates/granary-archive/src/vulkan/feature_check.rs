@@ -1,40 +1,127 @@
 //! The device-facing half of the feature checks: [`features`](super::features) says, purely,
-//! which core features a pipeline or a SPIR-V module needs; this module refuses one that needs
-//! a feature the [`Gpu`] did not enable, naming the feature and the device, before any driver
-//! call. (Split from `features` so that module depends on nothing of the device, and
-//! `device` → `features` is the only direction.)
+//! which features a pipeline or a SPIR-V module needs; this module refuses one that needs
+//! a feature (or extension, or extended-dynamic-state member) the [`Gpu`] did not enable,
+//! naming it, the field that needs it and the device, before any driver call. (Split from
+//! `features` so that module depends on nothing of the device, and `device` → `features` is
+//! the only direction.)
 
 use super::device::Gpu;
-use super::features::{required, required_by_spirv};
+use super::features::{required, required_by_spirv, required_native, Need};
 use crate::device::DeviceFeatures;
 use crate::layout::PipelineLayout;
+use crate::native::NativePipeline;
 use crate::render_state::RenderState;
+use crate::types::ShaderStage;
 
-/// Why `gpu` cannot take these needs, or `Ok` when it enabled every feature they name.
-fn refuse_missing(gpu: &Gpu, needs: Vec<(DeviceFeatures, String)>) -> Result<(), String> {
+/// Whether `gpu` enabled `need`; its name and kind (`feature` or `extension`) otherwise.
+fn missing(gpu: &Gpu, need: Need) -> Option<(String, &'static str)> {
     let enabled = gpu.features();
-    let missing: Vec<String> =
-        needs.into_iter().filter(|(f, _)| !enabled.contains(*f)).map(|(f, why)| format!("{f} ({why})")).collect();
-    if missing.is_empty() {
+    match need {
+        Need::Feature(f) if !enabled.contains(f) => Some((f.to_string(), "feature")),
+        Need::Extension(mask, name) if enabled.intersection(mask).is_empty() => Some((name.to_string(), "extension")),
+        Need::Eds3(i, name)
+            if !enabled.contains(DeviceFeatures::EXTENDED_DYNAMIC_STATE3) || gpu.eds3 & (1 << i) == 0 =>
+        {
+            Some((format!("{name} (VK_EXT_extended_dynamic_state3)"), "feature"))
+        }
+        _ => None,
+    }
+}
+
+/// Why `gpu` cannot take these needs, or `Ok` when it enabled every one: "needs the X (why)
+/// feature not enabled on device 'D'" (several: "features"; an extension among them: "the X
+/// extension (why)").
+fn refuse_missing(gpu: &Gpu, needs: Vec<(Need, String)>) -> Result<(), String> {
+    let mut found: Vec<(String, &'static str)> = Vec::new();
+    for (n, why) in needs {
+        if let Some((name, kind)) = missing(gpu, n) {
+            let item = (format!("{name} ({why})"), kind);
+            if !found.contains(&item) {
+                found.push(item);
+            }
+        }
+    }
+    if found.is_empty() {
         return Ok(());
     }
+    let what = if found.iter().all(|(_, k)| *k == "feature") {
+        let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
+        format!("the {} feature{}", names.join(", "), if found.len() == 1 { "" } else { "s" })
+    } else {
+        let names: Vec<String> = found.iter().map(|(n, k)| format!("the {n} {k}")).collect();
+        names.join(", ")
+    };
     Err(format!(
-        "needs the {} feature{} not enabled on device '{}'{}",
-        missing.join(", "),
-        if missing.len() == 1 { "" } else { "s" },
+        "needs {what} not enabled on device '{}'{}",
         gpu.info.identity.device_name,
         if gpu.is_borrowed() { " (the application's device)" } else { " (the device does not support it)" }
     ))
 }
 
+fn features_only(needs: Vec<(DeviceFeatures, String)>) -> Vec<(Need, String)> {
+    needs.into_iter().map(|(f, why)| (Need::Feature(f), why)).collect()
+}
+
 /// Refuses a shader module whose SPIR-V declares a capability needing a feature `gpu` did not
 /// enable (before `vkCreateShaderModule`, where it is `VUID-VkShaderModuleCreateInfo-pCode-01091`).
 pub fn check_spirv(gpu: &Gpu, spirv: &[u8]) -> Result<(), String> {
-    refuse_missing(gpu, required_by_spirv(spirv))
+    refuse_missing(gpu, features_only(required_by_spirv(spirv)))
 }
 
 /// Refuses a pipeline that needs a feature `gpu` did not enable, naming the feature and why
 /// the pipeline needs it.
 pub fn check_features(gpu: &Gpu, layout: &PipelineLayout, state: Option<&RenderState>) -> Result<(), String> {
-    refuse_missing(gpu, required(layout, state))
+    refuse_missing(gpu, features_only(required(layout, state)))
+}
+
+/// Refuses a native pipeline (`state`, with stages `stages` in order) that needs a feature,
+/// extension or dynamic-state member `gpu` did not enable, or a limit it exceeds, naming
+/// each with the field that needs it, before any driver call.
+pub fn check_native(gpu: &Gpu, state: &NativePipeline, stages: &[ShaderStage]) -> Result<(), String> {
+    refuse_missing(gpu, required_native(state, stages)?)?;
+    check_native_limits(gpu, state, stages)
+}
+
+/// The limits of a native state: patch size, viewports, required subgroup sizes.
+fn check_native_limits(gpu: &Gpu, state: &NativePipeline, stages: &[ShaderStage]) -> Result<(), String> {
+    let l = &gpu.info.limits;
+    let device = &gpu.info.identity.device_name;
+    for (i, (s, stage)) in state.stages.iter().zip(stages).enumerate() {
+        if let Some(n) = s.required_subgroup_size {
+            if !n.is_power_of_two() || n < l.min_subgroup_size || n > l.max_subgroup_size {
+                return Err(format!(
+                    "stages[{i}].requiredSubgroupSize is {n}; device '{device}' takes powers of two from {} to {} \
+                     (minSubgroupSize, maxSubgroupSize)",
+                    l.min_subgroup_size, l.max_subgroup_size
+                ));
+            }
+            let bit = super::translate::stage_flag(*stage).bits();
+            if l.required_subgroup_size_stages & bit == 0 {
+                return Err(format!(
+                    "stages[{i}] ({stage}) has a requiredSubgroupSize; device '{device}' takes one only for stages \
+                     {:#x} (requiredSubgroupSizeStages)",
+                    l.required_subgroup_size_stages
+                ));
+            }
+        }
+    }
+    let Some(g) = &state.graphics else { return Ok(()) };
+    if let Some(t) = &g.tessellation_state {
+        if t.patch_control_points == 0 || t.patch_control_points > l.max_tessellation_patch_size {
+            return Err(format!(
+                "tessellationState.patchControlPoints is {}; device '{device}' takes 1 to {} (maxTessellationPatchSize)",
+                t.patch_control_points, l.max_tessellation_patch_size
+            ));
+        }
+    }
+    if let Some(v) = &g.viewport_state {
+        let n = v.viewport_count.max(v.scissor_count);
+        if n > l.max_viewports {
+            return Err(format!(
+                "viewportState has {n} viewports; device '{device}' allows at most {} (maxViewports)",
+                l.max_viewports
+            ));
+        }
+    }
+    Ok(())
 }

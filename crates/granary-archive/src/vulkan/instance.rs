@@ -51,6 +51,11 @@ pub struct PhysicalInfo {
     pub limits: Limits,
     /// Sample counts usable for colour and depth attachments (intersection).
     pub sample_counts: u32,
+    /// The device extensions it has.
+    pub extensions: BTreeSet<String>,
+    /// The `VK_EXT_extended_dynamic_state3` members it supports of those granary enables, by
+    /// their index in `VkPhysicalDeviceExtendedDynamicState3FeaturesEXT` (bit `i`).
+    pub extended_dynamic_state3: u32,
 }
 
 /// What a physical device supports of what granary uses (also what `granary devices` lists).
@@ -232,7 +237,12 @@ impl Driver {
             let mut binary_props = vk::PhysicalDevicePipelineBinaryPropertiesKHR::default();
             let mut gpl_props = vk::PhysicalDeviceGraphicsPipelineLibraryPropertiesEXT::default();
             let mut props2 = vk::PhysicalDeviceProperties2::default();
+            let mut p13 = vk::PhysicalDeviceVulkan13Properties::default();
             let mut tail: *mut c_void = std::ptr::null_mut();
+            if v13 {
+                p13.next = tail;
+                tail = (&mut p13 as *mut vk::PhysicalDeviceVulkan13Properties).cast();
+            }
             if has_gpl_ext {
                 gpl_props.next = tail;
                 tail = (&mut gpl_props as *mut vk::PhysicalDeviceGraphicsPipelineLibraryPropertiesEXT).cast();
@@ -248,13 +258,14 @@ impl Driver {
             props2.next = tail;
             i.get_physical_device_properties2(pd, &mut props2);
 
-            // Features.
-            let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
-            let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
-            let mut gpl = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT::default();
+            // Features: every structure granary knows, linked only where its extension is present
+            // (the device is at least 1.2 for the 1.1–1.3 structures; a 1.1 device is refused
+            // when opened, for want of dynamic rendering).
+            let mut chain = super::features::FeatureChain::for_extensions(&|n| has(n));
             let mut m5 = vk::PhysicalDeviceMaintenance5Features::default();
             let mut pb = vk::PhysicalDevicePipelineBinaryFeaturesKHR::default();
-            let mut features2 = vk::PhysicalDeviceFeatures2::default();
+            let mut gpl = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT::default();
+            // The pipeline-binary and library structures, then granary's feature chain.
             let mut tail: *mut c_void = std::ptr::null_mut();
             if has_gpl_ext {
                 gpl.next = tail;
@@ -266,16 +277,16 @@ impl Driver {
                 pb.next = tail;
                 tail = (&mut pb as *mut vk::PhysicalDevicePipelineBinaryFeaturesKHR).cast();
             }
-            if v13 {
-                f13.next = tail;
-                tail = (&mut f13 as *mut vk::PhysicalDeviceVulkan13Features).cast();
-            }
-            if v12 {
-                f11.next = tail;
-                tail = (&mut f11 as *mut vk::PhysicalDeviceVulkan11Features).cast();
-            }
-            features2.next = tail;
-            i.get_physical_device_features2(pd, &mut features2);
+            let features2: *mut vk::PhysicalDeviceFeatures2 = if v13 {
+                chain.link(tail).cast()
+            } else {
+                // Before 1.3 (refused when opened, for want of dynamic rendering): the core
+                // structure with the binary and library ones only.
+                chain.core.next = tail;
+                &mut chain.core
+            };
+            i.get_physical_device_features2(pd, &mut *features2);
+            let f13 = chain.v13;
 
             let limits = &core.limits;
             Ok(PhysicalInfo {
@@ -287,7 +298,7 @@ impl Driver {
                     driver_version: core.driver_version,
                     api_version: core.api_version,
                     // What `Gpu::open` enables: every known feature the device supports.
-                    features: super::features::from_vk(&features2.features, &f11),
+                    features: chain.features(),
                     pipeline_cache_uuid: *core.pipeline_cache_uuid,
                     binary_global_key: Vec::new(),
                     device_name: string_of(core.device_name.as_bytes()),
@@ -304,8 +315,15 @@ impl Driver {
                     fast_linking: has_gpl_ext && gpl_props.graphics_pipeline_library_fast_linking == vk::TRUE,
                     dynamic_rendering: v13 && f13.dynamic_rendering == vk::TRUE,
                 },
-                limits: Limits::from_vk(limits),
+                limits: Limits {
+                    min_subgroup_size: p13.min_subgroup_size,
+                    max_subgroup_size: p13.max_subgroup_size,
+                    required_subgroup_size_stages: p13.required_subgroup_size_stages.bits(),
+                    ..Limits::from_vk(limits)
+                },
                 sample_counts: (limits.framebuffer_color_sample_counts & limits.framebuffer_depth_sample_counts).bits(),
+                extended_dynamic_state3: chain.eds3_members(),
+                extensions,
             })
         }
     }

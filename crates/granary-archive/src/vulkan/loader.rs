@@ -6,12 +6,14 @@ use super::cache::Cache;
 use super::device::Gpu;
 use super::error::VulkanError;
 use super::handles::{DriverLayout, Module};
-use super::pipeline::{CheckedBinaries, CreateMode, GraphicsInput, Pipeline};
+use super::native::{NativeInput, NativeObjects, StageInput};
+use super::pipeline::{CheckedBinaries, CreateMode, CreateOutcome, GraphicsInput, Pipeline};
 use super::shared::Shared;
 use super::translate::{layout_desc, stage_flag, LayoutDesc};
 use crate::device::DeviceIdentity;
 use crate::error::ArchiveError;
 use crate::key::{PipelineKey, StageKey};
+use crate::native::{NativePipeline, Specialization};
 use crate::reader::DeviceMismatch;
 use crate::reader::{Archive, DeviceRef, PipelineRef};
 use crate::render_state::TextureFormat;
@@ -218,6 +220,8 @@ pub struct PipelineLoader<'a> {
     binaries: Shared<BinaryId, Binaries>,
     /// Fragment-output libraries by output state, shared by every pipeline linked with one.
     outputs: Shared<Vec<u64>, Pipeline>,
+    /// Native pipelines' layouts, render passes and immutable samplers, by content.
+    native: NativeObjects,
 }
 
 impl<'a> PipelineLoader<'a> {
@@ -276,6 +280,7 @@ impl<'a> PipelineLoader<'a> {
             layouts: Shared::default(),
             binaries: Shared::default(),
             outputs: Shared::default(),
+            native: NativeObjects::default(),
         })
     }
 
@@ -334,89 +339,56 @@ impl<'a> PipelineLoader<'a> {
     /// Creates `pipeline`: from this device's binaries where the archive has them and their
     /// pipeline key equals the key of the create info used here, else (if allowed) by
     /// compiling its SPIR-V with the loader's pipeline cache. A pipeline that needs a feature
-    /// or limit the device lacks is refused before any driver call.
+    /// or limit the device lacks is refused before any driver call. A pipeline archived with a
+    /// native Vulkan state (`GNV1`) is created from that state, with its stages'
+    /// `VkSpecializationInfo`, by the same builder the harvest captured it with.
     pub fn load(&self, p: &PipelineRef<'_>) -> Result<Loaded, LoadError> {
         let start = Instant::now();
         let name = || self.name(p);
         let _validation_scope = super::validation::enter(&name); // messages of this pipeline's calls are its
         let fail = |message: String| LoadError::Pipeline { pipeline: name(), message };
+        let stages = p.stages()?;
+        // Each stage's VkSpecializationInfo, decoded and checked before anything reaches the
+        // driver (a bad one names the stage).
+        let mut specializations = Vec::with_capacity(stages.len());
+        for s in &stages {
+            let bytes = stage_specialization(s)?;
+            specializations.push(super::build::specialization_of(bytes, s.stage, s.entry_point).map_err(fail)?);
+        }
+        if let Some(native) = native_state(p)? {
+            return self.load_native(p, &native, &stages, &specializations, start);
+        }
         let archived_layout = p.layout()?.ok_or_else(|| fail("archived without a resource layout".into()))?;
         let layout = self.layout(&archived_layout).map_err(fail)?;
-        let stages = p.stages()?;
         let state = match p.kind() {
             PipelineKind::Render => Some(p.state()?.ok_or_else(|| fail("archived without its render state".into()))?),
             PipelineKind::Compute => None,
         };
         super::feature_check::check_features(&self.gpu, &archived_layout, state.as_ref()).map_err(fail)?;
-
-        // Binaries: only from this device's own section (same identity and global key).
-        let set = match &self.device {
-            Ok(d) if self.options.use_binaries && self.binaries_ok => d.binaries(p)?,
-            Ok(_) => None,
-            Err(m) if !self.options.fallback_compile => return Err(LoadError::Mismatch(m.clone())),
-            Err(_) => None,
-        };
-        let mut fallback_reason = None;
-        // `--libraries compile`: binaries the caller chose not to use (not a missing set).
-        let mut declined = false;
-        let set = match set.filter(|s| !s.is_empty()) {
-            Some(s) if s.flags() & crate::device::BINARY_SET_LIBRARY != 0 && !self.options.library_binaries => {
-                declined = true;
-                None
-            }
-            Some(s) if s.flags() & crate::device::BINARY_SET_LIBRARY != 0 && !self.gpu.libraries() => {
-                fallback_reason = Some(
-                    "archived as a graphics pipeline library, and this device has no graphics pipeline libraries: \
-                     compiled whole with the link formats"
-                        .to_string(),
-                );
-                None
-            }
-            other => other,
-        };
-        if set.is_none() && fallback_reason.is_none() && !declined && self.options.require_binaries {
-            return Err(fail(match &self.device {
-                Ok(_) if !self.gpu.captures_binaries() => "this device has no VK_KHR_pipeline_binary".into(),
-                _ => "the archive holds no binaries for this pipeline on this device".into(),
-            }));
-        }
+        let (set, mut fallback_reason) = self.binary_set(p, true)?;
 
         // Modules always: the pipeline key is computed over the shader code.
         let modules: Vec<Arc<Module>> =
             stages.iter().map(|s| self.module(s.key, s.output(Target::Spirv)?, s)).collect::<Result<_, _>>()?;
-        let mut stage_info = Vec::with_capacity(stages.len());
-        for (s, m) in stages.iter().zip(&modules) {
-            stage_info.push((Some(&**m), stage_flag(s.stage), entry_name(s.entry_point).map_err(fail)?));
-        }
+        let stage_info = stage_inputs(&stages, &modules, &specializations, None).map_err(fail)?;
         // Binaries made for this pipeline alone, destroyed when it exists (end of `load`).
         let mut _own = Vec::new();
         let mut take = |set: Option<crate::reader::BinarySetRef<'_>>,
                         key: &dyn Fn() -> Result<Vec<u8>, VulkanError>|
          -> Result<Option<Vec<vk::PipelineBinaryKHR>>, LoadError> {
-            let Some(set) = set else { return Ok(None) };
-            match self.checked_binaries(&set, key) {
-                Ok((handles, own)) => {
-                    _own = own;
-                    Ok(Some(handles))
-                }
-                Err(reason) if self.options.fallback_compile => {
-                    fallback_reason = Some(reason);
-                    Ok(None)
-                }
-                Err(reason) => Err(fail(reason)),
-            }
+            self.take_binaries(set, key, &mut _own, &mut fallback_reason).map_err(fail)
         };
         let (created, linked, made) = match &state {
             None => {
-                let (m, entry) = (stage_info[0].0, &stage_info[0].2);
-                let made = take(set, &|| self.gpu.compute_key(m, entry, &layout))?;
+                let stage = stage_info.first().ok_or_else(|| fail("a compute pipeline without a stage".into()))?;
+                let made = take(set, &|| self.gpu.compute_key(stage, &layout))?;
                 let handles = made.as_deref().unwrap_or_default();
                 // SAFETY: `checked_binaries` made these handles from hash-checked bytes of this
                 // device's own section (`binaries_ok`), for a set whose archived pipeline key
                 // equals `compute_key` of exactly this create info.
                 let binaries = unsafe { CheckedBinaries::new(handles) };
                 let how = CreateMode::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
-                (self.gpu.create_compute(m, entry, &layout, how).map_err(|e| fail(e.to_string()))?, false, made)
+                (self.gpu.create_compute(stage, &layout, how).map_err(|e| fail(e.to_string()))?, false, made)
             }
             Some(state) => {
                 let library = match &set {
@@ -443,24 +415,122 @@ impl<'a> PipelineLoader<'a> {
                 }
             }
         };
-        let pipeline = created.pipeline.ok_or_else(|| fail("the driver returned no pipeline".into()))?;
-        let source = if made.is_some() {
-            Source::Binaries
-        } else if created.feedback & FEEDBACK_VALID != 0 && created.feedback & FEEDBACK_CACHE_HIT != 0 {
-            Source::CacheHit
-        } else {
-            Source::Compiled
+        finish_load(created, linked, made, fallback_reason, start).map_err(fail)
+    }
+
+    /// A pipeline archived with its native Vulkan state: checked (structure, features,
+    /// limits) before any driver call, its layout, render pass and immutable samplers from
+    /// [`NativeObjects`], its stages with their specializations, then created from this
+    /// device's binaries (key checked) or compiled, with the same builder the harvest used.
+    fn load_native(
+        &self,
+        p: &PipelineRef<'_>,
+        state: &NativePipeline,
+        stages: &[crate::reader::StageRef<'_>],
+        specializations: &[Option<Specialization>],
+        start: Instant,
+    ) -> Result<Loaded, LoadError> {
+        let fail = |message: String| LoadError::Pipeline { pipeline: self.name(p), message };
+        let kinds: Vec<crate::types::ShaderStage> = stages.iter().map(|s| s.stage).collect();
+        super::native::check_structure(state, &kinds).map_err(fail)?;
+        super::feature_check::check_native(&self.gpu, state, &kinds).map_err(fail)?;
+        let (set, mut fallback_reason) = self.binary_set(p, false)?;
+        let layout = self.native.layout(&self.gpu, &state.layout).map_err(fail)?;
+        let render_pass = match state.graphics.as_ref().and_then(|g| g.render_pass.as_ref()) {
+            Some(rp) => Some(self.native.render_pass(&self.gpu, rp).map_err(fail)?),
+            None => None,
         };
-        Ok(Loaded {
-            pipeline,
-            source,
-            linked,
-            fallback_reason,
-            binaries: made.map_or(0, |h| h.len()),
-            driver_time: created.driver_time,
-            total_time: start.elapsed(),
-            feedback: created.feedback,
-        })
+        let modules: Vec<Arc<Module>> =
+            stages.iter().map(|s| self.module(s.key, s.output(Target::Spirv)?, s)).collect::<Result<_, _>>()?;
+        let input = NativeInput {
+            stages: stage_inputs(stages, &modules, specializations, Some(state)).map_err(fail)?,
+            state,
+            layout: &layout,
+            render_pass: render_pass.as_deref(),
+        };
+        let mut own = Vec::new();
+        let made =
+            self.take_binaries(set, &|| self.gpu.native_key(&input), &mut own, &mut fallback_reason).map_err(fail)?;
+        let handles = made.as_deref().unwrap_or_default();
+        // SAFETY: `take_binaries` made these handles from hash-checked bytes of this device's
+        // own section (`binaries_ok`), for a set whose archived pipeline key equals
+        // `native_key` of exactly this create info.
+        let binaries = unsafe { CheckedBinaries::new(handles) };
+        let how = CreateMode::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
+        let created = self.gpu.create_native(&input, how).map_err(|e| fail(e.to_string()))?;
+        drop(own);
+        finish_load(created, false, made, fallback_reason, start).map_err(fail)
+    }
+
+    /// This device's binary set for `p`, if it may be used, and why not where the archive has
+    /// one that is not (a library set on a device without libraries; `portable` only). Errors
+    /// with `require_binaries` when there is none, and with a device mismatch when compiling is
+    /// not allowed.
+    fn binary_set(
+        &self,
+        p: &PipelineRef<'_>,
+        portable: bool,
+    ) -> Result<(Option<crate::reader::BinarySetRef<'a>>, Option<String>), LoadError> {
+        let fail = |message: String| LoadError::Pipeline { pipeline: self.name(p), message };
+        // Binaries: only from this device's own section (same identity and global key).
+        let set = match &self.device {
+            Ok(d) if self.options.use_binaries && self.binaries_ok => d.binaries(p)?,
+            Ok(_) => None,
+            Err(m) if !self.options.fallback_compile => return Err(LoadError::Mismatch(m.clone())),
+            Err(_) => None,
+        };
+        let mut fallback_reason = None;
+        // `--libraries compile`: binaries the caller chose not to use (not a missing set).
+        let mut declined = false;
+        let is_library =
+            |s: &crate::reader::BinarySetRef<'_>| portable && s.flags() & crate::device::BINARY_SET_LIBRARY != 0;
+        let set = match set.filter(|s| !s.is_empty()) {
+            Some(s) if is_library(&s) && !self.options.library_binaries => {
+                declined = true;
+                None
+            }
+            Some(s) if is_library(&s) && !self.gpu.libraries() => {
+                fallback_reason = Some(
+                    "archived as a graphics pipeline library, and this device has no graphics pipeline libraries: \
+                     compiled whole with the link formats"
+                        .to_string(),
+                );
+                None
+            }
+            other => other,
+        };
+        if set.is_none() && fallback_reason.is_none() && !declined && self.options.require_binaries {
+            return Err(fail(match &self.device {
+                Ok(_) if !self.gpu.captures_binaries() => "this device has no VK_KHR_pipeline_binary".into(),
+                _ => "the archive holds no binaries for this pipeline on this device".into(),
+            }));
+        }
+        Ok((set, fallback_reason))
+    }
+
+    /// The checked handles of `set` for the create info whose key `key` computes
+    /// ([`checked_binaries`](Self::checked_binaries)); binaries made for this pipeline alone
+    /// go to `own` (to drop once it exists). A set that cannot be used is a compile (its
+    /// reason in `fallback_reason`) where falling back is allowed, else the error.
+    fn take_binaries(
+        &self,
+        set: Option<crate::reader::BinarySetRef<'_>>,
+        key: &dyn Fn() -> Result<Vec<u8>, VulkanError>,
+        own: &mut Vec<Binaries>,
+        fallback_reason: &mut Option<String>,
+    ) -> Result<Option<Vec<vk::PipelineBinaryKHR>>, String> {
+        let Some(set) = set else { return Ok(None) };
+        match self.checked_binaries(&set, key) {
+            Ok((handles, mine)) => {
+                *own = mine;
+                Ok(Some(handles))
+            }
+            Err(reason) if self.options.fallback_compile => {
+                *fallback_reason = Some(reason);
+                Ok(None)
+            }
+            Err(reason) => Err(reason),
+        }
     }
 
     /// The handles of `set`'s binaries, only when the set's archived pipeline key equals
@@ -603,4 +673,78 @@ impl<'a> PipelineLoader<'a> {
         self.gpu.check_layout(&desc)?;
         self.layouts.get_or_try(desc.clone(), || self.gpu.layout(&desc).map_err(|e| e.to_string()))
     }
+}
+
+/// The stage inputs of `stages` (their modules and checked specializations; for a native
+/// pipeline, each stage's flags and required subgroup size from its state).
+fn stage_inputs<'m>(
+    stages: &[crate::reader::StageRef<'_>],
+    modules: &'m [Arc<Module>],
+    specializations: &'m [Option<Specialization>],
+    native: Option<&NativePipeline>,
+) -> Result<Vec<StageInput<'m>>, String> {
+    let mut out = Vec::with_capacity(stages.len());
+    for (i, (s, m)) in stages.iter().zip(modules).enumerate() {
+        let own = native.and_then(|n| n.stages.get(i));
+        out.push(StageInput {
+            module: Some(&**m),
+            stage: stage_flag(s.stage),
+            entry: entry_name(s.entry_point)?,
+            specialization: specializations.get(i).and_then(Option::as_ref),
+            flags: own.map_or(0, |o| o.flags),
+            required_subgroup_size: own.and_then(|o| o.required_subgroup_size),
+        });
+    }
+    Ok(out)
+}
+
+/// The [`Loaded`] of a created pipeline: made from binaries (`made`), a cache hit, or a compile.
+fn finish_load(
+    created: CreateOutcome,
+    linked: bool,
+    made: Option<Vec<vk::PipelineBinaryKHR>>,
+    fallback_reason: Option<String>,
+    start: Instant,
+) -> Result<Loaded, String> {
+    let pipeline = created.pipeline.ok_or_else(|| "the driver returned no pipeline".to_string())?;
+    let source = if made.is_some() {
+        Source::Binaries
+    } else if created.feedback & FEEDBACK_VALID != 0 && created.feedback & FEEDBACK_CACHE_HIT != 0 {
+        Source::CacheHit
+    } else {
+        Source::Compiled
+    };
+    Ok(Loaded {
+        pipeline,
+        source,
+        linked,
+        fallback_reason,
+        binaries: made.map_or(0, |h| h.len()),
+        driver_time: created.driver_time,
+        total_time: start.elapsed(),
+        feedback: created.feedback,
+    })
+}
+
+/// The pipeline's native Vulkan state, if it was archived with one (`GNV1`).
+///
+/// ISSUE21-AR: becomes `p.native_state()` (helper "ar"'s reader accessor, which also checks
+/// that the state fits the pipeline) when that branch lands; until then the state blob's
+/// magic is read here (a render pipeline's state blob is the only place one can be stored).
+fn native_state(p: &PipelineRef<'_>) -> Result<Option<NativePipeline>, ArchiveError> {
+    let Some(bytes) = p.state_bytes()? else { return Ok(None) };
+    if bytes.get(..4) != Some(&crate::native::NATIVE_MAGIC[..]) {
+        return Ok(None);
+    }
+    NativePipeline::decode(bytes)
+        .map(Some)
+        .map_err(|e| ArchiveError::corrupt(0, format!("pipeline {}: native state: {e}", p.key().to_hex())))
+}
+
+/// The stage's encoded `VkSpecializationInfo`, if it has one.
+///
+/// ISSUE21-AR: becomes `s.specialization_bytes()` (helper "ar"'s stage-record accessor) when
+/// that branch lands; until then stage records carry no specialization.
+fn stage_specialization<'s>(_s: &crate::reader::StageRef<'s>) -> Result<Option<&'s [u8]>, ArchiveError> {
+    Ok(None)
 }

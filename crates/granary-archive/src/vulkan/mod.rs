@@ -19,6 +19,10 @@
 //!   values ([`layout_desc`], [`stage_flag`] are the ones the harvest backend calls).
 //! - `build` (private): an archived render state to the create-info input of one pipeline
 //!   ([`graphics_input`]), shared by the harvest backend and the loader.
+//! - `native` (private): a native Vulkan state ([`crate::native::NativePipeline`]) to its
+//!   create info with every chained structure ([`NativeInput`]), the stage create infos of
+//!   both forms with their `VkSpecializationInfo` ([`StageInput`]), and [`NativeObjects`],
+//!   the render passes, layouts and immutable samplers shared per device by content.
 //! - Feature `capture` (implies `vulkan`, enabled by `granary-vulkan`): the harvest half —
 //!   [`CreateMode::Capture`], [`BlobInterner`], binary capture, [`Gpu::cache_data`]. A game
 //!   builds without it.
@@ -62,7 +66,7 @@
 //! |---|---|---|
 //! | `instance` | [`Driver`], [`PhysicalInfo`] | loader, instance, physical-device queries (extensions, features, limits, identity) |
 //! | `device` | [`Gpu`], [`OpenOptions`] | `vkCreateDevice` with its feature chain, the global pipeline key |
-//! | `handles` | [`Module`], [`DriverLayout`] | shader modules, descriptor-set and pipeline layouts |
+//! | `handles` | [`Module`], [`DriverLayout`], [`Sampler`], [`RenderPass`] | shader modules, descriptor-set and pipeline layouts (also a native state's, with binding flags and immutable samplers), samplers, render passes (`vkCreateRenderPass2`) |
 //! | `pipeline` | [`Pipeline`], [`LinkedLibraries`], [`GraphicsInput`], [`CreateMode`] | create-info building, pipeline creation, libraries and linking, `vkGetPipelineKeyKHR` of a create info |
 //! | `binary` | [`Binaries`] | pipeline binaries: capture, read, create from checked data |
 //! | `cache` | [`Cache`] | pipeline caches: header checks, create, merge, read (with retries) |
@@ -73,8 +77,10 @@
 //! 1. Every object holds an `Arc` of what it was made from (`Gpu` → `Driver`; modules,
 //!    layouts, pipelines, binaries, caches → `Gpu`), so nothing is destroyed before what was
 //!    made from it.
-//! 2. Shared objects (modules, layouts, fragment-output libraries, large binaries) are `Arc`s
-//!    destroyed in `Drop`, when no creation can reach them.
+//! 2. Shared objects (modules, layouts, fragment-output libraries, large binaries, and a
+//!    native state's render passes and immutable samplers, [`NativeObjects`]) are `Arc`s
+//!    destroyed in `Drop`, when no creation can reach them; a layout holds the samplers its
+//!    set layouts were made with.
 //! 3. At capture, pipelines and binaries never outlive the creating call.
 //! 4. A linked pipeline holds the libraries it was linked from until it is destroyed (also
 //!    after [`Pipeline::into_raw`], through [`LinkedLibraries`]).
@@ -106,6 +112,7 @@ mod devices;
 mod error;
 mod feature_check;
 mod features;
+mod native;
 // The fuzz harness's observer of driver-bound bytes (inert without the test-only `fault`
 // feature): not API.
 #[doc(hidden)]
@@ -116,16 +123,17 @@ mod translate;
 #[cfg(feature = "capture")]
 pub use binary::BlobInterner;
 pub use binary::{Binaries, RawBinary};
-pub use build::{entry_name, graphics_input};
+pub use build::{entry_name, graphics_input, specialization_of};
 pub use cache::{Cache, MergedCache};
 pub use device::{Gpu, OpenOptions};
 pub use devices::{identity_of, list_devices, select_device, DeviceInfo};
 pub use error::VulkanError;
-pub use feature_check::{check_features, check_spirv};
+pub use feature_check::{check_features, check_native, check_spirv};
 pub use features::{from_vk as device_features_of, Limits};
-pub use handles::{DriverLayout, Module};
+pub use handles::{DriverLayout, Module, RenderPass, Sampler};
 pub use instance::{api_string, Driver, PhysicalInfo, Supports};
 pub use loader::{LoadError, Loaded, LoaderOptions, PipelineLoader, Source, FEEDBACK_CACHE_HIT, FEEDBACK_VALID};
+pub use native::{check_structure, NativeInput, NativeObjects, StageInput};
 pub use pipeline::{
     CheckedBinaries, CreateMode, CreateOutcome, DepthStencil, GraphicsInput, LinkedLibraries, Pipeline,
 };

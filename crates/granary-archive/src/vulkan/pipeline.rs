@@ -30,8 +30,9 @@ use super::binary::RawBinary;
 use super::cache::Cache;
 use super::device::Gpu;
 use super::error::VulkanError;
-use super::handles::{DriverLayout, Module};
-use std::ffi::{c_void, CString};
+use super::handles::DriverLayout;
+use super::native::{Chain, NativeInput, StageInput};
+use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vulkanalia::prelude::v1_3::*;
@@ -41,9 +42,9 @@ pub type DepthStencil = vk::PipelineDepthStencilStateCreateInfo;
 
 /// Everything one graphics pipeline (or library) is made of.
 pub struct GraphicsInput<'a> {
-    /// `(module, stage, entry point)` per stage; the module is `None` only when the pipeline
-    /// is created from binaries (the specification ignores modules then).
-    pub stages: Vec<(Option<&'a Module>, vk::ShaderStageFlags, CString)>,
+    /// The stages (module, stage, entry point, specialization); a module is `None` only when
+    /// the pipeline is created from binaries (the specification ignores modules then).
+    pub stages: Vec<StageInput<'a>>,
     /// Vertex buffer bindings.
     pub bindings: Vec<vk::VertexInputBindingDescription>,
     /// Vertex attributes.
@@ -143,38 +144,25 @@ pub struct CreateOutcome {
     pub feedback: u32,
 }
 
-/// The chain a create info is built with.
-#[derive(Clone, Copy)]
-struct Chain<'a> {
-    /// `VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR` (harvest on a binaries device).
-    capture: bool,
-    /// Creation feedback (run time).
-    feedback: Option<*mut vk::PipelineCreationFeedback>,
-    /// Binaries to create from.
-    binaries: &'a [vk::PipelineBinaryKHR],
-}
-
-impl<'a> Chain<'a> {
-    // `gpu` only decides capture (feature `capture`).
-    #[cfg_attr(not(feature = "capture"), allow(unused_variables))]
-    fn of(
-        gpu: &Gpu,
-        how: CreateMode<'a>,
-        feedback: *mut vk::PipelineCreationFeedback,
-    ) -> (Chain<'a>, vk::PipelineCache) {
-        match how {
-            #[cfg(feature = "capture")]
-            CreateMode::Capture(_) => (Chain { capture: gpu.binaries, feedback: None, binaries: &[] }, gpu.cache),
-            CreateMode::Keep { binaries, cache } => (
-                Chain { capture: false, feedback: Some(feedback), binaries: binaries.0 },
-                // A pipeline made from binaries may not use a pipeline cache.
-                if binaries.is_empty() {
-                    cache.map_or(vk::PipelineCache::null(), |c| c.handle)
-                } else {
-                    vk::PipelineCache::null()
-                },
-            ),
-        }
+// `gpu` only decides capture (feature `capture`).
+#[cfg_attr(not(feature = "capture"), allow(unused_variables))]
+fn chain_of<'a>(
+    gpu: &Gpu,
+    how: CreateMode<'a>,
+    feedback: *mut vk::PipelineCreationFeedback,
+) -> (Chain<'a>, vk::PipelineCache) {
+    match how {
+        #[cfg(feature = "capture")]
+        CreateMode::Capture(_) => (Chain { capture: gpu.binaries, feedback: None, binaries: &[] }, gpu.cache),
+        CreateMode::Keep { binaries, cache } => (
+            Chain { capture: false, feedback: Some(feedback), binaries: binaries.0 },
+            // A pipeline made from binaries may not use a pipeline cache.
+            if binaries.is_empty() {
+                cache.map_or(vk::PipelineCache::null(), |c| c.handle)
+            } else {
+                vk::PipelineCache::null()
+            },
+        ),
     }
 }
 
@@ -189,16 +177,6 @@ impl Gpu {
         f: impl FnOnce(&vk::GraphicsPipelineCreateInfo) -> R,
     ) -> R {
         let library = input.output.is_none();
-        let stages: Vec<vk::PipelineShaderStageCreateInfo> = input
-            .stages
-            .iter()
-            .map(|(m, stage, name)| vk::PipelineShaderStageCreateInfo {
-                stage: *stage,
-                module: m.map_or(vk::ShaderModule::null(), |m| m.handle),
-                name: name.as_ptr(),
-                ..Default::default()
-            })
-            .collect();
         let vertex_input = vk::PipelineVertexInputStateCreateInfo {
             vertex_binding_description_count: input.bindings.len() as u32,
             vertex_binding_descriptions: input.bindings.as_ptr(),
@@ -299,23 +277,25 @@ impl Gpu {
             tail = (&parts as *const vk::GraphicsPipelineLibraryCreateInfoEXT).cast();
         }
         rendering.next = tail;
-        let info = vk::GraphicsPipelineCreateInfo {
-            next: (&rendering as *const vk::PipelineRenderingCreateInfo).cast(),
-            flags: if library { vk::PipelineCreateFlags::LIBRARY_KHR } else { vk::PipelineCreateFlags::empty() },
-            stage_count: stages.len() as u32,
-            stages: stages.as_ptr(),
-            vertex_input_state: &vertex_input,
-            input_assembly_state: &assembly,
-            viewport_state: &viewport,
-            rasterization_state: &raster,
-            multisample_state: &multisample,
-            depth_stencil_state: &depth_stencil,
-            color_blend_state: if library { std::ptr::null() } else { &blend },
-            dynamic_state: &dynamic,
-            layout: input.layout.handle,
-            ..Default::default()
-        };
-        f(&info)
+        super::native::with_stages(&input.stages, |stages| {
+            let info = vk::GraphicsPipelineCreateInfo {
+                next: (&rendering as *const vk::PipelineRenderingCreateInfo).cast(),
+                flags: if library { vk::PipelineCreateFlags::LIBRARY_KHR } else { vk::PipelineCreateFlags::empty() },
+                stage_count: stages.len() as u32,
+                stages: stages.as_ptr(),
+                vertex_input_state: &vertex_input,
+                input_assembly_state: &assembly,
+                viewport_state: &viewport,
+                rasterization_state: &raster,
+                multisample_state: &multisample,
+                depth_stencil_state: &depth_stencil,
+                color_blend_state: if library { std::ptr::null() } else { &blend },
+                dynamic_state: &dynamic,
+                layout: input.layout.handle,
+                ..Default::default()
+            };
+            f(&info)
+        })
     }
 
     /// Creates a graphics pipeline (or, with `input.output == None`, a graphics pipeline
@@ -329,8 +309,8 @@ impl Gpu {
         how: CreateMode<'_>,
     ) -> Result<CreateOutcome, VulkanError> {
         let mut feedback = vk::PipelineCreationFeedback::default();
-        let (chain, cache) = Chain::of(self, how, &mut feedback);
-        if chain.binaries.is_empty() && input.stages.iter().any(|(m, _, _)| m.is_none()) {
+        let (chain, cache) = chain_of(self, how, &mut feedback);
+        if chain.binaries.is_empty() && input.stages.iter().any(|s| s.module.is_none()) {
             return Err(VulkanError::call(
                 "vkCreateGraphicsPipelines",
                 "a stage without a shader module and no binaries",
@@ -366,8 +346,7 @@ impl Gpu {
     /// Builds the compute create info on this stack frame and hands it to `f`.
     fn with_compute_info<R>(
         &self,
-        module: Option<&Module>,
-        entry: &std::ffi::CStr,
+        stage: &StageInput<'_>,
         layout: &DriverLayout,
         chain: Chain<'_>,
         f: impl FnOnce(&vk::ComputePipelineCreateInfo) -> R,
@@ -392,34 +371,31 @@ impl Gpu {
         if chain.capture {
             tail = (&flags2 as *const vk::PipelineCreateFlags2CreateInfo).cast();
         }
-        let info = vk::ComputePipelineCreateInfo {
-            next: tail,
-            stage: vk::PipelineShaderStageCreateInfo {
-                stage: vk::ShaderStageFlags::COMPUTE,
-                module: module.map_or(vk::ShaderModule::null(), |m| m.handle),
-                name: entry.as_ptr(),
+        super::native::with_stages(std::slice::from_ref(stage), |stages| {
+            let info = vk::ComputePipelineCreateInfo {
+                next: tail,
+                stage: stages[0],
+                layout: layout.handle,
                 ..Default::default()
-            },
-            layout: layout.handle,
-            ..Default::default()
-        };
-        f(&info)
+            };
+            f(&info)
+        })
     }
 
-    /// Creates a compute pipeline; as [`create_graphics`](Self::create_graphics).
+    /// Creates a compute pipeline of `stage` (a compute stage); as
+    /// [`create_graphics`](Self::create_graphics).
     pub fn create_compute(
         self: &Arc<Self>,
-        module: Option<&Module>,
-        entry: &std::ffi::CStr,
+        stage: &StageInput<'_>,
         layout: &DriverLayout,
         how: CreateMode<'_>,
     ) -> Result<CreateOutcome, VulkanError> {
         let mut feedback = vk::PipelineCreationFeedback::default();
-        let (chain, cache) = Chain::of(self, how, &mut feedback);
-        if chain.binaries.is_empty() && module.is_none() {
+        let (chain, cache) = chain_of(self, how, &mut feedback);
+        if chain.binaries.is_empty() && stage.module.is_none() {
             return Err(VulkanError::call("vkCreateComputePipelines", "no shader module and no binaries"));
         }
-        let (handle, pipeline_key, driver_time) = self.with_compute_info(module, entry, layout, chain, |info| {
+        let (handle, pipeline_key, driver_time) = self.with_compute_info(stage, layout, chain, |info| {
             self.key_and_create(chain.capture, info, "vkCreateComputePipelines", |info| {
                 // SAFETY: as in `create_graphics`, for the compute create info.
                 unsafe { self.device.create_compute_pipelines(cache, &[*info], None) }
@@ -431,18 +407,67 @@ impl Gpu {
 
     /// `vkGetPipelineKeyKHR` of the compute pipeline as created at run time; as
     /// [`graphics_key`](Self::graphics_key).
-    pub fn compute_key(
-        &self,
-        module: Option<&Module>,
-        entry: &std::ffi::CStr,
-        layout: &DriverLayout,
-    ) -> Result<Vec<u8>, VulkanError> {
+    pub fn compute_key(&self, stage: &StageInput<'_>, layout: &DriverLayout) -> Result<Vec<u8>, VulkanError> {
         if !self.binaries {
             return Ok(Vec::new());
         }
         let mut feedback = vk::PipelineCreationFeedback::default();
         let chain = Chain { capture: false, feedback: Some(&mut feedback), binaries: &[] };
-        self.with_compute_info(module, entry, layout, chain, |info| self.pipeline_key_of(info))
+        self.with_compute_info(stage, layout, chain, |info| self.pipeline_key_of(info))
+    }
+
+    /// Creates a native pipeline (graphics or compute, by its state) from `input`; as
+    /// [`create_graphics`](Self::create_graphics): with [`CreateMode::Capture`] its binaries
+    /// and pipeline key are captured and it is destroyed, with [`CreateMode::Keep`] it is made
+    /// from binaries or modules and returned. The caller checked it first
+    /// ([`check_native`](super::check_native), [`check_structure`](super::check_structure)).
+    pub fn create_native(
+        self: &Arc<Self>,
+        input: &NativeInput<'_>,
+        how: CreateMode<'_>,
+    ) -> Result<CreateOutcome, VulkanError> {
+        let mut feedback = vk::PipelineCreationFeedback::default();
+        let (chain, cache) = chain_of(self, how, &mut feedback);
+        if chain.binaries.is_empty() && input.stages.iter().any(|s| s.module.is_none()) {
+            return Err(VulkanError::call("vkCreate*Pipelines", "a stage without a shader module and no binaries"));
+        }
+        if input.stages.len() != input.state.stages.len() {
+            return Err(VulkanError::call("vkCreate*Pipelines", "stage inputs and stage states differ in number"));
+        }
+        let (handle, pipeline_key, driver_time) = match &input.state.graphics {
+            Some(g) => super::native::with_graphics_info(input, g, chain, |info| {
+                self.key_and_create(chain.capture, info, "vkCreateGraphicsPipelines", |info| {
+                    // SAFETY: every pointer in `info` and its chain refers to a local of
+                    // `native::with_graphics_info` or to `input` (borrowed for the whole call),
+                    // alive while this closure runs; modules, layout, render pass, binaries and
+                    // cache are alive (the caller holds them). Binaries come only as
+                    // `CheckedBinaries` (see `create_graphics`); a null module only with them.
+                    unsafe { self.device.create_graphics_pipelines(cache, &[*info], None) }
+                })
+            })?,
+            None => super::native::with_compute_info(input, chain, |info| {
+                self.key_and_create(chain.capture, info, "vkCreateComputePipelines", |info| {
+                    // SAFETY: as for the graphics case, for `native::with_compute_info`.
+                    unsafe { self.device.create_compute_pipelines(cache, &[*info], None) }
+                })
+            })?,
+        };
+        let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
+        self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags)
+    }
+
+    /// `vkGetPipelineKeyKHR` of the native pipeline `input` as created at run time; as
+    /// [`graphics_key`](Self::graphics_key).
+    pub fn native_key(&self, input: &NativeInput<'_>) -> Result<Vec<u8>, VulkanError> {
+        if !self.binaries {
+            return Ok(Vec::new());
+        }
+        let mut feedback = vk::PipelineCreationFeedback::default();
+        let chain = Chain { capture: false, feedback: Some(&mut feedback), binaries: &[] };
+        match &input.state.graphics {
+            Some(g) => super::native::with_graphics_info(input, g, chain, |info| self.pipeline_key_of(info)),
+            None => super::native::with_compute_info(input, chain, |info| self.pipeline_key_of(info)),
+        }
     }
 
     /// With `capture`, the pipeline key of `info` (exactly the chain created with, stored beside
