@@ -236,7 +236,7 @@ impl VulkanBackend {
         let (vk_layout, render_state, native) = match desc {
             PipelineDescriptor::Render(r) => (Some(layout_desc(layout)?), Some(&r.state), None),
             PipelineDescriptor::Compute(_) => (Some(layout_desc(layout)?), None, None),
-            PipelineDescriptor::Native(n) => (None, None, Some(&n.state)),
+            PipelineDescriptor::Native(n) => (None, None, Some(&*n.state)),
         };
         match native {
             Some(state) => {

@@ -774,7 +774,7 @@ fn native_descriptor(
                 specialization: spec.map(|s| Arc::new(s.clone())),
             })
             .collect(),
-        state,
+        state: Arc::new(state),
     })
 }
 
@@ -874,6 +874,7 @@ fn native_archive(pipelines: &[(&str, NativePipeline, Vec<Stage<'_>>)]) -> grana
 fn the_loader_creates_archived_native_pipelines_with_the_same_builder() {
     use granary_archive::vulkan::{LoadError, LoaderOptions, PipelineLoader, Source};
     let spec = red(0.5, 4);
+    let constants = compute_constants(64, 7);
     let tess = with(4, |g| {
         g.input_assembly_state.as_mut().unwrap().topology = 10;
         g.tessellation_state = Some(TessellationState { flags: 0, patch_control_points: 3, domain_origin: Some(1) });
@@ -898,14 +899,12 @@ fn the_loader_creates_archived_native_pipelines_with_the_same_builder() {
                 ("tri.frag", ShaderStage::Fragment, None),
             ],
         ),
-        // ISSUE21-AR: add ("native/compute", compute(None), fill.comp with compute_constants)
-        // once helper ar's reader takes a native state on a compute pipeline (this branch's
-        // reader refuses any state blob there).
+        ("native/compute", compute(None), vec![("fill.comp", ShaderStage::Compute, Some(&constants))]),
     ]);
     let Some(fx) = Fixture::open(DeviceFeatures::KNOWN) else { return };
     {
         let loader = PipelineLoader::new(&archive, fx.gpu.clone(), LoaderOptions::default()).expect("loader");
-        for label in ["native/geometry", "native/tessellation"] {
+        for label in ["native/geometry", "native/tessellation", "native/compute"] {
             let made = loader.load_label(label).unwrap_or_else(|e| panic!("{label}: {e}"));
             assert_eq!(made.source, Source::Compiled, "{label}: lavapipe has no binaries to use");
             assert!(!made.linked);

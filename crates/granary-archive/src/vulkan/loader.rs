@@ -352,10 +352,10 @@ impl<'a> PipelineLoader<'a> {
         // driver (a bad one names the stage).
         let mut specializations = Vec::with_capacity(stages.len());
         for s in &stages {
-            let bytes = stage_specialization(s)?;
+            let bytes = s.specialization_bytes()?;
             specializations.push(super::build::specialization_of(bytes, s.stage, s.entry_point).map_err(fail)?);
         }
-        if let Some(native) = native_state(p)? {
+        if let Some(native) = p.native_state()? {
             return self.load_native(p, &native, &stages, &specializations, start);
         }
         let archived_layout = p.layout()?.ok_or_else(|| fail("archived without a resource layout".into()))?;
@@ -724,27 +724,4 @@ fn finish_load(
         total_time: start.elapsed(),
         feedback: created.feedback,
     })
-}
-
-/// The pipeline's native Vulkan state, if it was archived with one (`GNV1`).
-///
-/// ISSUE21-AR: becomes `p.native_state()` (helper "ar"'s reader accessor, which also checks
-/// that the state fits the pipeline) when that branch lands; until then the state blob's
-/// magic is read here (a render pipeline's state blob is the only place one can be stored).
-fn native_state(p: &PipelineRef<'_>) -> Result<Option<NativePipeline>, ArchiveError> {
-    let Some(bytes) = p.state_bytes()? else { return Ok(None) };
-    if bytes.get(..4) != Some(&crate::native::NATIVE_MAGIC[..]) {
-        return Ok(None);
-    }
-    NativePipeline::decode(bytes)
-        .map(Some)
-        .map_err(|e| ArchiveError::corrupt(0, format!("pipeline {}: native state: {e}", p.key().to_hex())))
-}
-
-/// The stage's encoded `VkSpecializationInfo`, if it has one.
-///
-/// ISSUE21-AR: becomes `s.specialization_bytes()` (helper "ar"'s stage-record accessor) when
-/// that branch lands; until then stage records carry no specialization.
-fn stage_specialization<'s>(_s: &crate::reader::StageRef<'s>) -> Result<Option<&'s [u8]>, ArchiveError> {
-    Ok(None)
 }
