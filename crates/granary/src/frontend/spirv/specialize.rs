@@ -80,8 +80,9 @@ pub fn from_constants(
             return Err(constant_error(
                 file,
                 format!(
-                    "specialization constant {} (id {}) has type {}, but the constant gives a {}",
+                    "specialization constant {} ({}id {}) has type {}, but the constant gives a {}",
                     c.id,
+                    spec.name.as_deref().map(|n| format!("{n}, ")).unwrap_or_default(),
                     spec.id,
                     spec.ty.name(),
                     c.value.type_name()
