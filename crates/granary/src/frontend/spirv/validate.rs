@@ -11,14 +11,17 @@
 //! One accommodation, for validators older than the modules: SPIRV-Tools 2023.1 (Debian 12)
 //! does not know `OpSource` language 11 (Slang) and refuses to read such a module at all. When
 //! the validator says exactly that, the module is validated again with every `OpSource`
-//! language operand set to 0 (Unknown) in the copy handed to the validator. The language
-//! operand is debug information with no meaning for validity; the module the driver gets is
-//! never changed.
+//! language operand set to 0 (Unknown) in the copy handed to the validator, and the
+//! [`Validator`] remembers the first language it does not know, so later modules with such a
+//! language get that copy at once (one run each). The language operand is debug information
+//! with no meaning for validity; the module the driver gets is never changed.
 
 use super::super::error::{ShaderError, ShaderErrorKind};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 /// The environment variable naming the validator program (default: `spirv-val` on `PATH`).
 pub const VALIDATOR_ENV: &str = "GRANARY_SPIRV_VAL";
@@ -31,9 +34,14 @@ const INSTALL: &str =
 const MESSAGE_CAP: usize = 4096;
 
 /// Where the validator is, resolved once: the program, or why there is none.
+///
+/// Thread safety: `Send + Sync`; clones share what they learned about the program.
 #[derive(Clone, Debug)]
 pub struct Validator {
     program: Result<PathBuf, String>,
+    /// The lowest `OpSource` language number the program said it cannot read (`u32::MAX`:
+    /// none yet).
+    unknown_language: Arc<AtomicU32>,
 }
 
 impl Validator {
@@ -46,12 +54,15 @@ impl Validator {
         let found = std::env::var_os("PATH")
             .map(|paths| std::env::split_paths(&paths).map(|d| d.join("spirv-val")).find(|p| p.is_file()))
             .unwrap_or_default();
-        Validator { program: found.ok_or_else(|| format!("the SPIR-V validator spirv-val is not on PATH: {INSTALL}")) }
+        Validator {
+            program: found.ok_or_else(|| format!("the SPIR-V validator spirv-val is not on PATH: {INSTALL}")),
+            unknown_language: Arc::new(AtomicU32::new(u32::MAX)),
+        }
     }
 
     /// The validator program at `path`.
     pub fn at(path: PathBuf) -> Self {
-        Validator { program: Ok(path) }
+        Validator { program: Ok(path), unknown_language: Arc::new(AtomicU32::new(u32::MAX)) }
     }
 
     /// The program run, or why there is none.
@@ -64,14 +75,23 @@ impl Validator {
     pub fn validate(&self, module: &[u8], file: &str) -> Result<(), ShaderError> {
         let fail = |m: String| ShaderError::new(file, ShaderErrorKind::Validation, m);
         let program = self.program.as_ref().map_err(|m| fail(m.clone()))?;
+        const NEUTRAL: &str = "(validated with OpSource's language set to Unknown, which this spirv-val cannot read)";
+        let known_unreadable = self.unknown_language.load(Ordering::Relaxed);
+        if source_languages(module).any(|l| l >= known_unreadable) {
+            return match run(program, &neutral_source_language(module)).map_err(fail)? {
+                None => Ok(()),
+                Some(m) => Err(fail(format!("spirv-val --target-env {TARGET_ENV} rejects the module: {m} {NEUTRAL}"))),
+            };
+        }
         let message = match run(program, module).map_err(fail)? {
             None => return Ok(()),
             Some(m) if m.contains("Invalid source language operand") => {
+                if let Some(l) = m.rsplit("operand: ").next().and_then(|n| n.split_whitespace().next()?.parse().ok()) {
+                    self.unknown_language.fetch_min(l, Ordering::Relaxed);
+                }
                 match run(program, &neutral_source_language(module)).map_err(fail)? {
                     None => return Ok(()),
-                    Some(m) => format!(
-                        "{m} (validated with OpSource's language set to Unknown, which this spirv-val cannot read)"
-                    ),
+                    Some(m) => format!("{m} {NEUTRAL}"),
                 }
             }
             Some(m) if m.contains("Invalid") && m.contains("operand") => {
@@ -131,22 +151,41 @@ fn run(program: &std::path::Path, module: &[u8]) -> Result<Option<String>, Strin
     Ok(Some(text))
 }
 
-/// A copy of `module` with every `OpSource` language operand set to 0 (Unknown); every other
-/// word unchanged. A malformed instruction stream is copied as far as it can be walked.
-fn neutral_source_language(module: &[u8]) -> Vec<u8> {
-    const OP_SOURCE: u32 = 3;
-    let mut out = module.to_vec();
-    let word = |b: &[u8], i: usize| b.get(4 * i..4 * i + 4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+const OP_SOURCE: u32 = 3;
+
+fn word(b: &[u8], i: usize) -> Option<u32> {
+    b.get(4 * i..4 * i + 4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+}
+
+/// The word index of each `OpSource`'s language operand, walking the instruction stream as
+/// far as it can be walked.
+fn source_language_words(module: &[u8]) -> impl Iterator<Item = usize> + '_ {
     let mut i = 5;
-    while let Some(w) = word(&out, i) {
+    std::iter::from_fn(move || loop {
+        let w = word(module, i)?;
         let (count, op) = ((w >> 16) as usize, w & 0xFFFF);
         if count == 0 {
-            break;
+            return None;
         }
-        if op == OP_SOURCE && word(&out, i + 1).is_some() {
-            out[4 * (i + 1)..4 * (i + 2)].copy_from_slice(&0u32.to_le_bytes());
-        }
+        let at = i;
         i += count;
+        if op == OP_SOURCE && word(module, at + 1).is_some() {
+            return Some(at + 1);
+        }
+    })
+}
+
+/// The `OpSource` languages `module` declares.
+fn source_languages(module: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    source_language_words(module).filter_map(|i| word(module, i))
+}
+
+/// A copy of `module` with every `OpSource` language operand set to 0 (Unknown); every other
+/// word unchanged.
+fn neutral_source_language(module: &[u8]) -> Vec<u8> {
+    let mut out = module.to_vec();
+    for i in source_language_words(module) {
+        out[4 * i..4 * i + 4].copy_from_slice(&0u32.to_le_bytes());
     }
     out
 }
@@ -165,6 +204,7 @@ mod tests {
         let mut want = words;
         want[6] = 0;
         assert_eq!(back, want);
+        assert_eq!(source_languages(&bytes).collect::<Vec<_>>(), [11]);
         // A cut stream is copied as far as it goes, never read past its end.
         assert_eq!(neutral_source_language(&bytes[..26]).len(), 26);
     }
