@@ -334,6 +334,11 @@ fn native_pipelines_compile_with_their_own_specialization_and_state() {
     compute_state.state.graphics = None;
     let e = c.compile(&PipelineDescriptor::Native(compute_state)).unwrap_err();
     assert!(e.to_string().contains("exactly one compute stage"), "{e}");
+    // A native stage is a SPIR-V module.
+    let mut wgsl = n.clone();
+    wgsl.stages[1].function = FunctionDescriptor::library(Library::wgsl("w", "@fragment fn main() {}"), "main");
+    let e = c.compile(&PipelineDescriptor::Native(wgsl)).unwrap_err();
+    assert!(e.to_string().contains("a native Vulkan stage takes a SPIR-V library; 'w' is WGSL"), "{e}");
     // Interfaces are not second-guessed: a fragment stage reading what no stage writes lands.
     let mut odd = n.clone();
     odd.stages[0].function = FunctionDescriptor::library(

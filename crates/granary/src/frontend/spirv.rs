@@ -7,6 +7,11 @@
 //! library). Its SPIR-V output is the library's bytes, one [`Blob`] shared by every stage
 //! function of it; specialization constants become a `VkSpecializationInfo`
 //! ([`specialize`]); nothing rewrites the module.
+//!
+//! The profile's SPIR-V version and capabilities govern what naga writes; a SPIR-V library's
+//! own module is its SPIR-V output whatever they say (a Vulkan 1.3 device takes SPIR-V 1.0 to
+//! 1.6, and the validator checks it for that environment). Its keys are those of any stage
+//! function (library bytes, entry point, stage, constants, writer options).
 
 pub mod reflect;
 pub mod specialize;
