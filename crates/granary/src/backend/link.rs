@@ -12,9 +12,17 @@ use std::sync::Arc;
 ///   specialized, takes that scalar kind (an unspecialized format accepts any).
 ///
 /// Stage-versus-slot mismatches are caught earlier, when the entry point is looked up.
+///
+/// A native Vulkan pipeline gets [`check_native`] instead: only what granary needs to build it.
+/// Its interfaces and fixed-function state are not compared: they are exactly what the
+/// application created the pipeline with, Vulkan allows much that these checks refuse (unused
+/// outputs, components split across variables, attributes a stage does not read), and the
+/// driver — under `--validate`, the Khronos validation layer — is the judge of the rest.
 pub fn check(desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result<(), String> {
-    let PipelineDescriptor::Render(r) = desc else {
-        return Ok(());
+    let r = match desc {
+        PipelineDescriptor::Render(r) => r,
+        PipelineDescriptor::Native(n) => return check_native(n),
+        PipelineDescriptor::Compute(_) => return Ok(()),
     };
     let vs = stages.iter().find(|s| s.stage == ShaderStage::Vertex);
     let fs = stages.iter().find(|s| s.stage == ShaderStage::Fragment);
@@ -88,6 +96,55 @@ pub fn check(desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result
                 ));
             }
         }
+    }
+    Ok(())
+}
+
+/// The structural checks of a native pipeline, Vulkan's own rules for its stages: one
+/// `StageState` per stage; a compute state with exactly one compute stage; a graphics state
+/// without a compute stage, each stage at most once, tessellation control and evaluation
+/// together, a task stage only with a mesh stage, a mesh stage without vertex, tessellation
+/// or geometry stages, and — unless it is a pipeline library (`VK_PIPELINE_CREATE_LIBRARY_BIT_KHR`),
+/// which may hold only some stages — a vertex or mesh stage.
+pub fn check_native(n: &crate::descriptor::NativePipelineDescriptor) -> Result<(), String> {
+    use ShaderStage::*;
+    const LIBRARY_BIT: u32 = 0x800;
+    if n.state.stages.len() != n.stages.len() {
+        return Err(format!(
+            "the native state has {} stage record(s) for {} stage(s)",
+            n.state.stages.len(),
+            n.stages.len()
+        ));
+    }
+    let has = |s: ShaderStage| n.stages.iter().any(|x| x.stage == s);
+    if n.state.is_compute() {
+        return match &n.stages[..] {
+            [s] if s.stage == Compute => Ok(()),
+            _ => Err(format!(
+                "a compute pipeline has exactly one compute stage, this one has {}",
+                n.stages.iter().map(|s| s.stage.name()).collect::<Vec<_>>().join(", ")
+            )),
+        };
+    }
+    if has(Compute) {
+        return Err("a graphics pipeline (it has graphics state) has a compute stage".into());
+    }
+    for (i, s) in n.stages.iter().enumerate() {
+        if n.stages[..i].iter().any(|x| x.stage == s.stage) {
+            return Err(format!("the {} stage is given twice", s.stage));
+        }
+    }
+    if has(TessellationControl) != has(TessellationEvaluation) {
+        return Err("a tessellation control stage needs a tessellation evaluation stage and the other way round".into());
+    }
+    if has(Task) && !has(Mesh) {
+        return Err("a task stage needs a mesh stage".into());
+    }
+    if has(Mesh) && [Vertex, TessellationControl, TessellationEvaluation, Geometry].into_iter().any(has) {
+        return Err("a mesh pipeline has no vertex, tessellation or geometry stage".into());
+    }
+    if n.state.flags & LIBRARY_BIT == 0 && !has(Vertex) && !has(Mesh) {
+        return Err("a graphics pipeline has a vertex or a mesh stage".into());
     }
     Ok(())
 }

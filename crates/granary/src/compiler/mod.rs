@@ -120,6 +120,16 @@ pub fn pipeline_entry(
     functions: &[Arc<StageFunction>],
     layout: &granary_archive::PipelineLayout,
 ) -> Result<PipelineEntry, String> {
+    entry_with_layout(desc, functions, Some(layout))
+}
+
+/// [`pipeline_entry`] with the layout optional: a native pipeline whose stages' reflected
+/// resources do not merge has none (it is created with its state's own layout).
+fn entry_with_layout(
+    desc: &PipelineDescriptor,
+    functions: &[Arc<StageFunction>],
+    layout: Option<&granary_archive::PipelineLayout>,
+) -> Result<PipelineEntry, String> {
     let stage_keys: Vec<_> = functions.iter().map(|f| f.key).collect();
     let state = match desc {
         PipelineDescriptor::Render(r) => Some(Blob::new(r.state.encode().map_err(|e| e.message)?)),
@@ -139,7 +149,7 @@ pub fn pipeline_entry(
                 specialization: f.specialization.clone(),
             })
             .collect(),
-        layout: Some(Blob::new(layout.encode())),
+        layout: layout.map(|l| Blob::new(l.encode())),
         state,
     })
 }
@@ -242,6 +252,14 @@ impl Compiler {
         }
     }
 
+    /// This compiler with SPIR-V libraries checked by the validator program at `path`
+    /// (default: the one `GRANARY_SPIRV_VAL` names, else `spirv-val` on `PATH`). The validator
+    /// only accepts or refuses modules, so it is part of no key. Call before compiling.
+    pub fn with_spirv_validator(mut self, path: std::path::PathBuf) -> Self {
+        self.frontend = self.frontend.with_validator(crate::frontend::spirv::Validator::at(path));
+        self
+    }
+
     /// The most compile tasks that run at once.
     pub fn max_concurrent_tasks(&self) -> usize {
         self.limiter.max()
@@ -284,13 +302,18 @@ impl Compiler {
         let name = || desc.label().unwrap_or("<unlabeled>").to_string();
         let mut functions = Vec::with_capacity(2);
         let mut lost = Vec::new();
-        for (stage, f) in desc.stages() {
-            let func = self.frontend.function(f, stage).map_err(|error| CompileError::Shader {
-                pipeline: name(),
-                stage,
-                function: f.describe(),
-                error,
-            })?;
+        let native = match desc {
+            PipelineDescriptor::Native(n) => Some(&n.stages),
+            _ => None,
+        };
+        for (i, (stage, f)) in desc.stages().into_iter().enumerate() {
+            let func = match native.and_then(|n| n.get(i)) {
+                // A native stage: the application's VkSpecializationInfo, as given.
+                Some(s) => self.frontend.native_function(f, stage, s.specialization.as_deref()),
+                None => self.frontend.function(f, stage),
+            };
+            let func =
+                func.map_err(|error| CompileError::Shader { pipeline: name(), stage, function: f.describe(), error })?;
             lost.extend(func.target_failures.iter().map(|error| LostTarget {
                 stage,
                 function: f.describe(),
@@ -312,12 +335,27 @@ impl Compiler {
             let _permit = self.limiter.acquire();
             crate::contain::catch(|| {
                 self.backend.link(desc, &functions).map_err(Failed::Link)?;
-                let layout = crate::backend::merge_layout(desc, &functions).map_err(Failed::Link)?;
+                let layout = match crate::backend::merge_layout(desc, &functions) {
+                    Ok(l) => Some(l),
+                    // A native pipeline is created with the application's own layout (its
+                    // state's): reflected resources that do not merge leave it without the
+                    // derived layout tools read, and fail nothing.
+                    Err(_) if matches!(desc, PipelineDescriptor::Native(_)) => None,
+                    Err(m) => return Err(Failed::Link(m)),
+                };
                 let start = self.device_backend.then(std::time::Instant::now);
                 if start.is_some() {
                     crate::fault::at_device_compile(desc.label()).map_err(Failed::Device)?;
                 }
-                let binaries = self.backend.compile(desc, &functions, &layout).map_err(Failed::Device)?;
+                let unmerged = granary_archive::PipelineLayout {
+                    bindings: Vec::new(),
+                    immediates: None,
+                    stages: functions.iter().map(|f| f.resources.map.clone()).collect(),
+                };
+                let binaries = self
+                    .backend
+                    .compile(desc, &functions, layout.as_ref().unwrap_or(&unmerged))
+                    .map_err(Failed::Device)?;
                 Ok((layout, binaries, start.map(|s| (s, std::time::Instant::now()))))
             })
             .map_err(|report| CompileError::Panic { pipeline: name(), report })?
@@ -327,7 +365,7 @@ impl Compiler {
             })?
         };
         let entry = Arc::new(
-            pipeline_entry(desc, &functions, &layout)
+            entry_with_layout(desc, &functions, layout.as_ref())
                 .map_err(|message| CompileError::Link { pipeline: name(), message })?,
         );
         if let Some(c) = &self.capture {

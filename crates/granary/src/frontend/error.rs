@@ -9,7 +9,8 @@ use serde::Serialize;
 pub enum ShaderErrorKind {
     /// The source did not parse.
     Parse,
-    /// The module parsed but failed naga's validation.
+    /// The module parsed but failed validation: naga's, or for a SPIR-V library the
+    /// SPIRV-Tools validator's (`spirv-val`, whose message this carries).
     Validation,
     /// The entry point does not exist, or exists for another stage.
     EntryPoint,
@@ -17,8 +18,8 @@ pub enum ShaderErrorKind {
     Constant,
     /// A target writer failed.
     Write,
-    /// naga panicked on this input (a bug in naga, contained at the task boundary); the
-    /// message carries naga's panic message and location.
+    /// naga (or spirq, the SPIR-V reflection) panicked on this input (a bug there, contained
+    /// at the task boundary); the message carries the panic message and location.
     Panic,
 }
 
@@ -30,7 +31,7 @@ impl std::fmt::Display for ShaderErrorKind {
             ShaderErrorKind::EntryPoint => "entry point",
             ShaderErrorKind::Constant => "constant",
             ShaderErrorKind::Write => "write",
-            ShaderErrorKind::Panic => "internal (naga panicked)",
+            ShaderErrorKind::Panic => "internal (a shader library panicked)",
         })
     }
 }
@@ -61,7 +62,12 @@ impl ShaderError {
 
     /// A contained panic of naga while working on `file`.
     pub(crate) fn panicked(file: &str, what: &str, report: &crate::contain::PanicReport) -> Self {
-        Self::new(file, ShaderErrorKind::Panic, format!("naga {report} (while {what}); this is a naga bug"))
+        Self::panicked_in(file, "naga", what, report)
+    }
+
+    /// A contained panic of the library `who` (naga, spirq) while working on `file`.
+    pub(crate) fn panicked_in(file: &str, who: &str, what: &str, report: &crate::contain::PanicReport) -> Self {
+        Self::new(file, ShaderErrorKind::Panic, format!("{who} {report} (while {what}); this is a {who} bug"))
     }
 
     pub(crate) fn at(mut self, loc: Option<naga::SourceLocation>) -> Self {

@@ -1,13 +1,23 @@
-//! Layer 3 — the naga front end: libraries parsed and validated once, stage functions
-//! specialized once and written once per target.
+//! Layer 3 — the front end: libraries loaded once, stage functions specialized once and
+//! written once per target.
+//!
+//! WGSL and GLSL go through naga (parse, validate, specialize, write every target). A SPIR-V
+//! library is the application's own module ([`spirv`]): validated by SPIRV-Tools' `spirv-val`
+//! before anything else reads it, reflected with spirq, and its SPIR-V output is its bytes,
+//! unchanged, with specialization constants as a `VkSpecializationInfo`
+//! ([`StageFunction::specialization`]); naga translates it to MSL, HLSL and GLSL when those
+//! are requested, best effort (a naga failure loses those targets, never the SPIR-V one).
 //!
 //! Invariants:
 //! - For one [`Frontend`], each library (by content) is parsed at most once and each stage
 //!   function (by [`StageKey`]) is specialized and written at most once, however many threads
 //!   ask at the same time; concurrent askers wait for the one computation ([`ComputeOnce`]).
 //! - Results are immutable `Arc`s; a cached result is never freed while reachable.
-//! - A panic inside naga is caught where it happens and stored as that library's or stage
-//!   function's error ([`ShaderErrorKind::Panic`]), so it is computed once like any result.
+//! - A panic inside naga or spirq is caught where it happens and stored as that library's or
+//!   stage function's error ([`ShaderErrorKind::Panic`]), so it is computed once like any
+//!   result; a panic in naga's translation of a SPIR-V library costs the translated targets.
+//! - A SPIR-V library's SPIR-V output is its bytes (one blob per library); no SPIR-V module a
+//!   validator refused reaches a backend.
 //! - Output bytes depend only on the inputs, [`targets::TARGET_OPTIONS`], the device
 //!   [`Profile`] and the requested targets (all hashed into every stage key), never on the
 //!   build profile or thread timing.
@@ -24,6 +34,7 @@ pub mod layout;
 mod parse;
 pub mod profile;
 mod specialize;
+pub mod spirv;
 pub mod targets;
 
 pub use error::{ShaderError, ShaderErrorKind};
@@ -32,10 +43,13 @@ pub use parse::{parse_library, ParsedLibrary};
 pub use profile::Profile;
 
 use crate::descriptor::{
-    stage_key, Blob, FunctionDescriptor, KeyContext, Library, ShaderStage, StageKey, TargetOutputs, TargetSet,
+    native_stage_key, stage_key, Blob, FunctionDescriptor, KeyContext, Library, ShaderStage, SourceKind, StageKey,
+    Target, TargetOutputs, TargetSet,
 };
 use crate::measure::thread_cpu_time;
 use crate::sync::{ComputeOnce, ShardedMap, TaskLimiter};
+use granary_archive::native::Specialization;
+use granary_archive::StageBindingMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -58,6 +72,10 @@ pub struct StageFunction {
     pub interface: Interface,
     /// The resources it uses and where each landed per target.
     pub resources: layout::StageResources,
+    /// For a function of a SPIR-V library: its entry point as reflected (with its
+    /// specialization applied), with the module's spec constants and workgroup size. `None`
+    /// for WGSL and GLSL.
+    pub spirv: Option<Arc<spirv::EntryReflection>>,
     /// The requested targets this function could not be written for, each with
     /// `target = Some(t)` and naga's message (for a capability check, the capability). A
     /// stage function with no output at all is an error instead, so at least one requested
@@ -72,7 +90,25 @@ impl StageFunction {
     }
 }
 
-type LibraryCell = Arc<ComputeOnce<Result<Arc<ParsedLibrary>, ShaderError>>>;
+/// A library as the front end holds it.
+#[derive(Debug)]
+pub enum LoadedLibrary {
+    /// WGSL or GLSL, parsed and validated by naga.
+    Naga(ParsedLibrary),
+    /// SPIR-V: validated, reflected, and parsed by naga for translations when requested.
+    Spirv(spirv::SpirvLibrary),
+}
+
+/// How a stage function is specialized.
+#[derive(Clone, Copy)]
+enum Specializing<'a> {
+    /// By the function descriptor's constants (the portable form).
+    Portable,
+    /// By a native stage's `VkSpecializationInfo`, as given.
+    Native(Option<&'a Specialization>),
+}
+
+type LibraryCell = Arc<ComputeOnce<Result<Arc<LoadedLibrary>, ShaderError>>>;
 type FunctionCell = Arc<ComputeOnce<Result<Arc<StageFunction>, ShaderError>>>;
 
 /// Counters of front-end work, for reports and tests.
@@ -108,6 +144,7 @@ pub struct Frontend {
     ctx: KeyContext,
     cache_functions: bool,
     limiter: Arc<TaskLimiter>,
+    validator: spirv::Validator,
     libraries: ShardedMap<LibraryCell>,
     functions: ShardedMap<FunctionCell>,
     counters: Counters,
@@ -136,10 +173,23 @@ impl Frontend {
             ctx: KeyContext { target_options: targets::target_options_fingerprint(profile, targets) },
             cache_functions,
             limiter,
+            validator: spirv::Validator::from_env(),
             libraries: ShardedMap::new(),
             functions: ShardedMap::new(),
             counters: Counters::default(),
         }
+    }
+
+    /// This front end with SPIR-V libraries validated by `validator` (default:
+    /// [`spirv::Validator::from_env`]). Call before the first library is loaded.
+    pub fn with_validator(mut self, validator: spirv::Validator) -> Self {
+        self.validator = validator;
+        self
+    }
+
+    /// The SPIR-V validator.
+    pub fn validator(&self) -> &spirv::Validator {
+        &self.validator
     }
 
     /// The key context stage keys are computed under.
@@ -169,16 +219,29 @@ impl Frontend {
         }
     }
 
-    /// The parsed library, parsing it if no thread has yet.
-    pub fn library(&self, lib: &Arc<Library>) -> Result<Arc<ParsedLibrary>, ShaderError> {
+    /// The requested targets naga writes for a SPIR-V library (all but SPIR-V).
+    fn translated_targets(&self) -> TargetSet {
+        TargetSet(self.targets.0 & !TargetSet::SPIRV.0)
+    }
+
+    /// The loaded library, loading it if no thread has yet: parsed and validated by naga
+    /// (WGSL, GLSL), or validated, reflected and, for translations, parsed (SPIR-V).
+    pub fn library(&self, lib: &Arc<Library>) -> Result<Arc<LoadedLibrary>, ShaderError> {
         let compute = || {
             let _permit = self.limiter.acquire();
             let t0 = thread_cpu_time();
-            // naga may panic on input it accepted; the panic costs this library (and the
-            // pipelines that use it), recorded once in its cell, never the thread.
-            let r = crate::contain::catch(|| parse_library(lib, self.profile.union_capabilities(self.targets)))
-                .unwrap_or_else(|p| Err(ShaderError::panicked(&lib.display_path(), "parsing and validating", &p)))
-                .map(Arc::new);
+            let r = if lib.kind() == SourceKind::Spirv {
+                let translated = self.translated_targets();
+                let caps = (translated.0 != 0).then(|| self.profile.union_capabilities(translated));
+                spirv::load(lib, &self.validator, caps).map(LoadedLibrary::Spirv)
+            } else {
+                // naga may panic on input it accepted; the panic costs this library (and the
+                // pipelines that use it), recorded once in its cell, never the thread.
+                crate::contain::catch(|| parse_library(lib, self.profile.union_capabilities(self.targets)))
+                    .unwrap_or_else(|p| Err(ShaderError::panicked(&lib.display_path(), "parsing and validating", &p)))
+                    .map(LoadedLibrary::Naga)
+            }
+            .map(Arc::new);
             self.counters.parse_cpu_ns.fetch_add((thread_cpu_time() - t0).as_nanos() as u64, Relaxed);
             self.counters.libraries_parsed.fetch_add(1, Relaxed);
             r
@@ -189,9 +252,31 @@ impl Frontend {
 
     /// The compiled stage function, compiling it if no thread has yet.
     pub fn function(&self, f: &FunctionDescriptor, stage: ShaderStage) -> Result<Arc<StageFunction>, ShaderError> {
+        self.cached(stage_key(f, stage, &self.ctx), f, stage, Specializing::Portable)
+    }
+
+    /// The compiled stage function of a native pipeline's stage: a SPIR-V library's entry
+    /// point with the application's `VkSpecializationInfo` (checked, then taken as given),
+    /// keyed with [`native_stage_key`].
+    pub fn native_function(
+        &self,
+        f: &FunctionDescriptor,
+        stage: ShaderStage,
+        specialization: Option<&Specialization>,
+    ) -> Result<Arc<StageFunction>, ShaderError> {
+        let key = native_stage_key(f, stage, specialization, &self.ctx);
+        self.cached(key, f, stage, Specializing::Native(specialization))
+    }
+
+    fn cached(
+        &self,
+        key: StageKey,
+        f: &FunctionDescriptor,
+        stage: ShaderStage,
+        how: Specializing<'_>,
+    ) -> Result<Arc<StageFunction>, ShaderError> {
         self.counters.function_requests.fetch_add(1, Relaxed);
-        let key = stage_key(f, stage, &self.ctx);
-        let compute = || self.compile_function(key, f, stage);
+        let compute = || self.compile_function(key, f, stage, how);
         if !self.cache_functions {
             return compute();
         }
@@ -234,75 +319,33 @@ impl Frontend {
         key: StageKey,
         f: &FunctionDescriptor,
         stage: ShaderStage,
+        how: Specializing<'_>,
     ) -> Result<Arc<StageFunction>, ShaderError> {
         let (lib, entry) = f.base();
-        let parsed = self.library(lib)?;
+        let loaded = self.library(lib)?;
         let _permit = self.limiter.acquire();
         let t0 = thread_cpu_time();
         let file = lib.display_path();
         let result = crate::contain::catch(|| {
             crate::fault::at_stage_function(entry);
-            let union = self.profile.union_capabilities(self.targets);
-            let spec = specialize::specialize(&parsed, union, &file, entry, stage, &f.resolved_constants())?;
-            let naga_stage = parse::naga_stage(stage).ok_or_else(|| parse::no_naga_stage(&file, stage))?;
-            let resources = layout::reflect(&spec.module, &spec.info, entry, naga_stage, stage, &file)?;
-            let mut outputs = TargetOutputs::default();
-            let mut target_failures = Vec::new();
-            let mut checked: Vec<naga::valid::Capabilities> = vec![union];
-            for target in self.targets.iter() {
-                let caps = self.profile.target(target).capabilities;
-                if !checked.contains(&caps) {
-                    // What the entry point reaches, against this target's own capabilities; a
-                    // refusal loses this target for this function, the others go on.
-                    match self.check_capabilities(&spec.module, target, caps, &file) {
-                        Ok(()) => checked.push(caps),
-                        Err(e) => {
-                            target_failures.push(e);
-                            continue;
+            match (&*loaded, how) {
+                (LoadedLibrary::Spirv(sl), how) => self.compile_spirv(key, f, stage, sl, how, &file),
+                (LoadedLibrary::Naga(_), Specializing::Native(_)) => Err(ShaderError::new(
+                    &file,
+                    ShaderErrorKind::Parse,
+                    format!(
+                        "a native Vulkan stage takes a SPIR-V library; '{}' is {}",
+                        lib.name(),
+                        match lib.kind() {
+                            SourceKind::Wgsl => "WGSL",
+                            _ => "GLSL",
                         }
-                    }
-                }
-                let src = targets::StageSource {
-                    module: &spec.module,
-                    info: &spec.info,
-                    stage: naga_stage,
-                    entry,
-                    file: &file,
-                    bindings: &resources.map,
-                };
-                // A panic in one target's writer (naga has a few, e.g. GLSL with binding
-                // arrays) costs that target only, like a writer error.
-                let written = crate::contain::catch(|| {
-                    crate::fault::at_target_write(target.name(), entry);
-                    targets::write(target, self.profile, &src)
-                })
-                .unwrap_or_else(|p| {
-                    Err(ShaderError::panicked(&file, &format!("writing {target} for {stage} function '{entry}'"), &p))
-                });
-                match written {
-                    Ok(bytes) => outputs.0[target as usize] = Some(Blob::new(bytes)),
-                    Err(mut e) => {
-                        e.target = Some(target);
-                        target_failures.push(e);
-                    }
+                    ),
+                )),
+                (LoadedLibrary::Naga(parsed), Specializing::Portable) => {
+                    self.compile_naga(key, f, stage, parsed, &file)
                 }
             }
-            if outputs.0.iter().all(Option::is_none) {
-                // No target left: the stage function fails, with the target's reason (every
-                // target's reason, joined, when more than one was requested).
-                return Err(all_targets_failed(target_failures));
-            }
-            let interface = interface::reflect(&spec.module, entry, naga_stage);
-            Ok(Arc::new(StageFunction {
-                key,
-                stage,
-                entry_point: entry.to_string(),
-                outputs,
-                specialization: None,
-                interface,
-                resources,
-                target_failures,
-            }))
         })
         // A panic inside naga is recorded as this stage function's result: every pipeline
         // sharing it fails with the same reason, and it is not compiled again.
@@ -311,6 +354,272 @@ impl Frontend {
         self.counters.functions_compiled.fetch_add(1, Relaxed);
         result
     }
+
+    /// A WGSL or GLSL stage function: naga specializes it and writes every target.
+    fn compile_naga(
+        &self,
+        key: StageKey,
+        f: &FunctionDescriptor,
+        stage: ShaderStage,
+        parsed: &ParsedLibrary,
+        file: &str,
+    ) -> Result<Arc<StageFunction>, ShaderError> {
+        let entry = f.base().1;
+        let union = self.profile.union_capabilities(self.targets);
+        let spec = specialize::specialize(parsed, union, file, entry, stage, &f.resolved_constants())?;
+        let naga_stage = parse::naga_stage(stage).ok_or_else(|| parse::no_naga_stage(file, stage))?;
+        let resources = layout::reflect(&spec.module, &spec.info, entry, naga_stage, stage, file)?;
+        let mut outputs = TargetOutputs::default();
+        let mut target_failures = Vec::new();
+        let src = targets::StageSource {
+            module: &spec.module,
+            info: &spec.info,
+            stage: naga_stage,
+            entry,
+            file,
+            bindings: &resources.map,
+        };
+        self.write_targets(&src, stage, union, self.targets, &mut outputs, &mut target_failures);
+        if outputs.0.iter().all(Option::is_none) {
+            // No target left: the stage function fails, with the target's reason (every
+            // target's reason, joined, when more than one was requested).
+            return Err(all_targets_failed(target_failures));
+        }
+        let interface = interface::reflect(&spec.module, entry, naga_stage);
+        Ok(Arc::new(StageFunction {
+            key,
+            stage,
+            entry_point: entry.to_string(),
+            outputs,
+            specialization: None,
+            interface,
+            resources,
+            spirv: None,
+            target_failures,
+        }))
+    }
+
+    /// Writes `src` for each of `targets` with naga: each target's own capabilities checked
+    /// first (`union`, what the module was validated with, passes without a check); a refusal
+    /// or a writer's error or panic loses that target only.
+    fn write_targets(
+        &self,
+        src: &targets::StageSource<'_>,
+        stage: ShaderStage,
+        union: naga::valid::Capabilities,
+        targets: TargetSet,
+        outputs: &mut TargetOutputs,
+        target_failures: &mut Vec<ShaderError>,
+    ) {
+        let (file, entry) = (src.file, src.entry);
+        let mut checked: Vec<naga::valid::Capabilities> = vec![union];
+        for target in targets.iter() {
+            let caps = self.profile.target(target).capabilities;
+            if !checked.contains(&caps) {
+                // What the entry point reaches, against this target's own capabilities; a
+                // refusal loses this target for this function, the others go on.
+                match self.check_capabilities(src.module, target, caps, file) {
+                    Ok(()) => checked.push(caps),
+                    Err(e) => {
+                        target_failures.push(e);
+                        continue;
+                    }
+                }
+            }
+            // A panic in one target's writer (naga has a few, e.g. GLSL with binding
+            // arrays) costs that target only, like a writer error.
+            let written = crate::contain::catch(|| {
+                crate::fault::at_target_write(target.name(), entry);
+                targets::write(target, self.profile, src)
+            })
+            .unwrap_or_else(|p| {
+                Err(ShaderError::panicked(file, &format!("writing {target} for {stage} function '{entry}'"), &p))
+            });
+            match written {
+                Ok(bytes) => outputs.0[target as usize] = Some(Blob::new(bytes)),
+                Err(mut e) => {
+                    e.target = Some(target);
+                    target_failures.push(e);
+                }
+            }
+        }
+    }
+
+    /// A SPIR-V stage function: the library's bytes as its SPIR-V output, its specialization
+    /// as a `VkSpecializationInfo`, its interface and resources from spirq, and naga's
+    /// translations (best effort) for the other requested targets.
+    fn compile_spirv(
+        &self,
+        key: StageKey,
+        f: &FunctionDescriptor,
+        stage: ShaderStage,
+        sl: &spirv::SpirvLibrary,
+        how: Specializing<'_>,
+        file: &str,
+    ) -> Result<Arc<StageFunction>, ShaderError> {
+        let entry = f.base().1;
+        let ep =
+            sl.reflection.entry(entry, stage).ok_or_else(|| spirv_entry_error(&sl.reflection, entry, stage, file))?;
+        let constants = f.resolved_constants();
+        let spec = match how {
+            Specializing::Portable => spirv::specialize::from_constants(ep, &constants, file)?,
+            Specializing::Native(given) => {
+                if !constants.is_empty() {
+                    return Err(ShaderError::new(
+                        file,
+                        ShaderErrorKind::Constant,
+                        "a native stage gives its specialization constants as its VkSpecializationInfo, not as constants",
+                    ));
+                }
+                if let Some(s) = given {
+                    spirv::specialize::check_native(ep, s, file)?;
+                }
+                given.filter(|s| !s.map_entries.is_empty()).cloned()
+            }
+        };
+        let values = spec.as_ref().map(|s| spirv::specialize::values(ep, s)).unwrap_or_default();
+        // Sizes (descriptor arrays, push-constant arrays, LocalSizeId) may depend on the
+        // constants: reflect again with them applied.
+        let reflected = if values.is_empty() {
+            ep.clone()
+        } else {
+            let applied: Vec<_> = values.iter().map(|(id, v)| (*id, spirv::specialize::spirq_value(*v))).collect();
+            let r = crate::contain::catch(|| spirv::reflect::reflect(&sl.words, &applied))
+                .map_err(|p| ShaderError::panicked_in(file, "spirq", "reflecting the specialized module", &p))?
+                .map_err(|m| {
+                    ShaderError::new(
+                        file,
+                        ShaderErrorKind::Constant,
+                        format!("SPIR-V reflection (spirq) with the specialization constants applied failed: {m}"),
+                    )
+                })?;
+            let mut e = r.entry(entry, stage).cloned().ok_or_else(|| spirv_entry_error(&r, entry, stage, file))?;
+            e.spec_constants = ep.spec_constants.clone();
+            e
+        };
+        let mut outputs = TargetOutputs::default();
+        let mut target_failures = Vec::new();
+        if self.targets.contains(Target::Spirv) {
+            outputs.0[Target::Spirv as usize] = Some(sl.module.clone());
+        }
+        // The binding map of the translated targets; a stage they cannot bind loses them.
+        let map =
+            layout::assign(stage, &reflected.bindings, reflected.push_constant_size.is_some(), reflected.runtime_sized)
+                .map_err(|m| ShaderError::new(file, ShaderErrorKind::Write, m));
+        let translated = self.translated_targets();
+        if translated.0 != 0 {
+            let done =
+                self.translate(sl, &reflected, map.as_ref(), entry, stage, &values, file, translated, &mut outputs);
+            match done {
+                Ok(failures) => target_failures.extend(failures),
+                Err(e) => {
+                    target_failures.extend(translated.iter().map(|t| ShaderError { target: Some(t), ..e.clone() }))
+                }
+            }
+        }
+        if outputs.0.iter().all(Option::is_none) {
+            return Err(all_targets_failed(target_failures));
+        }
+        let resources = layout::StageResources {
+            bindings: reflected.bindings.clone(),
+            immediates: reflected.push_constant_size,
+            map: map.unwrap_or_else(|_| StageBindingMap {
+                stage,
+                slots: Vec::new(),
+                msl_immediates_buffer: None,
+                msl_sizes_buffer: None,
+                hlsl_immediates_space: None,
+            }),
+        };
+        let interface = Interface { inputs: reflected.inputs.clone(), outputs: reflected.outputs.clone() };
+        Ok(Arc::new(StageFunction {
+            key,
+            stage,
+            entry_point: entry.to_string(),
+            outputs,
+            specialization: spec.map(|s| Blob::new(s.encode())),
+            interface,
+            resources,
+            spirv: Some(Arc::new(reflected)),
+            target_failures,
+        }))
+    }
+
+    /// naga's translation of a SPIR-V stage function to the `translated` targets, with the
+    /// constant `values` applied as overrides. `Err`: one reason all of them are lost (naga
+    /// could not parse the module, has no such stage, cannot bind it or specialize it);
+    /// `Ok`: the targets lost one by one.
+    #[allow(clippy::too_many_arguments)]
+    fn translate(
+        &self,
+        sl: &spirv::SpirvLibrary,
+        reflected: &spirv::EntryReflection,
+        map: Result<&StageBindingMap, &ShaderError>,
+        entry: &str,
+        stage: ShaderStage,
+        values: &[(u32, crate::descriptor::ConstantValue)],
+        file: &str,
+        translated: TargetSet,
+        outputs: &mut TargetOutputs,
+    ) -> Result<Vec<ShaderError>, ShaderError> {
+        let fail = |kind, m: String| ShaderError::new(file, kind, m);
+        let parsed = match &sl.translation {
+            Some(Ok(p)) => p,
+            Some(Err(e)) => return Err(e.clone()),
+            None => return Ok(Vec::new()),
+        };
+        let map = map.map_err(Clone::clone)?;
+        if let Some((set, binding)) = reflected.aliased.first() {
+            return Err(fail(
+                ShaderErrorKind::Write,
+                format!("the module declares resources of different kinds at set {set} binding {binding}, which a translated target cannot bind"),
+            ));
+        }
+        let naga_stage = parse::naga_stage(stage)
+            .ok_or_else(|| fail(ShaderErrorKind::Write, format!("naga cannot translate {stage} functions")))?;
+        let mut constants = Vec::with_capacity(values.len());
+        for (id, value) in values {
+            let id = u16::try_from(*id).map_err(|_| {
+                fail(
+                    ShaderErrorKind::Constant,
+                    format!("specialization constant id {id} is beyond naga's overrides (at most 65535)"),
+                )
+            })?;
+            constants.push(crate::descriptor::Constant { id: crate::descriptor::ConstantId::Id(id), value: *value });
+        }
+        let union = self.profile.union_capabilities(translated);
+        let spec = specialize::specialize(parsed, union, file, entry, stage, &constants)?;
+        let src = targets::StageSource {
+            module: &spec.module,
+            info: &spec.info,
+            stage: naga_stage,
+            entry,
+            file,
+            bindings: map,
+        };
+        let mut failures = Vec::new();
+        self.write_targets(&src, stage, union, translated, outputs, &mut failures);
+        Ok(failures)
+    }
+}
+
+/// The error for an entry point a SPIR-V module does not have for `stage`: a ray-tracing
+/// or kernel entry point named as granary does not harvest them yet, one of another stage
+/// named with its stage, otherwise the entry points the module has for `stage`.
+fn spirv_entry_error(r: &spirv::Reflection, entry: &str, stage: ShaderStage, file: &str) -> ShaderError {
+    let message = if let Some((_, model)) = r.unsupported.iter().find(|(n, _)| n == entry) {
+        format!("entry point '{entry}' is a {model} function: granary does not harvest that stage yet (used as the {stage} stage)")
+    } else if let Some(other) = r.entry_points.iter().find(|e| e.name == entry) {
+        format!("entry point '{entry}' is a {} function, but it is used as the {stage} stage", other.stage)
+    } else {
+        let available: Vec<&str> =
+            r.entry_points.iter().filter(|e| e.stage == stage).map(|e| e.name.as_str()).collect();
+        format!(
+            "no {stage} entry point named '{entry}' (available {stage} entry points: {})",
+            if available.is_empty() { "none".to_string() } else { available.join(", ") }
+        )
+    };
+    ShaderError::new(file, ShaderErrorKind::EntryPoint, message)
 }
 
 /// The error of a stage function that no requested target could be written for: the one

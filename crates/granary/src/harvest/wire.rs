@@ -36,6 +36,16 @@
 //! `u64` LE archive length, the one-entry archive, then the stage functions' target failures
 //! as a JSON array of `{stage, function, target, kind, file, line, column, message}`; the
 //! parent accepts a stage without an output for exactly the targets declared lost for it.
+//! Tag 4 answers a pipeline one of whose stages has a specialization (the
+//! `VkSpecializationInfo` a SPIR-V output is created with): `u64` LE archive length, the
+//! one-entry archive, `u32` LE stage count, per stage `u32` LE length and the encoded
+//! `Specialization` (length 0: none), then the lost targets as in tag 2 (`[]` when none).
+//! The blobs travel beside the archive so the answer does not depend on the archive's stage
+//! records carrying them; where the archive's entry has one too, both must be equal. The
+//! parent accepts exactly the specialization the request implies: a native stage's own
+//! (byte for byte; none when it has no map entries), none for a stage without constants or
+//! of a WGSL/GLSL library, and for constants on a SPIR-V library one entry per constant, 4
+//! bytes each, inside the data, with each `@id` constant's own id and value.
 //!
 //! The parent trusts none of it: it caps each payload length by what the request can produce
 //! before reading it (a tag-3 cache only between requests, at most 256 MiB, kept only if its
@@ -49,7 +59,9 @@
 use super::report::Failure;
 use crate::archive::{Archive, WriteEntry};
 use crate::compiler::LostTarget;
-use crate::descriptor::{stage_key, KeyContext, Library, PipelineDescriptor, ShaderStage, SourceKind, TargetSet};
+use crate::descriptor::{
+    Blob, ConstantId, KeyContext, Library, PipelineDescriptor, PipelineEntry, ShaderStage, SourceKind, TargetSet,
+};
 use crate::frontend::{ShaderError, ShaderErrorKind};
 use std::io::Read;
 use std::path::PathBuf;
@@ -139,6 +151,62 @@ pub(crate) const ANSWER_FAILED: u8 = 1;
 pub(crate) const ANSWER_LOST_TARGETS: u8 = 2;
 /// Answer tag: a retiring worker's pipeline-cache data (only between requests).
 pub(crate) const ANSWER_CACHE: u8 = 3;
+/// Answer tag: compiled with stage specializations (archive, specializations, lost targets).
+pub(crate) const ANSWER_SPECIALIZED: u8 = 4;
+
+/// The tag and payload answering a compiled pipeline: `archive` is the one-entry archive of
+/// `entry`, `lost` its lost targets. Tag 0 for the plain case, 2 with lost targets, 4 when a
+/// stage has a specialization.
+pub(crate) fn compiled_answer(archive: Vec<u8>, entry: &PipelineEntry, lost: &[LostTarget]) -> (u8, Vec<u8>) {
+    if entry.stages.iter().all(|s| s.specialization.is_none()) {
+        return if lost.is_empty() {
+            (ANSWER_COMPILED, archive)
+        } else {
+            (ANSWER_LOST_TARGETS, encode_lost_answer(&archive, lost))
+        };
+    }
+    let wire: Vec<WireLost> = lost.iter().map(WireLost::from_lost).collect();
+    let json = serde_json::to_vec(&wire).unwrap_or_else(|_| b"[]".to_vec());
+    let mut out = Vec::with_capacity(archive.len() + json.len() + 64);
+    out.extend_from_slice(&(archive.len() as u64).to_le_bytes());
+    out.extend_from_slice(&archive);
+    out.extend_from_slice(&(entry.stages.len() as u32).to_le_bytes());
+    for s in &entry.stages {
+        let bytes = s.specialization.as_ref().map_or(&[][..], |b| b.bytes());
+        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        out.extend_from_slice(bytes);
+    }
+    out.extend_from_slice(&json);
+    (ANSWER_SPECIALIZED, out)
+}
+
+/// The specialization blobs of an answer, per stage (`None`: none).
+type WireSpecializations = Vec<Option<Vec<u8>>>;
+
+/// Splits a tag-4 payload into the archive bytes, the stages' specializations and the lost
+/// targets; `None` if malformed.
+pub(crate) fn decode_specialized_answer(p: &[u8]) -> Option<(&[u8], WireSpecializations, Vec<LostTarget>)> {
+    let n = usize::try_from(u64::from_le_bytes(p.get(..8)?.try_into().ok()?)).ok()?;
+    let mut at = 8usize.checked_add(n)?;
+    let archive = p.get(8..at)?;
+    let word = |at: &mut usize| -> Option<usize> {
+        let w = u32::from_le_bytes(p.get(*at..at.checked_add(4)?)?.try_into().ok()?) as usize;
+        *at += 4;
+        Some(w)
+    };
+    let stages = word(&mut at)?;
+    // No allocation from the announced count: each stage takes at least 4 payload bytes.
+    let mut specs = Vec::new();
+    for _ in 0..stages {
+        let len = word(&mut at)?;
+        let bytes = p.get(at..at.checked_add(len)?)?;
+        at += len;
+        specs.push((len != 0).then(|| bytes.to_vec()));
+    }
+    let wire: Vec<WireLost> = serde_json::from_slice(p.get(at..)?).ok()?;
+    let lost = wire.into_iter().map(WireLost::into_lost).collect::<Option<Vec<_>>>()?;
+    Some((archive, specs, lost))
+}
 
 /// The first eight bytes both headers share: `magic`, `tag`, then zeros to an 8-byte
 /// boundary; `capacity` is the whole header's size.
@@ -261,15 +329,38 @@ pub const BINARY_ALLOWANCE: u64 = 32 << 20;
 /// cap).
 pub const OUTPUT_FACTOR: u64 = 64;
 
+/// Allowance per stage for its specialization in a tag-4 answer, besides a native stage's
+/// own bytes: a portable stage's has 16 bytes per constant plus its header.
+pub const SPECIALIZATION_OVERHEAD: u64 = 64;
+
 /// The largest compiled answer pipeline `desc` can produce for `targets`:
 /// [`ANSWER_OVERHEAD`] + Σ over its stages of (library source bytes × [`OUTPUT_FACTOR`] +
-/// [`STAGE_TARGET_OVERHEAD`]) × number of targets.
+/// [`STAGE_TARGET_OVERHEAD`]) × number of targets + its specialization (a native stage's
+/// encoded bytes, or 16 bytes per constant, plus [`SPECIALIZATION_OVERHEAD`]).
 pub fn answer_cap(desc: &PipelineDescriptor, targets: TargetSet) -> u64 {
     let n = targets.iter().count() as u64;
-    desc.stages().iter().fold(ANSWER_OVERHEAD, |cap, (_, f)| {
+    let stages = desc.stages();
+    stages.iter().enumerate().fold(ANSWER_OVERHEAD, |cap, (i, (_, f))| {
         let source = f.base().0.source().len() as u64;
+        let spec = match native_specialization(desc, i) {
+            Some(s) => s.map_or(0, |s| s.encode().len() as u64),
+            None => 16 * f.resolved_constants().len() as u64,
+        };
         cap.saturating_add(source.saturating_mul(OUTPUT_FACTOR).saturating_add(STAGE_TARGET_OVERHEAD).saturating_mul(n))
+            .saturating_add(spec + SPECIALIZATION_OVERHEAD)
     })
+}
+
+/// For a native pipeline, stage `i`'s specialization as the request gives it (`Some(None)`:
+/// none); `None` for a portable pipeline.
+fn native_specialization(
+    desc: &PipelineDescriptor,
+    i: usize,
+) -> Option<Option<&granary_archive::native::Specialization>> {
+    match desc {
+        PipelineDescriptor::Native(n) => Some(n.stages.get(i).and_then(|s| s.specialization.as_deref())),
+        _ => None,
+    }
 }
 
 /// One worker → parent frame, as read (its payload within the cap the request set).
@@ -293,7 +384,7 @@ pub(crate) fn read_frames(mut out: impl Read, cap: Arc<AtomicU64>, tx: mpsc::Sen
             return; // EOF: the worker exited or died
         }
         let word = |i: usize| u64::from_le_bytes(h[8 + 8 * i..16 + 8 * i].try_into().unwrap_or([0; 8]));
-        if &h[..2] != b"GW" || h[2] > 3 {
+        if &h[..2] != b"GW" || h[2] > ANSWER_SPECIALIZED {
             let _ = tx.send(Err("worker sent a malformed frame header".into()));
             return;
         }
@@ -305,8 +396,9 @@ pub(crate) fn read_frames(mut out: impl Read, cap: Arc<AtomicU64>, tx: mpsc::Sen
             _ if in_flight == 0 => 0,
             3 => 0,
             0 => in_flight,
-            // The entry, its length and the lost targets' messages.
-            2 => in_flight.saturating_add(8 + FAILURE_CAP),
+            // The entry, its length and the lost targets' messages (and, for tag 4, the
+            // specializations, which the request's cap includes).
+            2 | 4 => in_flight.saturating_add(8 + FAILURE_CAP),
             _ => FAILURE_CAP,
         };
         if len > limit {
@@ -388,15 +480,22 @@ pub(crate) fn check_answer(
         }
         return Ok(CheckedAnswer::Failed(Box::new(Failure { script_position: None, ..f })));
     }
-    let (bytes, lost) = if frame.tag == ANSWER_LOST_TARGETS {
+    let (bytes, lost, specs) = if frame.tag == ANSWER_LOST_TARGETS {
         let (a, lost) =
             decode_lost_answer(&frame.payload).ok_or("worker answered with a malformed lost-target answer")?;
         if lost.is_empty() {
             return Err("worker answered with lost targets but named none".into());
         }
-        (a.to_vec(), lost)
+        (a.to_vec(), lost, None)
+    } else if frame.tag == ANSWER_SPECIALIZED {
+        let (a, specs, lost) =
+            decode_specialized_answer(&frame.payload).ok_or("worker answered with a malformed specialized answer")?;
+        if specs.iter().all(Option::is_none) {
+            return Err("worker answered with specializations but gave none".into());
+        }
+        (a.to_vec(), lost, Some(specs))
     } else {
-        (frame.payload, Vec::new())
+        (frame.payload, Vec::new(), None)
     };
     // What each stage may lack: exactly the targets declared lost for it.
     let lost_bits = |stage: crate::descriptor::ShaderStage| {
@@ -415,10 +514,13 @@ pub(crate) fn check_answer(
             targets.names()
         ));
     }
-    let entries = archive.entries().map_err(|e| format!("worker answer is damaged: {e}"))?;
-    let [entry] = &entries[..] else {
+    let mut entries = archive.entries().map_err(|e| format!("worker answer is damaged: {e}"))?;
+    let [entry] = &mut entries[..] else {
         return Err(format!("worker answered with {} entries instead of one", entries.len()));
     };
+    if let Some(specs) = specs {
+        entry.entry = Arc::new(with_specializations(&entry.entry, specs)?);
+    }
     let expected_key = desc.key(ctx);
     let expected_labels: Vec<&str> = desc.label().into_iter().collect();
     let labels: Vec<&str> = entry.labels.iter().map(String::as_str).collect();
@@ -429,6 +531,7 @@ pub(crate) fn check_answer(
             ));
     }
     let has = check_stages(&entry.entry, desc, ctx, targets, &lost)?;
+    check_specializations(&entry.entry, desc)?;
     check_binaries(&entry.binaries, device, desc)?;
     Ok(CheckedAnswer::Compiled { entries, targets: has, lost })
 }
@@ -489,11 +592,12 @@ pub(crate) fn check_stages(
         lost.iter().filter(|l| l.stage == stage).filter_map(|l| l.error.target).fold(0u32, |b, t| b | 1 << t as u32)
     };
     let stages = desc.stages();
+    let keys = desc.stage_keys(ctx);
     let shape_ok = entry.kind == desc.kind()
         && entry.stages.len() == stages.len()
-        && entry.stages.iter().zip(&stages).all(|(got, (stage, f))| {
+        && entry.stages.iter().zip(&stages).zip(&keys).all(|((got, (stage, _)), key)| {
             got.stage == *stage
-                && got.key == stage_key(f, *stage, ctx)
+                && got.key == *key
                 && targets.iter().all(|t| {
                     let declared_lost = lost_bits(*stage) & (1 << t as u32) != 0;
                     got.outputs.0[t as usize].is_some() != declared_lost
@@ -513,6 +617,79 @@ pub(crate) fn check_stages(
         return Err("worker answered with an entry that has no target left".into());
     }
     Ok(has)
+}
+
+/// `entry` with each stage's specialization taken from a tag-4 answer's `specs` (one per
+/// stage). A specialization the archive's entry holds itself must equal the answer's.
+fn with_specializations(entry: &PipelineEntry, specs: WireSpecializations) -> Result<PipelineEntry, String> {
+    if specs.len() != entry.stages.len() {
+        return Err(format!("worker answered with {} specializations for {} stages", specs.len(), entry.stages.len()));
+    }
+    let mut out = entry.clone();
+    for (i, (s, spec)) in out.stages.iter_mut().zip(specs).enumerate() {
+        let spec = spec.map(Blob::new);
+        if s.specialization.is_some()
+            && s.specialization.as_ref().map(|b| b.bytes()) != spec.as_ref().map(|b| b.bytes())
+        {
+            return Err(format!("worker answered with stage {i}'s specialization differing from its archive entry's"));
+        }
+        s.specialization = spec;
+    }
+    Ok(out)
+}
+
+/// Checks each stage's specialization against the request (the module documentation's
+/// rule): a native stage's exactly, none where nothing specializes the stage, and for
+/// constants on a SPIR-V library one 4-byte entry per constant, inside the data, each `@id`
+/// constant at its own id with its own value.
+pub(crate) fn check_specializations(entry: &PipelineEntry, desc: &PipelineDescriptor) -> Result<(), String> {
+    use granary_archive::native::Specialization;
+    for (i, (got, (stage, f))) in entry.stages.iter().zip(desc.stages()).enumerate() {
+        let got_bytes = got.specialization.as_ref().map(|b| b.bytes());
+        let wrong =
+            |why: &str| Err(format!("worker answered with a wrong specialization for the {stage} stage: {why}"));
+        match native_specialization(desc, i) {
+            Some(want) => {
+                let want = want.filter(|s| !s.map_entries.is_empty()).map(Specialization::encode);
+                if got_bytes != want.as_deref() {
+                    return wrong("not the stage's own VkSpecializationInfo");
+                }
+            }
+            None => {
+                let constants = f.resolved_constants();
+                let spirv = f.base().0.kind() == SourceKind::Spirv;
+                let Some(bytes) = got_bytes else {
+                    if spirv && !constants.is_empty() {
+                        return wrong("none for constants on a SPIR-V library");
+                    }
+                    continue;
+                };
+                if !spirv || constants.is_empty() {
+                    return wrong("one where nothing specializes the stage");
+                }
+                let s = Specialization::decode(bytes)
+                    .map_err(|e| format!("worker answered with a damaged specialization: {e}"))?;
+                s.check()
+                    .map_err(|e| format!("worker answered with a specialization that does not fit its data: {e}"))?;
+                if s.map_entries.len() != constants.len() || s.map_entries.iter().any(|m| m.size != 4) {
+                    return wrong("not one 4-byte entry per constant");
+                }
+                let value_at = |id: u32| {
+                    let m = s.map_entries.iter().find(|m| m.constant_id == id)?;
+                    s.data.get(m.offset as usize..m.offset as usize + 4)
+                };
+                for c in &constants {
+                    if let ConstantId::Id(id) = c.id {
+                        let want = crate::frontend::spirv::specialize::value_bytes(c.value);
+                        if value_at(u32::from(id)) != Some(&want[..]) {
+                            return wrong(&format!("constant {} is not given its value", c.id));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -553,6 +730,112 @@ mod tests {
         assert!(check_stages(&o.entry, &desc, &ctx, targets, &renamed).is_err());
     }
 
+    fn one_stage_entry(stage: ShaderStage, key: crate::descriptor::StageKey, spec: Option<Vec<u8>>) -> PipelineEntry {
+        PipelineEntry {
+            key: crate::descriptor::PipelineKey(1),
+            kind: crate::descriptor::PipelineKind::Compute,
+            stages: vec![crate::descriptor::StageEntry {
+                key,
+                stage,
+                entry_point: "main".into(),
+                outputs: Default::default(),
+                specialization: spec.map(Blob::new),
+            }],
+            layout: None,
+            state: None,
+        }
+    }
+
+    #[test]
+    fn specializations_must_be_exactly_what_the_request_implies() {
+        use crate::descriptor::{Constant, ConstantValue, NativePipelineDescriptor, NativeStage};
+        use granary_archive::native::{NativePipeline, Specialization, SpecializationMapEntry, StageState};
+        let ctx = KeyContext { target_options: 7 };
+        let lib = Library::spirv("s", vec![3, 2, 0x23, 7]);
+        let given = Specialization {
+            map_entries: vec![SpecializationMapEntry { constant_id: 4, offset: 0, size: 4 }],
+            data: 9u32.to_le_bytes().to_vec(),
+        };
+        let native = |spec: Option<Specialization>| {
+            PipelineDescriptor::Native(NativePipelineDescriptor {
+                label: None,
+                stages: vec![NativeStage {
+                    stage: ShaderStage::Compute,
+                    function: FunctionDescriptor::library(lib.clone(), "main"),
+                    specialization: spec.map(Arc::new),
+                }],
+                state: NativePipeline { stages: vec![StageState::default()], ..Default::default() },
+            })
+        };
+        let desc = native(Some(given.clone()));
+        let key = desc.stage_keys(&ctx)[0];
+        let ok = one_stage_entry(ShaderStage::Compute, key, Some(given.encode()));
+        check_specializations(&ok, &desc).unwrap();
+        // Missing, changed, or given where the request has none (or only an empty one).
+        assert!(check_specializations(&one_stage_entry(ShaderStage::Compute, key, None), &desc).is_err());
+        let mut other = given.clone();
+        other.data = 8u32.to_le_bytes().to_vec();
+        assert!(
+            check_specializations(&one_stage_entry(ShaderStage::Compute, key, Some(other.encode())), &desc).is_err()
+        );
+        assert!(check_specializations(&ok, &native(None)).is_err());
+        let empty = Specialization::default();
+        assert!(check_specializations(&ok, &native(Some(empty.clone()))).is_err());
+        check_specializations(&one_stage_entry(ShaderStage::Compute, key, None), &native(Some(empty))).unwrap();
+
+        // Portable constants on a SPIR-V library: one 4-byte entry each, ids and values kept.
+        let portable = |lib: Arc<Library>, value: i32| {
+            PipelineDescriptor::Compute(ComputePipelineDescriptor {
+                label: None,
+                compute: FunctionDescriptor::library(lib, "main")
+                    .specialized(vec![Constant { id: ConstantId::Id(4), value: ConstantValue::I32(value) }]),
+                layout: None,
+            })
+        };
+        let spec = |v: i32| Specialization {
+            map_entries: vec![SpecializationMapEntry { constant_id: 4, offset: 0, size: 4 }],
+            data: v.to_le_bytes().to_vec(),
+        };
+        let desc = portable(lib.clone(), -3);
+        let key = desc.stage_keys(&ctx)[0];
+        check_specializations(&one_stage_entry(ShaderStage::Compute, key, Some(spec(-3).encode())), &desc).unwrap();
+        assert!(
+            check_specializations(&one_stage_entry(ShaderStage::Compute, key, Some(spec(3).encode())), &desc).is_err()
+        );
+        assert!(check_specializations(&one_stage_entry(ShaderStage::Compute, key, None), &desc).is_err());
+        assert!(check_specializations(&one_stage_entry(ShaderStage::Compute, key, Some(vec![1, 2, 3])), &desc).is_err());
+        // naga applies a WGSL library's constants: no specialization.
+        let wgsl = portable(Library::wgsl("w", "x"), -3);
+        assert!(
+            check_specializations(&one_stage_entry(ShaderStage::Compute, key, Some(spec(-3).encode())), &wgsl).is_err()
+        );
+        check_specializations(&one_stage_entry(ShaderStage::Compute, key, None), &wgsl).unwrap();
+    }
+
+    #[test]
+    fn specialized_answers_round_trip_and_must_agree_with_the_archive() {
+        let key = crate::descriptor::StageKey(5);
+        let spec = vec![b'G', b'S', b'P', b'1', 0, 0, 0, 0];
+        let entry = one_stage_entry(ShaderStage::Compute, key, Some(spec.clone()));
+        let (tag, payload) = compiled_answer(b"ARCHIVE".to_vec(), &entry, &[]);
+        assert_eq!(tag, ANSWER_SPECIALIZED);
+        let (archive, specs, lost) = decode_specialized_answer(&payload).expect("round trip");
+        assert_eq!((archive, &specs[..], lost.len()), (&b"ARCHIVE"[..], &[Some(spec.clone())][..], 0));
+        assert!(decode_specialized_answer(&payload[..payload.len() - 1]).is_none());
+        let mut long = payload.clone();
+        long[15..19].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(decode_specialized_answer(&long).is_none());
+        // Without specializations the answer keeps its old tags.
+        let plain = one_stage_entry(ShaderStage::Compute, key, None);
+        assert_eq!(compiled_answer(b"A".to_vec(), &plain, &[]).0, ANSWER_COMPILED);
+        // The answer's blobs fill the entry; one the archive holds must be the same.
+        let filled = with_specializations(&plain, specs.clone()).unwrap();
+        assert_eq!(filled.stages[0].specialization.as_ref().map(|b| b.bytes().to_vec()), Some(spec.clone()));
+        with_specializations(&entry, specs).unwrap();
+        assert!(with_specializations(&entry, vec![Some(vec![1])]).is_err());
+        assert!(with_specializations(&plain, vec![]).is_err());
+    }
+
     #[test]
     fn the_answer_cap_grows_with_sources_and_targets() {
         let lib = Library::wgsl("l", "x".repeat(1000));
@@ -563,8 +846,9 @@ mod tests {
         });
         let one = answer_cap(&desc, TargetSet::parse("spirv").unwrap());
         let all = answer_cap(&desc, TargetSet::parse("spirv,msl,hlsl,glsl").unwrap());
-        assert_eq!(one, ANSWER_OVERHEAD + 1000 * OUTPUT_FACTOR + STAGE_TARGET_OVERHEAD);
-        assert_eq!(all, ANSWER_OVERHEAD + 4 * (1000 * OUTPUT_FACTOR + STAGE_TARGET_OVERHEAD));
+        // Each stage also has room for its specialization (none here: no constants).
+        assert_eq!(one, ANSWER_OVERHEAD + 1000 * OUTPUT_FACTOR + STAGE_TARGET_OVERHEAD + SPECIALIZATION_OVERHEAD);
+        assert_eq!(all, ANSWER_OVERHEAD + 4 * (1000 * OUTPUT_FACTOR + STAGE_TARGET_OVERHEAD) + SPECIALIZATION_OVERHEAD);
         assert!(all < 1 << 30);
     }
     #[test]

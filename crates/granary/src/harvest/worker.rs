@@ -16,8 +16,8 @@
 use super::report::Failure;
 use super::sink::{compile_failure, process_failure, script_failure};
 use super::wire::{
-    decode_library, encode_lost_answer, frame_header, read_message, ANSWER_CACHE, ANSWER_COMPILED, ANSWER_FAILED,
-    ANSWER_LOST_TARGETS, MSG_COMPILE, MSG_LIBRARY, MSG_SCRIPT,
+    compiled_answer, decode_library, frame_header, read_message, ANSWER_CACHE, ANSWER_COMPILED, ANSWER_FAILED,
+    MSG_COMPILE, MSG_LIBRARY, MSG_SCRIPT,
 };
 use crate::archive::{encode, ArchiveMeta, WriteEntry};
 use crate::compiler::{Compiler, CompilerOptions};
@@ -233,12 +233,9 @@ fn answer(
         Ok(Ok(o)) => {
             let labels: Vec<String> = desc.label().map(str::to_owned).into_iter().collect();
             let binaries = o.binaries.into_iter().collect();
-            let archive = encode(&[WriteEntry { entry: o.entry, labels: labels.into(), binaries }], meta);
-            if o.lost.is_empty() {
-                Answer::Frame(ANSWER_COMPILED, archive)
-            } else {
-                Answer::Frame(ANSWER_LOST_TARGETS, encode_lost_answer(&archive, &o.lost))
-            }
+            let archive = encode(&[WriteEntry { entry: o.entry.clone(), labels: labels.into(), binaries }], meta);
+            let (tag, payload) = compiled_answer(archive, &o.entry, &o.lost);
+            Answer::Frame(tag, payload)
         }
         Ok(Err(e)) => Answer::Frame(ANSWER_FAILED, failure_json(&compile_failure(index, name, &e))),
         Err(report) => {

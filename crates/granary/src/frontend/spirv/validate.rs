@@ -1,0 +1,220 @@
+//! The SPIRV-Tools validator (`spirv-val`), run on every SPIR-V library before anything else
+//! reads it.
+//!
+//! The validator is an external program: Debian's `spirv-tools` package, found through
+//! [`VALIDATOR_ENV`] or `PATH`. It is run once per library (the front end caches the library's
+//! result), with the module on its standard input and the target environment
+//! [`TARGET_ENV`]. Vulkan 1.3 is what granary's Vulkan backend requires of a device, and a
+//! Vulkan 1.3 device takes SPIR-V 1.0 to 1.6: DXC's modules declare 1.0 to 1.5 and slangc's
+//! 1.4 (the willems corpus), all of which `vulkan1.3` accepts.
+//!
+//! One accommodation, for validators older than the modules: SPIRV-Tools 2023.1 (Debian 12)
+//! does not know `OpSource` language 11 (Slang) and refuses to read such a module at all. When
+//! the validator says exactly that, the module is validated again with every `OpSource`
+//! language operand set to 0 (Unknown) in the copy handed to the validator, and the
+//! [`Validator`] remembers the first language it does not know, so later modules with such a
+//! language get that copy at once (one run each). The language operand is debug information
+//! with no meaning for validity; the module the driver gets is never changed.
+
+use super::super::error::{ShaderError, ShaderErrorKind};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// The environment variable naming the validator program (default: `spirv-val` on `PATH`).
+pub const VALIDATOR_ENV: &str = "GRANARY_SPIRV_VAL";
+/// The target environment modules are validated for (`spirv-val --target-env`).
+pub const TARGET_ENV: &str = "vulkan1.3";
+/// How to get a validator, for messages.
+const INSTALL: &str =
+    "install SPIRV-Tools (Debian: apt-get install spirv-tools) or set GRANARY_SPIRV_VAL to spirv-val's path";
+/// The longest validator message kept (the validator can print a disassembly).
+const MESSAGE_CAP: usize = 4096;
+
+/// Where the validator is, resolved once: the program, or why there is none.
+///
+/// Thread safety: `Send + Sync`; clones share what they learned about the program.
+#[derive(Clone, Debug)]
+pub struct Validator {
+    program: Result<PathBuf, String>,
+    /// The lowest `OpSource` language number the program said it cannot read (`u32::MAX`:
+    /// none yet).
+    unknown_language: Arc<AtomicU32>,
+}
+
+impl Validator {
+    /// The validator [`VALIDATOR_ENV`] names, else `spirv-val` found on `PATH`; a validator
+    /// that cannot be found is reported by [`Validator::validate`], saying what to install.
+    pub fn from_env() -> Self {
+        if let Some(p) = std::env::var_os(VALIDATOR_ENV).filter(|p| !p.is_empty()) {
+            return Validator::at(PathBuf::from(p));
+        }
+        let found = std::env::var_os("PATH")
+            .map(|paths| std::env::split_paths(&paths).map(|d| d.join("spirv-val")).find(|p| p.is_file()))
+            .unwrap_or_default();
+        Validator {
+            program: found.ok_or_else(|| format!("the SPIR-V validator spirv-val is not on PATH: {INSTALL}")),
+            unknown_language: Arc::new(AtomicU32::new(u32::MAX)),
+        }
+    }
+
+    /// The validator program at `path`.
+    pub fn at(path: PathBuf) -> Self {
+        Validator { program: Ok(path), unknown_language: Arc::new(AtomicU32::new(u32::MAX)) }
+    }
+
+    /// The program run, or why there is none.
+    pub fn program(&self) -> Result<&std::path::Path, &str> {
+        self.program.as_deref().map_err(String::as_str)
+    }
+
+    /// Validates `module` (the library `file`) for [`TARGET_ENV`]; the error is the
+    /// validator's message (kind `Validation`), or says why the validator could not run.
+    pub fn validate(&self, module: &[u8], file: &str) -> Result<(), ShaderError> {
+        let fail = |m: String| ShaderError::new(file, ShaderErrorKind::Validation, m);
+        let program = self.program.as_ref().map_err(|m| fail(m.clone()))?;
+        const NEUTRAL: &str = "(validated with OpSource's language set to Unknown, which this spirv-val cannot read)";
+        let known_unreadable = self.unknown_language.load(Ordering::Relaxed);
+        if source_languages(module).any(|l| l >= known_unreadable) {
+            return match run(program, &neutral_source_language(module)).map_err(fail)? {
+                None => Ok(()),
+                Some(m) => Err(fail(format!("spirv-val --target-env {TARGET_ENV} rejects the module: {m} {NEUTRAL}"))),
+            };
+        }
+        let message = match run(program, module).map_err(fail)? {
+            None => return Ok(()),
+            Some(m) if m.contains("Invalid source language operand") => {
+                if let Some(l) = m.rsplit("operand: ").next().and_then(|n| n.split_whitespace().next()?.parse().ok()) {
+                    self.unknown_language.fetch_min(l, Ordering::Relaxed);
+                }
+                match run(program, &neutral_source_language(module)).map_err(fail)? {
+                    None => return Ok(()),
+                    Some(m) => format!("{m} {NEUTRAL}"),
+                }
+            }
+            Some(m) if m.contains("Invalid") && m.contains("operand") => {
+                format!("{m} (an operand this spirv-val does not know; a newer SPIRV-Tools may accept the module)")
+            }
+            Some(m) => m,
+        };
+        Err(fail(format!("spirv-val --target-env {TARGET_ENV} rejects the module: {message}")))
+    }
+}
+
+/// Runs `program` on `module`: `Ok(None)` when it accepts it, `Ok(Some(message))` when it
+/// rejects it, `Err` when it cannot be run.
+fn run(program: &std::path::Path, module: &[u8]) -> Result<Option<String>, String> {
+    let shown = program.display();
+    let mut child = Command::new(program)
+        .args(["--target-env", TARGET_ENV, "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("the SPIR-V validator {shown} cannot be run ({e}): {INSTALL}"))?;
+    let mut stdin = child.stdin.take().ok_or_else(|| format!("no standard input for {shown}"))?;
+    // The module is written from a thread of its own while the output is read, so neither
+    // side can block the other on a full pipe.
+    let output = std::thread::scope(|s| {
+        let writer = s.spawn(move || stdin.write_all(module));
+        let output = child.wait_with_output();
+        (writer.join(), output)
+    });
+    let output = match output {
+        (_, Err(e)) => return Err(format!("the SPIR-V validator {shown} failed to run: {e}")),
+        (_, Ok(o)) => o,
+    };
+    if output.status.success() {
+        return Ok(None);
+    }
+    let mut text = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    let err = String::from_utf8_lossy(&output.stderr);
+    if !err.trim().is_empty() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(err.trim());
+    }
+    if text.is_empty() {
+        text = format!("it exited with {} and said nothing", output.status);
+    }
+    if text.len() > MESSAGE_CAP {
+        let mut end = MESSAGE_CAP;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str(" …");
+    }
+    Ok(Some(text))
+}
+
+const OP_SOURCE: u32 = 3;
+
+fn word(b: &[u8], i: usize) -> Option<u32> {
+    b.get(4 * i..4 * i + 4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+}
+
+/// The word index of each `OpSource`'s language operand, walking the instruction stream as
+/// far as it can be walked.
+fn source_language_words(module: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    let mut i = 5;
+    std::iter::from_fn(move || loop {
+        let w = word(module, i)?;
+        let (count, op) = ((w >> 16) as usize, w & 0xFFFF);
+        if count == 0 {
+            return None;
+        }
+        let at = i;
+        i += count;
+        if op == OP_SOURCE && word(module, at + 1).is_some() {
+            return Some(at + 1);
+        }
+    })
+}
+
+/// The `OpSource` languages `module` declares.
+fn source_languages(module: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    source_language_words(module).filter_map(|i| word(module, i))
+}
+
+/// A copy of `module` with every `OpSource` language operand set to 0 (Unknown); every other
+/// word unchanged.
+fn neutral_source_language(module: &[u8]) -> Vec<u8> {
+    let mut out = module.to_vec();
+    for i in source_language_words(module) {
+        out[4 * i..4 * i + 4].copy_from_slice(&0u32.to_le_bytes());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_source_language_word_changes() {
+        // Header (5 words), OpSource Slang 1 (3 words), OpCapability Shader (2 words).
+        let words = [0x0723_0203u32, 0x0001_0400, 0, 10, 0, (3 << 16) | 3, 11, 1, (2 << 16) | 17, 1];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let out = neutral_source_language(&bytes);
+        let back: Vec<u32> = out.chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let mut want = words;
+        want[6] = 0;
+        assert_eq!(back, want);
+        assert_eq!(source_languages(&bytes).collect::<Vec<_>>(), [11]);
+        // A cut stream is copied as far as it goes, never read past its end.
+        assert_eq!(neutral_source_language(&bytes[..26]).len(), 26);
+    }
+
+    #[test]
+    fn a_missing_validator_says_what_to_install() {
+        let v = Validator::at(PathBuf::from("/nonexistent/spirv-val"));
+        let e = v.validate(&[0; 20], "m.spv").unwrap_err();
+        assert_eq!(e.kind, ShaderErrorKind::Validation);
+        assert!(e.message.contains("apt-get install spirv-tools") && e.message.contains(VALIDATOR_ENV), "{e}");
+        assert_eq!(e.file, "m.spv");
+    }
+}
