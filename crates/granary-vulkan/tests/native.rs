@@ -754,6 +754,7 @@ fn stage_function(
                 hlsl_immediates_space: None,
             },
         },
+        spirv: None,
         target_failures: vec![],
     })
 }

@@ -279,11 +279,11 @@ fn native_graphics(dir: &Path, vs_spec: Option<Specialization>) -> NativePipelin
                 specialization: None,
             },
         ],
-        state: NativePipeline {
+        state: Arc::new(NativePipeline {
             stages: vec![StageState::default(), StageState::default()],
             graphics: Some(GraphicsState::default()),
             ..Default::default()
-        },
+        }),
     }
 }
 
@@ -327,11 +327,11 @@ fn native_pipelines_compile_with_their_own_specialization_and_state() {
     assert!(e.to_string().contains("specialization map entry 0 (constant 0)"), "{e}");
     // Structural checks: one stage record per stage; compute state with graphics stages.
     let mut short = n.clone();
-    short.state.stages.pop();
+    Arc::make_mut(&mut short.state).stages.pop();
     let e = c.compile(&PipelineDescriptor::Native(short)).unwrap_err();
     assert!(e.to_string().contains("1 stage record(s) for 2 stage(s)"), "{e}");
     let mut compute_state = n.clone();
-    compute_state.state.graphics = None;
+    Arc::make_mut(&mut compute_state.state).graphics = None;
     let e = c.compile(&PipelineDescriptor::Native(compute_state)).unwrap_err();
     assert!(e.to_string().contains("exactly one compute stage"), "{e}");
     // A native stage is a SPIR-V module.

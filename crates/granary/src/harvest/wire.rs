@@ -764,7 +764,10 @@ mod tests {
                     function: FunctionDescriptor::library(lib.clone(), "main"),
                     specialization: spec.map(Arc::new),
                 }],
-                state: NativePipeline { stages: vec![StageState::default()], ..Default::default() },
+                state: std::sync::Arc::new(NativePipeline {
+                    stages: vec![StageState::default()],
+                    ..Default::default()
+                }),
             })
         };
         let desc = native(Some(given.clone()));
