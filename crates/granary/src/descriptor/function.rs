@@ -4,12 +4,14 @@ use super::key::{Canonical, Encoder};
 use super::library::Library;
 use std::sync::Arc;
 
-/// How a specialization constant is addressed: by its WGSL `override` name or its `@id`.
+/// How a specialization constant is addressed: by its WGSL `override` name or its `@id`;
+/// on a SPIR-V library, by the `OpName` of its spec constant or its `SpecId` (the
+/// `constantID` of the `VkSpecializationInfo` the front end builds).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ConstantId {
-    /// The override's name.
+    /// The override's name (SPIR-V: the spec constant's `OpName`).
     Name(String),
-    /// The override's numeric `@id(n)`.
+    /// The override's numeric `@id(n)` (SPIR-V: its `SpecId`).
     Id(u16),
 }
 
