@@ -194,7 +194,7 @@ fn plan_is_the_same_for_any_thread_count() {
             .iter()
             .map(|t| match t {
                 Task::Library(l) => format!("L{}", l.hash()),
-                Task::Function(f, s) => format!("F{}", stage_key(f, *s, &ctx)),
+                Task::Function(f, s, _) => format!("F{}", stage_key(f, *s, &ctx)),
                 Task::Pipeline(i) => format!("P{i}"),
             })
             .collect();

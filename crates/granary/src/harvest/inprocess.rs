@@ -80,8 +80,11 @@ fn schedule(
                                 let ok = compiler.frontend().library(l).is_ok();
                                 traced("library", &|| serde_json::json!({"library": l.name(), "ok": ok}));
                             }
-                            Task::Function(f, stage) => {
-                                let ok = compiler.frontend().function(f, *stage).is_ok();
+                            Task::Function(f, stage, spec) => {
+                                let ok = match spec {
+                                    None => compiler.frontend().function(f, *stage).is_ok(),
+                                    Some(s) => compiler.frontend().native_function(f, *stage, Some(s)).is_ok(),
+                                };
                                 traced(
                                     "stage function",
                                     &|| serde_json::json!({"function": f.describe(), "stage": stage.name(), "ok": ok}),

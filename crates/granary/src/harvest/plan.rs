@@ -5,8 +5,9 @@
 //! tasks run, their stage functions are already cached and no thread waits on another.
 
 use crate::descriptor::{
-    stage_key, FunctionDescriptor, KeyContext, Library, PipelineDescriptor, ShaderStage, StageKey,
+    native_stage_key, FunctionDescriptor, KeyContext, Library, PipelineDescriptor, ShaderStage, StageKey,
 };
+use granary_archive::native::Specialization;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -14,8 +15,9 @@ use std::sync::Arc;
 pub enum Task {
     /// Parse and validate a library.
     Library(Arc<Library>),
-    /// Specialize and write a stage function.
-    Function(FunctionDescriptor, ShaderStage),
+    /// Specialize and write a stage function (with a native stage's own
+    /// `VkSpecializationInfo`, which is part of its key).
+    Function(FunctionDescriptor, ShaderStage, Option<Arc<Specialization>>),
     /// Compile pipeline `index` of the plan's pipeline list.
     Pipeline(usize),
 }
@@ -41,7 +43,7 @@ pub fn plan(pipelines: &[(usize, &PipelineDescriptor)], ctx: &KeyContext, thread
     let threads = threads.clamp(1, pipelines.len() / 512 + 1);
     let chunk = pipelines.len().div_ceil(threads).max(1);
     let keys_of = |part: &[(usize, &PipelineDescriptor)]| -> Vec<StageKey> {
-        part.iter().flat_map(|(_, d)| d.stages().into_iter().map(|(st, f)| stage_key(f, st, ctx))).collect()
+        part.iter().flat_map(|(_, d)| d.stage_keys(ctx)).collect()
     };
     let parts: Vec<&[(usize, &PipelineDescriptor)]> = pipelines.chunks(chunk).collect();
     let keyed: Vec<Vec<StageKey>> = std::thread::scope(|s| {
@@ -58,15 +60,21 @@ pub fn plan(pipelines: &[(usize, &PipelineDescriptor)], ctx: &KeyContext, thread
     let mut func_tasks = Vec::new();
     let mut stage_references = 0;
     for (_, d) in pipelines {
-        for (stage, f) in d.stages() {
+        let specs: Vec<Option<Arc<Specialization>>> = match d {
+            PipelineDescriptor::Native(n) => n.stages.iter().map(|s| s.specialization.clone()).collect(),
+            _ => Vec::new(),
+        };
+        for (i, (stage, f)) in d.stages().into_iter().enumerate() {
+            let spec = specs.get(i).cloned().flatten();
             stage_references += 1;
             let (lib, _) = f.base();
             if libs.insert(lib.hash()) {
                 lib_tasks.push(Task::Library(lib.clone()));
             }
-            let key = keys.next().unwrap_or_else(|| stage_key(f, stage, ctx)); // always `next`
+            // Always `next`: one key per stage reference, in order.
+            let key = keys.next().unwrap_or_else(|| native_stage_key(f, stage, spec.as_deref(), ctx));
             if funcs.insert(key) {
-                func_tasks.push(Task::Function(f.clone(), stage));
+                func_tasks.push(Task::Function(f.clone(), stage, spec));
             }
         }
     }

@@ -30,7 +30,7 @@
 //! against grouping by vertex function alone, this halves the extra stage-function compiles at
 //! N = 16 and 64, and the plan's imbalance stays within a few per cent.
 
-use crate::descriptor::{stage_key, KeyContext, PipelineDescriptor, ShaderStage};
+use crate::descriptor::{KeyContext, PipelineDescriptor, ShaderStage};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// `--shard I/N`: shard `index` of `count`.
@@ -100,7 +100,7 @@ impl ShardItem {
     /// The item of `desc` under `ctx`.
     pub fn of(desc: &PipelineDescriptor, ctx: &KeyContext) -> ShardItem {
         let stages = desc.stages();
-        let keys: Vec<_> = stages.iter().map(|(s, f)| stage_key(f, *s, ctx)).collect();
+        let keys = desc.stage_keys(ctx);
         let key = desc.key_with_stage_keys(&keys).0;
         let lead = stages.iter().position(|(s, _)| *s == ShaderStage::Vertex || *s == ShaderStage::Compute);
         let group = lead.or(if keys.is_empty() { None } else { Some(0) }).map_or(key, |i| keys[i].0);
