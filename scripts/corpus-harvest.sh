@@ -30,7 +30,7 @@ print("%s: %s of %s pipelines, %s failed%s" % (sys.argv[2], d.get("succeeded"), 
 PY
   done
   # Warm start from the harvest's binaries only: every archived pipeline must come back from them.
-  "$G" warm "$OUT/$c/vulkan.granary" --from binaries --json > "$OUT/$c-warm.json" 2> "$OUT/$c-warm.err"
+  "$G" warm "$OUT/$c/vulkan.granary" --source binaries --json > "$OUT/$c-warm.json" 2> "$OUT/$c-warm.err"
   rc=$?
   python3 - "$OUT/$c-warm.json" "$c warm-from-binaries exit $rc" >> "$SUM" <<'PY'
 import json, sys
