@@ -150,9 +150,16 @@ pub(crate) fn model_name(model: ExecutionModel) -> &'static str {
 /// Reflects `module` (SPIR-V words, already validated), with the specialization constants
 /// `specialize` applied (their values change array sizes and workgroup sizes). `Err` is
 /// spirq's message.
+///
+/// Every resource the module declares counts as used by each of its entry points
+/// (`ref_all_rscs`): spirq's use analysis does not follow every instruction that reaches a
+/// resource (DXC's `OpImageTexelPointer` atomics on a storage image, structured buffers reached
+/// through atomics), and a layout without a binding a stage uses is invalid
+/// (`VUID-VkGraphicsPipelineCreateInfo-layout-07988`), while one with a binding it does not use
+/// is valid. Found on the willems corpus on NVIDIA (docs/BENCHMARKS.md).
 pub fn reflect(module: &[u32], specialize: &[(u32, spirq::constant::ConstantValue)]) -> Result<Reflection, String> {
     let mut config = spirq::ReflectConfig::new();
-    config.spv(module).ref_all_rscs(false).combine_img_samplers(true).gen_unique_names(false);
+    config.spv(module).ref_all_rscs(true).combine_img_samplers(true).gen_unique_names(false);
     for (id, value) in specialize {
         config.specialize(*id, value.clone());
     }
