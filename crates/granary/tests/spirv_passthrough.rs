@@ -348,9 +348,13 @@ fn native_pipelines_compile_with_their_own_specialization_and_state() {
     c.compile(&PipelineDescriptor::Native(odd)).expect("the application's state is the driver's to judge");
 }
 
-/// The corpus folder, or `None` (skipped with a message, a failure under `CI`).
+/// The corpus folder — `GRANARY_CORPORA/willems/shaders`, else `../shared/corpora` beside the
+/// checkout — or `None` (skipped with a message, a failure under `CI`).
 fn corpus() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora/willems/shaders");
+    let root = std::env::var_os("GRANARY_CORPORA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora"));
+    let dir = root.join("willems/shaders");
     if dir.is_dir() {
         return Some(dir);
     }
