@@ -58,6 +58,7 @@ fn entry(key: u128) -> std::sync::Arc<PipelineEntry> {
             stage: ShaderStage::Compute,
             entry_point: "main".into(),
             outputs: TargetOutputs::default(),
+            specialization: None,
         }],
         layout: None,
         state: None,
