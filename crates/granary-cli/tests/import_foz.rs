@@ -4,7 +4,6 @@
 //! harvest.
 
 #[path = "../../granary/tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use granary::import::foz::container::{tag, writer};
