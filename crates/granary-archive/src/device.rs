@@ -19,8 +19,8 @@ pub const MAX_IDENTITY_STRING: usize = 256;
 /// Magic of an encoded [`DeviceIdentity`].
 pub const IDENTITY_MAGIC: [u8; 4] = *b"GDEV";
 /// Version of the encoded [`DeviceIdentity`] (2: the enabled features follow the five
-/// numbers).
-pub const IDENTITY_VERSION: u32 = 2;
+/// numbers; 3: they are 128 bits).
+pub const IDENTITY_VERSION: u32 = 3;
 
 /// The Vulkan features (core 1.0–1.3 and extension features; an extension without a feature
 /// structure by its name) a pipeline's state or shaders can need, as a stable bit set:
@@ -30,7 +30,7 @@ pub const IDENTITY_VERSION: u32 = 2;
 ///
 /// Thread safety: plain data (`Copy`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DeviceFeatures(pub u64);
+pub struct DeviceFeatures(pub u128);
 
 impl DeviceFeatures {
     /// `depthBiasClamp`: a non-zero depth-bias clamp.
@@ -162,9 +162,121 @@ impl DeviceFeatures {
     pub const COMPUTE_FULL_SUBGROUPS: DeviceFeatures = DeviceFeatures(1 << 62);
     /// `samplerAnisotropy`: an immutable sampler with anisotropic filtering.
     pub const SAMPLER_ANISOTROPY: DeviceFeatures = DeviceFeatures(1 << 63);
+    /// `shaderResourceResidency`: the `SparseResidency` capability.
+    pub const SHADER_RESOURCE_RESIDENCY: DeviceFeatures = DeviceFeatures(1 << 64);
+    /// `shaderUniformBufferArrayDynamicIndexing`.
+    pub const SHADER_UNIFORM_BUFFER_ARRAY_DYNAMIC_INDEXING: DeviceFeatures = DeviceFeatures(1 << 65);
+    /// `shaderSampledImageArrayDynamicIndexing`.
+    pub const SHADER_SAMPLED_IMAGE_ARRAY_DYNAMIC_INDEXING: DeviceFeatures = DeviceFeatures(1 << 66);
+    /// `shaderStorageBufferArrayDynamicIndexing`.
+    pub const SHADER_STORAGE_BUFFER_ARRAY_DYNAMIC_INDEXING: DeviceFeatures = DeviceFeatures(1 << 67);
+    /// `shaderStorageImageArrayDynamicIndexing`.
+    pub const SHADER_STORAGE_IMAGE_ARRAY_DYNAMIC_INDEXING: DeviceFeatures = DeviceFeatures(1 << 68);
+    /// `shaderTessellationAndGeometryPointSize`: `PointSize` written by a tessellation or geometry stage.
+    pub const SHADER_TESSELLATION_AND_GEOMETRY_POINT_SIZE: DeviceFeatures = DeviceFeatures(1 << 69);
+    /// Vulkan 1.1 `storageBuffer16BitAccess`.
+    pub const STORAGE_BUFFER_16BIT_ACCESS: DeviceFeatures = DeviceFeatures(1 << 70);
+    /// Vulkan 1.1 `uniformAndStorageBuffer16BitAccess`.
+    pub const UNIFORM_AND_STORAGE_BUFFER_16BIT_ACCESS: DeviceFeatures = DeviceFeatures(1 << 71);
+    /// Vulkan 1.1 `storagePushConstant16`.
+    pub const STORAGE_PUSH_CONSTANT16: DeviceFeatures = DeviceFeatures(1 << 72);
+    /// Vulkan 1.1 `storageInputOutput16`.
+    pub const STORAGE_INPUT_OUTPUT16: DeviceFeatures = DeviceFeatures(1 << 73);
+    /// Vulkan 1.1 `variablePointersStorageBuffer`.
+    pub const VARIABLE_POINTERS_STORAGE_BUFFER: DeviceFeatures = DeviceFeatures(1 << 74);
+    /// Vulkan 1.1 `variablePointers`.
+    pub const VARIABLE_POINTERS: DeviceFeatures = DeviceFeatures(1 << 75);
+    /// Vulkan 1.2 `storageBuffer8BitAccess`.
+    pub const STORAGE_BUFFER_8BIT_ACCESS: DeviceFeatures = DeviceFeatures(1 << 76);
+    /// Vulkan 1.2 `uniformAndStorageBuffer8BitAccess`.
+    pub const UNIFORM_AND_STORAGE_BUFFER_8BIT_ACCESS: DeviceFeatures = DeviceFeatures(1 << 77);
+    /// Vulkan 1.2 `storagePushConstant8`.
+    pub const STORAGE_PUSH_CONSTANT8: DeviceFeatures = DeviceFeatures(1 << 78);
+    /// Vulkan 1.2 `shaderBufferInt64Atomics`.
+    pub const SHADER_BUFFER_INT64_ATOMICS: DeviceFeatures = DeviceFeatures(1 << 79);
+    /// Vulkan 1.2 `shaderSharedInt64Atomics`.
+    pub const SHADER_SHARED_INT64_ATOMICS: DeviceFeatures = DeviceFeatures(1 << 80);
+    /// Vulkan 1.2 `shaderFloat16`.
+    pub const SHADER_FLOAT16: DeviceFeatures = DeviceFeatures(1 << 81);
+    /// Vulkan 1.2 `shaderInt8`.
+    pub const SHADER_INT8: DeviceFeatures = DeviceFeatures(1 << 82);
+    /// Vulkan 1.2 `shaderInputAttachmentArrayDynamicIndexing`.
+    pub const SHADER_INPUT_ATTACHMENT_ARRAY_DYNAMIC_INDEXING: DeviceFeatures = DeviceFeatures(1 << 83);
+    /// Vulkan 1.2 `shaderUniformTexelBufferArrayDynamicIndexing`.
+    pub const SHADER_UNIFORM_TEXEL_BUFFER_ARRAY_DYNAMIC_INDEXING: DeviceFeatures = DeviceFeatures(1 << 84);
+    /// Vulkan 1.2 `shaderStorageTexelBufferArrayDynamicIndexing`.
+    pub const SHADER_STORAGE_TEXEL_BUFFER_ARRAY_DYNAMIC_INDEXING: DeviceFeatures = DeviceFeatures(1 << 85);
+    /// Vulkan 1.2 `shaderUniformBufferArrayNonUniformIndexing`.
+    pub const SHADER_UNIFORM_BUFFER_ARRAY_NON_UNIFORM_INDEXING: DeviceFeatures = DeviceFeatures(1 << 86);
+    /// Vulkan 1.2 `shaderSampledImageArrayNonUniformIndexing`.
+    pub const SHADER_SAMPLED_IMAGE_ARRAY_NON_UNIFORM_INDEXING: DeviceFeatures = DeviceFeatures(1 << 87);
+    /// Vulkan 1.2 `shaderStorageBufferArrayNonUniformIndexing`.
+    pub const SHADER_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING: DeviceFeatures = DeviceFeatures(1 << 88);
+    /// Vulkan 1.2 `shaderStorageImageArrayNonUniformIndexing`.
+    pub const SHADER_STORAGE_IMAGE_ARRAY_NON_UNIFORM_INDEXING: DeviceFeatures = DeviceFeatures(1 << 89);
+    /// Vulkan 1.2 `shaderInputAttachmentArrayNonUniformIndexing`.
+    pub const SHADER_INPUT_ATTACHMENT_ARRAY_NON_UNIFORM_INDEXING: DeviceFeatures = DeviceFeatures(1 << 90);
+    /// Vulkan 1.2 `shaderUniformTexelBufferArrayNonUniformIndexing`.
+    pub const SHADER_UNIFORM_TEXEL_BUFFER_ARRAY_NON_UNIFORM_INDEXING: DeviceFeatures = DeviceFeatures(1 << 91);
+    /// Vulkan 1.2 `shaderStorageTexelBufferArrayNonUniformIndexing`.
+    pub const SHADER_STORAGE_TEXEL_BUFFER_ARRAY_NON_UNIFORM_INDEXING: DeviceFeatures = DeviceFeatures(1 << 92);
+    /// Vulkan 1.2 `runtimeDescriptorArray`: the `RuntimeDescriptorArray` capability.
+    pub const RUNTIME_DESCRIPTOR_ARRAY: DeviceFeatures = DeviceFeatures(1 << 93);
+    /// Vulkan 1.2 `bufferDeviceAddress`: the `PhysicalStorageBufferAddresses` capability.
+    pub const BUFFER_DEVICE_ADDRESS: DeviceFeatures = DeviceFeatures(1 << 94);
+    /// Vulkan 1.2 `vulkanMemoryModel`.
+    pub const VULKAN_MEMORY_MODEL: DeviceFeatures = DeviceFeatures(1 << 95);
+    /// Vulkan 1.2 `vulkanMemoryModelDeviceScope`.
+    pub const VULKAN_MEMORY_MODEL_DEVICE_SCOPE: DeviceFeatures = DeviceFeatures(1 << 96);
+    /// Vulkan 1.2 `shaderOutputViewportIndex`.
+    pub const SHADER_OUTPUT_VIEWPORT_INDEX: DeviceFeatures = DeviceFeatures(1 << 97);
+    /// Vulkan 1.2 `shaderOutputLayer`.
+    pub const SHADER_OUTPUT_LAYER: DeviceFeatures = DeviceFeatures(1 << 98);
+    /// Vulkan 1.3 `shaderDemoteToHelperInvocation`.
+    pub const SHADER_DEMOTE_TO_HELPER_INVOCATION: DeviceFeatures = DeviceFeatures(1 << 99);
+    /// Vulkan 1.3 `shaderTerminateInvocation`.
+    pub const SHADER_TERMINATE_INVOCATION: DeviceFeatures = DeviceFeatures(1 << 100);
+    /// Vulkan 1.3 `shaderIntegerDotProduct`.
+    pub const SHADER_INTEGER_DOT_PRODUCT: DeviceFeatures = DeviceFeatures(1 << 101);
+    /// Vulkan 1.3 `inlineUniformBlock`: inline uniform block bindings in a set layout.
+    pub const INLINE_UNIFORM_BLOCK: DeviceFeatures = DeviceFeatures(1 << 102);
+    /// Vulkan 1.3 `pipelineCreationCacheControl`: the `FAIL_ON_PIPELINE_COMPILE_REQUIRED` and `EARLY_RETURN_ON_FAILURE` create flags.
+    pub const PIPELINE_CREATION_CACHE_CONTROL: DeviceFeatures = DeviceFeatures(1 << 103);
+    /// `VK_KHR_fragment_shader_barycentric` `fragmentShaderBarycentric`.
+    pub const FRAGMENT_SHADER_BARYCENTRIC: DeviceFeatures = DeviceFeatures(1 << 104);
+    /// `VK_KHR_fragment_shading_rate` `pipelineFragmentShadingRate`.
+    pub const PIPELINE_FRAGMENT_SHADING_RATE: DeviceFeatures = DeviceFeatures(1 << 105);
+    /// `VK_KHR_fragment_shading_rate` `primitiveFragmentShadingRate`.
+    pub const PRIMITIVE_FRAGMENT_SHADING_RATE: DeviceFeatures = DeviceFeatures(1 << 106);
+    /// `VK_KHR_fragment_shading_rate` `attachmentFragmentShadingRate`.
+    pub const ATTACHMENT_FRAGMENT_SHADING_RATE: DeviceFeatures = DeviceFeatures(1 << 107);
+    /// `VK_EXT_fragment_shader_interlock` `fragmentShaderSampleInterlock`.
+    pub const FRAGMENT_SHADER_SAMPLE_INTERLOCK: DeviceFeatures = DeviceFeatures(1 << 108);
+    /// `VK_EXT_fragment_shader_interlock` `fragmentShaderPixelInterlock`.
+    pub const FRAGMENT_SHADER_PIXEL_INTERLOCK: DeviceFeatures = DeviceFeatures(1 << 109);
+    /// `VK_EXT_fragment_shader_interlock` `fragmentShaderShadingRateInterlock`.
+    pub const FRAGMENT_SHADER_SHADING_RATE_INTERLOCK: DeviceFeatures = DeviceFeatures(1 << 110);
+    /// `VK_EXT_shader_image_atomic_int64` `shaderImageInt64Atomics`.
+    pub const SHADER_IMAGE_INT64_ATOMICS: DeviceFeatures = DeviceFeatures(1 << 111);
+    /// `VK_KHR_ray_tracing_pipeline` `rayTracingPipeline`.
+    pub const RAY_TRACING_PIPELINE: DeviceFeatures = DeviceFeatures(1 << 112);
+    /// `VK_KHR_ray_tracing_pipeline` `rayTraversalPrimitiveCulling`.
+    pub const RAY_TRAVERSAL_PRIMITIVE_CULLING: DeviceFeatures = DeviceFeatures(1 << 113);
+    /// `VK_KHR_acceleration_structure` `accelerationStructure`: acceleration-structure bindings.
+    pub const ACCELERATION_STRUCTURE: DeviceFeatures = DeviceFeatures(1 << 114);
+    /// `VK_KHR_ray_query` `rayQuery`.
+    pub const RAY_QUERY: DeviceFeatures = DeviceFeatures(1 << 115);
+    /// `VK_EXT_shader_stencil_export` (no feature structure): the `StencilExportEXT` capability.
+    pub const SHADER_STENCIL_EXPORT: DeviceFeatures = DeviceFeatures(1 << 116);
+    /// `VK_GOOGLE_hlsl_functionality1` (no feature structure): DXC's `SPV_GOOGLE_hlsl_functionality1` decorations.
+    pub const HLSL_FUNCTIONALITY1: DeviceFeatures = DeviceFeatures(1 << 117);
+    /// `VK_GOOGLE_user_type` (no feature structure): DXC's `SPV_GOOGLE_user_type` decorations.
+    pub const USER_TYPE: DeviceFeatures = DeviceFeatures(1 << 118);
+    /// `VK_EXT_post_depth_coverage` (no feature structure): the `SampleMaskPostDepthCoverage` capability.
+    pub const POST_DEPTH_COVERAGE: DeviceFeatures = DeviceFeatures(1 << 119);
 
     /// Every feature this format knows, with its Vulkan name, in bit order.
-    pub const ALL: [(DeviceFeatures, &'static str); 64] = [
+    pub const ALL: [(DeviceFeatures, &'static str); 120] = [
         (Self::DEPTH_BIAS_CLAMP, "depthBiasClamp"),
         (Self::INDEPENDENT_BLEND, "independentBlend"),
         (Self::VERTEX_PIPELINE_STORES_AND_ATOMICS, "vertexPipelineStoresAndAtomics"),
@@ -235,9 +347,71 @@ impl DeviceFeatures {
         (Self::SUBGROUP_SIZE_CONTROL, "subgroupSizeControl"),
         (Self::COMPUTE_FULL_SUBGROUPS, "computeFullSubgroups"),
         (Self::SAMPLER_ANISOTROPY, "samplerAnisotropy"),
+        (Self::SHADER_RESOURCE_RESIDENCY, "shaderResourceResidency"),
+        (Self::SHADER_UNIFORM_BUFFER_ARRAY_DYNAMIC_INDEXING, "shaderUniformBufferArrayDynamicIndexing"),
+        (Self::SHADER_SAMPLED_IMAGE_ARRAY_DYNAMIC_INDEXING, "shaderSampledImageArrayDynamicIndexing"),
+        (Self::SHADER_STORAGE_BUFFER_ARRAY_DYNAMIC_INDEXING, "shaderStorageBufferArrayDynamicIndexing"),
+        (Self::SHADER_STORAGE_IMAGE_ARRAY_DYNAMIC_INDEXING, "shaderStorageImageArrayDynamicIndexing"),
+        (Self::SHADER_TESSELLATION_AND_GEOMETRY_POINT_SIZE, "shaderTessellationAndGeometryPointSize"),
+        (Self::STORAGE_BUFFER_16BIT_ACCESS, "storageBuffer16BitAccess"),
+        (Self::UNIFORM_AND_STORAGE_BUFFER_16BIT_ACCESS, "uniformAndStorageBuffer16BitAccess"),
+        (Self::STORAGE_PUSH_CONSTANT16, "storagePushConstant16"),
+        (Self::STORAGE_INPUT_OUTPUT16, "storageInputOutput16"),
+        (Self::VARIABLE_POINTERS_STORAGE_BUFFER, "variablePointersStorageBuffer"),
+        (Self::VARIABLE_POINTERS, "variablePointers"),
+        (Self::STORAGE_BUFFER_8BIT_ACCESS, "storageBuffer8BitAccess"),
+        (Self::UNIFORM_AND_STORAGE_BUFFER_8BIT_ACCESS, "uniformAndStorageBuffer8BitAccess"),
+        (Self::STORAGE_PUSH_CONSTANT8, "storagePushConstant8"),
+        (Self::SHADER_BUFFER_INT64_ATOMICS, "shaderBufferInt64Atomics"),
+        (Self::SHADER_SHARED_INT64_ATOMICS, "shaderSharedInt64Atomics"),
+        (Self::SHADER_FLOAT16, "shaderFloat16"),
+        (Self::SHADER_INT8, "shaderInt8"),
+        (Self::SHADER_INPUT_ATTACHMENT_ARRAY_DYNAMIC_INDEXING, "shaderInputAttachmentArrayDynamicIndexing"),
+        (Self::SHADER_UNIFORM_TEXEL_BUFFER_ARRAY_DYNAMIC_INDEXING, "shaderUniformTexelBufferArrayDynamicIndexing"),
+        (Self::SHADER_STORAGE_TEXEL_BUFFER_ARRAY_DYNAMIC_INDEXING, "shaderStorageTexelBufferArrayDynamicIndexing"),
+        (Self::SHADER_UNIFORM_BUFFER_ARRAY_NON_UNIFORM_INDEXING, "shaderUniformBufferArrayNonUniformIndexing"),
+        (Self::SHADER_SAMPLED_IMAGE_ARRAY_NON_UNIFORM_INDEXING, "shaderSampledImageArrayNonUniformIndexing"),
+        (Self::SHADER_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING, "shaderStorageBufferArrayNonUniformIndexing"),
+        (Self::SHADER_STORAGE_IMAGE_ARRAY_NON_UNIFORM_INDEXING, "shaderStorageImageArrayNonUniformIndexing"),
+        (Self::SHADER_INPUT_ATTACHMENT_ARRAY_NON_UNIFORM_INDEXING, "shaderInputAttachmentArrayNonUniformIndexing"),
+        (
+            Self::SHADER_UNIFORM_TEXEL_BUFFER_ARRAY_NON_UNIFORM_INDEXING,
+            "shaderUniformTexelBufferArrayNonUniformIndexing",
+        ),
+        (
+            Self::SHADER_STORAGE_TEXEL_BUFFER_ARRAY_NON_UNIFORM_INDEXING,
+            "shaderStorageTexelBufferArrayNonUniformIndexing",
+        ),
+        (Self::RUNTIME_DESCRIPTOR_ARRAY, "runtimeDescriptorArray"),
+        (Self::BUFFER_DEVICE_ADDRESS, "bufferDeviceAddress"),
+        (Self::VULKAN_MEMORY_MODEL, "vulkanMemoryModel"),
+        (Self::VULKAN_MEMORY_MODEL_DEVICE_SCOPE, "vulkanMemoryModelDeviceScope"),
+        (Self::SHADER_OUTPUT_VIEWPORT_INDEX, "shaderOutputViewportIndex"),
+        (Self::SHADER_OUTPUT_LAYER, "shaderOutputLayer"),
+        (Self::SHADER_DEMOTE_TO_HELPER_INVOCATION, "shaderDemoteToHelperInvocation"),
+        (Self::SHADER_TERMINATE_INVOCATION, "shaderTerminateInvocation"),
+        (Self::SHADER_INTEGER_DOT_PRODUCT, "shaderIntegerDotProduct"),
+        (Self::INLINE_UNIFORM_BLOCK, "inlineUniformBlock"),
+        (Self::PIPELINE_CREATION_CACHE_CONTROL, "pipelineCreationCacheControl"),
+        (Self::FRAGMENT_SHADER_BARYCENTRIC, "fragmentShaderBarycentric"),
+        (Self::PIPELINE_FRAGMENT_SHADING_RATE, "pipelineFragmentShadingRate"),
+        (Self::PRIMITIVE_FRAGMENT_SHADING_RATE, "primitiveFragmentShadingRate"),
+        (Self::ATTACHMENT_FRAGMENT_SHADING_RATE, "attachmentFragmentShadingRate"),
+        (Self::FRAGMENT_SHADER_SAMPLE_INTERLOCK, "fragmentShaderSampleInterlock"),
+        (Self::FRAGMENT_SHADER_PIXEL_INTERLOCK, "fragmentShaderPixelInterlock"),
+        (Self::FRAGMENT_SHADER_SHADING_RATE_INTERLOCK, "fragmentShaderShadingRateInterlock"),
+        (Self::SHADER_IMAGE_INT64_ATOMICS, "shaderImageInt64Atomics"),
+        (Self::RAY_TRACING_PIPELINE, "rayTracingPipeline"),
+        (Self::RAY_TRAVERSAL_PRIMITIVE_CULLING, "rayTraversalPrimitiveCulling"),
+        (Self::ACCELERATION_STRUCTURE, "accelerationStructure"),
+        (Self::RAY_QUERY, "rayQuery"),
+        (Self::SHADER_STENCIL_EXPORT, "VK_EXT_shader_stencil_export"),
+        (Self::HLSL_FUNCTIONALITY1, "VK_GOOGLE_hlsl_functionality1"),
+        (Self::USER_TYPE, "VK_GOOGLE_user_type"),
+        (Self::POST_DEPTH_COVERAGE, "VK_EXT_post_depth_coverage"),
     ];
     /// Every bit this format knows.
-    pub const KNOWN: DeviceFeatures = DeviceFeatures(u64::MAX);
+    pub const KNOWN: DeviceFeatures = DeviceFeatures(u128::MAX >> (128 - Self::ALL.len()));
     /// No feature.
     pub const NONE: DeviceFeatures = DeviceFeatures(0);
 
@@ -265,7 +439,7 @@ impl DeviceFeatures {
     pub fn names(self) -> Vec<String> {
         let mut out: Vec<String> =
             Self::ALL.iter().filter(|(f, _)| self.contains(*f)).map(|(_, n)| (*n).to_string()).collect();
-        for bit in Self::ALL.len()..64 {
+        for bit in Self::ALL.len()..128 {
             if self.0 & (1 << bit) != 0 {
                 out.push(format!("bit {bit}"));
             }
@@ -319,8 +493,8 @@ fn hex(b: &[u8]) -> String {
 }
 
 impl DeviceIdentity {
-    /// The canonical bytes: magic `GDEV`, version u32 (2), the five u32 fields, the enabled
-    /// features u64, the 16 UUID bytes, then the binary key, device name, driver name and driver info, each as a u32
+    /// The canonical bytes: magic `GDEV`, version u32 (3), the five u32 fields, the enabled
+    /// features u128, the 16 UUID bytes, then the binary key, device name, driver name and driver info, each as a u32
     /// length followed by its bytes. All integers little-endian.
     pub fn encode(&self) -> Vec<u8> {
         let mut o = Vec::with_capacity(64 + self.binary_global_key.len() + self.device_name.len() + 64);
@@ -370,9 +544,9 @@ impl DeviceIdentity {
         for x in &mut v {
             *x = u32_of(take(4)?);
         }
-        let mut f = [0u8; 8];
-        f.copy_from_slice(take(8)?);
-        let features = DeviceFeatures(u64::from_le_bytes(f));
+        let mut f = [0u8; 16];
+        f.copy_from_slice(take(16)?);
+        let features = DeviceFeatures(u128::from_le_bytes(f));
         if !DeviceFeatures::KNOWN.contains(features) {
             return Err(format!(
                 "device identity: unknown feature bits {:#x}",

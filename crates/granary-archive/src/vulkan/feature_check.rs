@@ -19,6 +19,7 @@ fn missing(gpu: &Gpu, need: Need) -> Option<(String, &'static str)> {
     match need {
         Need::Feature(f) if !enabled.contains(f) => Some((f.to_string(), "feature")),
         Need::Extension(mask, name) if enabled.intersection(mask).is_empty() => Some((name.to_string(), "extension")),
+        Need::AnyOf(mask) if enabled.intersection(mask).is_empty() => Some((mask.names().join(" or "), "feature")),
         Need::Eds3(i, name)
             if !enabled.contains(DeviceFeatures::EXTENDED_DYNAMIC_STATE3) || gpu.eds3 & (1 << i) == 0 =>
         {
@@ -62,10 +63,11 @@ fn features_only(needs: Vec<(DeviceFeatures, String)>) -> Vec<(Need, String)> {
     needs.into_iter().map(|(f, why)| (Need::Feature(f), why)).collect()
 }
 
-/// Refuses a shader module whose SPIR-V declares a capability needing a feature `gpu` did not
-/// enable (before `vkCreateShaderModule`, where it is `VUID-VkShaderModuleCreateInfo-pCode-01091`).
+/// Refuses a shader module whose SPIR-V declares a capability needing a feature, or an
+/// extension needing a device extension, `gpu` did not enable (before `vkCreateShaderModule`,
+/// where it is `VUID-VkShaderModuleCreateInfo-pCode-08740`/`-08742`).
 pub fn check_spirv(gpu: &Gpu, spirv: &[u8]) -> Result<(), String> {
-    refuse_missing(gpu, features_only(required_by_spirv(spirv)))
+    refuse_missing(gpu, required_by_spirv(spirv))
 }
 
 /// Refuses a pipeline that needs a feature `gpu` did not enable, naming the feature and why

@@ -12,83 +12,184 @@ use vulkanalia::vk;
 
 /// The features of `f` and `v11` (Vulkan 1.1's) that granary knows (one bit per `VkBool32`).
 pub fn from_vk(f: &vk::PhysicalDeviceFeatures, v11: &vk::PhysicalDeviceVulkan11Features) -> DeviceFeatures {
-    let on = |b: vk::Bool32, x: DeviceFeatures| if b == vk::TRUE { x } else { DeviceFeatures::NONE };
+    let mut c = FeatureChain::default();
+    c.core.features = *f;
+    c.v11 = *v11;
+    c.features()
+}
+
+/// A `VkBool32` member of one structure of a [`FeatureChain`].
+type Member = fn(&mut FeatureChain) -> &mut vk::Bool32;
+
+/// Every feature bit that is one `VkBool32` member of a feature structure, with that member
+/// (the bits of feature-less extensions and `VK_EXT_extended_dynamic_state3` are the
+/// [`EXTENSIONS`] rows' own). One table drives querying ([`FeatureChain::features`]) and
+/// enabling ([`FeatureChain::enabling`]), so the two cannot disagree.
+const MEMBERS: [(DeviceFeatures, Member); 114] = {
+    use DeviceFeatures as F;
     [
-        on(f.depth_bias_clamp, DeviceFeatures::DEPTH_BIAS_CLAMP),
-        on(f.independent_blend, DeviceFeatures::INDEPENDENT_BLEND),
-        on(f.vertex_pipeline_stores_and_atomics, DeviceFeatures::VERTEX_PIPELINE_STORES_AND_ATOMICS),
-        on(f.fragment_stores_and_atomics, DeviceFeatures::FRAGMENT_STORES_AND_ATOMICS),
-        on(f.sample_rate_shading, DeviceFeatures::SAMPLE_RATE_SHADING),
-        on(f.depth_clamp, DeviceFeatures::DEPTH_CLAMP),
-        on(f.fill_mode_non_solid, DeviceFeatures::FILL_MODE_NON_SOLID),
-        on(f.wide_lines, DeviceFeatures::WIDE_LINES),
-        on(f.geometry_shader, DeviceFeatures::GEOMETRY_SHADER),
-        on(f.tessellation_shader, DeviceFeatures::TESSELLATION_SHADER),
-        on(f.dual_src_blend, DeviceFeatures::DUAL_SRC_BLEND),
-        on(f.logic_op, DeviceFeatures::LOGIC_OP),
-        on(f.depth_bounds, DeviceFeatures::DEPTH_BOUNDS),
-        on(f.multi_viewport, DeviceFeatures::MULTI_VIEWPORT),
-        on(f.shader_storage_image_read_without_format, DeviceFeatures::STORAGE_IMAGE_READ_WITHOUT_FORMAT),
-        on(f.shader_storage_image_write_without_format, DeviceFeatures::STORAGE_IMAGE_WRITE_WITHOUT_FORMAT),
-        on(f.shader_clip_distance, DeviceFeatures::SHADER_CLIP_DISTANCE),
-        on(f.shader_cull_distance, DeviceFeatures::SHADER_CULL_DISTANCE),
-        on(f.shader_float64, DeviceFeatures::SHADER_FLOAT64),
-        on(f.shader_int64, DeviceFeatures::SHADER_INT64),
-        on(f.shader_int16, DeviceFeatures::SHADER_INT16),
-        on(f.image_cube_array, DeviceFeatures::IMAGE_CUBE_ARRAY),
-        on(f.shader_image_gather_extended, DeviceFeatures::SHADER_IMAGE_GATHER_EXTENDED),
-        on(f.shader_storage_image_multisample, DeviceFeatures::SHADER_STORAGE_IMAGE_MULTISAMPLE),
-        on(f.shader_storage_image_extended_formats, DeviceFeatures::SHADER_STORAGE_IMAGE_EXTENDED_FORMATS),
-        on(f.shader_resource_min_lod, DeviceFeatures::SHADER_RESOURCE_MIN_LOD),
-        on(v11.multiview, DeviceFeatures::MULTIVIEW),
-        on(v11.shader_draw_parameters, DeviceFeatures::SHADER_DRAW_PARAMETERS),
+        (F::DEPTH_BIAS_CLAMP, |c| &mut c.core.features.depth_bias_clamp),
+        (F::INDEPENDENT_BLEND, |c| &mut c.core.features.independent_blend),
+        (F::VERTEX_PIPELINE_STORES_AND_ATOMICS, |c| &mut c.core.features.vertex_pipeline_stores_and_atomics),
+        (F::FRAGMENT_STORES_AND_ATOMICS, |c| &mut c.core.features.fragment_stores_and_atomics),
+        (F::SAMPLE_RATE_SHADING, |c| &mut c.core.features.sample_rate_shading),
+        (F::DEPTH_CLAMP, |c| &mut c.core.features.depth_clamp),
+        (F::FILL_MODE_NON_SOLID, |c| &mut c.core.features.fill_mode_non_solid),
+        (F::WIDE_LINES, |c| &mut c.core.features.wide_lines),
+        (F::GEOMETRY_SHADER, |c| &mut c.core.features.geometry_shader),
+        (F::TESSELLATION_SHADER, |c| &mut c.core.features.tessellation_shader),
+        (F::DUAL_SRC_BLEND, |c| &mut c.core.features.dual_src_blend),
+        (F::LOGIC_OP, |c| &mut c.core.features.logic_op),
+        (F::DEPTH_BOUNDS, |c| &mut c.core.features.depth_bounds),
+        (F::MULTI_VIEWPORT, |c| &mut c.core.features.multi_viewport),
+        (F::STORAGE_IMAGE_READ_WITHOUT_FORMAT, |c| &mut c.core.features.shader_storage_image_read_without_format),
+        (F::STORAGE_IMAGE_WRITE_WITHOUT_FORMAT, |c| &mut c.core.features.shader_storage_image_write_without_format),
+        (F::SHADER_CLIP_DISTANCE, |c| &mut c.core.features.shader_clip_distance),
+        (F::SHADER_CULL_DISTANCE, |c| &mut c.core.features.shader_cull_distance),
+        (F::SHADER_FLOAT64, |c| &mut c.core.features.shader_float64),
+        (F::SHADER_INT64, |c| &mut c.core.features.shader_int64),
+        (F::SHADER_INT16, |c| &mut c.core.features.shader_int16),
+        (F::IMAGE_CUBE_ARRAY, |c| &mut c.core.features.image_cube_array),
+        (F::SHADER_IMAGE_GATHER_EXTENDED, |c| &mut c.core.features.shader_image_gather_extended),
+        (F::SHADER_STORAGE_IMAGE_MULTISAMPLE, |c| &mut c.core.features.shader_storage_image_multisample),
+        (F::SHADER_STORAGE_IMAGE_EXTENDED_FORMATS, |c| &mut c.core.features.shader_storage_image_extended_formats),
+        (F::SHADER_RESOURCE_MIN_LOD, |c| &mut c.core.features.shader_resource_min_lod),
+        (F::MULTIVIEW, |c| &mut c.v11.multiview),
+        (F::SHADER_DRAW_PARAMETERS, |c| &mut c.v11.shader_draw_parameters),
+        (F::ALPHA_TO_ONE, |c| &mut c.core.features.alpha_to_one),
+        (F::LARGE_POINTS, |c| &mut c.core.features.large_points),
+        (F::TASK_SHADER, |c| &mut c.mesh.task_shader),
+        (F::MESH_SHADER, |c| &mut c.mesh.mesh_shader),
+        (F::RECTANGULAR_LINES, |c| &mut c.line.rectangular_lines),
+        (F::BRESENHAM_LINES, |c| &mut c.line.bresenham_lines),
+        (F::SMOOTH_LINES, |c| &mut c.line.smooth_lines),
+        (F::STIPPLED_RECTANGULAR_LINES, |c| &mut c.line.stippled_rectangular_lines),
+        (F::STIPPLED_BRESENHAM_LINES, |c| &mut c.line.stippled_bresenham_lines),
+        (F::STIPPLED_SMOOTH_LINES, |c| &mut c.line.stippled_smooth_lines),
+        (F::PROVOKING_VERTEX_LAST, |c| &mut c.provoking.provoking_vertex_last),
+        (F::DEPTH_CLIP_ENABLE, |c| &mut c.clip_enable.depth_clip_enable),
+        (F::DEPTH_CLIP_CONTROL, |c| &mut c.clip_control.depth_clip_control),
+        (F::GEOMETRY_STREAMS, |c| &mut c.xfb.geometry_streams),
+        (F::TRANSFORM_FEEDBACK, |c| &mut c.xfb.transform_feedback),
+        (F::VERTEX_ATTRIBUTE_INSTANCE_RATE_DIVISOR, |c| &mut c.divisor.vertex_attribute_instance_rate_divisor),
+        (F::VERTEX_ATTRIBUTE_INSTANCE_RATE_ZERO_DIVISOR, |c| {
+            &mut c.divisor.vertex_attribute_instance_rate_zero_divisor
+        }),
+        (F::EXTENDED_DYNAMIC_STATE2_LOGIC_OP, |c| &mut c.eds2.extended_dynamic_state2_logic_op),
+        (F::EXTENDED_DYNAMIC_STATE2_PATCH_CONTROL_POINTS, |c| &mut c.eds2.extended_dynamic_state2_patch_control_points),
+        (F::VERTEX_INPUT_DYNAMIC_STATE, |c| &mut c.vids.vertex_input_dynamic_state),
+        (F::SAMPLER_FILTER_MINMAX, |c| &mut c.v12.sampler_filter_minmax),
+        (F::SAMPLER_MIRROR_CLAMP_TO_EDGE, |c| &mut c.v12.sampler_mirror_clamp_to_edge),
+        (F::DESCRIPTOR_BINDING_PARTIALLY_BOUND, |c| &mut c.v12.descriptor_binding_partially_bound),
+        (F::DESCRIPTOR_BINDING_VARIABLE_DESCRIPTOR_COUNT, |c| &mut c.v12.descriptor_binding_variable_descriptor_count),
+        (F::DESCRIPTOR_BINDING_UPDATE_UNUSED_WHILE_PENDING, |c| {
+            &mut c.v12.descriptor_binding_update_unused_while_pending
+        }),
+        (F::DESCRIPTOR_BINDING_UNIFORM_BUFFER_UPDATE_AFTER_BIND, |c| {
+            &mut c.v12.descriptor_binding_uniform_buffer_update_after_bind
+        }),
+        (F::DESCRIPTOR_BINDING_SAMPLED_IMAGE_UPDATE_AFTER_BIND, |c| {
+            &mut c.v12.descriptor_binding_sampled_image_update_after_bind
+        }),
+        (F::DESCRIPTOR_BINDING_STORAGE_IMAGE_UPDATE_AFTER_BIND, |c| {
+            &mut c.v12.descriptor_binding_storage_image_update_after_bind
+        }),
+        (F::DESCRIPTOR_BINDING_STORAGE_BUFFER_UPDATE_AFTER_BIND, |c| {
+            &mut c.v12.descriptor_binding_storage_buffer_update_after_bind
+        }),
+        (F::DESCRIPTOR_BINDING_UNIFORM_TEXEL_BUFFER_UPDATE_AFTER_BIND, |c| {
+            &mut c.v12.descriptor_binding_uniform_texel_buffer_update_after_bind
+        }),
+        (F::DESCRIPTOR_BINDING_STORAGE_TEXEL_BUFFER_UPDATE_AFTER_BIND, |c| {
+            &mut c.v12.descriptor_binding_storage_texel_buffer_update_after_bind
+        }),
+        (F::SUBGROUP_SIZE_CONTROL, |c| &mut c.v13.subgroup_size_control),
+        (F::COMPUTE_FULL_SUBGROUPS, |c| &mut c.v13.compute_full_subgroups),
+        (F::SAMPLER_ANISOTROPY, |c| &mut c.core.features.sampler_anisotropy),
+        (F::SHADER_RESOURCE_RESIDENCY, |c| &mut c.core.features.shader_resource_residency),
+        (F::SHADER_UNIFORM_BUFFER_ARRAY_DYNAMIC_INDEXING, |c| {
+            &mut c.core.features.shader_uniform_buffer_array_dynamic_indexing
+        }),
+        (F::SHADER_SAMPLED_IMAGE_ARRAY_DYNAMIC_INDEXING, |c| {
+            &mut c.core.features.shader_sampled_image_array_dynamic_indexing
+        }),
+        (F::SHADER_STORAGE_BUFFER_ARRAY_DYNAMIC_INDEXING, |c| {
+            &mut c.core.features.shader_storage_buffer_array_dynamic_indexing
+        }),
+        (F::SHADER_STORAGE_IMAGE_ARRAY_DYNAMIC_INDEXING, |c| {
+            &mut c.core.features.shader_storage_image_array_dynamic_indexing
+        }),
+        (F::SHADER_TESSELLATION_AND_GEOMETRY_POINT_SIZE, |c| {
+            &mut c.core.features.shader_tessellation_and_geometry_point_size
+        }),
+        (F::STORAGE_BUFFER_16BIT_ACCESS, |c| &mut c.v11.storage_buffer_16bit_access),
+        (F::UNIFORM_AND_STORAGE_BUFFER_16BIT_ACCESS, |c| &mut c.v11.uniform_and_storage_buffer_16bit_access),
+        (F::STORAGE_PUSH_CONSTANT16, |c| &mut c.v11.storage_push_constant16),
+        (F::STORAGE_INPUT_OUTPUT16, |c| &mut c.v11.storage_input_output16),
+        (F::VARIABLE_POINTERS_STORAGE_BUFFER, |c| &mut c.v11.variable_pointers_storage_buffer),
+        (F::VARIABLE_POINTERS, |c| &mut c.v11.variable_pointers),
+        (F::STORAGE_BUFFER_8BIT_ACCESS, |c| &mut c.v12.storage_buffer_8bit_access),
+        (F::UNIFORM_AND_STORAGE_BUFFER_8BIT_ACCESS, |c| &mut c.v12.uniform_and_storage_buffer_8bit_access),
+        (F::STORAGE_PUSH_CONSTANT8, |c| &mut c.v12.storage_push_constant8),
+        (F::SHADER_BUFFER_INT64_ATOMICS, |c| &mut c.v12.shader_buffer_int64_atomics),
+        (F::SHADER_SHARED_INT64_ATOMICS, |c| &mut c.v12.shader_shared_int64_atomics),
+        (F::SHADER_FLOAT16, |c| &mut c.v12.shader_float16),
+        (F::SHADER_INT8, |c| &mut c.v12.shader_int8),
+        (F::SHADER_INPUT_ATTACHMENT_ARRAY_DYNAMIC_INDEXING, |c| {
+            &mut c.v12.shader_input_attachment_array_dynamic_indexing
+        }),
+        (F::SHADER_UNIFORM_TEXEL_BUFFER_ARRAY_DYNAMIC_INDEXING, |c| {
+            &mut c.v12.shader_uniform_texel_buffer_array_dynamic_indexing
+        }),
+        (F::SHADER_STORAGE_TEXEL_BUFFER_ARRAY_DYNAMIC_INDEXING, |c| {
+            &mut c.v12.shader_storage_texel_buffer_array_dynamic_indexing
+        }),
+        (F::SHADER_UNIFORM_BUFFER_ARRAY_NON_UNIFORM_INDEXING, |c| {
+            &mut c.v12.shader_uniform_buffer_array_non_uniform_indexing
+        }),
+        (F::SHADER_SAMPLED_IMAGE_ARRAY_NON_UNIFORM_INDEXING, |c| {
+            &mut c.v12.shader_sampled_image_array_non_uniform_indexing
+        }),
+        (F::SHADER_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING, |c| {
+            &mut c.v12.shader_storage_buffer_array_non_uniform_indexing
+        }),
+        (F::SHADER_STORAGE_IMAGE_ARRAY_NON_UNIFORM_INDEXING, |c| {
+            &mut c.v12.shader_storage_image_array_non_uniform_indexing
+        }),
+        (F::SHADER_INPUT_ATTACHMENT_ARRAY_NON_UNIFORM_INDEXING, |c| {
+            &mut c.v12.shader_input_attachment_array_non_uniform_indexing
+        }),
+        (F::SHADER_UNIFORM_TEXEL_BUFFER_ARRAY_NON_UNIFORM_INDEXING, |c| {
+            &mut c.v12.shader_uniform_texel_buffer_array_non_uniform_indexing
+        }),
+        (F::SHADER_STORAGE_TEXEL_BUFFER_ARRAY_NON_UNIFORM_INDEXING, |c| {
+            &mut c.v12.shader_storage_texel_buffer_array_non_uniform_indexing
+        }),
+        (F::RUNTIME_DESCRIPTOR_ARRAY, |c| &mut c.v12.runtime_descriptor_array),
+        (F::BUFFER_DEVICE_ADDRESS, |c| &mut c.v12.buffer_device_address),
+        (F::VULKAN_MEMORY_MODEL, |c| &mut c.v12.vulkan_memory_model),
+        (F::VULKAN_MEMORY_MODEL_DEVICE_SCOPE, |c| &mut c.v12.vulkan_memory_model_device_scope),
+        (F::SHADER_OUTPUT_VIEWPORT_INDEX, |c| &mut c.v12.shader_output_viewport_index),
+        (F::SHADER_OUTPUT_LAYER, |c| &mut c.v12.shader_output_layer),
+        (F::SHADER_DEMOTE_TO_HELPER_INVOCATION, |c| &mut c.v13.shader_demote_to_helper_invocation),
+        (F::SHADER_TERMINATE_INVOCATION, |c| &mut c.v13.shader_terminate_invocation),
+        (F::SHADER_INTEGER_DOT_PRODUCT, |c| &mut c.v13.shader_integer_dot_product),
+        (F::INLINE_UNIFORM_BLOCK, |c| &mut c.v13.inline_uniform_block),
+        (F::PIPELINE_CREATION_CACHE_CONTROL, |c| &mut c.v13.pipeline_creation_cache_control),
+        (F::FRAGMENT_SHADER_BARYCENTRIC, |c| &mut c.barycentric.fragment_shader_barycentric),
+        (F::PIPELINE_FRAGMENT_SHADING_RATE, |c| &mut c.shading_rate.pipeline_fragment_shading_rate),
+        (F::PRIMITIVE_FRAGMENT_SHADING_RATE, |c| &mut c.shading_rate.primitive_fragment_shading_rate),
+        (F::ATTACHMENT_FRAGMENT_SHADING_RATE, |c| &mut c.shading_rate.attachment_fragment_shading_rate),
+        (F::FRAGMENT_SHADER_SAMPLE_INTERLOCK, |c| &mut c.interlock.fragment_shader_sample_interlock),
+        (F::FRAGMENT_SHADER_PIXEL_INTERLOCK, |c| &mut c.interlock.fragment_shader_pixel_interlock),
+        (F::FRAGMENT_SHADER_SHADING_RATE_INTERLOCK, |c| &mut c.interlock.fragment_shader_shading_rate_interlock),
+        (F::SHADER_IMAGE_INT64_ATOMICS, |c| &mut c.image_int64.shader_image_int64_atomics),
+        (F::RAY_TRACING_PIPELINE, |c| &mut c.ray_tracing.ray_tracing_pipeline),
+        (F::RAY_TRAVERSAL_PRIMITIVE_CULLING, |c| &mut c.ray_tracing.ray_traversal_primitive_culling),
+        (F::ACCELERATION_STRUCTURE, |c| &mut c.acceleration.acceleration_structure),
+        (F::RAY_QUERY, |c| &mut c.ray_query.ray_query),
     ]
-    .into_iter()
-    .fold(DeviceFeatures::NONE, DeviceFeatures::union)
-}
-
-/// The `VkPhysicalDeviceVulkan11Features` that enables exactly `f`'s Vulkan 1.1 members.
-pub(crate) fn to_vk11(f: DeviceFeatures) -> vk::PhysicalDeviceVulkan11Features {
-    vk::PhysicalDeviceVulkan11Features {
-        multiview: vk::Bool32::from(f.contains(DeviceFeatures::MULTIVIEW)),
-        shader_draw_parameters: vk::Bool32::from(f.contains(DeviceFeatures::SHADER_DRAW_PARAMETERS)),
-        ..Default::default()
-    }
-}
-
-/// The `VkPhysicalDeviceFeatures` that enables exactly `f`'s core members (every other false).
-pub(crate) fn to_vk(f: DeviceFeatures) -> vk::PhysicalDeviceFeatures {
-    let b = |x: DeviceFeatures| vk::Bool32::from(f.contains(x));
-    vk::PhysicalDeviceFeatures {
-        depth_bias_clamp: b(DeviceFeatures::DEPTH_BIAS_CLAMP),
-        independent_blend: b(DeviceFeatures::INDEPENDENT_BLEND),
-        vertex_pipeline_stores_and_atomics: b(DeviceFeatures::VERTEX_PIPELINE_STORES_AND_ATOMICS),
-        fragment_stores_and_atomics: b(DeviceFeatures::FRAGMENT_STORES_AND_ATOMICS),
-        sample_rate_shading: b(DeviceFeatures::SAMPLE_RATE_SHADING),
-        depth_clamp: b(DeviceFeatures::DEPTH_CLAMP),
-        fill_mode_non_solid: b(DeviceFeatures::FILL_MODE_NON_SOLID),
-        wide_lines: b(DeviceFeatures::WIDE_LINES),
-        geometry_shader: b(DeviceFeatures::GEOMETRY_SHADER),
-        tessellation_shader: b(DeviceFeatures::TESSELLATION_SHADER),
-        dual_src_blend: b(DeviceFeatures::DUAL_SRC_BLEND),
-        logic_op: b(DeviceFeatures::LOGIC_OP),
-        depth_bounds: b(DeviceFeatures::DEPTH_BOUNDS),
-        multi_viewport: b(DeviceFeatures::MULTI_VIEWPORT),
-        shader_storage_image_read_without_format: b(DeviceFeatures::STORAGE_IMAGE_READ_WITHOUT_FORMAT),
-        shader_storage_image_write_without_format: b(DeviceFeatures::STORAGE_IMAGE_WRITE_WITHOUT_FORMAT),
-        shader_clip_distance: b(DeviceFeatures::SHADER_CLIP_DISTANCE),
-        shader_cull_distance: b(DeviceFeatures::SHADER_CULL_DISTANCE),
-        shader_float64: b(DeviceFeatures::SHADER_FLOAT64),
-        shader_int64: b(DeviceFeatures::SHADER_INT64),
-        shader_int16: b(DeviceFeatures::SHADER_INT16),
-        image_cube_array: b(DeviceFeatures::IMAGE_CUBE_ARRAY),
-        shader_image_gather_extended: b(DeviceFeatures::SHADER_IMAGE_GATHER_EXTENDED),
-        shader_storage_image_multisample: b(DeviceFeatures::SHADER_STORAGE_IMAGE_MULTISAMPLE),
-        shader_storage_image_extended_formats: b(DeviceFeatures::SHADER_STORAGE_IMAGE_EXTENDED_FORMATS),
-        shader_resource_min_lod: b(DeviceFeatures::SHADER_RESOURCE_MIN_LOD),
-        ..Default::default()
-    }
-}
+};
 
 /// Device limits granary compares pipelines against before any driver call.
 ///
@@ -210,39 +311,123 @@ pub(crate) fn required(layout: &PipelineLayout, state: Option<&RenderState>) -> 
 }
 
 /// SPIR-V capabilities that need a device feature (the specification's SPIR-V environment
-/// appendix), by capability number, with the capability's name.
-const CAPABILITY_FEATURES: [(u32, &str, DeviceFeatures); 24] = [
-    (2, "Geometry", DeviceFeatures::GEOMETRY_SHADER),
-    (3, "Tessellation", DeviceFeatures::TESSELLATION_SHADER),
-    (10, "Float64", DeviceFeatures::SHADER_FLOAT64),
-    (11, "Int64", DeviceFeatures::SHADER_INT64),
-    (22, "Int16", DeviceFeatures::SHADER_INT16),
-    (25, "ImageGatherExtended", DeviceFeatures::SHADER_IMAGE_GATHER_EXTENDED),
-    (27, "StorageImageMultisample", DeviceFeatures::SHADER_STORAGE_IMAGE_MULTISAMPLE),
-    (32, "ClipDistance", DeviceFeatures::SHADER_CLIP_DISTANCE),
-    (33, "CullDistance", DeviceFeatures::SHADER_CULL_DISTANCE),
-    (34, "ImageCubeArray", DeviceFeatures::IMAGE_CUBE_ARRAY),
-    (35, "SampleRateShading", DeviceFeatures::SAMPLE_RATE_SHADING),
-    (42, "MinLod", DeviceFeatures::SHADER_RESOURCE_MIN_LOD),
-    (45, "SampledCubeArray", DeviceFeatures::IMAGE_CUBE_ARRAY),
-    (48, "ImageMSArray", DeviceFeatures::SHADER_STORAGE_IMAGE_MULTISAMPLE),
-    (49, "StorageImageExtendedFormats", DeviceFeatures::SHADER_STORAGE_IMAGE_EXTENDED_FORMATS),
-    (52, "InterpolationFunction", DeviceFeatures::SAMPLE_RATE_SHADING),
-    (55, "StorageImageReadWithoutFormat", DeviceFeatures::STORAGE_IMAGE_READ_WITHOUT_FORMAT),
-    (56, "StorageImageWriteWithoutFormat", DeviceFeatures::STORAGE_IMAGE_WRITE_WITHOUT_FORMAT),
-    (53, "TransformFeedback", DeviceFeatures::TRANSFORM_FEEDBACK),
-    (54, "GeometryStreams", DeviceFeatures::GEOMETRY_STREAMS),
-    (57, "MultiViewport", DeviceFeatures::MULTI_VIEWPORT),
-    (4427, "DrawParameters", DeviceFeatures::SHADER_DRAW_PARAMETERS),
-    (4439, "MultiView", DeviceFeatures::MULTIVIEW),
-    (5283, "MeshShadingEXT", DeviceFeatures::MESH_SHADER),
+/// appendix), by capability number, with the capability's name and the features of which
+/// one must be enabled (most need exactly one).
+const CAPABILITY_FEATURES: [(u32, &str, DeviceFeatures); 77] = {
+    use DeviceFeatures as F;
+    const fn any(a: F, b: F) -> F {
+        F(a.0 | b.0)
+    }
+    [
+        (2, "Geometry", F::GEOMETRY_SHADER),
+        (3, "Tessellation", F::TESSELLATION_SHADER),
+        (9, "Float16", F::SHADER_FLOAT16),
+        (10, "Float64", F::SHADER_FLOAT64),
+        (11, "Int64", F::SHADER_INT64),
+        (12, "Int64Atomics", any(F::SHADER_BUFFER_INT64_ATOMICS, F::SHADER_SHARED_INT64_ATOMICS)),
+        (22, "Int16", F::SHADER_INT16),
+        (23, "TessellationPointSize", F::SHADER_TESSELLATION_AND_GEOMETRY_POINT_SIZE),
+        (24, "GeometryPointSize", F::SHADER_TESSELLATION_AND_GEOMETRY_POINT_SIZE),
+        (25, "ImageGatherExtended", F::SHADER_IMAGE_GATHER_EXTENDED),
+        (27, "StorageImageMultisample", F::SHADER_STORAGE_IMAGE_MULTISAMPLE),
+        (28, "UniformBufferArrayDynamicIndexing", F::SHADER_UNIFORM_BUFFER_ARRAY_DYNAMIC_INDEXING),
+        (29, "SampledImageArrayDynamicIndexing", F::SHADER_SAMPLED_IMAGE_ARRAY_DYNAMIC_INDEXING),
+        (30, "StorageBufferArrayDynamicIndexing", F::SHADER_STORAGE_BUFFER_ARRAY_DYNAMIC_INDEXING),
+        (31, "StorageImageArrayDynamicIndexing", F::SHADER_STORAGE_IMAGE_ARRAY_DYNAMIC_INDEXING),
+        (32, "ClipDistance", F::SHADER_CLIP_DISTANCE),
+        (33, "CullDistance", F::SHADER_CULL_DISTANCE),
+        (34, "ImageCubeArray", F::IMAGE_CUBE_ARRAY),
+        (35, "SampleRateShading", F::SAMPLE_RATE_SHADING),
+        (39, "Int8", F::SHADER_INT8),
+        (41, "SparseResidency", F::SHADER_RESOURCE_RESIDENCY),
+        (42, "MinLod", F::SHADER_RESOURCE_MIN_LOD),
+        (45, "SampledCubeArray", F::IMAGE_CUBE_ARRAY),
+        (48, "ImageMSArray", F::SHADER_STORAGE_IMAGE_MULTISAMPLE),
+        (49, "StorageImageExtendedFormats", F::SHADER_STORAGE_IMAGE_EXTENDED_FORMATS),
+        (52, "InterpolationFunction", F::SAMPLE_RATE_SHADING),
+        (53, "TransformFeedback", F::TRANSFORM_FEEDBACK),
+        (54, "GeometryStreams", F::GEOMETRY_STREAMS),
+        (55, "StorageImageReadWithoutFormat", F::STORAGE_IMAGE_READ_WITHOUT_FORMAT),
+        (56, "StorageImageWriteWithoutFormat", F::STORAGE_IMAGE_WRITE_WITHOUT_FORMAT),
+        (57, "MultiViewport", F::MULTI_VIEWPORT),
+        (69, "ShaderLayer", F::SHADER_OUTPUT_LAYER),
+        (70, "ShaderViewportIndex", F::SHADER_OUTPUT_VIEWPORT_INDEX),
+        (
+            4422,
+            "FragmentShadingRateKHR",
+            F(F::PIPELINE_FRAGMENT_SHADING_RATE.0
+                | F::PRIMITIVE_FRAGMENT_SHADING_RATE.0
+                | F::ATTACHMENT_FRAGMENT_SHADING_RATE.0),
+        ),
+        (4427, "DrawParameters", F::SHADER_DRAW_PARAMETERS),
+        (4433, "StorageBuffer16BitAccess", F::STORAGE_BUFFER_16BIT_ACCESS),
+        (4434, "UniformAndStorageBuffer16BitAccess", F::UNIFORM_AND_STORAGE_BUFFER_16BIT_ACCESS),
+        (4435, "StoragePushConstant16", F::STORAGE_PUSH_CONSTANT16),
+        (4436, "StorageInputOutput16", F::STORAGE_INPUT_OUTPUT16),
+        (4439, "MultiView", F::MULTIVIEW),
+        (4441, "VariablePointersStorageBuffer", F::VARIABLE_POINTERS_STORAGE_BUFFER),
+        (4442, "VariablePointers", F::VARIABLE_POINTERS),
+        (4447, "SampleMaskPostDepthCoverage", F::POST_DEPTH_COVERAGE),
+        (4448, "StorageBuffer8BitAccess", F::STORAGE_BUFFER_8BIT_ACCESS),
+        (4449, "UniformAndStorageBuffer8BitAccess", F::UNIFORM_AND_STORAGE_BUFFER_8BIT_ACCESS),
+        (4450, "StoragePushConstant8", F::STORAGE_PUSH_CONSTANT8),
+        (4472, "RayQueryKHR", F::RAY_QUERY),
+        (4478, "RayTraversalPrimitiveCullingKHR", any(F::RAY_TRAVERSAL_PRIMITIVE_CULLING, F::RAY_QUERY)),
+        (4479, "RayTracingKHR", F::RAY_TRACING_PIPELINE),
+        (5013, "StencilExportEXT", F::SHADER_STENCIL_EXPORT),
+        (5016, "Int64ImageEXT", F::SHADER_IMAGE_INT64_ATOMICS),
+        (5254, "ShaderViewportIndexLayerEXT", F::SHADER_OUTPUT_VIEWPORT_INDEX),
+        (5254, "ShaderViewportIndexLayerEXT", F::SHADER_OUTPUT_LAYER),
+        (5283, "MeshShadingEXT", F::MESH_SHADER),
+        (5284, "FragmentBarycentricKHR", F::FRAGMENT_SHADER_BARYCENTRIC),
+        (5302, "RuntimeDescriptorArray", F::RUNTIME_DESCRIPTOR_ARRAY),
+        (5303, "InputAttachmentArrayDynamicIndexing", F::SHADER_INPUT_ATTACHMENT_ARRAY_DYNAMIC_INDEXING),
+        (5304, "UniformTexelBufferArrayDynamicIndexing", F::SHADER_UNIFORM_TEXEL_BUFFER_ARRAY_DYNAMIC_INDEXING),
+        (5305, "StorageTexelBufferArrayDynamicIndexing", F::SHADER_STORAGE_TEXEL_BUFFER_ARRAY_DYNAMIC_INDEXING),
+        (5306, "UniformBufferArrayNonUniformIndexing", F::SHADER_UNIFORM_BUFFER_ARRAY_NON_UNIFORM_INDEXING),
+        (5307, "SampledImageArrayNonUniformIndexing", F::SHADER_SAMPLED_IMAGE_ARRAY_NON_UNIFORM_INDEXING),
+        (5308, "StorageBufferArrayNonUniformIndexing", F::SHADER_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING),
+        (5309, "StorageImageArrayNonUniformIndexing", F::SHADER_STORAGE_IMAGE_ARRAY_NON_UNIFORM_INDEXING),
+        (5310, "InputAttachmentArrayNonUniformIndexing", F::SHADER_INPUT_ATTACHMENT_ARRAY_NON_UNIFORM_INDEXING),
+        (5311, "UniformTexelBufferArrayNonUniformIndexing", F::SHADER_UNIFORM_TEXEL_BUFFER_ARRAY_NON_UNIFORM_INDEXING),
+        (5312, "StorageTexelBufferArrayNonUniformIndexing", F::SHADER_STORAGE_TEXEL_BUFFER_ARRAY_NON_UNIFORM_INDEXING),
+        (5345, "VulkanMemoryModel", F::VULKAN_MEMORY_MODEL),
+        (5346, "VulkanMemoryModelDeviceScope", F::VULKAN_MEMORY_MODEL_DEVICE_SCOPE),
+        (5347, "PhysicalStorageBufferAddresses", F::BUFFER_DEVICE_ADDRESS),
+        (5363, "FragmentShaderSampleInterlockEXT", F::FRAGMENT_SHADER_SAMPLE_INTERLOCK),
+        (5372, "FragmentShaderShadingRateInterlockEXT", F::FRAGMENT_SHADER_SHADING_RATE_INTERLOCK),
+        (5378, "FragmentShaderPixelInterlockEXT", F::FRAGMENT_SHADER_PIXEL_INTERLOCK),
+        (5379, "DemoteToHelperInvocation", F::SHADER_DEMOTE_TO_HELPER_INVOCATION),
+        (6016, "DotProductInputAll", F::SHADER_INTEGER_DOT_PRODUCT),
+        (6017, "DotProductInput4x8Bit", F::SHADER_INTEGER_DOT_PRODUCT),
+        (6018, "DotProductInput4x8BitPacked", F::SHADER_INTEGER_DOT_PRODUCT),
+        (6019, "DotProduct", F::SHADER_INTEGER_DOT_PRODUCT),
+    ]
+};
+
+/// SPIR-V extensions (`OpExtension`) whose use needs a device extension that is not core in
+/// Vulkan 1.3, with the device extension: it is enabled when any feature of the mask is (its
+/// [`EXTENSIONS`] row's).
+const SPIRV_EXTENSIONS: [(&str, &str); 12] = [
+    ("SPV_KHR_fragment_shading_rate", "VK_KHR_fragment_shading_rate"),
+    ("SPV_KHR_fragment_shader_barycentric", "VK_KHR_fragment_shader_barycentric"),
+    ("SPV_EXT_fragment_shader_interlock", "VK_EXT_fragment_shader_interlock"),
+    ("SPV_EXT_shader_image_int64", "VK_EXT_shader_image_atomic_int64"),
+    ("SPV_KHR_ray_tracing", "VK_KHR_ray_tracing_pipeline"),
+    ("SPV_KHR_ray_query", "VK_KHR_ray_query"),
+    ("SPV_EXT_shader_stencil_export", "VK_EXT_shader_stencil_export"),
+    ("SPV_GOOGLE_hlsl_functionality1", "VK_GOOGLE_hlsl_functionality1"),
+    ("SPV_GOOGLE_user_type", "VK_GOOGLE_user_type"),
+    ("SPV_GOOGLE_decorate_string", "VK_GOOGLE_decorate_string"),
+    ("SPV_KHR_post_depth_coverage", "VK_EXT_post_depth_coverage"),
+    ("SPV_EXT_mesh_shader", "VK_EXT_mesh_shader"),
 ];
 
-/// The features the `OpCapability` declarations of a SPIR-V module need (as far as granary
-/// knows them), each with the capability that needs it. Reads only the module's preamble
-/// (capabilities come first); bytes that are not SPIR-V need nothing here (the module's own
-/// checks refuse them).
-pub(crate) fn required_by_spirv(spirv: &[u8]) -> Vec<(DeviceFeatures, String)> {
+/// What the `OpCapability` and `OpExtension` declarations of a SPIR-V module need of the
+/// device (as far as granary knows them), each with the declaration that needs it. Reads only
+/// the module's preamble (capabilities and extensions come first); bytes that are not SPIR-V
+/// need nothing here (the module's own checks refuse them).
+pub(crate) fn required_by_spirv(spirv: &[u8]) -> Vec<(Need, String)> {
     let word = |i: usize| spirv.get(i * 4..i * 4 + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
     let mut out = Vec::new();
     if word(0) != Some(0x0723_0203) {
@@ -254,14 +439,25 @@ pub(crate) fn required_by_spirv(spirv: &[u8]) -> Vec<(DeviceFeatures, String)> {
         match op {
             // OpCapability
             17 => {
-                if let Some(cap) = word(i + 1) {
-                    if let Some((_, name, f)) = CAPABILITY_FEATURES.iter().find(|(c, _, _)| *c == cap) {
-                        out.push((*f, format!("the SPIR-V declares capability {name}")));
+                let cap = word(i + 1);
+                for (_, name, f) in CAPABILITY_FEATURES.iter().filter(|(c, _, _)| Some(*c) == cap) {
+                    let why = format!("the SPIR-V declares capability {name}");
+                    let need = if f.0.count_ones() == 1 { Need::Feature(*f) } else { Need::AnyOf(*f) };
+                    out.push((need, why));
+                }
+            }
+            // OpExtension: a NUL-terminated string.
+            10 => {
+                let bytes = spirv.get((i + 1) * 4..(i + len.max(1)) * 4).unwrap_or(&[]);
+                let name = bytes.split(|b| *b == 0).next().unwrap_or(&[]);
+                if let Some((spv, ext)) = SPIRV_EXTENSIONS.iter().find(|(s, _)| s.as_bytes() == name) {
+                    if let Some((_, mask, _)) = EXTENSIONS.iter().find(|(names, _, _)| names.contains(ext)) {
+                        out.push((Need::Extension(*mask, ext), format!("the SPIR-V declares extension {spv}")));
                     }
                 }
             }
-            // OpExtension, OpExtInstImport, OpMemoryModel: still the preamble.
-            10 | 11 | 14 => {}
+            // OpExtInstImport, OpMemoryModel: still the preamble.
+            11 | 14 => {}
             _ => break,
         }
         if len == 0 {
@@ -272,53 +468,89 @@ pub(crate) fn required_by_spirv(spirv: &[u8]) -> Vec<(DeviceFeatures, String)> {
     out
 }
 
-/// The device extensions granary enables for native pipelines, each with the features whose
-/// enabling needs it (an extension is enabled exactly when one of its features is: a
-/// feature-less extension stands for itself by a bit of its own). Where a `KHR` and an `EXT`
-/// name exist (same structures and values), the `KHR` one is preferred.
-pub(crate) const EXTENSIONS: [(&[&str], DeviceFeatures); 11] = [
-    (&["VK_EXT_mesh_shader"], DeviceFeatures(DeviceFeatures::TASK_SHADER.0 | DeviceFeatures::MESH_SHADER.0)),
-    (
-        &["VK_KHR_line_rasterization", "VK_EXT_line_rasterization"],
-        DeviceFeatures(
-            DeviceFeatures::RECTANGULAR_LINES.0
-                | DeviceFeatures::BRESENHAM_LINES.0
-                | DeviceFeatures::SMOOTH_LINES.0
-                | DeviceFeatures::STIPPLED_RECTANGULAR_LINES.0
-                | DeviceFeatures::STIPPLED_BRESENHAM_LINES.0
-                | DeviceFeatures::STIPPLED_SMOOTH_LINES.0,
+/// The mask of every line-rasterization feature.
+const LINE_FEATURES: DeviceFeatures = DeviceFeatures(
+    DeviceFeatures::RECTANGULAR_LINES.0
+        | DeviceFeatures::BRESENHAM_LINES.0
+        | DeviceFeatures::SMOOTH_LINES.0
+        | DeviceFeatures::STIPPLED_RECTANGULAR_LINES.0
+        | DeviceFeatures::STIPPLED_BRESENHAM_LINES.0
+        | DeviceFeatures::STIPPLED_SMOOTH_LINES.0,
+);
+
+/// The ray-tracing features: each needs `VK_KHR_acceleration_structure` (and its
+/// `VK_KHR_deferred_host_operations`) enabled with it.
+const RAY_FEATURES: DeviceFeatures = DeviceFeatures(
+    DeviceFeatures::RAY_TRACING_PIPELINE.0
+        | DeviceFeatures::RAY_TRAVERSAL_PRIMITIVE_CULLING.0
+        | DeviceFeatures::ACCELERATION_STRUCTURE.0
+        | DeviceFeatures::RAY_QUERY.0,
+);
+
+/// The device extensions granary enables beyond Vulkan 1.3 core, each with the features whose
+/// enabling needs it (an extension is enabled exactly when one of its features is) and, for an
+/// extension without a feature structure, the bit that stands for it (set where the device
+/// has the extension). Where a `KHR` and an `EXT` name exist (same structures and values),
+/// the `KHR` one is preferred. The row order is part of [`FeatureChain`] (`present`).
+pub(crate) const EXTENSIONS: [(&[&str], DeviceFeatures, Option<DeviceFeatures>); 24] = {
+    use DeviceFeatures as F;
+    const fn or(a: F, b: F) -> F {
+        F(a.0 | b.0)
+    }
+    [
+        (&["VK_EXT_mesh_shader"], or(F::TASK_SHADER, F::MESH_SHADER), None),
+        (&["VK_KHR_line_rasterization", "VK_EXT_line_rasterization"], LINE_FEATURES, None),
+        (&["VK_EXT_provoking_vertex"], F::PROVOKING_VERTEX_LAST, None),
+        (&["VK_EXT_conservative_rasterization"], F::CONSERVATIVE_RASTERIZATION, Some(F::CONSERVATIVE_RASTERIZATION)),
+        (&["VK_EXT_depth_clip_enable"], F::DEPTH_CLIP_ENABLE, None),
+        (&["VK_EXT_depth_clip_control"], F::DEPTH_CLIP_CONTROL, None),
+        (&["VK_EXT_transform_feedback"], or(F::GEOMETRY_STREAMS, F::TRANSFORM_FEEDBACK), None),
+        (
+            &["VK_KHR_vertex_attribute_divisor", "VK_EXT_vertex_attribute_divisor"],
+            or(F::VERTEX_ATTRIBUTE_INSTANCE_RATE_DIVISOR, F::VERTEX_ATTRIBUTE_INSTANCE_RATE_ZERO_DIVISOR),
+            None,
         ),
-    ),
-    (&["VK_EXT_provoking_vertex"], DeviceFeatures::PROVOKING_VERTEX_LAST),
-    (&["VK_EXT_conservative_rasterization"], DeviceFeatures::CONSERVATIVE_RASTERIZATION),
-    (&["VK_EXT_depth_clip_enable"], DeviceFeatures::DEPTH_CLIP_ENABLE),
-    (&["VK_EXT_depth_clip_control"], DeviceFeatures::DEPTH_CLIP_CONTROL),
-    (
-        &["VK_EXT_transform_feedback"],
-        DeviceFeatures(DeviceFeatures::GEOMETRY_STREAMS.0 | DeviceFeatures::TRANSFORM_FEEDBACK.0),
-    ),
-    (
-        &["VK_KHR_vertex_attribute_divisor", "VK_EXT_vertex_attribute_divisor"],
-        DeviceFeatures(
-            DeviceFeatures::VERTEX_ATTRIBUTE_INSTANCE_RATE_DIVISOR.0
-                | DeviceFeatures::VERTEX_ATTRIBUTE_INSTANCE_RATE_ZERO_DIVISOR.0,
+        (
+            &["VK_EXT_extended_dynamic_state2"],
+            or(F::EXTENDED_DYNAMIC_STATE2_LOGIC_OP, F::EXTENDED_DYNAMIC_STATE2_PATCH_CONTROL_POINTS),
+            None,
         ),
-    ),
-    (
-        &["VK_EXT_extended_dynamic_state2"],
-        DeviceFeatures(
-            DeviceFeatures::EXTENDED_DYNAMIC_STATE2_LOGIC_OP.0
-                | DeviceFeatures::EXTENDED_DYNAMIC_STATE2_PATCH_CONTROL_POINTS.0,
+        (&["VK_EXT_extended_dynamic_state3"], F::EXTENDED_DYNAMIC_STATE3, None),
+        (&["VK_EXT_vertex_input_dynamic_state"], F::VERTEX_INPUT_DYNAMIC_STATE, None),
+        (&["VK_KHR_fragment_shader_barycentric"], F::FRAGMENT_SHADER_BARYCENTRIC, None),
+        (
+            &["VK_KHR_fragment_shading_rate"],
+            or(
+                or(F::PIPELINE_FRAGMENT_SHADING_RATE, F::PRIMITIVE_FRAGMENT_SHADING_RATE),
+                F::ATTACHMENT_FRAGMENT_SHADING_RATE,
+            ),
+            None,
         ),
-    ),
-    (&["VK_EXT_extended_dynamic_state3"], DeviceFeatures::EXTENDED_DYNAMIC_STATE3),
-    (&["VK_EXT_vertex_input_dynamic_state"], DeviceFeatures::VERTEX_INPUT_DYNAMIC_STATE),
-];
+        (
+            &["VK_EXT_fragment_shader_interlock"],
+            or(
+                or(F::FRAGMENT_SHADER_SAMPLE_INTERLOCK, F::FRAGMENT_SHADER_PIXEL_INTERLOCK),
+                F::FRAGMENT_SHADER_SHADING_RATE_INTERLOCK,
+            ),
+            None,
+        ),
+        (&["VK_EXT_shader_image_atomic_int64"], F::SHADER_IMAGE_INT64_ATOMICS, None),
+        (&["VK_KHR_ray_tracing_pipeline"], or(F::RAY_TRACING_PIPELINE, F::RAY_TRAVERSAL_PRIMITIVE_CULLING), None),
+        (&["VK_KHR_acceleration_structure"], RAY_FEATURES, None),
+        (&["VK_KHR_deferred_host_operations"], RAY_FEATURES, None),
+        (&["VK_KHR_ray_query"], F::RAY_QUERY, None),
+        (&["VK_EXT_shader_stencil_export"], F::SHADER_STENCIL_EXPORT, Some(F::SHADER_STENCIL_EXPORT)),
+        (&["VK_GOOGLE_hlsl_functionality1"], F::HLSL_FUNCTIONALITY1, Some(F::HLSL_FUNCTIONALITY1)),
+        (&["VK_GOOGLE_user_type"], F::USER_TYPE, Some(F::USER_TYPE)),
+        (&["VK_GOOGLE_decorate_string"], or(F::HLSL_FUNCTIONALITY1, F::USER_TYPE), None),
+        (&["VK_EXT_post_depth_coverage"], F::POST_DEPTH_COVERAGE, Some(F::POST_DEPTH_COVERAGE)),
+    ]
+};
 
 /// The extension names to enable for `features` on a device that has `available`.
 pub(crate) fn extensions_for(features: DeviceFeatures, available: &dyn Fn(&str) -> bool) -> Vec<&'static str> {
     let mut out = Vec::new();
-    for (names, bits) in EXTENSIONS {
+    for (names, bits, _) in EXTENSIONS {
         if features.intersection(bits).is_empty() {
             continue;
         }
@@ -390,7 +622,7 @@ fn eds3_member(f: &mut vk::PhysicalDeviceExtendedDynamicState3FeaturesEXT, i: u3
 /// them ([`enabling`](Self::enabling)) for `vkCreateDevice`.
 ///
 /// Thread safety: holds raw `pNext` pointers while linked; used on one stack frame only.
-#[derive(Default)]
+#[derive(Clone, Copy, Default)]
 pub(crate) struct FeatureChain {
     pub(crate) core: vk::PhysicalDeviceFeatures2,
     pub(crate) v11: vk::PhysicalDeviceVulkan11Features,
@@ -406,11 +638,16 @@ pub(crate) struct FeatureChain {
     eds2: vk::PhysicalDeviceExtendedDynamicState2FeaturesEXT,
     pub(crate) eds3: vk::PhysicalDeviceExtendedDynamicState3FeaturesEXT,
     vids: vk::PhysicalDeviceVertexInputDynamicStateFeaturesEXT,
-    /// Which extension structures are linked: the extensions the device has (query) or
-    /// enables (create), by [`EXTENSIONS`] row.
-    present: [bool; 11],
-    /// `VK_EXT_conservative_rasterization` (no structure).
-    conservative: bool,
+    barycentric: vk::PhysicalDeviceFragmentShaderBarycentricFeaturesKHR,
+    shading_rate: vk::PhysicalDeviceFragmentShadingRateFeaturesKHR,
+    interlock: vk::PhysicalDeviceFragmentShaderInterlockFeaturesEXT,
+    image_int64: vk::PhysicalDeviceShaderImageAtomicInt64FeaturesEXT,
+    ray_tracing: vk::PhysicalDeviceRayTracingPipelineFeaturesKHR,
+    acceleration: vk::PhysicalDeviceAccelerationStructureFeaturesKHR,
+    ray_query: vk::PhysicalDeviceRayQueryFeaturesKHR,
+    /// Which [`EXTENSIONS`] rows are present: the extensions the device has (query) or
+    /// enables (create). A row's structure is linked only when it is.
+    present: [bool; EXTENSIONS.len()],
 }
 
 impl FeatureChain {
@@ -418,10 +655,9 @@ impl FeatureChain {
     /// extensions are not linked).
     pub(crate) fn for_extensions(has: &dyn Fn(&str) -> bool) -> FeatureChain {
         let mut c = FeatureChain::default();
-        for (i, (names, _)) in EXTENSIONS.iter().enumerate() {
+        for (i, (names, _, _)) in EXTENSIONS.iter().enumerate() {
             c.present[i] = names.iter().any(|n| has(n));
         }
-        c.conservative = has("VK_EXT_conservative_rasterization");
         c
     }
 
@@ -437,37 +673,20 @@ impl FeatureChain {
                 tail = (&mut $s as *mut _) as *mut c_void;
             }};
         }
+        // By EXTENSIONS row; rows 3, 17 and 19–23 have no structure.
         let p = self.present;
-        if p[0] {
-            push!(self.mesh);
+        macro_rules! rows {
+            ($($row:literal => $field:ident),* $(,)?) => {
+                $(if p[$row] {
+                    push!(self.$field);
+                })*
+            };
         }
-        if p[1] {
-            push!(self.line);
-        }
-        if p[2] {
-            push!(self.provoking);
-        }
-        if p[4] {
-            push!(self.clip_enable);
-        }
-        if p[5] {
-            push!(self.clip_control);
-        }
-        if p[6] {
-            push!(self.xfb);
-        }
-        if p[7] {
-            push!(self.divisor);
-        }
-        if p[8] {
-            push!(self.eds2);
-        }
-        if p[9] {
-            push!(self.eds3);
-        }
-        if p[10] {
-            push!(self.vids);
-        }
+        rows!(
+            0 => mesh, 1 => line, 2 => provoking, 4 => clip_enable, 5 => clip_control, 6 => xfb, 7 => divisor,
+            8 => eds2, 9 => eds3, 10 => vids, 11 => barycentric, 12 => shading_rate, 13 => interlock,
+            14 => image_int64, 15 => ray_tracing, 16 => acceleration, 18 => ray_query,
+        );
         push!(self.v13);
         push!(self.v12);
         push!(self.v11);
@@ -477,85 +696,22 @@ impl FeatureChain {
 
     /// The features granary knows that this (queried) chain reports.
     pub(crate) fn features(&self) -> DeviceFeatures {
-        let on = |b: vk::Bool32, x: DeviceFeatures| if b == vk::TRUE { x } else { DeviceFeatures::NONE };
-        let (m, l, v12, v13) = (&self.mesh, &self.line, &self.v12, &self.v13);
-        let mut eds3 = self.eds3;
-        let eds3_any = self.present[9]
-            && EDS3_MEMBERS.iter().any(|(i, _, _)| eds3_member(&mut eds3, *i).is_some_and(|b| *b == vk::TRUE));
-        [
-            from_vk(&self.core.features, &self.v11),
-            on(self.core.features.alpha_to_one, DeviceFeatures::ALPHA_TO_ONE),
-            on(self.core.features.large_points, DeviceFeatures::LARGE_POINTS),
-            on(self.core.features.sampler_anisotropy, DeviceFeatures::SAMPLER_ANISOTROPY),
-            on(m.task_shader, DeviceFeatures::TASK_SHADER),
-            on(m.mesh_shader, DeviceFeatures::MESH_SHADER),
-            on(l.rectangular_lines, DeviceFeatures::RECTANGULAR_LINES),
-            on(l.bresenham_lines, DeviceFeatures::BRESENHAM_LINES),
-            on(l.smooth_lines, DeviceFeatures::SMOOTH_LINES),
-            on(l.stippled_rectangular_lines, DeviceFeatures::STIPPLED_RECTANGULAR_LINES),
-            on(l.stippled_bresenham_lines, DeviceFeatures::STIPPLED_BRESENHAM_LINES),
-            on(l.stippled_smooth_lines, DeviceFeatures::STIPPLED_SMOOTH_LINES),
-            on(self.provoking.provoking_vertex_last, DeviceFeatures::PROVOKING_VERTEX_LAST),
-            on(vk::Bool32::from(self.conservative), DeviceFeatures::CONSERVATIVE_RASTERIZATION),
-            on(self.clip_enable.depth_clip_enable, DeviceFeatures::DEPTH_CLIP_ENABLE),
-            on(self.clip_control.depth_clip_control, DeviceFeatures::DEPTH_CLIP_CONTROL),
-            on(self.xfb.geometry_streams, DeviceFeatures::GEOMETRY_STREAMS),
-            on(self.xfb.transform_feedback, DeviceFeatures::TRANSFORM_FEEDBACK),
-            on(
-                self.divisor.vertex_attribute_instance_rate_divisor,
-                DeviceFeatures::VERTEX_ATTRIBUTE_INSTANCE_RATE_DIVISOR,
-            ),
-            on(
-                self.divisor.vertex_attribute_instance_rate_zero_divisor,
-                DeviceFeatures::VERTEX_ATTRIBUTE_INSTANCE_RATE_ZERO_DIVISOR,
-            ),
-            on(self.eds2.extended_dynamic_state2_logic_op, DeviceFeatures::EXTENDED_DYNAMIC_STATE2_LOGIC_OP),
-            on(
-                self.eds2.extended_dynamic_state2_patch_control_points,
-                DeviceFeatures::EXTENDED_DYNAMIC_STATE2_PATCH_CONTROL_POINTS,
-            ),
-            on(vk::Bool32::from(eds3_any), DeviceFeatures::EXTENDED_DYNAMIC_STATE3),
-            on(self.vids.vertex_input_dynamic_state, DeviceFeatures::VERTEX_INPUT_DYNAMIC_STATE),
-            on(v12.sampler_filter_minmax, DeviceFeatures::SAMPLER_FILTER_MINMAX),
-            on(v12.sampler_mirror_clamp_to_edge, DeviceFeatures::SAMPLER_MIRROR_CLAMP_TO_EDGE),
-            on(v12.descriptor_binding_partially_bound, DeviceFeatures::DESCRIPTOR_BINDING_PARTIALLY_BOUND),
-            on(
-                v12.descriptor_binding_variable_descriptor_count,
-                DeviceFeatures::DESCRIPTOR_BINDING_VARIABLE_DESCRIPTOR_COUNT,
-            ),
-            on(
-                v12.descriptor_binding_update_unused_while_pending,
-                DeviceFeatures::DESCRIPTOR_BINDING_UPDATE_UNUSED_WHILE_PENDING,
-            ),
-            on(
-                v12.descriptor_binding_uniform_buffer_update_after_bind,
-                DeviceFeatures::DESCRIPTOR_BINDING_UNIFORM_BUFFER_UPDATE_AFTER_BIND,
-            ),
-            on(
-                v12.descriptor_binding_sampled_image_update_after_bind,
-                DeviceFeatures::DESCRIPTOR_BINDING_SAMPLED_IMAGE_UPDATE_AFTER_BIND,
-            ),
-            on(
-                v12.descriptor_binding_storage_image_update_after_bind,
-                DeviceFeatures::DESCRIPTOR_BINDING_STORAGE_IMAGE_UPDATE_AFTER_BIND,
-            ),
-            on(
-                v12.descriptor_binding_storage_buffer_update_after_bind,
-                DeviceFeatures::DESCRIPTOR_BINDING_STORAGE_BUFFER_UPDATE_AFTER_BIND,
-            ),
-            on(
-                v12.descriptor_binding_uniform_texel_buffer_update_after_bind,
-                DeviceFeatures::DESCRIPTOR_BINDING_UNIFORM_TEXEL_BUFFER_UPDATE_AFTER_BIND,
-            ),
-            on(
-                v12.descriptor_binding_storage_texel_buffer_update_after_bind,
-                DeviceFeatures::DESCRIPTOR_BINDING_STORAGE_TEXEL_BUFFER_UPDATE_AFTER_BIND,
-            ),
-            on(v13.subgroup_size_control, DeviceFeatures::SUBGROUP_SIZE_CONTROL),
-            on(v13.compute_full_subgroups, DeviceFeatures::COMPUTE_FULL_SUBGROUPS),
-        ]
-        .into_iter()
-        .fold(DeviceFeatures::NONE, DeviceFeatures::union)
+        let mut c = *self;
+        let mut out = DeviceFeatures::NONE;
+        for (f, member) in MEMBERS {
+            if *member(&mut c) == vk::TRUE {
+                out = out.union(f);
+            }
+        }
+        for (i, (_, _, bit)) in EXTENSIONS.iter().enumerate() {
+            if let Some(bit) = bit.filter(|_| self.present[i]) {
+                out = out.union(bit);
+            }
+        }
+        if self.eds3_members() != 0 {
+            out = out.union(DeviceFeatures::EXTENDED_DYNAMIC_STATE3);
+        }
+        out
     }
 
     /// The `VK_EXT_extended_dynamic_state3` members of [`EDS3_MEMBERS`] this (queried) chain
@@ -572,62 +728,17 @@ impl FeatureChain {
     /// `EXTENDED_DYNAMIC_STATE3`) and Vulkan 1.3 `dynamicRendering`; extension structures are
     /// linked only for the extensions `f` needs ([`extensions_for`]).
     pub(crate) fn enabling(f: DeviceFeatures, eds3: u32) -> FeatureChain {
-        let b = |x: DeviceFeatures| vk::Bool32::from(f.contains(x));
         let mut c = FeatureChain::default();
-        for (i, (_, bits)) in EXTENSIONS.iter().enumerate() {
+        for (i, (_, bits, _)) in EXTENSIONS.iter().enumerate() {
             c.present[i] = !f.intersection(*bits).is_empty();
         }
-        c.conservative = f.contains(DeviceFeatures::CONSERVATIVE_RASTERIZATION);
-        c.core.features = to_vk(f);
-        c.core.features.alpha_to_one = b(DeviceFeatures::ALPHA_TO_ONE);
-        c.core.features.large_points = b(DeviceFeatures::LARGE_POINTS);
-        c.core.features.sampler_anisotropy = b(DeviceFeatures::SAMPLER_ANISOTROPY);
-        c.v11 = to_vk11(f);
+        for (bit, member) in MEMBERS {
+            *member(&mut c) = vk::Bool32::from(f.contains(bit));
+        }
         c.v13.dynamic_rendering = vk::TRUE;
         // Required of every Vulkan 1.3 device, like dynamic rendering; SPIR-V with the
         // `LocalSizeId` execution mode needs it (VUID-RuntimeSpirv-LocalSizeId-06434).
         c.v13.maintenance4 = vk::TRUE;
-        c.v13.subgroup_size_control = b(DeviceFeatures::SUBGROUP_SIZE_CONTROL);
-        c.v13.compute_full_subgroups = b(DeviceFeatures::COMPUTE_FULL_SUBGROUPS);
-        let v12 = &mut c.v12;
-        v12.sampler_filter_minmax = b(DeviceFeatures::SAMPLER_FILTER_MINMAX);
-        v12.sampler_mirror_clamp_to_edge = b(DeviceFeatures::SAMPLER_MIRROR_CLAMP_TO_EDGE);
-        v12.descriptor_binding_partially_bound = b(DeviceFeatures::DESCRIPTOR_BINDING_PARTIALLY_BOUND);
-        v12.descriptor_binding_variable_descriptor_count =
-            b(DeviceFeatures::DESCRIPTOR_BINDING_VARIABLE_DESCRIPTOR_COUNT);
-        v12.descriptor_binding_update_unused_while_pending =
-            b(DeviceFeatures::DESCRIPTOR_BINDING_UPDATE_UNUSED_WHILE_PENDING);
-        v12.descriptor_binding_uniform_buffer_update_after_bind =
-            b(DeviceFeatures::DESCRIPTOR_BINDING_UNIFORM_BUFFER_UPDATE_AFTER_BIND);
-        v12.descriptor_binding_sampled_image_update_after_bind =
-            b(DeviceFeatures::DESCRIPTOR_BINDING_SAMPLED_IMAGE_UPDATE_AFTER_BIND);
-        v12.descriptor_binding_storage_image_update_after_bind =
-            b(DeviceFeatures::DESCRIPTOR_BINDING_STORAGE_IMAGE_UPDATE_AFTER_BIND);
-        v12.descriptor_binding_storage_buffer_update_after_bind =
-            b(DeviceFeatures::DESCRIPTOR_BINDING_STORAGE_BUFFER_UPDATE_AFTER_BIND);
-        v12.descriptor_binding_uniform_texel_buffer_update_after_bind =
-            b(DeviceFeatures::DESCRIPTOR_BINDING_UNIFORM_TEXEL_BUFFER_UPDATE_AFTER_BIND);
-        v12.descriptor_binding_storage_texel_buffer_update_after_bind =
-            b(DeviceFeatures::DESCRIPTOR_BINDING_STORAGE_TEXEL_BUFFER_UPDATE_AFTER_BIND);
-        c.mesh.task_shader = b(DeviceFeatures::TASK_SHADER);
-        c.mesh.mesh_shader = b(DeviceFeatures::MESH_SHADER);
-        c.line.rectangular_lines = b(DeviceFeatures::RECTANGULAR_LINES);
-        c.line.bresenham_lines = b(DeviceFeatures::BRESENHAM_LINES);
-        c.line.smooth_lines = b(DeviceFeatures::SMOOTH_LINES);
-        c.line.stippled_rectangular_lines = b(DeviceFeatures::STIPPLED_RECTANGULAR_LINES);
-        c.line.stippled_bresenham_lines = b(DeviceFeatures::STIPPLED_BRESENHAM_LINES);
-        c.line.stippled_smooth_lines = b(DeviceFeatures::STIPPLED_SMOOTH_LINES);
-        c.provoking.provoking_vertex_last = b(DeviceFeatures::PROVOKING_VERTEX_LAST);
-        c.clip_enable.depth_clip_enable = b(DeviceFeatures::DEPTH_CLIP_ENABLE);
-        c.clip_control.depth_clip_control = b(DeviceFeatures::DEPTH_CLIP_CONTROL);
-        c.xfb.geometry_streams = b(DeviceFeatures::GEOMETRY_STREAMS);
-        c.xfb.transform_feedback = b(DeviceFeatures::TRANSFORM_FEEDBACK);
-        c.divisor.vertex_attribute_instance_rate_divisor = b(DeviceFeatures::VERTEX_ATTRIBUTE_INSTANCE_RATE_DIVISOR);
-        c.divisor.vertex_attribute_instance_rate_zero_divisor =
-            b(DeviceFeatures::VERTEX_ATTRIBUTE_INSTANCE_RATE_ZERO_DIVISOR);
-        c.eds2.extended_dynamic_state2_logic_op = b(DeviceFeatures::EXTENDED_DYNAMIC_STATE2_LOGIC_OP);
-        c.eds2.extended_dynamic_state2_patch_control_points =
-            b(DeviceFeatures::EXTENDED_DYNAMIC_STATE2_PATCH_CONTROL_POINTS);
         if f.contains(DeviceFeatures::EXTENDED_DYNAMIC_STATE3) {
             for (i, _, _) in EDS3_MEMBERS {
                 if eds3 & (1 << i) != 0 {
@@ -637,7 +748,6 @@ impl FeatureChain {
                 }
             }
         }
-        c.vids.vertex_input_dynamic_state = b(DeviceFeatures::VERTEX_INPUT_DYNAMIC_STATE);
         c
     }
 }
@@ -653,16 +763,9 @@ pub(crate) enum Need {
     Extension(DeviceFeatures, &'static str),
     /// An [`EDS3_MEMBERS`] member (index, name).
     Eds3(u32, &'static str),
+    /// Any one of the features of the mask (a SPIR-V capability several features allow).
+    AnyOf(DeviceFeatures),
 }
-
-const LINE_FEATURES: DeviceFeatures = DeviceFeatures(
-    DeviceFeatures::RECTANGULAR_LINES.0
-        | DeviceFeatures::BRESENHAM_LINES.0
-        | DeviceFeatures::SMOOTH_LINES.0
-        | DeviceFeatures::STIPPLED_RECTANGULAR_LINES.0
-        | DeviceFeatures::STIPPLED_BRESENHAM_LINES.0
-        | DeviceFeatures::STIPPLED_SMOOTH_LINES.0,
-);
 
 /// What one dynamic state needs (`Ok(None)`: nothing beyond Vulkan 1.3), or why granary does
 /// not take it.
@@ -751,6 +854,12 @@ pub(crate) fn required_native(state: &NativePipeline, stages: &[ShaderStage]) ->
             need(f, format!("stages[{i}] is a {s} stage"));
         }
     }
+    // VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT, _EARLY_RETURN_ON_FAILURE_BIT.
+    for (bit, name) in [(0x100, "FAIL_ON_PIPELINE_COMPILE_REQUIRED"), (0x200, "EARLY_RETURN_ON_FAILURE")] {
+        if state.flags & bit != 0 {
+            need(F::PIPELINE_CREATION_CACHE_CONTROL, format!("flags has {name}"));
+        }
+    }
     for (i, s) in state.stages.iter().enumerate() {
         if let Some(n) = s.required_subgroup_size {
             need(F::SUBGROUP_SIZE_CONTROL, format!("stages[{i}].requiredSubgroupSize is {n}"));
@@ -789,6 +898,13 @@ pub(crate) fn required_native(state: &NativePipeline, stages: &[ShaderStage]) ->
                         ))
                     }
                 }
+            }
+            match b.descriptor_type {
+                1000138000 => need(F::INLINE_UNIFORM_BLOCK, format!("{at}.descriptorType is INLINE_UNIFORM_BLOCK")),
+                1000150000 => {
+                    need(F::ACCELERATION_STRUCTURE, format!("{at}.descriptorType is ACCELERATION_STRUCTURE_KHR"))
+                }
+                _ => {}
             }
             flag(0x2, F::DESCRIPTOR_BINDING_UPDATE_UNUSED_WHILE_PENDING, "UPDATE_UNUSED_WHILE_PENDING", &mut need);
             flag(0x4, F::DESCRIPTOR_BINDING_PARTIALLY_BOUND, "PARTIALLY_BOUND", &mut need);
@@ -968,7 +1084,11 @@ mod tests {
         w.extend([(5 << 16) | 54, 1, 2, 0, 3]); // OpFunction: the preamble is over
         w.extend([(2 << 16) | 17, 11]); // never read
         let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
-        let needs: Vec<DeviceFeatures> = required_by_spirv(&bytes).into_iter().map(|(f, _)| f).collect();
+        let feature = |n: Need| match n {
+            Need::Feature(f) => f,
+            other => panic!("{other:?}"),
+        };
+        let needs: Vec<DeviceFeatures> = required_by_spirv(&bytes).into_iter().map(|(n, _)| feature(n)).collect();
         assert_eq!(
             needs,
             [
@@ -984,11 +1104,54 @@ mod tests {
     }
 
     #[test]
+    fn real_modules_capabilities_and_extensions_need_their_features() {
+        // What the DXC and slangc samples declare (docs/BENCHMARKS.md, "Real Vulkan input").
+        let mut w: Vec<u32> = vec![0x0723_0203, 0x0001_0300, 0, 100, 0];
+        for cap in [41u32, 5302, 5347, 5284, 12, 5254, 4422] {
+            w.extend([(2 << 16) | 17, cap]);
+        }
+        let ext = b"SPV_KHR_fragment_shading_rate\0\0\0";
+        w.push(((1 + ext.len() as u32 / 4) << 16) | 10);
+        w.extend(ext.chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+        w.extend([(3 << 16) | 14, 0, 1]);
+        let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let needs: Vec<Need> = required_by_spirv(&bytes).into_iter().map(|(n, _)| n).collect();
+        use DeviceFeatures as F;
+        assert_eq!(
+            needs,
+            [
+                Need::Feature(F::SHADER_RESOURCE_RESIDENCY),
+                Need::Feature(F::RUNTIME_DESCRIPTOR_ARRAY),
+                Need::Feature(F::BUFFER_DEVICE_ADDRESS),
+                Need::Feature(F::FRAGMENT_SHADER_BARYCENTRIC),
+                Need::AnyOf(F(F::SHADER_BUFFER_INT64_ATOMICS.0 | F::SHADER_SHARED_INT64_ATOMICS.0)),
+                Need::Feature(F::SHADER_OUTPUT_VIEWPORT_INDEX),
+                Need::Feature(F::SHADER_OUTPUT_LAYER),
+                Need::AnyOf(F(F::PIPELINE_FRAGMENT_SHADING_RATE.0
+                    | F::PRIMITIVE_FRAGMENT_SHADING_RATE.0
+                    | F::ATTACHMENT_FRAGMENT_SHADING_RATE.0)),
+                Need::Extension(
+                    F(F::PIPELINE_FRAGMENT_SHADING_RATE.0
+                        | F::PRIMITIVE_FRAGMENT_SHADING_RATE.0
+                        | F::ATTACHMENT_FRAGMENT_SHADING_RATE.0),
+                    "VK_KHR_fragment_shading_rate"
+                ),
+            ]
+        );
+        // Every SPIR-V extension names a device extension granary enables.
+        for (spv, ext) in SPIRV_EXTENSIONS {
+            assert!(EXTENSIONS.iter().any(|(n, _, _)| n.contains(&ext)), "{spv} → {ext}");
+        }
+    }
+
+    #[test]
     fn every_known_feature_maps_both_ways() {
         // The core and Vulkan 1.1 features through `to_vk`/`from_vk`; every feature (the
         // native pipelines' too) through the chain that enables it.
-        for (f, name) in &DeviceFeatures::ALL[..28] {
-            assert_eq!(from_vk(&to_vk(*f), &to_vk11(*f)), *f, "{name}");
+        for (i, (f, name)) in DeviceFeatures::ALL.iter().enumerate() {
+            let c = FeatureChain::enabling(*f, 0);
+            let back = from_vk(&c.core.features, &c.v11);
+            assert!(back == *f || (i >= 28 && back.is_empty()), "{name}: {back}");
         }
         for (f, name) in DeviceFeatures::ALL {
             assert_eq!(FeatureChain::enabling(f, u32::MAX).features(), f, "{name}");
@@ -998,7 +1161,15 @@ mod tests {
         assert_eq!(all.eds3_members().count_ones() as usize, EDS3_MEMBERS.len());
         assert_eq!(FeatureChain::enabling(DeviceFeatures::NONE, u32::MAX).features(), DeviceFeatures::NONE);
         let core = DeviceFeatures((1 << 28) - 1);
-        assert_eq!(from_vk(&to_vk(core), &to_vk11(core)), core);
+        let c = FeatureChain::enabling(core, 0);
+        assert_eq!(from_vk(&c.core.features, &c.v11), core);
+        // Every bit is a structure member or an extension's own bit, exactly once.
+        for (f, name) in DeviceFeatures::ALL {
+            let members = MEMBERS.iter().filter(|(m, _)| *m == f).count();
+            let rows = EXTENSIONS.iter().filter(|(_, _, b)| *b == Some(f)).count();
+            let eds3 = usize::from(f == DeviceFeatures::EXTENDED_DYNAMIC_STATE3);
+            assert_eq!(members + rows + eds3, 1, "{name}");
+        }
         let none = (vk::PhysicalDeviceFeatures::default(), vk::PhysicalDeviceVulkan11Features::default());
         assert_eq!(from_vk(&none.0, &none.1), DeviceFeatures::NONE);
     }
