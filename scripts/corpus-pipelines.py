@@ -10,7 +10,12 @@ tessellation, geometry or mesh/task stages are written in the native Vulkan form
 folder's vertex and fragment stage of the same name, else `base`, else the only one), a
 pipeline layout reflected from the modules' descriptor decorations and push-constant blocks,
 dynamic rendering with one colour format per fragment output and a depth attachment, dynamic
-viewport and scissor. Ray-tracing stages are not turned into pipelines; what is not made is
+viewport and scissor. A vertex+fragment pipeline whose fragment stage reads input attachments
+is written in the native form too, as subpass 1 of a render pass whose subpass 0 writes them,
+and so is a pipeline with an unsized binding array (given 16 descriptors) or an
+acceleration-structure binding, which the portable form cannot say. A
+vertex+fragment pair that a native pipeline joins through a tessellation or geometry stage is
+not also made on its own (the samples never create it). Ray-tracing stages are not turned into pipelines; what is not made is
 counted in the summary on stderr, with the reason.
 
     scripts/corpus-pipelines.py SHADERS_DIR OUT/pipelines.json
@@ -86,6 +91,8 @@ def interface(path):
 # Descriptor types (VkDescriptorType).
 SAMPLER, COMBINED, SAMPLED_IMAGE, STORAGE_IMAGE, UNIFORM_TEXEL, STORAGE_TEXEL, UNIFORM_BUFFER, STORAGE_BUFFER = 0, 1, 2, 3, 4, 5, 6, 7
 INPUT_ATTACHMENT, ACCELERATION_STRUCTURE = 10, 1000150000
+# The descriptor count a layout gives an unsized binding array.
+RUNTIME_ARRAY = 16
 # Execution models and the VkShaderStageFlagBits of each.
 STAGE_BITS = {0: 0x1, 1: 0x2, 2: 0x4, 3: 0x8, 4: 0x10, 5: 0x20, 5364: 0x40, 5365: 0x80, 5267: 0x40, 5268: 0x80}
 
@@ -178,7 +185,8 @@ def reflect(path):
         if k and k[0] == "array":
             t, count = k[1], consts.get(k[2], 1)
         elif k and k[0] == "runtime_array":
-            t, count = k[1], 1
+            # An unsized array: the layout gives it room for RUNTIME_ARRAY descriptors.
+            t, count = k[1], RUNTIME_ARRAY
         k = types.get(t, ())
         if not k:
             continue
@@ -201,8 +209,59 @@ def reflect(path):
             ty = STORAGE_BUFFER if storage == 12 or 3 in block else UNIFORM_BUFFER
         else:
             continue
-        bindings[(d[34], d[33])] = (ty, count)
+        prev = bindings.get((d[34], d[33]))
+        if prev and {prev[0], ty} == {SAMPLER, SAMPLED_IMAGE}:
+            # DXC's [[vk::combinedImageSampler]]: a texture and a sampler at one binding.
+            ty = COMBINED
+        bindings[(d[34], d[33])] = (ty, max(count, prev[1] if prev else 0))
     return bindings, (push + 3) // 4 * 4, output_vertices, STAGE_BITS.get(model, 0)
+
+
+def input_attachments(path):
+    """Whether the module declares the InputAttachment capability, and the number of input
+    attachments it reads (one more than the largest InputAttachmentIndex decoration)."""
+    w = words(path)
+    i, cap, count = 5, False, 0
+    while i < len(w):
+        op, n = w[i] & 0xFFFF, w[i] >> 16
+        if n == 0:
+            raise ValueError("zero-length instruction")
+        a = w[i + 1 : i + n]
+        if op == 17 and a and a[0] == 40:  # OpCapability InputAttachment
+            cap = True
+        elif op == 71 and len(a) >= 3 and a[1] == 43:  # OpDecorate InputAttachmentIndex
+            count = max(count, a[2] + 1)
+        i += n
+    return cap, count
+
+
+def portable(path):
+    """Whether the portable form can say the module's bindings: not an unsized binding array
+    nor an acceleration structure (the native form can)."""
+    bindings = reflect(path)[0]
+    return all(ty != ACCELERATION_STRUCTURE and count != RUNTIME_ARRAY for ty, count in bindings.values())
+
+
+def render_pass(inputs, colors):
+    """A two-subpass render pass: subpass 0 writes `inputs` colour attachments, subpass 1 (the
+    pipeline's) reads them as input attachments 0..inputs-1 and writes `colors` colour
+    attachments and a depth attachment, as the samples' deferred passes do."""
+    def att(fmt, final):
+        return {"format": fmt, "samples": 1, "loadOp": 1, "storeOp": 0, "stencilLoadOp": 2,
+                "stencilStoreOp": 1, "initialLayout": 0, "finalLayout": final}
+    attachments = [att(37, 5) for _ in range(inputs)] + [att(37, 2) for _ in range(colors)] + [att(126, 3)]
+    ref = lambda a, layout, aspect=0: {"attachment": a, "layout": layout, "aspectMask": aspect}
+    return {
+        "attachments": attachments,
+        "subpasses": [
+            {"pipelineBindPoint": 0, "colorAttachments": [ref(a, 2) for a in range(inputs)]},
+            {"pipelineBindPoint": 0, "inputAttachments": [ref(a, 5, 1) for a in range(inputs)],
+             "colorAttachments": [ref(inputs + c, 2) for c in range(colors)],
+             "depthStencilAttachment": ref(inputs + colors, 3)},
+        ],
+        "dependencies": [{"srcSubpass": 0, "dstSubpass": 1, "srcStageMask": 0x400, "dstStageMask": 0x80,
+                          "srcAccessMask": 0x100, "dstAccessMask": 0x10, "dependencyFlags": 1}],
+    }
 
 
 NATIVE_STAGES = {"vert": "vertex", "tesc": "tessellation_control", "tese": "tessellation_evaluation",
@@ -228,6 +287,14 @@ def native_pipeline(label, files, lib):
         if size:
             push, push_stages = max(push, size), push_stages | bit
         stages.append({"stage": NATIVE_STAGES[st], "function": {"library": lib(st), "function": entry}})
+    if "comp" in files:
+        entry, _, _ = interface(files["comp"])
+        bindings, size, _, bit = reflect(files["comp"])
+        for (s_, b), (ty, count) in bindings.items():
+            sets.setdefault(s_, {})[b] = (ty, count, bit)
+        if size:
+            push, push_stages = size, bit
+        stages.append({"stage": "compute", "function": {"library": lib("comp"), "function": entry}})
     set_layouts = []
     for s_ in range(max(sets) + 1 if sets else 0):
         set_layouts.append({"bindings": [
@@ -236,6 +303,8 @@ def native_pipeline(label, files, lib):
     layout = {"setLayouts": set_layouts}
     if push:
         layout["pushConstantRanges"] = [{"stageFlags": push_stages, "offset": 0, "size": push}]
+    if "comp" in files:
+        return {"label": label, "vulkan": {"stages": stages, "state": {"stages": [{}], "layout": layout}}}, None
     graphics = {
         "viewportState": {"viewportCount": 1, "scissorCount": 1},
         "rasterizationState": {"polygonMode": 0, "cullMode": 0, "frontFace": 0, "lineWidth": 1.0},
@@ -265,7 +334,14 @@ def native_pipeline(label, files, lib):
         colors = [37] * ((max(outs) + 1) if outs else 0)  # VK_FORMAT_R8G8B8A8_UNORM
     graphics["colorBlendState"] = {"attachmentCount": len(colors),
                                    "attachments": [{"colorWriteMask": 15} for _ in colors]}
-    graphics["rendering"] = {"colorAttachmentFormats": colors, "depthAttachmentFormat": 126}  # D32_SFLOAT
+    reads = input_attachments(files["frag"]) if "frag" in files else (False, 0)
+    if reads[0]:
+        # Input attachments need a render pass (dynamic rendering reads none without
+        # VK_KHR_dynamic_rendering_local_read): the pipeline is subpass 1 of one.
+        graphics["renderPass"] = render_pass(max(reads[1], 1), len(colors))
+        graphics["subpass"] = 1
+    else:
+        graphics["rendering"] = {"colorAttachmentFormats": colors, "depthAttachmentFormat": 126}  # D32_SFLOAT
     state = {"stages": [{} for _ in stages], "layout": layout, "graphics": graphics}
     return {"label": label, "vulkan": {"stages": stages, "state": state}}, None
 
@@ -350,10 +426,25 @@ def main():
                 continue
             if rt:
                 continue
-            if "comp" in stages:
+            if "comp" in stages and not portable(stages["comp"]):
+                p, why = native_pipeline(label + "/comp", {"comp": stages["comp"]}, lambda st, lib=lib: lib(st))
+                if p is None:
+                    skipped[why] += 1
+                else:
+                    pipelines.append(p)
+            elif "comp" in stages:
                 entry, _, _ = interface(stages["comp"])
                 pipelines.append({"label": label + "/comp", "compute": {"function": {"library": lib("comp"), "function": entry}}})
-            if "vert" in stages:
+            native_pair = "vert" in stages and "frag" in stages and (
+                input_attachments(stages["frag"])[0] or not portable(stages["vert"]) or not portable(stages["frag"]))
+            if native_pair:
+                files = {"vert": stages["vert"], "frag": stages["frag"]}
+                p, why = native_pipeline(label, files, lambda st, lib=lib: lib(st))
+                if p is None:
+                    skipped[why] += 1
+                else:
+                    pipelines.append(p)
+            elif "vert" in stages:
                 entry, inputs, _ = interface(stages["vert"])
                 attributes, offset, ok = [], 0, True
                 for loc in sorted(inputs):
@@ -379,6 +470,20 @@ def main():
                 pipelines.append({"label": label, "render": render})
             elif "frag" in stages:
                 skipped["fragment stage without a vertex stage of the same name"] += 1
+    joined = set()
+    for p in pipelines:
+        if "vulkan" in p:
+            libs = {s_["stage"]: s_["function"]["library"] for s_ in p["vulkan"]["stages"]}
+            if len(libs) > 2 and "vertex" in libs and "fragment" in libs:
+                joined.add((libs["vertex"], libs["fragment"]))
+    kept = []
+    for p in pipelines:
+        r = p.get("render")
+        if r and r.get("fragment") and (r["vertex"]["library"], r["fragment"]["library"]) in joined:
+            skipped["vertex+fragment pair the sample joins through a tessellation or geometry stage"] += 1
+        else:
+            kept.append(p)
+    pipelines = kept
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     json.dump({"granary_script": 1, "libraries": libraries, "pipelines": pipelines}, open(out, "w"), indent=1)
     print("%d pipelines (%d render, %d compute, %d native) from %s" % (
