@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # The real-shader corpora through granary: for each of ../shared/corpora/willems/shaders/{hlsl,slang},
-# a pipelines script made by scripts/corpus-pipelines.py, harvested with the none backend and with
-# the Vulkan backend under the validation layer (-j 2), then the contracts on the device backend:
-# -j 1 byte-identical to -j 2 (on a device whose cache data is deterministic, such as lavapipe),
-# and --isolate byte-identical to in-process; then a warm start from the binaries alone. One line per step in OUT/summary.txt, the JSON
-# summaries in OUT, and the failures grouped by cause in OUT/causes-*.txt.
+# a pipelines script made by scripts/corpus-pipelines.py, harvested with the none backend, then
+# with the Vulkan backend under the validation layer (-j 2, the validation record) and without it
+# (-j 2, the reference), then the contracts on the device backend against the reference: the
+# pipeline records (`granary ls --json`: keys, labels, stages, layouts, state, the driver's binary
+# keys; the binaries' bytes left out, which a driver need not reproduce run to run) of -j 1 and
+# --isolate equal to -j 2's, and the whole archives compared byte for byte (equal on a device
+# whose binaries are deterministic, such as lavapipe); then a warm start from the binaries alone,
+# of the reference without the layer and of the validated harvest under it (harvest and warm
+# must agree on the layer: with it loaded, NVIDIA's vkGetPipelineKeyKHR differs for some
+# pipelines, docs/BENCHMARKS.md). One line per step in OUT/summary.txt, the JSON summaries in
+# OUT, and the failures grouped by cause in OUT/causes-*.txt.
 #
 #   scripts/corpus-harvest.sh GRANARY OUT [CORPORA]
 set -uo pipefail
@@ -16,7 +22,8 @@ for c in hlsl slang; do
   [ -d "$C/$c" ] || { echo "$c: no corpus at $C/$c" | tee -a "$SUM"; continue; }
   python3 scripts/corpus-pipelines.py "$C/$c" "$OUT/$c/pipelines.json" 2> "$OUT/$c-script.txt"
   cat "$OUT/$c-script.txt" >> "$SUM"
-  for step in "none:--backend none -j 2" "vulkan:--backend vulkan --validate -j 2" "vulkan-j1:--backend vulkan -j 1" "isolate:--backend vulkan --isolate -j 2"; do
+  for step in "none:--backend none -j 2" "validate:--backend vulkan --validate -j 2" "vulkan:--backend vulkan -j 2" \
+      "vulkan-j1:--backend vulkan -j 1" "isolate:--backend vulkan --isolate -j 2"; do
     name=${step%%:*}; args=${step#*:}
     # shellcheck disable=SC2086
     "$G" harvest "$OUT/$c/pipelines.json" -o "$OUT/$c/$name.granary" $args --json -q > "$OUT/$c-$name.json" 2> "$OUT/$c-$name.err"
@@ -30,9 +37,12 @@ print("%s: %s of %s pipelines, %s failed%s" % (sys.argv[2], d.get("succeeded"), 
 PY
   done
   # Warm start from the harvest's binaries only: every archived pipeline must come back from them.
-  "$G" warm "$OUT/$c/vulkan.granary" --source binaries --json > "$OUT/$c-warm.json" 2> "$OUT/$c-warm.err"
-  rc=$?
-  python3 - "$OUT/$c-warm.json" "$c warm-from-binaries exit $rc" >> "$SUM" <<'PY'
+  for w in "vulkan:" "validate:--validate"; do
+    name=${w%%:*}; flag=${w#*:}
+    # shellcheck disable=SC2086
+    "$G" warm "$OUT/$c/$name.granary" --source binaries $flag --json > "$OUT/$c-warm-$name.json" 2> "$OUT/$c-warm-$name.err"
+    rc=$?
+    python3 - "$OUT/$c-warm-$name.json" "$c warm-from-binaries ($name${flag:+, $flag}) exit $rc" >> "$SUM" <<'PY'
 import json, sys
 try:
     d = json.load(open(sys.argv[1]))
@@ -41,9 +51,37 @@ except ValueError:
 print("%s: %s of %s pipelines from binaries, %s compiled, %s failed, %s key mismatches" % (sys.argv[2],
       d.get("from_binaries"), d.get("pipelines"), d.get("compiled"), d.get("failed"), d.get("key_mismatches")))
 PY
-  cmp -s "$OUT/$c/vulkan.granary" "$OUT/$c/vulkan-j1.granary" && echo "$c: -j1 and -j2 archives identical" >> "$SUM" || echo "$c: -j1 and -j2 archives DIFFER" >> "$SUM"
-  cmp -s "$OUT/$c/vulkan.granary" "$OUT/$c/isolate.granary" && echo "$c: --isolate and in-process archives identical" >> "$SUM" || echo "$c: --isolate and in-process archives DIFFER" >> "$SUM"
-  python3 - "$OUT/$c-vulkan.json" > "$OUT/causes-$c.txt" <<'PY'
+  done
+  for name in vulkan vulkan-j1 isolate; do
+    "$G" ls "$OUT/$c/$name.granary" --json > "$OUT/$c/$name.ls.json" 2>> "$OUT/$c-ls.err"
+  done
+  for other in vulkan-j1 isolate; do
+    python3 - "$OUT/$c/vulkan.ls.json" "$OUT/$c/$other.ls.json" "$c: $other against -j 2" >> "$SUM" <<'PY'
+import json, sys
+def records(path):
+    try:
+        pipelines = json.load(open(path))["pipelines"]
+    except (OSError, ValueError, KeyError):
+        return None
+    for p in pipelines:
+        for d in p.get("devices", []):
+            d.pop("bytes", None)
+            for b in d.get("binary_list", []):
+                b.pop("bytes", None); b.pop("hash", None)
+    return pipelines
+a, b = records(sys.argv[1]), records(sys.argv[2])
+if a is None or b is None:
+    print("%s: no records to compare" % sys.argv[3])
+elif a == b:
+    print("%s: %d pipeline records equal" % (sys.argv[3], len(a)))
+else:
+    diff = sum(1 for x, y in zip(a, b) if x != y) + abs(len(a) - len(b))
+    print("%s: pipeline records DIFFER (%d of %d/%d)" % (sys.argv[3], diff, len(a), len(b)))
+PY
+    cmp -s "$OUT/$c/vulkan.granary" "$OUT/$c/$other.granary" && echo "$c: $other archive byte-identical to -j 2's" >> "$SUM" \
+      || echo "$c: $other archive bytes differ from -j 2's (the driver's binaries, where the records are equal)" >> "$SUM"
+  done
+  python3 - "$OUT/$c-validate.json" > "$OUT/causes-$c.txt" <<'PY'
 import json, re, sys
 from collections import Counter
 d = json.load(open(sys.argv[1]))
