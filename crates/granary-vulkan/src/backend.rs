@@ -155,6 +155,13 @@ impl VulkanBackend {
         })
     }
 
+    /// The device the backend creates pipelines on, for calls of the caller's own beside the
+    /// harvest (a test building a create info by hand and asking the driver for its
+    /// `vkGetPipelineKeyKHR`; [`Gpu::raw_device`] says the rules).
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
     /// The validation layer's messages (with [`VulkanOptions::validate`]), each attributed to
     /// the pipeline whose [`Backend::compile`](granary::backend::Backend::compile) made it; readable from any
     /// thread while pipelines are created.

@@ -338,6 +338,17 @@ impl Gpu {
     pub fn global_key(&self) -> &[u8] {
         &self.global_key
     }
+
+    /// The `VkDevice` and its function table, for the application's own calls on a device
+    /// granary opened (its own shader modules, layouts and pipelines; `vkGetPipelineKeyKHR`
+    /// of its own create infos). Calling through it is `unsafe`, with Vulkan's rules and two
+    /// of granary's: never destroy the device (granary does, in `Drop`, once every object made
+    /// from it is gone), and destroy every object you create from it before this `Gpu` is
+    /// dropped. Granary holds no Vulkan object that needs external synchronization across
+    /// threads except its internal pipeline cache, which it never hands out.
+    pub fn raw_device(&self) -> &Device {
+        &self.device
+    }
 }
 
 impl Drop for Gpu {

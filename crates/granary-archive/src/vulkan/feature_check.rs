@@ -81,7 +81,84 @@ pub fn check_features(gpu: &Gpu, layout: &PipelineLayout, state: Option<&RenderS
 /// each with the field that needs it, before any driver call.
 pub fn check_native(gpu: &Gpu, state: &NativePipeline, stages: &[ShaderStage]) -> Result<(), String> {
     refuse_missing(gpu, required_native(state, stages)?)?;
-    check_native_limits(gpu, state, stages)
+    check_native_limits(gpu, state, stages)?;
+    check_native_formats(gpu, state)
+}
+
+/// `VK_DYNAMIC_STATE_COLOR_BLEND_ENABLE_EXT`: `blendEnable` is then set at draw time.
+const DYNAMIC_COLOR_BLEND_ENABLE: u32 = 1000455010;
+
+/// The attachment formats of a native graphics state against the device's format features
+/// (optimal tiling), before any driver call: with dynamic rendering each colour format must
+/// be renderable (`COLOR_ATTACHMENT`, `VUID-VkGraphicsPipelineCreateInfo-renderPass-06582`)
+/// and the depth and stencil formats `DEPTH_STENCIL_ATTACHMENT` (`-06587`, `-06588`); with
+/// either, a colour attachment is blended only where its format has `COLOR_ATTACHMENT_BLEND`
+/// (`-06041` with a render pass, `-06062` without). A create info recorded on another GPU
+/// names formats this one may not have.
+fn check_native_formats(gpu: &Gpu, state: &NativePipeline) -> Result<(), String> {
+    use vulkanalia::vk::{self, FormatFeatureFlags as F};
+    let Some(g) = &state.graphics else { return Ok(()) };
+    let device = &gpu.info.identity.device_name;
+    let has = |format: u32, want: F| {
+        gpu._driver.optimal_features(gpu.info.handle, vk::Format::from_raw(format as i32)).contains(want)
+    };
+    let refuse = |what: String, feature: &str| {
+        Err(format!("{what}: device '{device}' has no {feature} for it (the device does not support it)"))
+    };
+    // The colour formats the fragment output writes, by attachment index of the blend state.
+    let colors: Vec<(String, u32)> = match (&g.render_pass, &g.rendering) {
+        (Some(rp), _) => match rp.subpasses.get(g.subpass as usize) {
+            Some(sp) => sp
+                .color_attachments
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let format = rp.attachments.get(r.attachment as usize).map_or(0, |a| a.format);
+                    (format!("renderPass subpass {} colour attachment {i} (format {format})", g.subpass), format)
+                })
+                .collect(),
+            None => Vec::new(),
+        },
+        (None, Some(r)) => {
+            for (i, &format) in r.color_attachment_formats.iter().enumerate() {
+                if format != 0 && !has(format, F::COLOR_ATTACHMENT) {
+                    return refuse(
+                        format!("VkPipelineRenderingCreateInfo.pColorAttachmentFormats[{i}] is format {format}"),
+                        "COLOR_ATTACHMENT",
+                    );
+                }
+            }
+            for (what, format) in [("depth", r.depth_attachment_format), ("stencil", r.stencil_attachment_format)] {
+                if format != 0 && !has(format, F::DEPTH_STENCIL_ATTACHMENT) {
+                    return refuse(
+                        format!("VkPipelineRenderingCreateInfo.{what}AttachmentFormat is format {format}"),
+                        "DEPTH_STENCIL_ATTACHMENT",
+                    );
+                }
+            }
+            r.color_attachment_formats
+                .iter()
+                .enumerate()
+                .map(|(i, &f)| (format!("VkPipelineRenderingCreateInfo.pColorAttachmentFormats[{i}] (format {f})"), f))
+                .collect()
+        }
+        (None, None) => Vec::new(),
+    };
+    if g.dynamic_states.contains(&DYNAMIC_COLOR_BLEND_ENABLE) {
+        return Ok(());
+    }
+    let Some(blend) = &g.color_blend_state else { return Ok(()) };
+    for (i, a) in blend.attachments.iter().enumerate() {
+        if let Some((what, format)) = colors.get(i) {
+            if a.blend_enable && *format != 0 && !has(*format, F::COLOR_ATTACHMENT_BLEND) {
+                return refuse(
+                    format!("colorBlendState.pAttachments[{i}].blendEnable is set for {what}"),
+                    "COLOR_ATTACHMENT_BLEND",
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The limits of a native state: patch size, viewports, required subgroup sizes.
