@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The real-shader corpora through granary: for each of ../shared/corpora/willems/shaders/{hlsl,slang},
+# The real-shader corpora through granary: for each of ../shared/corpora/willems/shaders/{hlsl,slang}
+# (and glslang-hlsl, where scripts/corpus-glslang.sh wrote it beside them),
 # a pipelines script made by scripts/corpus-pipelines.py, harvested with the none backend, then
 # with the Vulkan backend under the validation layer (-j 2, the validation record) and without it
 # (-j 2, the reference), then the contracts on the device backend against the reference: the
@@ -18,7 +19,7 @@ G=$(realpath "$1"); OUT=$(realpath -m "$2"); C=${3:-$(dirname "$0")/../../shared
 mkdir -p "$OUT"; cd "$(dirname "$0")/.."
 SUM=$OUT/summary.txt; : > "$SUM"
 export GRANARY_VALIDATE_EXPECT=${GRANARY_VALIDATE_EXPECT:-UNASSIGNED-CoreValidation-Shader-OutputNotConsumed}
-for c in hlsl slang; do
+for c in hlsl slang glslang-hlsl; do
   [ -d "$C/$c" ] || { echo "$c: no corpus at $C/$c" | tee -a "$SUM"; continue; }
   python3 scripts/corpus-pipelines.py "$C/$c" "$OUT/$c/pipelines.json" 2> "$OUT/$c-script.txt"
   cat "$OUT/$c-script.txt" >> "$SUM"
