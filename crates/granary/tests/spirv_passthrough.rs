@@ -168,6 +168,35 @@ fn a_missing_validator_says_what_to_install_or_set() {
     );
 }
 
+/// Valid SPIR-V (spirv-val accepts aliasing) whose two resources at one binding no one
+/// descriptor type serves: a uniform block and a storage buffer at set 0 binding 0.
+const ALIASED_COMP: &str = r#"#version 450
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) uniform U { vec4 a; } u;
+layout(set = 0, binding = 0) buffer B { float v[]; } b;
+void main() { b.v[0] = u.a.x; }
+"#;
+
+#[test]
+fn a_portable_pipeline_whose_stage_aliases_two_descriptor_types_at_one_binding_never_reaches_the_backend() {
+    if !tools() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let backend = Arc::new(Recording::default());
+    let c = Compiler::with_backend(CompilerOptions::default(), backend.clone());
+    let lib = Library::spirv("aliased.comp.spv", glsl_to_spirv(tmp.path(), "comp", ALIASED_COMP));
+    let e = c.compile(&PipelineDescriptor::Compute(compute(lib, "aliased"))).unwrap_err();
+    let m = e.to_string();
+    assert!(
+        m.contains("compute function 'main': set 0 binding 0 is declared as both")
+            && m.contains("uniform_buffer")
+            && m.contains("storage_buffer"),
+        "{e}"
+    );
+    assert_eq!(*backend.seen.lock().unwrap(), ["link aliased"], "refused by the link check, never compiled");
+}
+
 #[test]
 fn spec_constants_make_a_specialization_and_the_module_passes_through_unchanged() {
     if !tools() {

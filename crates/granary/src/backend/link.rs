@@ -13,6 +13,9 @@ use std::sync::Arc;
 ///
 /// Stage-versus-slot mismatches are caught earlier, when the entry point is looked up.
 ///
+/// For render and compute pipelines alike, no SPIR-V stage may declare two resources at one
+/// binding that no one Vulkan descriptor type serves ([`check_one_type_per_binding`]).
+///
 /// A native Vulkan pipeline gets [`check_native`] instead: only what granary needs to build it.
 /// Its interfaces and fixed-function state are not compared: they are exactly what the
 /// application created the pipeline with, Vulkan allows much that these checks refuse (unused
@@ -22,8 +25,9 @@ pub fn check(desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result
     let r = match desc {
         PipelineDescriptor::Render(r) => r,
         PipelineDescriptor::Native(n) => return check_native(n),
-        PipelineDescriptor::Compute(_) => return Ok(()),
+        PipelineDescriptor::Compute(_) => return check_one_type_per_binding(stages),
     };
+    check_one_type_per_binding(stages)?;
     let vs = stages.iter().find(|s| s.stage == ShaderStage::Vertex);
     let fs = stages.iter().find(|s| s.stage == ShaderStage::Fragment);
     let Some(vs) = vs else {
@@ -256,4 +260,29 @@ pub fn merge_layout(
         return Ok(PipelineLayout { bindings: x.bindings.clone(), immediates: x.immediates, stages: maps });
     }
     Ok(PipelineLayout { bindings: merged.into_values().map(|(b, _)| b).collect(), immediates, stages: maps })
+}
+
+/// A portable pipeline's layout is derived from its stages, one descriptor type per binding:
+/// a SPIR-V stage declaring, at one binding, resources of two kinds that no one descriptor
+/// type serves (glslang's HLSL front end puts `$Global` and a `RWStructuredBuffer` both at
+/// binding 0 without register shifts) has no valid derived layout, and the driver would be
+/// handed a mismatch (`VUID-VkGraphicsPipelineCreateInfo-layout-07990`). Refused here, naming
+/// the stage, file, binding and kinds. (The native form takes the application's own layout,
+/// which may make such a binding `VK_DESCRIPTOR_TYPE_MUTABLE_EXT`.)
+pub fn check_one_type_per_binding(stages: &[Arc<StageFunction>]) -> Result<(), String> {
+    for s in stages {
+        let Some(r) = &s.spirv else { continue };
+        if let Some((set, binding, kept, other)) = r.conflicts.first() {
+            return Err(format!(
+                "{} function '{}': set {set} binding {binding} is declared as both {} and {}, which no one Vulkan \
+                 descriptor type serves; a derived layout gives each binding one type (write the pipeline in the \
+                 native form with the application's layout, or give the resources distinct bindings)",
+                s.stage,
+                s.entry_point,
+                kept.name(),
+                other.name()
+            ));
+        }
+    }
+    Ok(())
 }

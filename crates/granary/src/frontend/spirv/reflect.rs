@@ -89,6 +89,12 @@ pub struct EntryReflection {
     /// (aliasing, which Vulkan allows for compatible descriptors); the first is kept in
     /// `bindings`. Translated targets cannot bind these.
     pub aliased: Vec<(u32, u32)>,
+    /// Of those, the bindings whose two kinds no one Vulkan descriptor type serves (a uniform
+    /// buffer and a storage buffer at one binding, say; a sampled image and a sampler share a
+    /// combined image sampler, read-only and writable storage one type): `(set, binding, the
+    /// kind kept, the other)`. No layout granary derives is valid for such a stage
+    /// (`VUID-…-layout-07990`).
+    pub conflicts: Vec<(u32, u32, BindingKind, BindingKind)>,
     /// The size in bytes of its push-constant block, if it uses one.
     pub push_constant_size: Option<u32>,
     /// Whether a storage buffer it uses ends in a runtime-sized array (MSL then needs its
@@ -179,6 +185,7 @@ fn entry(ep: &spirq::prelude::EntryPoint, stage: ShaderStage) -> Result<EntryRef
     let mut outputs: Vec<(u32, u32, Option<IoType>)> = Vec::new();
     let mut bindings: Vec<LayoutBinding> = Vec::new();
     let mut aliased = Vec::new();
+    let mut conflicts = Vec::new();
     let mut push_constant_size = None;
     let mut runtime_sized = false;
     let mut spec_constants = Vec::new();
@@ -199,7 +206,12 @@ fn entry(ep: &spirq::prelude::EntryPoint, stage: ShaderStage) -> Result<EntryRef
                 let (group, binding) = desc_bind.into_inner();
                 match bindings.iter().find(|b| (b.group, b.binding) == (group, binding)) {
                     Some(b) if b.kind == kind && b.count == count => {}
-                    Some(_) => aliased.push((group, binding)),
+                    Some(b) => {
+                        aliased.push((group, binding));
+                        if !one_descriptor_type(b.kind, kind) {
+                            conflicts.push((group, binding, b.kind, kind));
+                        }
+                    }
                     None => {
                         bindings.push(LayoutBinding { group, binding, kind, count, visibility: StageMask::of(stage) })
                     }
@@ -220,6 +232,7 @@ fn entry(ep: &spirq::prelude::EntryPoint, stage: ShaderStage) -> Result<EntryRef
     bindings.sort();
     aliased.sort();
     aliased.dedup();
+    conflicts.dedup_by_key(|c| (c.0, c.1));
     spec_constants.sort_by_key(|c| c.id);
     spec_constants.dedup_by_key(|c| c.id);
     let workgroup_size = ep.exec_modes.iter().find_map(|m| {
@@ -244,6 +257,7 @@ fn entry(ep: &spirq::prelude::EntryPoint, stage: ShaderStage) -> Result<EntryRef
         outputs: merge_locations(outputs),
         bindings,
         aliased,
+        conflicts,
         push_constant_size,
         runtime_sized,
         spec_constants,
@@ -315,6 +329,19 @@ fn spec_type(ty: &Type) -> SpecType {
     }
 }
 
+/// Whether variables of kinds `a` and `b` at one binding can both match one Vulkan descriptor
+/// type (the specification's descriptor-type compatibility).
+fn one_descriptor_type(a: BindingKind, b: BindingKind) -> bool {
+    use BindingKind as K;
+    let vk = |k: BindingKind| match k {
+        K::Sampler | K::SampledTexture | K::CombinedImageSampler => K::CombinedImageSampler,
+        K::ReadOnlyStorageBuffer => K::StorageBuffer,
+        K::ReadOnlyStorageTexture => K::StorageTexture,
+        k => k,
+    };
+    vk(a) == vk(b)
+}
+
 fn binding_kind(ty: &DescriptorType) -> BindingKind {
     match ty {
         DescriptorType::Sampler() => BindingKind::Sampler,
@@ -352,6 +379,18 @@ mod tests {
             (3, 1, io(ScalarKind::Uint, 1)),
         ]);
         assert_eq!(merged, vec![(0, IoType { kind: f, components: 4 }), (1, IoType { kind: f, components: 4 })]);
+    }
+
+    #[test]
+    fn only_kinds_no_descriptor_type_serves_together_conflict() {
+        use BindingKind as K;
+        assert!(one_descriptor_type(K::SampledTexture, K::Sampler));
+        assert!(one_descriptor_type(K::CombinedImageSampler, K::SampledTexture));
+        assert!(one_descriptor_type(K::ReadOnlyStorageBuffer, K::StorageBuffer));
+        assert!(one_descriptor_type(K::StorageTexture, K::ReadOnlyStorageTexture));
+        assert!(!one_descriptor_type(K::UniformBuffer, K::StorageBuffer));
+        assert!(!one_descriptor_type(K::SampledTexture, K::StorageTexture));
+        assert!(!one_descriptor_type(K::UniformBuffer, K::Sampler));
     }
 
     #[test]

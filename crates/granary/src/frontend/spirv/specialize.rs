@@ -182,6 +182,7 @@ mod tests {
             outputs: vec![],
             bindings: vec![],
             aliased: vec![],
+            conflicts: vec![],
             push_constant_size: None,
             runtime_sized: false,
             spec_constants: vec![
