@@ -100,7 +100,10 @@ struct LsRow<'a> {
     /// The resource layout and binding maps (docs/FORMAT.md §1.6); null if archived without.
     layout: Option<serde_json::Value>,
     /// Per device with a record for this pipeline: its index in the archive's `devices`, how
-    /// many driver binaries and their bytes (0 and 0: compiled into the device's caches).
+    /// many driver binaries and their bytes (0 and 0: compiled into the device's caches), the
+    /// driver's `vkGetPipelineKeyKHR` of the create info they were captured with
+    /// (`pipeline_key`, hex; a loader uses them only for a create info with that key), and per
+    /// binary its key, bytes and content hash.
     devices: Vec<serde_json::Value>,
 }
 
@@ -209,8 +212,10 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
                     let hash = granary::descriptor::key::content_hash(b.data).0;
                     list.push(serde_json::json!({"key": key, "bytes": b.data.len(), "hash": format!("{hash:032x}")}));
                 }
+                let pipeline_key: String = set.pipeline_key().iter().map(|x| format!("{x:02x}")).collect();
                 on.push(serde_json::json!({
                     "device": i,
+                    "pipeline_key": pipeline_key,
                     "library": set.flags() & granary::archive::BINARY_SET_LIBRARY != 0,
                     "flags": set.flags(),
                     "binaries": set.len(),
