@@ -82,6 +82,24 @@ PY
     cmp -s "$OUT/$c/vulkan.granary" "$OUT/$c/$other.granary" && echo "$c: $other archive byte-identical to -j 2's" >> "$SUM" \
       || echo "$c: $other archive bytes differ from -j 2's (the driver's binaries, where the records are equal)" >> "$SUM"
   done
+  # The issue's measure: of the pipelines whose modules spirv-val accepts, the share that
+  # harvest, and of the rest, how many fail for a reason of the device's (a feature or limit it
+  # lacks) and how many for any other (link errors, the input's own faults, granary's limits).
+  python3 - "$OUT/$c-vulkan.json" "$c" >> "$SUM" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except ValueError:
+    sys.exit(0)
+fails = d.get("failures", [])
+rejected = sum(1 for f in fails if "spirv-val" in f.get("message", ""))
+device = sum(1 for f in fails if "spirv-val" not in f.get("message", "") and any(
+    r in f.get("message", "") for r in ("(the device does not support it)", "' takes ", "' allows at most ")))
+clean = d.get("pipelines", 0) - rejected
+ok = d.get("succeeded", 0)
+print("%s: %d of %d validator-clean pipelines harvest (%.1f %%); %d rejected by spirv-val; of the rest %d fail for the device's reasons, %d for others" % (
+    sys.argv[2], ok, clean, 100.0 * ok / clean if clean else 0.0, rejected, device, clean - ok - device))
+PY
   python3 - "$OUT/$c-validate.json" > "$OUT/causes-$c.txt" <<'PY'
 import json, re, sys
 from collections import Counter
