@@ -16,7 +16,9 @@ use std::sync::Once;
 pub struct PanicReport {
     /// The panic message (`"Expression [3] is not cached!"`).
     pub message: String,
-    /// Where it panicked (`file:line:column`), when the hook saw it.
+    /// Where it panicked (`file:line:column`), when the hook saw it, with the file relative
+    /// to its crate (`naga-30.0.2/src/back/hlsl/writer.rs`), never a path of the machine that
+    /// built granary.
     pub location: Option<String>,
 }
 
@@ -52,7 +54,9 @@ fn install_hook() {
             if DEPTH.with(Cell::get) > 0 {
                 let report = PanicReport {
                     message: message_of(info.payload()),
-                    location: info.location().map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column())),
+                    location: info
+                        .location()
+                        .map(|l| format!("{}:{}:{}", crate_relative(l.file()), l.line(), l.column())),
                 };
                 LAST.with(|s| *s.borrow_mut() = Some(report));
             } else {
@@ -60,6 +64,38 @@ fn install_hook() {
             }
         }));
     });
+}
+
+/// `file` (a panic location, as the compiler wrote it) relative to its crate's source: a
+/// dependency's path below Cargo's registry or git checkouts starts at the crate's folder
+/// (`naga-30.0.2/src/…`), the standard library's below `/rustc/<hash>/` at `library/…`, a
+/// workspace crate's at `crates/…`. Other paths are kept.
+fn crate_relative(file: &str) -> String {
+    let f = file.replace('\\', "/");
+    if let Some(i) = f.find("/registry/src/") {
+        // `…/registry/src/<index folder>/<crate>-<version>/…`
+        if let Some((_, rest)) = f[i + "/registry/src/".len()..].split_once('/') {
+            return rest.to_string();
+        }
+    }
+    if let Some(i) = f.find("/git/checkouts/") {
+        // `…/git/checkouts/<repository>-<hash>/<revision>/…`
+        let mut parts = f[i + "/git/checkouts/".len()..].splitn(3, '/');
+        if let (Some(repo), Some(_), Some(rest)) = (parts.next(), parts.next(), parts.next()) {
+            return format!("{repo}/{rest}");
+        }
+    }
+    if let Some(rest) = f.strip_prefix("/rustc/") {
+        if let Some((_, rest)) = rest.split_once('/') {
+            return rest.to_string();
+        }
+    }
+    if f.starts_with('/') {
+        if let Some(i) = f.rfind("/crates/") {
+            return f[i + 1..].to_string();
+        }
+    }
+    f
 }
 
 /// Runs `f`; a panic inside it (on this thread) becomes `Err` with its message and location.
@@ -89,6 +125,30 @@ mod tests {
         let at = e.location.clone().expect("the hook saw the location");
         assert!(at.contains("contain.rs:"), "{at}");
         assert!(e.to_string().starts_with("panicked at "), "{e}");
+    }
+
+    #[test]
+    fn locations_are_relative_to_their_crate() {
+        let cases = [
+            (
+                "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/naga-30.0.2/src/back/hlsl/writer.rs",
+                "naga-30.0.2/src/back/hlsl/writer.rs",
+            ),
+            (
+                "/home/ci/.cargo/git/checkouts/wgpu-4ce5ef1bd8a1f4ed/a1b2c3d/naga/src/lib.rs",
+                "wgpu-4ce5ef1bd8a1f4ed/naga/src/lib.rs",
+            ),
+            (
+                "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/core/src/slice/index.rs",
+                "library/core/src/slice/index.rs",
+            ),
+            ("/work/main/crates/granary/src/contain.rs", "crates/granary/src/contain.rs"),
+            ("crates/granary/src/contain.rs", "crates/granary/src/contain.rs"),
+            ("C:\\Users\\me\\.cargo\\registry\\src\\index\\naga-30.0.2\\src\\lib.rs", "naga-30.0.2/src/lib.rs"),
+        ];
+        for (file, want) in cases {
+            assert_eq!(crate_relative(file), want, "{file}");
+        }
     }
 
     #[test]
