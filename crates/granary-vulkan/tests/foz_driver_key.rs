@@ -876,7 +876,10 @@ fn doc(key: &str, h: u64, v: Value) -> Vec<u8> {
     serde_json::to_vec(&json!({"version": 6, key: m})).unwrap()
 }
 
-fn stage_json(bit: u32, module: u64, spec: Option<(Vec<(u32, u32, u32)>, Vec<u8>)>) -> Value {
+/// A specialization as written: `(constantID, offset, size)` map entries and the data.
+type Spec = (Vec<(u32, u32, u32)>, Vec<u8>);
+
+fn stage_json(bit: u32, module: u64, spec: Option<Spec>) -> Value {
     let mut s = json!({"flags": 0, "stage": bit, "module": hex(module), "name": "main"});
     if let Some((entries, data)) = spec {
         let entries: Vec<Value> = entries
@@ -1106,11 +1109,7 @@ fn written_database(path: &Path) -> Vec<u64> {
 /// Imports `db`, harvests its pipelines on `backend`'s device and returns the pipeline key
 /// the harvest recorded for each Fossilize hash (empty where the device has no pipeline
 /// binaries), with the pipelines granary refused and why.
-fn harvest(
-    backend: &Arc<granary_vulkan::VulkanBackend>,
-    db: &Path,
-    dir: &Path,
-) -> (HashMap<u64, Vec<u8>>, Vec<(String, String)>) {
+fn harvest(backend: &Arc<granary_vulkan::VulkanBackend>, db: &Path, dir: &Path) -> (HashMap<u64, Vec<u8>>, Refused) {
     let report = granary::import::foz::import(&[db.to_path_buf()], dir).expect("import");
     assert!(report.databases_skipped.is_empty(), "{:?}", report.databases_skipped);
     let script = Script::load(&report.script).expect("the imported script");
@@ -1146,13 +1145,16 @@ fn harvest(
     (keys, refused)
 }
 
+/// Pipelines the harvest refused: label and message.
+type Refused = Vec<(String, String)>;
+
 /// What one database's comparison found.
 #[derive(Default, Debug)]
 struct Tally {
     compared: usize,
     equal: usize,
     created: usize,
-    refused: Vec<(String, String)>,
+    refused: Refused,
     linked: Vec<u64>,
 }
 
