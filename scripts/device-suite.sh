@@ -7,7 +7,8 @@
 #
 #   scripts/device-suite.sh BIN OUT [CORPORA]
 #
-# BIN holds `granary`, `spirv-val` and the test binaries (`*-test`, each a `cargo test
+# Each test binary runs with --nocapture, so what a test reports (skips, key comparisons) is in
+# OUT/tests/NAME.txt. BIN holds `granary`, `spirv-val` and the test binaries (`*-test`, each a `cargo test
 # --no-run` executable renamed). Point VK_ADD_LAYER_PATH at a validation layer that knows the
 # device's extensions (1.3.296 or newer for VK_KHR_pipeline_binary).
 set -uo pipefail
@@ -22,7 +23,7 @@ export __GL_SHADER_DISK_CACHE=0
 echo "devices: $(grep -o '"name": "[^"]*"' "$OUT/devices.json" | head -1)" >> "$SUM"
 for t in "$BIN"/*-test; do
   n=$(basename "$t")
-  timeout -k 10 300 "$t" --test-threads 4 > "$OUT/tests/$n.txt" 2>&1
+  timeout -k 10 300 "$t" --test-threads 4 --nocapture > "$OUT/tests/$n.txt" 2>&1
   echo "$n: exit $? $(grep -E '^test result' "$OUT/tests/$n.txt" | tail -1)" >> "$SUM"
 done
 ONLY=example STEP_TIMEOUT=240 scripts/validate-vulkan.sh "$BIN/granary" "$OUT/validate" > /dev/null 2>&1
