@@ -22,8 +22,10 @@
 //! Thread safety: plain data, `Send + Sync`.
 
 pub(crate) mod codec;
+mod key;
 
 pub use codec::NativeStateError;
+pub use key::{native_pipeline_key, native_stage_key, spirv_library_hash};
 use codec::{native_struct, Codec, Reader};
 
 /// Magic of an encoded [`NativePipeline`].
