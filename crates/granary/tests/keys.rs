@@ -181,5 +181,5 @@ fn pinned_native_key_values() {
     let d = PipelineDescriptor::Native(desc);
     assert_eq!(d.stage_keys(&CTX), vec![stage]);
     assert_eq!(d.key(&CTX), pipeline);
-    assert_eq!(pipeline.to_hex(), "PIN");
+    assert_eq!(pipeline.to_hex(), "bfce45e4f8f77f784ca55d2a57e619d1");
 }
