@@ -25,8 +25,8 @@ pub(crate) mod codec;
 mod key;
 
 pub use codec::NativeStateError;
-pub use key::{native_pipeline_key, native_stage_key, spirv_library_hash};
 use codec::{native_struct, Codec, Reader};
+pub use key::{native_pipeline_key, native_stage_key, spirv_library_hash};
 
 /// Magic of an encoded [`NativePipeline`].
 pub const NATIVE_MAGIC: [u8; 4] = *b"GNV1";

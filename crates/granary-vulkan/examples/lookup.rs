@@ -18,7 +18,9 @@
 
 use granary::capture::{Capture, CaptureMode};
 use granary::compiler::{Compiler, CompilerOptions};
-use granary::descriptor::{FunctionDescriptor, Library, NativePipelineDescriptor, NativeStage, PipelineDescriptor, ShaderStage};
+use granary::descriptor::{
+    FunctionDescriptor, Library, NativePipelineDescriptor, NativeStage, PipelineDescriptor, ShaderStage,
+};
 use granary_archive::native::*;
 use granary_archive::vulkan::vulkanalia::prelude::v1_3::*;
 use granary_archive::vulkan::{LoaderOptions, ObjectRecorder, Offer, PipelineLoader, VulkanError};
@@ -96,7 +98,8 @@ fn run_time(backend: &VulkanBackend, path: &std::path::Path) -> Result<Vec<Strin
     // The engine creates its objects as usual and records each with its create info.
     let recorder = ObjectRecorder::new();
     let code = spirv();
-    let module_info = vk::ShaderModuleCreateInfo { code_size: code.len(), code: code.as_ptr().cast(), ..Default::default() };
+    let module_info =
+        vk::ShaderModuleCreateInfo { code_size: code.len(), code: code.as_ptr().cast(), ..Default::default() };
     // SAFETY: a valid create info whose code outlives the call; destroyed below.
     let module = unsafe { device.create_shader_module(&module_info, None) }?;
     // SAFETY: the create info the module was just made with.
@@ -113,7 +116,8 @@ fn run_time(backend: &VulkanBackend, path: &std::path::Path) -> Result<Vec<Strin
     let set_layout = unsafe { device.create_descriptor_set_layout(&set_info, None) }?;
     // SAFETY: as above.
     unsafe { recorder.record_set_layout(set_layout, &set_info) }?;
-    let layout_info = vk::PipelineLayoutCreateInfo { set_layout_count: 1, set_layouts: &set_layout, ..Default::default() };
+    let layout_info =
+        vk::PipelineLayoutCreateInfo { set_layout_count: 1, set_layouts: &set_layout, ..Default::default() };
     // SAFETY: as above.
     let layout = unsafe { device.create_pipeline_layout(&layout_info, None) }?;
     // SAFETY: as above.

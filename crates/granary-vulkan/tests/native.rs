@@ -987,7 +987,8 @@ fn with_app_info<R>(
             ..Default::default()
         },
     ];
-    let bindings = [vk::VertexInputBindingDescription { binding: 0, stride: 16, input_rate: vk::VertexInputRate::VERTEX }];
+    let bindings =
+        [vk::VertexInputBindingDescription { binding: 0, stride: 16, input_rate: vk::VertexInputRate::VERTEX }];
     let attributes = [vk::VertexInputAttributeDescription {
         location: 0,
         binding: 0,
@@ -1001,8 +1002,10 @@ fn with_app_info<R>(
         vertex_attribute_descriptions: attributes.as_ptr(),
         ..Default::default()
     };
-    let assembly =
-        vk::PipelineInputAssemblyStateCreateInfo { topology: vk::PrimitiveTopology::TRIANGLE_LIST, ..Default::default() };
+    let assembly = vk::PipelineInputAssemblyStateCreateInfo {
+        topology: vk::PrimitiveTopology::TRIANGLE_LIST,
+        ..Default::default()
+    };
     // Dynamic viewport and scissor: Vulkan ignores these pointers (an engine may leave junk).
     let viewport = vk::PipelineViewportStateCreateInfo {
         viewport_count: 1,
@@ -1011,8 +1014,10 @@ fn with_app_info<R>(
         ..Default::default()
     };
     let raster = vk::PipelineRasterizationStateCreateInfo { line_width: 1.0, ..Default::default() };
-    let multisample =
-        vk::PipelineMultisampleStateCreateInfo { rasterization_samples: vk::SampleCountFlags::_1, ..Default::default() };
+    let multisample = vk::PipelineMultisampleStateCreateInfo {
+        rasterization_samples: vk::SampleCountFlags::_1,
+        ..Default::default()
+    };
     let blend_attachment = vk::PipelineColorBlendAttachmentState {
         src_color_blend_factor: vk::BlendFactor::ONE,
         src_alpha_blend_factor: vk::BlendFactor::ONE,
@@ -1025,8 +1030,11 @@ fn with_app_info<R>(
         ..Default::default()
     };
     let dynamic_states = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
-    let dynamic =
-        vk::PipelineDynamicStateCreateInfo { dynamic_state_count: 2, dynamic_states: dynamic_states.as_ptr(), ..Default::default() };
+    let dynamic = vk::PipelineDynamicStateCreateInfo {
+        dynamic_state_count: 2,
+        dynamic_states: dynamic_states.as_ptr(),
+        ..Default::default()
+    };
     let mut info = vk::GraphicsPipelineCreateInfo {
         stage_count: 2,
         stages: stages.as_ptr(),
@@ -1112,7 +1120,10 @@ fn fake_recorder() -> ObjectRecorder {
     r
 }
 
-fn inverse(r: &ObjectRecorder, edit: impl FnOnce(&mut vk::GraphicsPipelineCreateInfo)) -> Result<AppPipeline, CreateInfoError> {
+fn inverse(
+    r: &ObjectRecorder,
+    edit: impl FnOnce(&mut vk::GraphicsPipelineCreateInfo),
+) -> Result<AppPipeline, CreateInfoError> {
     // SAFETY: every pointer Vulkan reads in the create info is a local of `with_app_info`
     // alive during the call; the ones it ignores (and the inverse skips) are junk on purpose.
     with_app_info(fake_handles(), edit, |info| unsafe { granary_archive::vulkan::graphics_pipeline(r, info) })
@@ -1154,7 +1165,8 @@ fn the_applications_create_info_gives_the_harvests_state_and_key() {
         data_size: constants.data.len(),
         data: constants.data.as_ptr().cast(),
     };
-    let subgroup = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo { required_subgroup_size: 32, ..Default::default() };
+    let subgroup =
+        vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo { required_subgroup_size: 32, ..Default::default() };
     let info = vk::ComputePipelineCreateInfo {
         stage: vk::PipelineShaderStageCreateInfo {
             next: (&subgroup as *const vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo).cast(),
@@ -1223,7 +1235,8 @@ impl AppObjects {
         let device = gpu.raw_device();
         let module = |name: &str| {
             let code = spirv(name);
-            let info = vk::ShaderModuleCreateInfo { code_size: code.len(), code: code.as_ptr().cast(), ..Default::default() };
+            let info =
+                vk::ShaderModuleCreateInfo { code_size: code.len(), code: code.as_ptr().cast(), ..Default::default() };
             // SAFETY: `info` points at `code`, alive for both calls; the module is destroyed in
             // `Drop`, after every pipeline made with it.
             let m = unsafe { device.create_shader_module(&info, None) }.expect("module");
@@ -1399,17 +1412,25 @@ fn the_applications_own_create_info_finds_and_creates_its_harvested_pipeline() {
     assert_eq!(*recorder.pipeline_layout(app.handles.layout).unwrap(), app_state().layout);
     {
         let loader = PipelineLoader::new(&archive, gpu.clone(), LoaderOptions::default()).expect("loader");
-        let lookup = with_app_info(app.handles, |_| {}, |info| {
-            // SAFETY: `with_app_info`'s create info: every pointer Vulkan reads is a local alive
-            // for the call, its objects are `app`'s, alive.
-            unsafe { loader.lookup_graphics(&recorder, info) }
-        })
+        let lookup = with_app_info(
+            app.handles,
+            |_| {},
+            |info| {
+                // SAFETY: `with_app_info`'s create info: every pointer Vulkan reads is a local alive
+                // for the call, its objects are `app`'s, alive.
+                unsafe { loader.lookup_graphics(&recorder, info) }
+            },
+        )
         .expect("lookup");
         assert_eq!(lookup.key, entry.key, "the create info finds its harvested pipeline");
-        let made = with_app_info(app.handles, |_| {}, |info| {
-            // SAFETY: as above.
-            unsafe { loader.create_graphics(&recorder, info) }
-        })
+        let made = with_app_info(
+            app.handles,
+            |_| {},
+            |info| {
+                // SAFETY: as above.
+                unsafe { loader.create_graphics(&recorder, info) }
+            },
+        )
         .expect("create");
         if gpu.captures_binaries() {
             assert_eq!(lookup.offer, Offer::Binaries);
@@ -1429,7 +1450,8 @@ fn the_applications_own_create_info_finds_and_creates_its_harvested_pipeline() {
             i.rasterization_state = r;
         };
         // SAFETY: as above.
-        let other = with_app_info(app.handles, cull, |info| unsafe { loader.lookup_graphics(&recorder, info) }).unwrap();
+        let other =
+            with_app_info(app.handles, cull, |info| unsafe { loader.lookup_graphics(&recorder, info) }).unwrap();
         assert_eq!(other.offer, Offer::NotArchived);
         // SAFETY: as above.
         match with_app_info(app.handles, cull, |info| unsafe { loader.create_graphics(&recorder, info) }) {

@@ -147,7 +147,10 @@ fn pinned_native_key_values() {
     let bytes = vec![0x03, 0x02, 0x23, 0x07, 0, 0, 1, 0];
     let lib = Library::spirv("m.spv", bytes.clone());
     assert_eq!(lib.hash(), granary_archive::native::spirv_library_hash(&bytes));
-    let spec = Specialization { map_entries: vec![SpecializationMapEntry { constant_id: 3, offset: 0, size: 4 }], data: vec![1, 0, 0, 0] };
+    let spec = Specialization {
+        map_entries: vec![SpecializationMapEntry { constant_id: 3, offset: 0, size: 4 }],
+        data: vec![1, 0, 0, 0],
+    };
     let state = NativePipeline {
         flags: 0,
         stages: vec![StageState { flags: 0, required_subgroup_size: Some(32) }],

@@ -78,7 +78,10 @@ fn raw<T: Into<i64>>(v: T) -> u32 {
 
 /// The create info's `flags`, or `VkPipelineCreateFlags2CreateInfo::flags` where chained (which
 /// replaces them), refused past the 32 bits the native state holds and for derivatives.
-fn pipeline_flags(flags: vk::PipelineCreateFlags, flags2: Option<&vk::PipelineCreateFlags2CreateInfo>) -> Result<u32, CreateInfoError> {
+fn pipeline_flags(
+    flags: vk::PipelineCreateFlags,
+    flags2: Option<&vk::PipelineCreateFlags2CreateInfo>,
+) -> Result<u32, CreateInfoError> {
     let v = match flags2 {
         Some(f) => u32::try_from(f.flags.bits()).map_err(|_| {
             unsupported("VkPipelineCreateFlags2CreateInfo::flags", format!("{:#x} has bits past 32", f.flags.bits()))
@@ -93,11 +96,12 @@ fn pipeline_flags(flags: vk::PipelineCreateFlags, flags2: Option<&vk::PipelineCr
 
 /// The stage of a `VkShaderStageFlagBits`.
 fn stage_of(flags: vk::ShaderStageFlags, at: usize) -> Result<ShaderStage, CreateInfoError> {
-    ShaderStage::ALL
-        .iter()
-        .copied()
-        .find(|s| stage_flag(*s) == flags)
-        .ok_or_else(|| unsupported(format!("pStages[{at}].stage"), format!("{:#x} is not one graphics, compute, task or mesh stage", flags.bits())))
+    ShaderStage::ALL.iter().copied().find(|s| stage_flag(*s) == flags).ok_or_else(|| {
+        unsupported(
+            format!("pStages[{at}].stage"),
+            format!("{:#x} is not one graphics, compute, task or mesh stage", flags.bits()),
+        )
+    })
 }
 
 /// One `VkPipelineShaderStageCreateInfo` as its stage and stage state.
@@ -105,7 +109,11 @@ fn stage_of(flags: vk::ShaderStageFlags, at: usize) -> Result<ShaderStage, Creat
 /// # Safety
 ///
 /// `s` and everything it points at are valid as Vulkan requires.
-unsafe fn stage(recorder: &ObjectRecorder, s: &vk::PipelineShaderStageCreateInfo, at: usize) -> Result<(AppStage, StageState), CreateInfoError> {
+unsafe fn stage(
+    recorder: &ObjectRecorder,
+    s: &vk::PipelineShaderStageCreateInfo,
+    at: usize,
+) -> Result<(AppStage, StageState), CreateInfoError> {
     const SUBGROUP: vk::StructureType = vk::StructureType::PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO;
     const MODULE: vk::StructureType = vk::StructureType::SHADER_MODULE_CREATE_INFO;
     // SAFETY: the caller's promise: a valid chain.
@@ -118,7 +126,9 @@ unsafe fn stage(recorder: &ObjectRecorder, s: &vk::PipelineShaderStageCreateInfo
         (false, _) => recorder.shader_module(s.module)?,
         // SAFETY: the caller's promise: the chained create info's code is valid.
         (true, Some(m)) => spirv_library_hash(unsafe { module_code(m) }?),
-        (true, None) => return Err(unsupported(format!("pStages[{at}].module"), "null, and no VkShaderModuleCreateInfo chained")),
+        (true, None) => {
+            return Err(unsupported(format!("pStages[{at}].module"), "null, and no VkShaderModuleCreateInfo chained"))
+        }
     };
     if s.name.is_null() {
         return Err(unsupported(format!("pStages[{at}].pName"), "null"));
@@ -157,7 +167,10 @@ unsafe fn stage(recorder: &ObjectRecorder, s: &vk::PipelineShaderStageCreateInfo
 /// # Safety
 ///
 /// As [`stage`], for every element.
-unsafe fn stages(recorder: &ObjectRecorder, infos: &[vk::PipelineShaderStageCreateInfo]) -> Result<(Vec<AppStage>, Vec<StageState>), CreateInfoError> {
+unsafe fn stages(
+    recorder: &ObjectRecorder,
+    infos: &[vk::PipelineShaderStageCreateInfo],
+) -> Result<(Vec<AppStage>, Vec<StageState>), CreateInfoError> {
     let mut out = (Vec::with_capacity(infos.len()), Vec::with_capacity(infos.len()));
     for (i, s) in infos.iter().enumerate() {
         // SAFETY: the caller's promise, per element.
@@ -174,7 +187,10 @@ unsafe fn stages(recorder: &ObjectRecorder, infos: &[vk::PipelineShaderStageCrea
 ///
 /// `info` is a valid `VkComputePipelineCreateInfo` as `vkCreateComputePipelines` requires
 /// (every pointer, count and chain), readable during the call.
-pub unsafe fn compute_pipeline(recorder: &ObjectRecorder, info: &vk::ComputePipelineCreateInfo) -> Result<AppPipeline, CreateInfoError> {
+pub unsafe fn compute_pipeline(
+    recorder: &ObjectRecorder,
+    info: &vk::ComputePipelineCreateInfo,
+) -> Result<AppPipeline, CreateInfoError> {
     const FLAGS2: vk::StructureType = vk::StructureType::PIPELINE_CREATE_FLAGS_2_CREATE_INFO;
     const FEEDBACK: vk::StructureType = vk::StructureType::PIPELINE_CREATION_FEEDBACK_CREATE_INFO;
     // SAFETY: the caller's promise: a valid chain.
@@ -197,20 +213,35 @@ pub unsafe fn compute_pipeline(recorder: &ObjectRecorder, info: &vk::ComputePipe
 /// `info` is a valid `VkGraphicsPipelineCreateInfo` as `vkCreateGraphicsPipelines` requires
 /// (every pointer Vulkan reads, with its count and chain), readable during the call. Pointers
 /// Vulkan ignores (see the module documentation) are not read.
-pub unsafe fn graphics_pipeline(recorder: &ObjectRecorder, info: &vk::GraphicsPipelineCreateInfo) -> Result<AppPipeline, CreateInfoError> {
+pub unsafe fn graphics_pipeline(
+    recorder: &ObjectRecorder,
+    info: &vk::GraphicsPipelineCreateInfo,
+) -> Result<AppPipeline, CreateInfoError> {
     use vk::StructureType as S;
     const PARENT: &str = "VkGraphicsPipelineCreateInfo";
     // SAFETY: the caller's promise: a valid chain.
     let chain = unsafe {
-        only_next(info.next, PARENT, &[S::PIPELINE_CREATE_FLAGS_2_CREATE_INFO, S::PIPELINE_CREATION_FEEDBACK_CREATE_INFO, S::PIPELINE_RENDERING_CREATE_INFO])?
+        only_next(
+            info.next,
+            PARENT,
+            &[
+                S::PIPELINE_CREATE_FLAGS_2_CREATE_INFO,
+                S::PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
+                S::PIPELINE_RENDERING_CREATE_INFO,
+            ],
+        )?
     };
     // SAFETY: (both finds) the chain's pointers are the structures their sTypes name.
     let flags = pipeline_flags(info.flags, unsafe { find(&chain, S::PIPELINE_CREATE_FLAGS_2_CREATE_INFO) })?;
     if flags & vk::PipelineCreateFlags::LIBRARY_KHR.bits() != 0 {
-        return Err(unsupported("flags", "LIBRARY_KHR: graphics pipeline library parts are not part of the native state"));
+        return Err(unsupported(
+            "flags",
+            "LIBRARY_KHR: graphics pipeline library parts are not part of the native state",
+        ));
     }
     // SAFETY: as above.
-    let rendering_info: Option<&vk::PipelineRenderingCreateInfo> = unsafe { find(&chain, S::PIPELINE_RENDERING_CREATE_INFO) };
+    let rendering_info: Option<&vk::PipelineRenderingCreateInfo> =
+        unsafe { find(&chain, S::PIPELINE_RENDERING_CREATE_INFO) };
     // SAFETY: the caller's promise: `pStages` holds `stageCount` valid stages.
     let (stages, stage_states) = unsafe { stages(recorder, slice(info.stages, info.stage_count))? };
     let kinds: Vec<ShaderStage> = stages.iter().map(|s| s.stage).collect();
@@ -242,12 +273,17 @@ pub unsafe fn graphics_pipeline(recorder: &ObjectRecorder, info: &vk::GraphicsPi
     let (colour, depth_stencil) = match (&render_pass, &rendering) {
         (Some(rp), _) => {
             let sp = rp.subpasses.get(info.subpass as usize).ok_or_else(|| {
-                unsupported("subpass", format!("{} is not a subpass of a render pass of {}", info.subpass, rp.subpasses.len()))
+                unsupported(
+                    "subpass",
+                    format!("{} is not a subpass of a render pass of {}", info.subpass, rp.subpasses.len()),
+                )
             })?;
             let used = |r: &AttachmentReference| r.attachment != vk::ATTACHMENT_UNUSED;
             (sp.color_attachments.iter().any(used), sp.depth_stencil_attachment.as_ref().is_some_and(used))
         }
-        (None, Some(r)) => (!r.color_attachment_formats.is_empty(), r.depth_attachment_format != 0 || r.stencil_attachment_format != 0),
+        (None, Some(r)) => {
+            (!r.color_attachment_formats.is_empty(), r.depth_attachment_format != 0 || r.stencil_attachment_format != 0)
+        }
         (None, None) => (false, false),
     };
 
@@ -269,7 +305,8 @@ pub unsafe fn graphics_pipeline(recorder: &ObjectRecorder, info: &vk::GraphicsPi
     let rasterization_state = unsafe { rasterization(info.rasterization_state)? };
     let discard = rasterization_state.as_ref().is_some_and(|r| r.rasterizer_discard_enable)
         && !dynamic(vk::DynamicState::RASTERIZER_DISCARD_ENABLE);
-    let tessellated = kinds.iter().any(|k| matches!(k, ShaderStage::TessellationControl | ShaderStage::TessellationEvaluation));
+    let tessellated =
+        kinds.iter().any(|k| matches!(k, ShaderStage::TessellationControl | ShaderStage::TessellationEvaluation));
     let graphics = GraphicsState {
         // SAFETY: as above.
         vertex_input_state: unsafe { vertex_input(info.vertex_input_state)? },
@@ -305,7 +342,9 @@ pub unsafe fn graphics_pipeline(recorder: &ObjectRecorder, info: &vk::GraphicsPi
 /// # Safety
 ///
 /// `p` is null or a valid structure with its arrays and chain.
-unsafe fn vertex_input(p: *const vk::PipelineVertexInputStateCreateInfo) -> Result<Option<VertexInputState>, CreateInfoError> {
+unsafe fn vertex_input(
+    p: *const vk::PipelineVertexInputStateCreateInfo,
+) -> Result<Option<VertexInputState>, CreateInfoError> {
     const DIVISOR: vk::StructureType = vk::StructureType::PIPELINE_VERTEX_INPUT_DIVISOR_STATE_CREATE_INFO;
     if p.is_null() {
         return Ok(None);
@@ -314,12 +353,13 @@ unsafe fn vertex_input(p: *const vk::PipelineVertexInputStateCreateInfo) -> Resu
     unsafe {
         let v = &*p;
         let chain = only_next(v.next, "VkPipelineVertexInputStateCreateInfo", &[DIVISOR])?;
-        let divisors = find::<vk::PipelineVertexInputDivisorStateCreateInfo>(&chain, DIVISOR).map_or_else(Vec::new, |d| {
-            slice(d.vertex_binding_divisors, d.vertex_binding_divisor_count)
-                .iter()
-                .map(|x| VertexDivisor { binding: x.binding, divisor: x.divisor })
-                .collect()
-        });
+        let divisors =
+            find::<vk::PipelineVertexInputDivisorStateCreateInfo>(&chain, DIVISOR).map_or_else(Vec::new, |d| {
+                slice(d.vertex_binding_divisors, d.vertex_binding_divisor_count)
+                    .iter()
+                    .map(|x| VertexDivisor { binding: x.binding, divisor: x.divisor })
+                    .collect()
+            });
         Ok(Some(VertexInputState {
             flags: v.flags.bits(),
             bindings: slice(v.vertex_binding_descriptions, v.vertex_binding_description_count)
@@ -328,7 +368,12 @@ unsafe fn vertex_input(p: *const vk::PipelineVertexInputStateCreateInfo) -> Resu
                 .collect(),
             attributes: slice(v.vertex_attribute_descriptions, v.vertex_attribute_description_count)
                 .iter()
-                .map(|a| VertexAttribute { location: a.location, binding: a.binding, format: raw(a.format.as_raw()), offset: a.offset })
+                .map(|a| VertexAttribute {
+                    location: a.location,
+                    binding: a.binding,
+                    format: raw(a.format.as_raw()),
+                    offset: a.offset,
+                })
                 .collect(),
             divisors,
         }))
@@ -338,7 +383,9 @@ unsafe fn vertex_input(p: *const vk::PipelineVertexInputStateCreateInfo) -> Resu
 /// # Safety
 ///
 /// As [`vertex_input`].
-unsafe fn input_assembly(p: *const vk::PipelineInputAssemblyStateCreateInfo) -> Result<Option<InputAssemblyState>, CreateInfoError> {
+unsafe fn input_assembly(
+    p: *const vk::PipelineInputAssemblyStateCreateInfo,
+) -> Result<Option<InputAssemblyState>, CreateInfoError> {
     if p.is_null() {
         return Ok(None);
     }
@@ -356,7 +403,9 @@ unsafe fn input_assembly(p: *const vk::PipelineInputAssemblyStateCreateInfo) -> 
 /// # Safety
 ///
 /// As [`vertex_input`].
-unsafe fn tessellation(p: *const vk::PipelineTessellationStateCreateInfo) -> Result<Option<TessellationState>, CreateInfoError> {
+unsafe fn tessellation(
+    p: *const vk::PipelineTessellationStateCreateInfo,
+) -> Result<Option<TessellationState>, CreateInfoError> {
     const DOMAIN: vk::StructureType = vk::StructureType::PIPELINE_TESSELLATION_DOMAIN_ORIGIN_STATE_CREATE_INFO;
     if p.is_null() {
         return Ok(None);
@@ -378,7 +427,10 @@ unsafe fn tessellation(p: *const vk::PipelineTessellationStateCreateInfo) -> Res
 ///
 /// As [`vertex_input`]; `pViewports`/`pScissors` are read only where `dynamic` says Vulkan
 /// reads them.
-unsafe fn viewport(p: *const vk::PipelineViewportStateCreateInfo, dynamic: &dyn Fn(vk::DynamicState) -> bool) -> Result<Option<ViewportState>, CreateInfoError> {
+unsafe fn viewport(
+    p: *const vk::PipelineViewportStateCreateInfo,
+    dynamic: &dyn Fn(vk::DynamicState) -> bool,
+) -> Result<Option<ViewportState>, CreateInfoError> {
     const CLIP: vk::StructureType = vk::StructureType::PIPELINE_VIEWPORT_DEPTH_CLIP_CONTROL_CREATE_INFO_EXT;
     if p.is_null() {
         return Ok(None);
@@ -398,7 +450,14 @@ unsafe fn viewport(p: *const vk::PipelineViewportStateCreateInfo, dynamic: &dyn 
             viewport_count: v.viewport_count,
             viewports: viewports
                 .iter()
-                .map(|x| Viewport { x: x.x, y: x.y, width: x.width, height: x.height, min_depth: x.min_depth, max_depth: x.max_depth })
+                .map(|x| Viewport {
+                    x: x.x,
+                    y: x.y,
+                    width: x.width,
+                    height: x.height,
+                    min_depth: x.min_depth,
+                    max_depth: x.max_depth,
+                })
                 .collect(),
             scissor_count: v.scissor_count,
             scissors: scissors
@@ -413,7 +472,9 @@ unsafe fn viewport(p: *const vk::PipelineViewportStateCreateInfo, dynamic: &dyn 
 /// # Safety
 ///
 /// As [`vertex_input`].
-unsafe fn rasterization(p: *const vk::PipelineRasterizationStateCreateInfo) -> Result<Option<RasterizationState>, CreateInfoError> {
+unsafe fn rasterization(
+    p: *const vk::PipelineRasterizationStateCreateInfo,
+) -> Result<Option<RasterizationState>, CreateInfoError> {
     use vk::StructureType as S;
     if p.is_null() {
         return Ok(None);
@@ -467,7 +528,9 @@ unsafe fn rasterization(p: *const vk::PipelineRasterizationStateCreateInfo) -> R
 /// # Safety
 ///
 /// As [`vertex_input`].
-unsafe fn multisample(p: *const vk::PipelineMultisampleStateCreateInfo) -> Result<Option<MultisampleState>, CreateInfoError> {
+unsafe fn multisample(
+    p: *const vk::PipelineMultisampleStateCreateInfo,
+) -> Result<Option<MultisampleState>, CreateInfoError> {
     if p.is_null() {
         return Ok(None);
     }
@@ -504,7 +567,9 @@ fn stencil(s: &vk::StencilOpState) -> StencilOpState {
 /// # Safety
 ///
 /// As [`vertex_input`].
-unsafe fn depth_stencil_state(p: *const vk::PipelineDepthStencilStateCreateInfo) -> Result<Option<DepthStencilState>, CreateInfoError> {
+unsafe fn depth_stencil_state(
+    p: *const vk::PipelineDepthStencilStateCreateInfo,
+) -> Result<Option<DepthStencilState>, CreateInfoError> {
     if p.is_null() {
         return Ok(None);
     }
@@ -529,7 +594,9 @@ unsafe fn depth_stencil_state(p: *const vk::PipelineDepthStencilStateCreateInfo)
 /// # Safety
 ///
 /// As [`vertex_input`].
-unsafe fn color_blend(p: *const vk::PipelineColorBlendStateCreateInfo) -> Result<Option<ColorBlendState>, CreateInfoError> {
+unsafe fn color_blend(
+    p: *const vk::PipelineColorBlendStateCreateInfo,
+) -> Result<Option<ColorBlendState>, CreateInfoError> {
     if p.is_null() {
         return Ok(None);
     }

@@ -60,7 +60,9 @@ pub(super) fn decide(archived: Option<&[u8]>, driver: Option<&[u8]>, no_set: imp
                   this create info"
                 .into(),
         },
-        (Some(_), None | Some([])) => Offer::Cache { why: "this device gives no pipeline key to check the binaries against".into() },
+        (Some(_), None | Some([])) => {
+            Offer::Cache { why: "this device gives no pipeline key to check the binaries against".into() }
+        }
         (Some(a), Some(d)) if a == d => Offer::Binaries,
         (Some(a), Some(d)) => Offer::Cache {
             why: format!(
@@ -274,8 +276,13 @@ mod tests {
         let none = || "no set".to_string();
         assert_eq!(decide(Some(b"key"), Some(b"key"), none), Offer::Binaries);
         let differs = decide(Some(b"\x01\x02"), Some(b"\x01\x03"), none);
-        assert!(matches!(&differs, Offer::Cache { why } if why.contains("archived 0102") && why.contains("0103")), "{differs:?}");
-        assert!(matches!(decide(Some(b""), Some(b"key"), none), Offer::Cache { why } if why.contains("records no pipeline key")));
+        assert!(
+            matches!(&differs, Offer::Cache { why } if why.contains("archived 0102") && why.contains("0103")),
+            "{differs:?}"
+        );
+        assert!(
+            matches!(decide(Some(b""), Some(b"key"), none), Offer::Cache { why } if why.contains("records no pipeline key"))
+        );
         assert!(matches!(decide(Some(b"key"), None, none), Offer::Cache { .. }));
         assert!(matches!(decide(Some(b"key"), Some(b""), none), Offer::Cache { .. }));
         assert_eq!(decide(None, Some(b"key"), none), Offer::Cache { why: "no set".into() });

@@ -151,13 +151,13 @@ pub use features::{from_vk as device_features_of, Limits};
 pub use handles::{DriverLayout, Module, RenderPass, Sampler};
 pub use instance::{api_string, Driver, PhysicalInfo, Supports};
 pub use inverse::{compute_pipeline, graphics_pipeline, AppPipeline, AppStage};
-pub use lookup::{AppLookup, Offer};
-pub use recorder::{CreateInfoError, ObjectRecorder};
 pub use loader::{LoadError, Loaded, LoaderOptions, PipelineLoader, Source, FEEDBACK_CACHE_HIT, FEEDBACK_VALID};
+pub use lookup::{AppLookup, Offer};
 pub use native::{check_structure, NativeInput, NativeObjects, StageInput};
 pub use pipeline::{
     CheckedBinaries, CreateMode, CreateOutcome, DepthStencil, GraphicsInput, LinkedLibraries, Pipeline,
 };
+pub use recorder::{CreateInfoError, ObjectRecorder};
 pub use shared::Shared;
 pub use translate::{layout_desc, stage_flag, LayoutDesc, SetBinding};
 /// The Vulkan bindings this module speaks (vulkanalia), for callers that wrap their own

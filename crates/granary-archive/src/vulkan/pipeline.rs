@@ -511,7 +511,10 @@ impl Gpu {
     /// # Safety
     ///
     /// `info` is a valid graphics or compute create info, as `vkCreate*Pipelines` requires.
-    pub(super) unsafe fn app_key<T: super::binary::PipelineCreateInfo>(&self, info: &T) -> Result<Vec<u8>, VulkanError> {
+    pub(super) unsafe fn app_key<T: super::binary::PipelineCreateInfo>(
+        &self,
+        info: &T,
+    ) -> Result<Vec<u8>, VulkanError> {
         if !self.binaries {
             return Ok(Vec::new());
         }

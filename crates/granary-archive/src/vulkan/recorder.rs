@@ -142,7 +142,10 @@ pub(super) unsafe fn only_next(
 ///
 /// Every pointer in `chain` points at the structure its sType names, and `T` is the structure
 /// `s_type` names.
-pub(super) unsafe fn find<'a, T>(chain: &[(vk::StructureType, *const c_void)], s_type: vk::StructureType) -> Option<&'a T> {
+pub(super) unsafe fn find<'a, T>(
+    chain: &[(vk::StructureType, *const c_void)],
+    s_type: vk::StructureType,
+) -> Option<&'a T> {
     // SAFETY: the caller's promise: the pointer is a valid `T` of that sType.
     chain.iter().find(|(s, _)| *s == s_type).map(|(_, p)| unsafe { &*p.cast::<T>() })
 }
@@ -267,9 +270,15 @@ impl ObjectRecorder {
     ///
     /// `info` is a valid `VkRenderPassCreateInfo` (every pointer and count in it and its chain
     /// as Vulkan's valid usage requires), readable for the duration of the call.
-    pub unsafe fn record_render_pass(&self, handle: vk::RenderPass, info: &vk::RenderPassCreateInfo) -> Result<(), CreateInfoError> {
+    pub unsafe fn record_render_pass(
+        &self,
+        handle: vk::RenderPass,
+        info: &vk::RenderPassCreateInfo,
+    ) -> Result<(), CreateInfoError> {
         // SAFETY: the caller's promise: a valid create info and chain.
-        let chain = unsafe { only_next(info.next, "VkRenderPassCreateInfo", &[vk::StructureType::RENDER_PASS_MULTIVIEW_CREATE_INFO])? };
+        let chain = unsafe {
+            only_next(info.next, "VkRenderPassCreateInfo", &[vk::StructureType::RENDER_PASS_MULTIVIEW_CREATE_INFO])?
+        };
         // SAFETY: the chain's pointers are the structures their sTypes name.
         let multiview: Option<&vk::RenderPassMultiviewCreateInfo> =
             unsafe { find(&chain, vk::StructureType::RENDER_PASS_MULTIVIEW_CREATE_INFO) };
@@ -366,7 +375,11 @@ impl ObjectRecorder {
     /// # Safety
     ///
     /// As [`record_render_pass`](Self::record_render_pass), for a `VkRenderPassCreateInfo2`.
-    pub unsafe fn record_render_pass2(&self, handle: vk::RenderPass, info: &vk::RenderPassCreateInfo2) -> Result<(), CreateInfoError> {
+    pub unsafe fn record_render_pass2(
+        &self,
+        handle: vk::RenderPass,
+        info: &vk::RenderPassCreateInfo2,
+    ) -> Result<(), CreateInfoError> {
         const PARENT: &str = "VkRenderPassCreateInfo2";
         let no_next = |next: *const c_void, parent: &'static str| -> Result<(), CreateInfoError> {
             // SAFETY: the caller's promise: valid chains.
@@ -447,7 +460,8 @@ impl ObjectRecorder {
             subpasses,
             dependencies,
             // SAFETY: as above.
-            correlated_view_masks: unsafe { slice(info.correlated_view_masks, info.correlated_view_mask_count) }.to_vec(),
+            correlated_view_masks: unsafe { slice(info.correlated_view_masks, info.correlated_view_mask_count) }
+                .to_vec(),
         };
         self.insert_render_pass(handle, state);
         Ok(())
@@ -459,7 +473,11 @@ impl ObjectRecorder {
     /// # Safety
     ///
     /// `info` is a valid `VkSamplerCreateInfo` with a valid chain, readable during the call.
-    pub unsafe fn record_sampler(&self, handle: vk::Sampler, info: &vk::SamplerCreateInfo) -> Result<(), CreateInfoError> {
+    pub unsafe fn record_sampler(
+        &self,
+        handle: vk::Sampler,
+        info: &vk::SamplerCreateInfo,
+    ) -> Result<(), CreateInfoError> {
         const REDUCTION: vk::StructureType = vk::StructureType::SAMPLER_REDUCTION_MODE_CREATE_INFO;
         // SAFETY: the caller's promise: a valid chain.
         let chain = unsafe { only_next(info.next, "VkSamplerCreateInfo", &[REDUCTION])? };
@@ -513,10 +531,8 @@ impl ObjectRecorder {
         let mut bindings = Vec::with_capacity(binding_infos.len());
         for (i, bi) in binding_infos.iter().enumerate() {
             // Vulkan reads pImmutableSamplers only for SAMPLER and COMBINED_IMAGE_SAMPLER.
-            let takes_samplers = matches!(
-                bi.descriptor_type,
-                vk::DescriptorType::SAMPLER | vk::DescriptorType::COMBINED_IMAGE_SAMPLER
-            );
+            let takes_samplers =
+                matches!(bi.descriptor_type, vk::DescriptorType::SAMPLER | vk::DescriptorType::COMBINED_IMAGE_SAMPLER);
             let handles = if takes_samplers {
                 // SAFETY: as above.
                 unsafe { slice(bi.immutable_samplers, bi.descriptor_count) }
@@ -562,7 +578,10 @@ impl ObjectRecorder {
             .iter()
             .map(|r| PushConstantRange { stage_flags: r.stage_flags.bits(), offset: r.offset, size: r.size })
             .collect();
-        self.insert_pipeline_layout(handle, NativeLayout { flags: info.flags.bits(), set_layouts, push_constant_ranges });
+        self.insert_pipeline_layout(
+            handle,
+            NativeLayout { flags: info.flags.bits(), set_layouts, push_constant_ranges },
+        );
         Ok(())
     }
 
@@ -572,7 +591,11 @@ impl ObjectRecorder {
     ///
     /// `info` is a valid `VkShaderModuleCreateInfo` (`pCode` points at `codeSize` bytes),
     /// readable during the call.
-    pub unsafe fn record_shader_module(&self, handle: vk::ShaderModule, info: &vk::ShaderModuleCreateInfo) -> Result<(), CreateInfoError> {
+    pub unsafe fn record_shader_module(
+        &self,
+        handle: vk::ShaderModule,
+        info: &vk::ShaderModuleCreateInfo,
+    ) -> Result<(), CreateInfoError> {
         // SAFETY: the caller's promise: `pCode` holds `codeSize` bytes.
         let code = unsafe { module_code(info) }?;
         put(&self.modules, handle.as_raw(), spirv_library_hash(code));
@@ -586,7 +609,7 @@ impl ObjectRecorder {
 ///
 /// `info.code` points at `info.code_size` readable bytes while the result is used.
 pub(super) unsafe fn module_code<'a>(info: &vk::ShaderModuleCreateInfo) -> Result<&'a [u8], CreateInfoError> {
-    if info.code.is_null() || info.code_size == 0 || info.code_size % 4 != 0 {
+    if info.code.is_null() || info.code_size == 0 || !info.code_size.is_multiple_of(4) {
         return Err(unsupported("VkShaderModuleCreateInfo::codeSize", format!("{} bytes of code", info.code_size)));
     }
     // SAFETY: the caller's promise: `code_size` bytes at a non-null `code`.

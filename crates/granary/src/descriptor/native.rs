@@ -63,7 +63,8 @@ impl NativePipelineDescriptor {
     /// The pipeline key given its stage keys: a domain of its own, the stages, then the
     /// native state's canonical bytes (what the driver is handed besides the modules).
     pub fn key_with_stage_keys(&self, stage_keys: &[StageKey]) -> PipelineKey {
-        let stages: Vec<(ShaderStage, StageKey)> = self.stages.iter().map(|s| s.stage).zip(stage_keys.iter().copied()).collect();
+        let stages: Vec<(ShaderStage, StageKey)> =
+            self.stages.iter().map(|s| s.stage).zip(stage_keys.iter().copied()).collect();
         granary_archive::native::native_pipeline_key(&stages, &self.state)
     }
 }
