@@ -307,11 +307,19 @@ pub unsafe fn graphics_pipeline(
         && !dynamic(vk::DynamicState::RASTERIZER_DISCARD_ENABLE);
     let tessellated =
         kinds.iter().any(|k| matches!(k, ShaderStage::TessellationControl | ShaderStage::TessellationEvaluation));
+    // Vulkan ignores the vertex input and input assembly of a mesh pipeline, and the vertex
+    // input when it is dynamic.
+    let mesh = kinds.contains(&ShaderStage::Mesh);
+    let vertex_input_ignored = mesh || dynamic(vk::DynamicState::VERTEX_INPUT_EXT);
     let graphics = GraphicsState {
+        vertex_input_state: if vertex_input_ignored {
+            None
+        } else {
+            // SAFETY: as above.
+            unsafe { vertex_input(info.vertex_input_state)? }
+        },
         // SAFETY: as above.
-        vertex_input_state: unsafe { vertex_input(info.vertex_input_state)? },
-        // SAFETY: as above.
-        input_assembly_state: unsafe { input_assembly(info.input_assembly_state)? },
+        input_assembly_state: if mesh { None } else { unsafe { input_assembly(info.input_assembly_state)? } },
         // SAFETY: as above.
         tessellation_state: if tessellated { unsafe { tessellation(info.tessellation_state)? } } else { None },
         viewport_state: if discard {

@@ -176,4 +176,7 @@ const _: () = {
     assert_send_sync::<Pipeline>();
     assert_send_sync::<Binaries>();
     assert_send_sync::<Cache>();
+    assert_send_sync::<ObjectRecorder>();
+    assert_send_sync::<AppPipeline>();
+    assert_send_sync::<PipelineLoader<'static>>();
 };
