@@ -1146,6 +1146,29 @@ fn the_applications_create_info_gives_the_harvests_state_and_key() {
     })
     .unwrap();
     assert_ne!(culled.key(&ctx), harvested.key(&ctx));
+    // Dynamic rendering (VkPipelineRenderingCreateInfo chained, no render pass), and a stage
+    // whose module is chained as a VkShaderModuleCreateInfo (maintenance5) instead of a handle.
+    let formats = [vk::Format::R8G8B8A8_UNORM];
+    let rendering = vk::PipelineRenderingCreateInfo {
+        color_attachment_count: 1,
+        color_attachment_formats: formats.as_ptr(),
+        ..Default::default()
+    };
+    let code = spirv("sampled.frag");
+    let inline = vk::ShaderModuleCreateInfo { code_size: code.len(), code: code.as_ptr().cast(), ..Default::default() };
+    let dynamic_rendering = inverse(&fake_recorder(), |i| {
+        i.render_pass = vk::RenderPass::null();
+        i.next = (&rendering as *const vk::PipelineRenderingCreateInfo).cast();
+        // SAFETY: `with_app_info`'s stages, locals alive during the edit.
+        let mut stages = unsafe { std::slice::from_raw_parts(i.stages, 2) }.to_vec();
+        stages[1].module = vk::ShaderModule::null();
+        stages[1].next = (&inline as *const vk::ShaderModuleCreateInfo).cast();
+        i.stages = Box::leak(stages.into_boxed_slice()).as_ptr();
+    })
+    .expect("dynamic rendering");
+    let state = sampled(sampler(1000.0, None), (16, 16));
+    assert_eq!(dynamic_rendering.state, state);
+    assert_eq!(dynamic_rendering.key(&ctx), native_descriptor("dr", state, &APP_STAGES).key(&ctx));
     // A compute create info with a specialization and a required subgroup size.
     let r = fake_recorder();
     let module = vk::ShaderModule::from_raw(9);
@@ -1348,6 +1371,59 @@ impl AppObjects {
         let render_pass2 = unsafe { device.create_render_pass2(&pass_info2, None) }.expect("render pass 2");
         // SAFETY: as above.
         unsafe { recorder.record_render_pass2(render_pass2, &pass_info2) }.expect("record render pass 2");
+        // Version 1 with multiview (VkRenderPassMultiviewCreateInfo) and an input attachment:
+        // recorded as the version-2 fixture the other tests create with vkCreateRenderPass2.
+        let attachments = [attachment, attachment];
+        let color1 = vk::AttachmentReference { attachment: 1, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL };
+        let input = vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL };
+        let subpasses = [
+            subpass,
+            vk::SubpassDescription {
+                pipeline_bind_point: vk::PipelineBindPoint::GRAPHICS,
+                input_attachment_count: 1,
+                input_attachments: &input,
+                color_attachment_count: 1,
+                color_attachments: &color1,
+                ..Default::default()
+            },
+        ];
+        let dependency = vk::SubpassDependency {
+            src_subpass: 0,
+            dst_subpass: 1,
+            src_stage_mask: vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+            dst_stage_mask: vk::PipelineStageFlags::FRAGMENT_SHADER,
+            src_access_mask: vk::AccessFlags::COLOR_ATTACHMENT_WRITE,
+            dst_access_mask: vk::AccessFlags::INPUT_ATTACHMENT_READ,
+            dependency_flags: vk::DependencyFlags::BY_REGION | vk::DependencyFlags::VIEW_LOCAL,
+        };
+        let (masks, offsets, correlation) = ([3u32, 3], [0i32], [3u32]);
+        let multiview = vk::RenderPassMultiviewCreateInfo {
+            subpass_count: 2,
+            view_masks: masks.as_ptr(),
+            dependency_count: 1,
+            view_offsets: offsets.as_ptr(),
+            correlation_mask_count: 1,
+            correlation_masks: correlation.as_ptr(),
+            ..Default::default()
+        };
+        let multiview_info = vk::RenderPassCreateInfo {
+            next: (&multiview as *const vk::RenderPassMultiviewCreateInfo).cast(),
+            attachment_count: 2,
+            attachments: attachments.as_ptr(),
+            subpass_count: 2,
+            subpasses: subpasses.as_ptr(),
+            dependency_count: 1,
+            dependencies: &dependency,
+            ..Default::default()
+        };
+        // SAFETY: as above.
+        let multiview_pass = unsafe { device.create_render_pass(&multiview_info, None) }.expect("multiview pass");
+        // SAFETY: as above.
+        unsafe { recorder.record_render_pass(multiview_pass, &multiview_info) }.expect("record multiview pass");
+        assert_eq!(*recorder.render_pass(multiview_pass).unwrap(), two_subpasses(3));
+        // SAFETY: made above, named by no pipeline.
+        unsafe { device.destroy_render_pass(multiview_pass, None) };
+        assert!(recorder.forget_render_pass(multiview_pass));
         AppObjects {
             gpu: gpu.clone(),
             handles: AppHandles { vert, frag, layout, render_pass },
