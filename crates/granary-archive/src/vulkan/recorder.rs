@@ -166,8 +166,24 @@ fn format_aspects(format: u32) -> u32 {
 }
 
 /// Records what the application's render passes, descriptor-set layouts, pipeline layouts,
-/// samplers and shader modules are, by handle (see the [module documentation](self) for the
-/// thread-safety contract).
+/// samplers and shader modules are, by handle, so that
+/// [`PipelineLoader::lookup_graphics`](super::PipelineLoader::lookup_graphics) can read the
+/// application's own create infos. Record each object when creating it, with the create info
+/// passed to Vulkan (`unsafe` `record_*`), or give granary's value (`insert_*`); forget it when
+/// destroying it (`forget_*`). It makes no Vulkan call and owns no Vulkan object. A `pNext`
+/// structure granary does not model is [`CreateInfoError::UnsupportedNext`], never dropped; a
+/// handle it does not know (an immutable sampler, a set layout) is
+/// [`CreateInfoError::UnknownHandle`].
+///
+/// # Thread safety
+///
+/// `Send + Sync`. Every method takes `&self` and may run from any number of threads at once:
+/// each kind of object is a map behind its own `RwLock` (lookups share it; `record_*`,
+/// `insert_*` and `forget_*` hold it exclusively for one insertion or removal, never while
+/// reading the application's structures). A lookup racing with the `forget_*` of the same
+/// handle sees the object or not; Vulkan's own rule applies on top: a handle may not be
+/// destroyed while a create call that names it runs, so an application that forgets a handle
+/// when it destroys it never has a lookup miss a live one.
 #[derive(Default)]
 pub struct ObjectRecorder {
     render_passes: RwLock<HashMap<u64, Arc<RenderPassState>>>,
