@@ -1499,6 +1499,33 @@ fn the_applications_own_create_info_finds_and_creates_its_harvested_pipeline() {
         )
         .expect("lookup");
         assert_eq!(lookup.key, entry.key, "the create info finds its harvested pipeline");
+        // From 4 threads at once, while another records and forgets objects of its own: every
+        // lookup finds it (the recorder and the loader are `Send + Sync`, nothing is externally
+        // synchronized).
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for i in 0..200u64 {
+                    let h = vk::RenderPass::from_raw(0xdead_0000 + i);
+                    recorder.insert_render_pass(h, app_render_pass());
+                    assert!(recorder.forget_render_pass(h));
+                }
+            });
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..25 {
+                        let l = with_app_info(
+                            app.handles,
+                            |_| {},
+                            |info| {
+                                // SAFETY: as above.
+                                unsafe { loader.lookup_graphics(&recorder, info) }
+                            },
+                        );
+                        assert_eq!(l.expect("lookup").key, entry.key);
+                    }
+                });
+            }
+        });
         let made = with_app_info(
             app.handles,
             |_| {},
