@@ -160,7 +160,9 @@ pub use device::BINARY_SET_LIBRARY;
 pub use device::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceFeatures, DeviceIdentity};
 pub use entry::{PipelineEntry, StageEntry, StateKind, TargetOutputs};
 pub use error::ArchiveError;
-pub use key::{checksum64, content_hash, ContentHash, KeyContext, PipelineKey, StageKey};
+pub use key::{
+    checksum64, content_hash, ContentHash, Encoder, KeyContext, PipelineKey, StageKey, KEY_ENCODING_VERSION,
+};
 pub use layout::{
     BindingKind, Immediates, LayoutBinding, LayoutError, MslClass, PipelineLayout, SlotAssignment, StageBindingMap,
     StageMask,

@@ -22,9 +22,11 @@
 //! Thread safety: plain data, `Send + Sync`.
 
 pub(crate) mod codec;
+mod key;
 
 pub use codec::NativeStateError;
 use codec::{native_struct, Codec, Reader};
+pub use key::{native_pipeline_key, native_stage_key, spirv_library_hash};
 
 /// Magic of an encoded [`NativePipeline`].
 pub const NATIVE_MAGIC: [u8; 4] = *b"GNV1";

@@ -22,6 +22,12 @@
 //! the comparison and named: granary imports them as one whole pipeline, the application's
 //! create info links two library pipelines.
 //!
+//! The same create infos, read by granary's lookup by the application's own create info
+//! (every object recorded with its create info in an `ObjectRecorder`, the pipeline read by
+//! `vulkan::graphics_pipeline` / `compute_pipeline`), give exactly the key the harvest archived
+//! each imported pipeline under: an engine that recorded these pipelines with Fossilize finds
+//! their archived binaries from its own create infos.
+//!
 //! Without a driver the test prints `SKIPPED` (a failure under `GRANARY_REQUIRE_VULKAN=1`).
 
 mod support;
@@ -114,6 +120,9 @@ struct Objects<'a> {
     sets: HashMap<u64, vk::DescriptorSetLayout>,
     layouts: HashMap<u64, vk::PipelineLayout>,
     passes: HashMap<u64, vk::RenderPass>,
+    /// Every object recorded with the create info it was made with, as an engine using
+    /// granary's lookup by create info does (`PipelineLoader::lookup_graphics`).
+    recorder: granary_archive::vulkan::ObjectRecorder,
 }
 
 /// The member of a database entry's JSON holding its object (`"shaderModules"`, …).
@@ -171,6 +180,7 @@ impl<'a> Objects<'a> {
             sets: HashMap::new(),
             layouts: HashMap::new(),
             passes: HashMap::new(),
+            recorder: Default::default(),
         }
     }
 
@@ -187,6 +197,8 @@ impl<'a> Objects<'a> {
         // SAFETY: `info` points at `code`, alive for the call; the module is destroyed in
         // `destroy`, before the device.
         let m = unsafe { self.device.create_shader_module(&info, None) }.expect("vkCreateShaderModule");
+        // SAFETY: the create info it was just made with, alive.
+        unsafe { self.recorder.record_shader_module(m, &info) }.expect("record the module");
         self.modules.insert(h, m);
         m
     }
@@ -218,6 +230,8 @@ impl<'a> Objects<'a> {
         };
         // SAFETY: `info` is complete and alive for the call; destroyed in `destroy`.
         let s = unsafe { self.device.create_sampler(&info, None) }.expect("vkCreateSampler");
+        // SAFETY: as for modules.
+        unsafe { self.recorder.record_sampler(s, &info) }.expect("record the sampler");
         self.samplers.insert(h, s);
         s
     }
@@ -266,6 +280,8 @@ impl<'a> Objects<'a> {
         };
         // SAFETY: `info` points into `keep`, alive for the call; destroyed in `destroy`.
         let s = unsafe { self.device.create_descriptor_set_layout(&info, None) }.expect("vkCreateDescriptorSetLayout");
+        // SAFETY: as for modules.
+        unsafe { self.recorder.record_set_layout(s, &info) }.expect("record the set layout");
         self.sets.insert(h, s);
         s
     }
@@ -296,6 +312,8 @@ impl<'a> Objects<'a> {
         // SAFETY: `info` points at `sets` and `ranges`, alive for the call; destroyed in
         // `destroy`.
         let l = unsafe { self.device.create_pipeline_layout(&info, None) }.expect("vkCreatePipelineLayout");
+        // SAFETY: as for modules.
+        unsafe { self.recorder.record_pipeline_layout(l, &info) }.expect("record the pipeline layout");
         self.layouts.insert(h, l);
         l
     }
@@ -396,7 +414,10 @@ impl<'a> Objects<'a> {
         };
         // SAFETY: `info` points at locals and into `keep`, alive for the call; destroyed in
         // `destroy`.
-        unsafe { self.device.create_render_pass(&info, None) }.expect("vkCreateRenderPass")
+        let r = unsafe { self.device.create_render_pass(&info, None) }.expect("vkCreateRenderPass");
+        // SAFETY: as for modules.
+        unsafe { self.recorder.record_render_pass(r, &info) }.expect("record the render pass");
+        r
     }
 
     fn render_pass2(&self, v: &Value) -> vk::RenderPass {
@@ -476,7 +497,10 @@ impl<'a> Objects<'a> {
         };
         // SAFETY: `info` points at locals and into `keep`, alive for the call; destroyed in
         // `destroy`.
-        unsafe { self.device.create_render_pass2(&info, None) }.expect("vkCreateRenderPass2")
+        let r = unsafe { self.device.create_render_pass2(&info, None) }.expect("vkCreateRenderPass2");
+        // SAFETY: as for modules.
+        unsafe { self.recorder.record_render_pass2(r, &info) }.expect("record the render pass");
+        r
     }
 
     /// One `VkPipelineShaderStageCreateInfo` (specialization, required subgroup size).
@@ -1109,7 +1133,11 @@ fn written_database(path: &Path) -> Vec<u64> {
 /// Imports `db`, harvests its pipelines on `backend`'s device and returns the pipeline key
 /// the harvest recorded for each Fossilize hash (empty where the device has no pipeline
 /// binaries), with the pipelines granary refused and why.
-fn harvest(backend: &Arc<granary_vulkan::VulkanBackend>, db: &Path, dir: &Path) -> (HashMap<u64, Vec<u8>>, Refused) {
+fn harvest(
+    backend: &Arc<granary_vulkan::VulkanBackend>,
+    db: &Path,
+    dir: &Path,
+) -> (HashMap<u64, Vec<u8>>, Refused, Archived) {
     let report = granary::import::foz::import(&[db.to_path_buf()], dir).expect("import");
     assert!(report.databases_skipped.is_empty(), "{:?}", report.databases_skipped);
     let script = Script::load(&report.script).expect("the imported script");
@@ -1130,6 +1158,7 @@ fn harvest(backend: &Arc<granary_vulkan::VulkanBackend>, db: &Path, dir: &Path) 
     capture.write_archive(&path).expect("write the archive");
     let archive = Archive::open(&path).expect("open the archive");
     let mut keys = HashMap::new();
+    let mut archived = Archived { context: archive.key_context(), pipelines: HashMap::new() };
     let devices = archive.devices().expect("device sections");
     let labels = archive.labels().expect("labels");
     for (label, index) in labels {
@@ -1141,8 +1170,16 @@ fn harvest(backend: &Arc<granary_vulkan::VulkanBackend>, db: &Path, dir: &Path) 
             None => Vec::new(),
         };
         keys.insert(h, key);
+        archived.pipelines.insert(h, (p.key(), p.native_state().expect("native state")));
     }
-    (keys, refused)
+    (keys, refused, archived)
+}
+
+/// What the archive holds, for the lookup by create info: its key context, and per Fossilize
+/// hash the pipeline's granary key and native state.
+struct Archived {
+    context: granary_archive::KeyContext,
+    pipelines: HashMap<u64, (granary_archive::PipelineKey, Option<granary_archive::native::NativePipeline>)>,
 }
 
 /// Pipelines the harvest refused: label and message.
@@ -1156,10 +1193,15 @@ struct Tally {
     created: usize,
     refused: Refused,
     linked: Vec<u64>,
+    /// Pipelines whose create info, read by granary's lookup (`vulkan::graphics_pipeline` /
+    /// `compute_pipeline` with the recorder), gives the harvested pipeline's key.
+    found: usize,
+    /// Those that did not: label and why.
+    lost: Vec<(String, String)>,
 }
 
 fn compare(backend: &Arc<granary_vulkan::VulkanBackend>, gpu: &Arc<Gpu>, db: &Path, dir: &Path) -> Tally {
-    let (recorded, refused) = harvest(backend, db, dir);
+    let (recorded, refused, archived) = harvest(backend, db, dir);
     let device = gpu.raw_device();
     let mut objects = Objects::read(device, db);
     let mut tally = Tally { refused, ..Default::default() };
@@ -1184,14 +1226,29 @@ fn compare(backend: &Arc<granary_vulkan::VulkanBackend>, gpu: &Arc<Gpu>, db: &Pa
         // (in `tally.refused`, checked by the caller).
         let Some(granary_key) = recorded.get(&h) else { continue };
         let mut keep = Keep::default();
+        // The lookup by the application's own create info finds the harvested pipeline.
+        let (archived_key, archived_state) = &archived.pipelines[&h];
+        let mut look =
+            |app: Result<granary_archive::vulkan::AppPipeline, granary_archive::vulkan::CreateInfoError>| match app {
+                Ok(a) if a.key(&archived.context) == *archived_key => tally.found += 1,
+                Ok(a) => tally.lost.push((
+                    label.clone(),
+                    format!("another key: state read {:?}\narchived {:?}", a.state, archived_state),
+                )),
+                Err(e) => tally.lost.push((label.clone(), e.to_string())),
+            };
         let (key, pipeline) = if t == tag::GRAPHICS_PIPELINE {
             let info = objects.graphics(&v, &mut keep);
+            // SAFETY: `info` points into `keep` and at objects alive until `destroy`.
+            look(unsafe { granary_archive::vulkan::graphics_pipeline(&objects.recorder, &info) });
             let key = gpu.captures_binaries().then(|| driver_key(device, &info));
             // SAFETY: `info` points into `keep` and at objects alive until `destroy`.
             let made = unsafe { device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
             (key, made.map(|(p, _)| p[0]))
         } else {
             let info = objects.compute(&v, &mut keep);
+            // SAFETY: as above.
+            look(unsafe { granary_archive::vulkan::compute_pipeline(&objects.recorder, &info) });
             let key = gpu.captures_binaries().then(|| driver_key(device, &info));
             // SAFETY: as above.
             let made = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) };
@@ -1236,9 +1293,15 @@ fn imported_pipelines_have_the_driver_key_of_the_create_info_the_database_record
         let dir = tmp.path().join(name);
         let t = compare(&backend, &gpu, db, &dir);
         eprintln!(
-            "{name}: {} created directly, {} keys compared, {} equal; linked (not compared): {:x?}; refused: {:?}",
-            t.created, t.compared, t.equal, t.linked, t.refused
+            "{name}: {} created directly, {} keys compared, {} equal; linked (not compared): {:x?}; refused: {:?}; \
+             {} found by their own create info",
+            t.created, t.compared, t.equal, t.linked, t.refused, t.found
         );
+        for (label, why) in &t.lost {
+            eprintln!("{label}: its create info does not find it: {why}");
+        }
+        assert!(t.lost.is_empty(), "{name}: every harvested pipeline is found by its own create info");
+        assert_eq!(t.found, t.created, "{name}: every pipeline created directly was looked up");
         for (label, why) in &t.refused {
             // A feature the device lacks, or a limit it has (both name the device).
             let device_reason = ["(the device does not support it)", "' takes ", "' allows at most "];

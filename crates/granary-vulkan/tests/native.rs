@@ -950,3 +950,649 @@ fn the_loader_creates_archived_native_pipelines_with_the_same_builder() {
     drop(loader);
     fx.assert_clean("refused native pipeline");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Lookup by the application's own create info (`PipelineLoader::lookup_graphics` and friends).
+
+use granary_archive::vulkan::vulkanalia::vk::{self, Handle as _};
+use granary_archive::vulkan::{AppPipeline, CreateInfoError, ObjectRecorder};
+
+/// The handles an application's triangle create info names.
+#[derive(Clone, Copy)]
+struct AppHandles {
+    vert: vk::ShaderModule,
+    frag: vk::ShaderModule,
+    layout: vk::PipelineLayout,
+    render_pass: vk::RenderPass,
+}
+
+/// Builds, as an engine would, the graphics create info of `app_state()` with `handles` (each
+/// structure a local of this frame), lets `edit` change it, and hands it to `f`.
+fn with_app_info<R>(
+    h: AppHandles,
+    edit: impl FnOnce(&mut vk::GraphicsPipelineCreateInfo),
+    f: impl FnOnce(&vk::GraphicsPipelineCreateInfo) -> R,
+) -> R {
+    let stages = [
+        vk::PipelineShaderStageCreateInfo {
+            stage: vk::ShaderStageFlags::VERTEX,
+            module: h.vert,
+            name: c"main".as_ptr(),
+            ..Default::default()
+        },
+        vk::PipelineShaderStageCreateInfo {
+            stage: vk::ShaderStageFlags::FRAGMENT,
+            module: h.frag,
+            name: c"main".as_ptr(),
+            ..Default::default()
+        },
+    ];
+    let bindings =
+        [vk::VertexInputBindingDescription { binding: 0, stride: 16, input_rate: vk::VertexInputRate::VERTEX }];
+    let attributes = [vk::VertexInputAttributeDescription {
+        location: 0,
+        binding: 0,
+        format: vk::Format::R32G32B32A32_SFLOAT,
+        offset: 0,
+    }];
+    let vertex_input = vk::PipelineVertexInputStateCreateInfo {
+        vertex_binding_description_count: 1,
+        vertex_binding_descriptions: bindings.as_ptr(),
+        vertex_attribute_description_count: 1,
+        vertex_attribute_descriptions: attributes.as_ptr(),
+        ..Default::default()
+    };
+    let assembly = vk::PipelineInputAssemblyStateCreateInfo {
+        topology: vk::PrimitiveTopology::TRIANGLE_LIST,
+        ..Default::default()
+    };
+    // Dynamic viewport and scissor: Vulkan ignores these pointers (an engine may leave junk).
+    let viewport = vk::PipelineViewportStateCreateInfo {
+        viewport_count: 1,
+        viewports: 0x10 as *const vk::Viewport,
+        scissor_count: 1,
+        ..Default::default()
+    };
+    let raster = vk::PipelineRasterizationStateCreateInfo { line_width: 1.0, ..Default::default() };
+    let multisample = vk::PipelineMultisampleStateCreateInfo {
+        rasterization_samples: vk::SampleCountFlags::_1,
+        ..Default::default()
+    };
+    let blend_attachment = vk::PipelineColorBlendAttachmentState {
+        src_color_blend_factor: vk::BlendFactor::ONE,
+        src_alpha_blend_factor: vk::BlendFactor::ONE,
+        color_write_mask: vk::ColorComponentFlags::all(),
+        ..Default::default()
+    };
+    let blend = vk::PipelineColorBlendStateCreateInfo {
+        attachment_count: 1,
+        attachments: &blend_attachment,
+        ..Default::default()
+    };
+    let dynamic_states = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
+    let dynamic = vk::PipelineDynamicStateCreateInfo {
+        dynamic_state_count: 2,
+        dynamic_states: dynamic_states.as_ptr(),
+        ..Default::default()
+    };
+    let mut info = vk::GraphicsPipelineCreateInfo {
+        stage_count: 2,
+        stages: stages.as_ptr(),
+        vertex_input_state: &vertex_input,
+        input_assembly_state: &assembly,
+        // Ignored without tessellation stages.
+        tessellation_state: 0x20 as *const vk::PipelineTessellationStateCreateInfo,
+        viewport_state: &viewport,
+        rasterization_state: &raster,
+        multisample_state: &multisample,
+        color_blend_state: &blend,
+        dynamic_state: &dynamic,
+        layout: h.layout,
+        render_pass: h.render_pass,
+        subpass: 0,
+        base_pipeline_index: -1,
+        ..Default::default()
+    };
+    edit(&mut info);
+    f(&info)
+}
+
+/// The render pass the application's create info names: one RGBA8 colour attachment.
+fn app_render_pass() -> RenderPassState {
+    RenderPassState {
+        flags: 0,
+        attachments: vec![AttachmentDescription {
+            flags: 0,
+            format: 37,
+            samples: 1,
+            load_op: 1,
+            store_op: 0,
+            stencil_load_op: 2,
+            stencil_store_op: 1,
+            initial_layout: 0,
+            final_layout: 2,
+        }],
+        subpasses: vec![SubpassDescription {
+            flags: 0,
+            pipeline_bind_point: 0,
+            view_mask: 0,
+            input_attachments: vec![],
+            color_attachments: vec![AttachmentReference { attachment: 0, layout: 2, aspect_mask: 0 }],
+            resolve_attachments: vec![],
+            depth_stencil_attachment: None,
+            preserve_attachments: vec![],
+        }],
+        dependencies: vec![],
+        correlated_view_masks: vec![],
+    }
+}
+
+/// The native state of `with_app_info`'s create info as a harvest script writes it: the
+/// sampled fixture (an immutable sampler, two push-constant ranges) with the render pass.
+fn app_state() -> NativePipeline {
+    let mut p = sampled(sampler(1000.0, None), (16, 16));
+    let g = p.graphics.as_mut().unwrap();
+    g.rendering = None;
+    g.render_pass = Some(app_render_pass());
+    p
+}
+
+const APP_STAGES: [Stage<'static>; 2] =
+    [("push.vert", ShaderStage::Vertex, None), ("sampled.frag", ShaderStage::Fragment, None)];
+
+fn fake_handles() -> AppHandles {
+    AppHandles {
+        vert: vk::ShaderModule::from_raw(1),
+        frag: vk::ShaderModule::from_raw(2),
+        layout: vk::PipelineLayout::from_raw(3),
+        render_pass: vk::RenderPass::from_raw(4),
+    }
+}
+
+/// A recorder that knows `fake_handles` (by value: `insert_*`).
+fn fake_recorder() -> ObjectRecorder {
+    let h = fake_handles();
+    let r = ObjectRecorder::new();
+    r.insert_shader_module(h.vert, &spirv("push.vert"));
+    r.insert_shader_module(h.frag, &spirv("sampled.frag"));
+    r.insert_pipeline_layout(h.layout, app_state().layout);
+    r.insert_render_pass(h.render_pass, app_render_pass());
+    r
+}
+
+fn inverse(
+    r: &ObjectRecorder,
+    edit: impl FnOnce(&mut vk::GraphicsPipelineCreateInfo),
+) -> Result<AppPipeline, CreateInfoError> {
+    // SAFETY: every pointer Vulkan reads in the create info is a local of `with_app_info`
+    // alive during the call; the ones it ignores (and the inverse skips) are junk on purpose.
+    with_app_info(fake_handles(), edit, |info| unsafe { granary_archive::vulkan::graphics_pipeline(r, info) })
+}
+
+#[test]
+fn the_applications_create_info_gives_the_harvests_state_and_key() {
+    let ctx = granary::descriptor::KeyContext { target_options: 0x5eed };
+    let app = inverse(&fake_recorder(), |_| {}).expect("inverse");
+    assert_eq!(app.state, app_state(), "the create info read back is the script's native state");
+    let harvested = native_descriptor("app", app_state(), &APP_STAGES);
+    assert_eq!(app.key(&ctx), harvested.key(&ctx), "granary's key of the create info is the harvest's");
+    assert_eq!(app.stage_keys(&ctx), harvested.stage_keys(&ctx));
+    // One field apart: another key.
+    let culled = inverse(&fake_recorder(), |i| {
+        // SAFETY: `with_app_info`'s rasterization state, a local alive during the edit.
+        let r = Box::leak(Box::new(unsafe { *i.rasterization_state }));
+        r.cull_mode = vk::CullModeFlags::BACK;
+        i.rasterization_state = r;
+    })
+    .unwrap();
+    assert_ne!(culled.key(&ctx), harvested.key(&ctx));
+    // Dynamic rendering (VkPipelineRenderingCreateInfo chained, no render pass), and a stage
+    // whose module is chained as a VkShaderModuleCreateInfo (maintenance5) instead of a handle.
+    let formats = [vk::Format::R8G8B8A8_UNORM];
+    let rendering = vk::PipelineRenderingCreateInfo {
+        color_attachment_count: 1,
+        color_attachment_formats: formats.as_ptr(),
+        ..Default::default()
+    };
+    let code = spirv("sampled.frag");
+    let inline = vk::ShaderModuleCreateInfo { code_size: code.len(), code: code.as_ptr().cast(), ..Default::default() };
+    let dynamic_rendering = inverse(&fake_recorder(), |i| {
+        i.render_pass = vk::RenderPass::null();
+        i.next = (&rendering as *const vk::PipelineRenderingCreateInfo).cast();
+        // SAFETY: `with_app_info`'s stages, locals alive during the edit.
+        let mut stages = unsafe { std::slice::from_raw_parts(i.stages, 2) }.to_vec();
+        stages[1].module = vk::ShaderModule::null();
+        stages[1].next = (&inline as *const vk::ShaderModuleCreateInfo).cast();
+        i.stages = Box::leak(stages.into_boxed_slice()).as_ptr();
+    })
+    .expect("dynamic rendering");
+    let state = sampled(sampler(1000.0, None), (16, 16));
+    assert_eq!(dynamic_rendering.state, state);
+    assert_eq!(dynamic_rendering.key(&ctx), native_descriptor("dr", state, &APP_STAGES).key(&ctx));
+    // A compute create info with a specialization and a required subgroup size.
+    let r = fake_recorder();
+    let module = vk::ShaderModule::from_raw(9);
+    r.insert_shader_module(module, &spirv("fill.comp"));
+    let state = compute(Some(32));
+    let layout = vk::PipelineLayout::from_raw(10);
+    r.insert_pipeline_layout(layout, state.layout.clone());
+    let constants = compute_constants(64, 7);
+    let entries: Vec<vk::SpecializationMapEntry> = constants
+        .map_entries
+        .iter()
+        .map(|m| vk::SpecializationMapEntry { constant_id: m.constant_id, offset: m.offset, size: m.size as usize })
+        .collect();
+    let spec = vk::SpecializationInfo {
+        map_entry_count: entries.len() as u32,
+        map_entries: entries.as_ptr(),
+        data_size: constants.data.len(),
+        data: constants.data.as_ptr().cast(),
+    };
+    let subgroup =
+        vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo { required_subgroup_size: 32, ..Default::default() };
+    let info = vk::ComputePipelineCreateInfo {
+        stage: vk::PipelineShaderStageCreateInfo {
+            next: (&subgroup as *const vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo).cast(),
+            flags: vk::PipelineShaderStageCreateFlags::from_bits_truncate(state.stages[0].flags),
+            stage: vk::ShaderStageFlags::COMPUTE,
+            module,
+            name: c"main".as_ptr(),
+            specialization_info: &spec,
+            ..Default::default()
+        },
+        layout,
+        base_pipeline_index: -1,
+        ..Default::default()
+    };
+    // SAFETY: `info` and everything it points at are locals alive for the call.
+    let app = unsafe { granary_archive::vulkan::compute_pipeline(&r, &info) }.expect("compute");
+    assert_eq!(app.state, state);
+    let harvested = native_descriptor("compute", state, &[("fill.comp", ShaderStage::Compute, Some(&constants))]);
+    assert_eq!(app.key(&ctx), harvested.key(&ctx));
+}
+
+#[test]
+fn what_the_native_state_cannot_say_is_refused_naming_it() {
+    let r = fake_recorder();
+    // A handle the recorder was not told about.
+    let e = inverse(&r, |i| i.layout = vk::PipelineLayout::from_raw(77)).unwrap_err();
+    assert_eq!(e, CreateInfoError::UnknownHandle { what: "VkPipelineLayout", handle: 77 });
+    assert!(e.to_string().contains("VkPipelineLayout 0x4d was not recorded"), "{e}");
+    r.forget_shader_module(fake_handles().frag);
+    let e = inverse(&r, |_| {}).unwrap_err();
+    assert!(matches!(e, CreateInfoError::UnknownHandle { what: "VkShaderModule", handle: 2 }), "{e}");
+    let r = fake_recorder();
+    // A chained structure granary does not model (VkPipelineRobustnessCreateInfo).
+    let robustness = vk::PipelineRobustnessCreateInfo::default();
+    let e = inverse(&r, |i| i.next = (&robustness as *const vk::PipelineRobustnessCreateInfo).cast()).unwrap_err();
+    assert_eq!(
+        e,
+        CreateInfoError::UnsupportedNext {
+            parent: "VkGraphicsPipelineCreateInfo",
+            s_type: vk::StructureType::PIPELINE_ROBUSTNESS_CREATE_INFO.as_raw()
+        }
+    );
+    // A derivative and a library part.
+    let e = inverse(&r, |i| i.flags = vk::PipelineCreateFlags::DERIVATIVE).unwrap_err();
+    assert!(e.to_string().starts_with("flags: DERIVATIVE"), "{e}");
+    let e = inverse(&r, |i| i.flags = vk::PipelineCreateFlags::LIBRARY_KHR).unwrap_err();
+    assert!(e.to_string().contains("LIBRARY_KHR"), "{e}");
+    // A subpass the render pass does not have.
+    let e = inverse(&r, |i| i.subpass = 3).unwrap_err();
+    assert!(e.to_string().starts_with("subpass: 3 is not a subpass"), "{e}");
+}
+
+/// The application's own objects on `gpu`'s device, each recorded with the create info it was
+/// made with (`record_*`, the raw readers), destroyed on drop.
+struct AppObjects {
+    gpu: Arc<Gpu>,
+    handles: AppHandles,
+    sampler: vk::Sampler,
+    set_layout: vk::DescriptorSetLayout,
+    render_pass2: vk::RenderPass,
+}
+
+impl AppObjects {
+    fn create(gpu: &Arc<Gpu>, recorder: &ObjectRecorder) -> AppObjects {
+        use granary_archive::vulkan::vulkanalia::prelude::v1_3::*;
+        let device = gpu.raw_device();
+        let module = |name: &str| {
+            let code = spirv(name);
+            let info =
+                vk::ShaderModuleCreateInfo { code_size: code.len(), code: code.as_ptr().cast(), ..Default::default() };
+            // SAFETY: `info` points at `code`, alive for both calls; the module is destroyed in
+            // `Drop`, after every pipeline made with it.
+            let m = unsafe { device.create_shader_module(&info, None) }.expect("module");
+            // SAFETY: as above.
+            unsafe { recorder.record_shader_module(m, &info) }.expect("record module");
+            m
+        };
+        let (vert, frag) = (module("push.vert"), module("sampled.frag"));
+        let s = sampler(1000.0, None);
+        let sampler_info = vk::SamplerCreateInfo {
+            mag_filter: vk::Filter::LINEAR,
+            min_filter: vk::Filter::LINEAR,
+            mipmap_mode: vk::SamplerMipmapMode::LINEAR,
+            address_mode_u: vk::SamplerAddressMode::CLAMP_TO_EDGE,
+            address_mode_v: vk::SamplerAddressMode::CLAMP_TO_EDGE,
+            address_mode_w: vk::SamplerAddressMode::CLAMP_TO_EDGE,
+            max_anisotropy: 1.0,
+            max_lod: s.max_lod,
+            ..Default::default()
+        };
+        // SAFETY: a plain create info; destroyed in `Drop`.
+        let sampler_handle = unsafe { device.create_sampler(&sampler_info, None) }.expect("sampler");
+        // SAFETY: as above.
+        unsafe { recorder.record_sampler(sampler_handle, &sampler_info) }.expect("record sampler");
+        let immutable = [sampler_handle];
+        let binding = vk::DescriptorSetLayoutBinding {
+            binding: 0,
+            descriptor_type: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
+            descriptor_count: 1,
+            stage_flags: vk::ShaderStageFlags::FRAGMENT,
+            immutable_samplers: immutable.as_ptr(),
+        };
+        let set_info = vk::DescriptorSetLayoutCreateInfo { binding_count: 1, bindings: &binding, ..Default::default() };
+        // SAFETY: `set_info` points at locals alive for both calls; destroyed in `Drop`.
+        let set_layout = unsafe { device.create_descriptor_set_layout(&set_info, None) }.expect("set layout");
+        // SAFETY: as above.
+        unsafe { recorder.record_set_layout(set_layout, &set_info) }.expect("record set layout");
+        let ranges = [
+            vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::VERTEX, offset: 0, size: 16 },
+            vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::FRAGMENT, offset: 16, size: 16 },
+        ];
+        let layout_info = vk::PipelineLayoutCreateInfo {
+            set_layout_count: 1,
+            set_layouts: &set_layout,
+            push_constant_range_count: 2,
+            push_constant_ranges: ranges.as_ptr(),
+            ..Default::default()
+        };
+        // SAFETY: as above.
+        let layout = unsafe { device.create_pipeline_layout(&layout_info, None) }.expect("layout");
+        // SAFETY: as above.
+        unsafe { recorder.record_pipeline_layout(layout, &layout_info) }.expect("record layout");
+        // The render pass, once with vkCreateRenderPass and once with vkCreateRenderPass2.
+        let attachment = vk::AttachmentDescription {
+            format: vk::Format::R8G8B8A8_UNORM,
+            samples: vk::SampleCountFlags::_1,
+            load_op: vk::AttachmentLoadOp::CLEAR,
+            store_op: vk::AttachmentStoreOp::STORE,
+            stencil_load_op: vk::AttachmentLoadOp::DONT_CARE,
+            stencil_store_op: vk::AttachmentStoreOp::DONT_CARE,
+            initial_layout: vk::ImageLayout::UNDEFINED,
+            final_layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+            ..Default::default()
+        };
+        let color = vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL };
+        let subpass = vk::SubpassDescription {
+            pipeline_bind_point: vk::PipelineBindPoint::GRAPHICS,
+            color_attachment_count: 1,
+            color_attachments: &color,
+            ..Default::default()
+        };
+        let pass_info = vk::RenderPassCreateInfo {
+            attachment_count: 1,
+            attachments: &attachment,
+            subpass_count: 1,
+            subpasses: &subpass,
+            ..Default::default()
+        };
+        // SAFETY: as above.
+        let render_pass = unsafe { device.create_render_pass(&pass_info, None) }.expect("render pass");
+        // SAFETY: as above.
+        unsafe { recorder.record_render_pass(render_pass, &pass_info) }.expect("record render pass");
+        let attachment2 = vk::AttachmentDescription2 {
+            format: attachment.format,
+            samples: attachment.samples,
+            load_op: attachment.load_op,
+            store_op: attachment.store_op,
+            stencil_load_op: attachment.stencil_load_op,
+            stencil_store_op: attachment.stencil_store_op,
+            initial_layout: attachment.initial_layout,
+            final_layout: attachment.final_layout,
+            ..Default::default()
+        };
+        let color2 = vk::AttachmentReference2 { attachment: 0, layout: color.layout, ..Default::default() };
+        let subpass2 = vk::SubpassDescription2 {
+            pipeline_bind_point: vk::PipelineBindPoint::GRAPHICS,
+            color_attachment_count: 1,
+            color_attachments: &color2,
+            ..Default::default()
+        };
+        let pass_info2 = vk::RenderPassCreateInfo2 {
+            attachment_count: 1,
+            attachments: &attachment2,
+            subpass_count: 1,
+            subpasses: &subpass2,
+            ..Default::default()
+        };
+        // SAFETY: as above.
+        let render_pass2 = unsafe { device.create_render_pass2(&pass_info2, None) }.expect("render pass 2");
+        // SAFETY: as above.
+        unsafe { recorder.record_render_pass2(render_pass2, &pass_info2) }.expect("record render pass 2");
+        // Version 1 with multiview (VkRenderPassMultiviewCreateInfo) and an input attachment:
+        // recorded as the version-2 fixture the other tests create with vkCreateRenderPass2.
+        let attachments = [attachment, attachment];
+        let color1 = vk::AttachmentReference { attachment: 1, layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL };
+        let input = vk::AttachmentReference { attachment: 0, layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL };
+        let subpasses = [
+            subpass,
+            vk::SubpassDescription {
+                pipeline_bind_point: vk::PipelineBindPoint::GRAPHICS,
+                input_attachment_count: 1,
+                input_attachments: &input,
+                color_attachment_count: 1,
+                color_attachments: &color1,
+                ..Default::default()
+            },
+        ];
+        let dependency = vk::SubpassDependency {
+            src_subpass: 0,
+            dst_subpass: 1,
+            src_stage_mask: vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+            dst_stage_mask: vk::PipelineStageFlags::FRAGMENT_SHADER,
+            src_access_mask: vk::AccessFlags::COLOR_ATTACHMENT_WRITE,
+            dst_access_mask: vk::AccessFlags::INPUT_ATTACHMENT_READ,
+            dependency_flags: vk::DependencyFlags::BY_REGION | vk::DependencyFlags::VIEW_LOCAL,
+        };
+        let (masks, offsets, correlation) = ([3u32, 3], [0i32], [3u32]);
+        let multiview = vk::RenderPassMultiviewCreateInfo {
+            subpass_count: 2,
+            view_masks: masks.as_ptr(),
+            dependency_count: 1,
+            view_offsets: offsets.as_ptr(),
+            correlation_mask_count: 1,
+            correlation_masks: correlation.as_ptr(),
+            ..Default::default()
+        };
+        let multiview_info = vk::RenderPassCreateInfo {
+            next: (&multiview as *const vk::RenderPassMultiviewCreateInfo).cast(),
+            attachment_count: 2,
+            attachments: attachments.as_ptr(),
+            subpass_count: 2,
+            subpasses: subpasses.as_ptr(),
+            dependency_count: 1,
+            dependencies: &dependency,
+            ..Default::default()
+        };
+        // SAFETY: as above.
+        let multiview_pass = unsafe { device.create_render_pass(&multiview_info, None) }.expect("multiview pass");
+        // SAFETY: as above.
+        unsafe { recorder.record_render_pass(multiview_pass, &multiview_info) }.expect("record multiview pass");
+        assert_eq!(*recorder.render_pass(multiview_pass).unwrap(), two_subpasses(3));
+        // SAFETY: made above, named by no pipeline.
+        unsafe { device.destroy_render_pass(multiview_pass, None) };
+        assert!(recorder.forget_render_pass(multiview_pass));
+        AppObjects {
+            gpu: gpu.clone(),
+            handles: AppHandles { vert, frag, layout, render_pass },
+            sampler: sampler_handle,
+            set_layout,
+            render_pass2,
+        }
+    }
+}
+
+impl Drop for AppObjects {
+    fn drop(&mut self) {
+        use granary_archive::vulkan::vulkanalia::prelude::v1_3::*;
+        let d = self.gpu.raw_device();
+        let h = self.handles;
+        // SAFETY: the objects were made on this device by `create`, and every pipeline made
+        // with them was destroyed before (the tests drop pipelines first).
+        unsafe {
+            d.destroy_shader_module(h.vert, None);
+            d.destroy_shader_module(h.frag, None);
+            d.destroy_pipeline_layout(h.layout, None);
+            d.destroy_descriptor_set_layout(self.set_layout, None);
+            d.destroy_sampler(self.sampler, None);
+            d.destroy_render_pass(h.render_pass, None);
+            d.destroy_render_pass(self.render_pass2, None);
+        }
+    }
+}
+
+#[test]
+fn the_applications_own_create_info_finds_and_creates_its_harvested_pipeline() {
+    use granary::capture::{Capture, CaptureMode};
+    use granary::compiler::{Compiler, CompilerOptions};
+    use granary_archive::vulkan::{LoadError, LoaderOptions, Offer, PipelineLoader, Source};
+    let Some(backend) = support::backend() else { return };
+    let backend = Arc::new(backend);
+    let log = backend.validation().cloned();
+    let gpu = backend.gpu().clone();
+    // The harvest: the application's pipeline in the native form, on this device.
+    let capture = Arc::new(Capture::new(CaptureMode::Outputs));
+    let compiler = Compiler::with_backend(
+        CompilerOptions { capture: Some(capture.clone()), ..Default::default() },
+        backend.clone(),
+    );
+    let entry = compiler.compile(&native_descriptor("app/sampled", app_state(), &APP_STAGES)).expect("harvest");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.granary");
+    capture.write_archive(&path).expect("write");
+    drop(compiler);
+    let archive = granary_archive::Archive::open(&path).expect("archive");
+    assert_eq!(archive.lookup_label("app/sampled").unwrap().expect("archived").key(), entry.key);
+
+    // The application: its own objects, recorded from their create infos.
+    let recorder = ObjectRecorder::new();
+    let app = AppObjects::create(&gpu, &recorder);
+    assert_eq!(*recorder.render_pass(app.handles.render_pass).unwrap(), app_render_pass());
+    assert_eq!(
+        recorder.render_pass(app.handles.render_pass).unwrap(),
+        recorder.render_pass(app.render_pass2).unwrap(),
+        "vkCreateRenderPass and vkCreateRenderPass2 of one pass record one state"
+    );
+    assert_eq!(*recorder.pipeline_layout(app.handles.layout).unwrap(), app_state().layout);
+    {
+        let loader = PipelineLoader::new(&archive, gpu.clone(), LoaderOptions::default()).expect("loader");
+        let lookup = with_app_info(
+            app.handles,
+            |_| {},
+            |info| {
+                // SAFETY: `with_app_info`'s create info: every pointer Vulkan reads is a local alive
+                // for the call, its objects are `app`'s, alive.
+                unsafe { loader.lookup_graphics(&recorder, info) }
+            },
+        )
+        .expect("lookup");
+        assert_eq!(lookup.key, entry.key, "the create info finds its harvested pipeline");
+        // From 4 threads at once, while another records and forgets objects of its own: every
+        // lookup finds it (the recorder and the loader are `Send + Sync`, nothing is externally
+        // synchronized).
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for i in 0..200u64 {
+                    let h = vk::RenderPass::from_raw(0xdead_0000 + i);
+                    recorder.insert_render_pass(h, app_render_pass());
+                    assert!(recorder.forget_render_pass(h));
+                }
+            });
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..25 {
+                        let l = with_app_info(
+                            app.handles,
+                            |_| {},
+                            |info| {
+                                // SAFETY: as above.
+                                unsafe { loader.lookup_graphics(&recorder, info) }
+                            },
+                        );
+                        assert_eq!(l.expect("lookup").key, entry.key);
+                    }
+                });
+            }
+        });
+        let made = with_app_info(
+            app.handles,
+            |_| {},
+            |info| {
+                // SAFETY: as above.
+                unsafe { loader.create_graphics(&recorder, info) }
+            },
+        )
+        .expect("create");
+        if gpu.captures_binaries() {
+            assert_eq!(lookup.offer, Offer::Binaries);
+            assert_eq!(made.source, Source::Binaries);
+        } else {
+            eprintln!("{}: no VK_KHR_pipeline_binary: {:?}", gpu.info.identity.device_name, lookup.offer);
+            assert!(matches!(&lookup.offer, Offer::Cache { why } if why.contains("VK_KHR_pipeline_binary")));
+            assert!(matches!(made.source, Source::Compiled | Source::CacheHit), "{:?}", made.source);
+        }
+        assert!(made.pipeline.handle() != vk::Pipeline::null());
+        drop(made);
+        // One field apart: not archived, and `create_graphics` says so.
+        let cull = |i: &mut vk::GraphicsPipelineCreateInfo| {
+            // SAFETY: `with_app_info`'s rasterization state, alive during the edit.
+            let r = Box::leak(Box::new(unsafe { *i.rasterization_state }));
+            r.cull_mode = vk::CullModeFlags::BACK;
+            i.rasterization_state = r;
+        };
+        // SAFETY: as above.
+        let other =
+            with_app_info(app.handles, cull, |info| unsafe { loader.lookup_graphics(&recorder, info) }).unwrap();
+        assert_eq!(other.offer, Offer::NotArchived);
+        // SAFETY: as above.
+        match with_app_info(app.handles, cull, |info| unsafe { loader.create_graphics(&recorder, info) }) {
+            Err(LoadError::NotFound(what)) => assert!(what.contains(&other.key.to_hex()), "{what}"),
+            Err(e) => panic!("another error: {e}"),
+            Ok(_) => panic!("created a pipeline the archive does not hold"),
+        }
+        // A handle the recorder was never told about: the create info's error, no driver call.
+        let unknown = |i: &mut vk::GraphicsPipelineCreateInfo| i.render_pass = app.render_pass2;
+        recorder.forget_render_pass(app.render_pass2);
+        // SAFETY: as above.
+        match with_app_info(app.handles, unknown, |info| unsafe { loader.lookup_graphics(&recorder, info) }) {
+            Err(LoadError::CreateInfo(CreateInfoError::UnknownHandle { what: "VkRenderPass", handle })) => {
+                assert_eq!(handle, app.render_pass2.as_raw())
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // `require_binaries`: without binaries for it here, the create info is refused, not compiled.
+    let strict = LoaderOptions { require_binaries: true, ..LoaderOptions::default() };
+    let loader = PipelineLoader::new(&archive, gpu.clone(), strict).expect("loader");
+    // SAFETY: as above.
+    let made = with_app_info(app.handles, |_| {}, |info| unsafe { loader.create_graphics(&recorder, info) });
+    if gpu.captures_binaries() {
+        assert_eq!(made.expect("from binaries").source, Source::Binaries);
+    } else {
+        match made {
+            Err(LoadError::Pipeline { message, .. }) => {
+                assert!(message.contains("require_binaries") && message.contains("VK_KHR_pipeline_binary"), "{message}")
+            }
+            Err(e) => panic!("another error: {e}"),
+            Ok(_) => panic!("compiled under require_binaries"),
+        }
+    }
+    drop(loader);
+    drop(app);
+    drop(archive);
+    drop(gpu);
+    drop(backend);
+    support::assert_clean(log);
+}

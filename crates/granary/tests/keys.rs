@@ -135,3 +135,54 @@ fn writer_options_name_the_exact_naga_version() {
         "TARGET_OPTIONS says {text:?}, Cargo.lock has naga {version}"
     );
 }
+
+/// The native form's keys, derived in granary-archive (`native/key.rs`) so the run-time lookup
+/// by create info computes them too: pinned, and equal to the encoding the offline library
+/// wrote before the derivation moved (spelled out here field by field).
+#[test]
+fn pinned_native_key_values() {
+    use granary::descriptor::key::Encoder;
+    use granary_archive::native::{NativePipeline, Specialization, SpecializationMapEntry, StageState};
+    use std::sync::Arc;
+    let bytes = vec![0x03, 0x02, 0x23, 0x07, 0, 0, 1, 0];
+    let lib = Library::spirv("m.spv", bytes.clone());
+    assert_eq!(lib.hash(), granary_archive::native::spirv_library_hash(&bytes));
+    let spec = Specialization {
+        map_entries: vec![SpecializationMapEntry { constant_id: 3, offset: 0, size: 4 }],
+        data: vec![1, 0, 0, 0],
+    };
+    let state = NativePipeline {
+        flags: 0,
+        stages: vec![StageState { flags: 0, required_subgroup_size: Some(32) }],
+        ..Default::default()
+    };
+    let desc = NativePipelineDescriptor {
+        label: Some("native".into()),
+        stages: vec![NativeStage {
+            stage: ShaderStage::Compute,
+            function: FunctionDescriptor::library(lib.clone(), "main"),
+            specialization: Some(Arc::new(spec.clone())),
+        }],
+        state: Arc::new(state.clone()),
+    };
+    // The encoding as `descriptor/native.rs` wrote it before the move.
+    let mut e = Encoder::new(b"stage");
+    e.u128(lib.hash().0);
+    e.str("main");
+    e.u8(ShaderStage::Compute as u8);
+    e.u64(0);
+    e.u128(CTX.target_options);
+    e.u8(2);
+    e.bytes(&spec.encode());
+    let stage = StageKey(e.finish());
+    let mut e = Encoder::new(b"native-pipeline");
+    e.u64(1);
+    e.u8(ShaderStage::Compute as u8);
+    e.u128(stage.0);
+    e.bytes(&state.encode());
+    let pipeline = PipelineKey(e.finish());
+    let d = PipelineDescriptor::Native(desc);
+    assert_eq!(d.stage_keys(&CTX), vec![stage]);
+    assert_eq!(d.key(&CTX), pipeline);
+    assert_eq!(pipeline.to_hex(), "bfce45e4f8f77f784ca55d2a57e619d1");
+}

@@ -151,6 +151,9 @@ pub enum LoadError {
     /// The loader's pipeline cache could not be made: initial data whose header does not
     /// match this device ([`VulkanError::CacheHeader`]), or the driver failed.
     Cache(VulkanError),
+    /// The application's create info cannot be said in granary's native state (lookup by
+    /// create info: [`PipelineLoader::lookup_graphics`]); what and where.
+    CreateInfo(super::recorder::CreateInfoError),
     /// The pipeline cannot be created on this device (unsupported state, no SPIR-V, a binary
     /// that is damaged or refused with fallback off), or the driver failed.
     Pipeline {
@@ -168,6 +171,7 @@ impl std::fmt::Display for LoadError {
             LoadError::NotFound(what) => write!(f, "no pipeline {what} in the archive"),
             LoadError::Mismatch(m) => write!(f, "{m}"),
             LoadError::Cache(e) => write!(f, "{e}"),
+            LoadError::CreateInfo(e) => write!(f, "the application's create info: {e}"),
             LoadError::Pipeline { pipeline, message } => write!(f, "pipeline '{pipeline}': {message}"),
         }
     }
@@ -198,22 +202,22 @@ type BinaryId = (Vec<u8>, usize);
 /// once: shader modules and layouts are created once per loader (other callers wait on a
 /// once-cell) and shared; the compile path's `VkPipelineCache` is internally synchronized.
 pub struct PipelineLoader<'a> {
-    archive: &'a Archive,
-    gpu: Arc<Gpu>,
+    pub(super) archive: &'a Archive,
+    pub(super) gpu: Arc<Gpu>,
     identity: DeviceIdentity,
-    device: Result<DeviceRef<'a>, DeviceMismatch>,
+    pub(super) device: Result<DeviceRef<'a>, DeviceMismatch>,
     /// Whether this device's section holds binaries this device may take: its global key
     /// equals this device's, non-empty, and the device has `VK_KHR_pipeline_binary` on.
-    binaries_ok: bool,
+    pub(super) binaries_ok: bool,
     /// The compile path's pipeline cache.
-    cache: Cache,
+    pub(super) cache: Cache,
     /// How many blobs of pipeline-cache data seeded `cache`.
     seeded: usize,
     /// Archive cache blobs skipped because their header is not this device's (index, why).
     skipped_caches: Vec<(usize, String)>,
     /// Pipelines whose binaries were not used because the pipeline key differed or was absent.
-    key_mismatches: std::sync::atomic::AtomicU64,
-    options: LoaderOptions,
+    pub(super) key_mismatches: std::sync::atomic::AtomicU64,
+    pub(super) options: LoaderOptions,
     modules: Shared<StageKey, Module>,
     layouts: Shared<LayoutDesc, DriverLayout>,
     /// Distinct binaries by (key, blob index).
@@ -609,7 +613,7 @@ impl<'a> PipelineLoader<'a> {
     /// it once instead of once per pipeline is most of the warm path's cost. Missing binaries
     /// are created largest first (the dictionary before the binaries that refer to it). A
     /// damaged blob is never handed to the driver, and every pipeline using it is told so.
-    fn binary_handles(
+    pub(super) fn binary_handles(
         &self,
         set: &crate::reader::BinarySetRef<'_>,
     ) -> Result<(Vec<vk::PipelineBinaryKHR>, Vec<Binaries>), String> {
@@ -699,7 +703,7 @@ fn stage_inputs<'m>(
 }
 
 /// The [`Loaded`] of a created pipeline: made from binaries (`made`), a cache hit, or a compile.
-fn finish_load(
+pub(super) fn finish_load(
     created: CreateOutcome,
     linked: bool,
     made: Option<Vec<vk::PipelineBinaryKHR>>,

@@ -13,6 +13,15 @@
 //!   the driver (table below), each with its object-lifetime and external-synchronization
 //!   rules at its top; the only modules of the crate where `unsafe` is allowed (besides the
 //!   reader's memory map and the loader's vouching for checked binaries).
+//! - Lookup by the application's own create info: an [`ObjectRecorder`] learns what the
+//!   application's render passes, layouts, samplers and shader modules are;
+//!   [`PipelineLoader::lookup_graphics`] / [`lookup_compute`](PipelineLoader::lookup_compute)
+//!   turn a raw `VkGraphicsPipelineCreateInfo` / `VkComputePipelineCreateInfo` into granary's
+//!   native state and key ([`AppPipeline`]) and say what the archive offers for it ([`Offer`]),
+//!   and [`create_graphics`](PipelineLoader::create_graphics) /
+//!   [`create_compute`](PipelineLoader::create_compute) create it from the archived binaries
+//!   when the driver's pipeline key of that create info equals the archived one
+//!   (`crates/granary-vulkan/examples/lookup.rs` runs it end to end).
 //! - `features` (private): the core features and [`Limits`] a pipeline needs, checked before
 //!   any driver call ([`check_features`], [`check_spirv`]).
 //! - `translate` (private): pure mappings of granary's pipeline state and layouts to Vulkan
@@ -71,6 +80,8 @@
 //! | `binary` | [`Binaries`] | pipeline binaries: capture, read, create from checked data |
 //! | `cache` | [`Cache`] | pipeline caches: header checks, create, merge, read (with retries) |
 //! | `validation` | the debug messenger | `VK_EXT_debug_utils` |
+//! | `recorder`, `inverse` | [`ObjectRecorder`], [`AppPipeline`] | none: they read the application's own create infos (raw pointers, `unsafe`) |
+//! | `lookup` | [`AppLookup`], [`Offer`] | `vkGetPipelineKeyKHR` and pipeline creation of the application's own create info (through `pipeline`) |
 //!
 //! # The lifetime rules together
 //!
@@ -106,6 +117,13 @@ pub mod validation;
 // The loader vouches for checked binaries (`CheckedBinaries::new`, `binaries_from_data`).
 #[allow(unsafe_code)]
 mod loader;
+// Reads the application's own create infos (raw pointers) and creates them.
+#[allow(unsafe_code)]
+mod inverse;
+#[allow(unsafe_code)]
+mod lookup;
+#[allow(unsafe_code)]
+mod recorder;
 
 mod build;
 mod devices;
@@ -132,11 +150,14 @@ pub use feature_check::{check_features, check_native, check_spirv};
 pub use features::{from_vk as device_features_of, Limits};
 pub use handles::{DriverLayout, Module, RenderPass, Sampler};
 pub use instance::{api_string, Driver, PhysicalInfo, Supports};
+pub use inverse::{compute_pipeline, graphics_pipeline, AppPipeline, AppStage};
 pub use loader::{LoadError, Loaded, LoaderOptions, PipelineLoader, Source, FEEDBACK_CACHE_HIT, FEEDBACK_VALID};
+pub use lookup::{AppLookup, Offer};
 pub use native::{check_structure, NativeInput, NativeObjects, StageInput};
 pub use pipeline::{
     CheckedBinaries, CreateMode, CreateOutcome, DepthStencil, GraphicsInput, LinkedLibraries, Pipeline,
 };
+pub use recorder::{CreateInfoError, ObjectRecorder};
 pub use shared::Shared;
 pub use translate::{layout_desc, stage_flag, LayoutDesc, SetBinding};
 /// The Vulkan bindings this module speaks (vulkanalia), for callers that wrap their own
@@ -155,4 +176,7 @@ const _: () = {
     assert_send_sync::<Pipeline>();
     assert_send_sync::<Binaries>();
     assert_send_sync::<Cache>();
+    assert_send_sync::<ObjectRecorder>();
+    assert_send_sync::<AppPipeline>();
+    assert_send_sync::<PipelineLoader<'static>>();
 };

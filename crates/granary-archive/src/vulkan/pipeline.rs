@@ -166,6 +166,41 @@ fn chain_of<'a>(
     }
 }
 
+/// The structures granary puts in front of an application's own chain: its binaries and
+/// creation feedback (unless the application chained its own feedback).
+pub(super) struct AppTail<'a> {
+    chain: Chain<'a>,
+    tail: super::native::Tail,
+}
+
+impl AppTail<'_> {
+    /// Links granary's structures in front of `next` and returns the new head (valid while
+    /// `self` is not moved).
+    fn head(&mut self, next: *const std::ffi::c_void) -> *const std::ffi::c_void {
+        self.tail.link(self.chain, Default::default(), false, next)
+    }
+}
+
+/// The chain tail and cache for creating the application's own create info with `how`.
+///
+/// # Safety
+///
+/// `next` is null or a valid `pNext` chain.
+unsafe fn app_chain<'a>(
+    gpu: &Gpu,
+    next: *const std::ffi::c_void,
+    how: CreateMode<'a>,
+    feedback: *mut vk::PipelineCreationFeedback,
+) -> (AppTail<'a>, vk::PipelineCache) {
+    let (mut chain, cache) = chain_of(gpu, how, feedback);
+    // SAFETY: the caller's promise: a valid chain.
+    let theirs = unsafe { super::recorder::chain(next) };
+    if theirs.iter().any(|(s, _)| *s == vk::StructureType::PIPELINE_CREATION_FEEDBACK_CREATE_INFO) {
+        chain.feedback = None;
+    }
+    (AppTail { chain, tail: Default::default() }, cache)
+}
+
 impl Gpu {
     /// Builds the create info of `input` with `chain` on this stack frame and hands it to `f`
     /// (every pointer in it refers to a local of this call or to `input`, valid while `f`
@@ -468,6 +503,77 @@ impl Gpu {
             Some(g) => super::native::with_graphics_info(input, g, chain, |info| self.pipeline_key_of(info)),
             None => super::native::with_compute_info(input, chain, |info| self.pipeline_key_of(info)),
         }
+    }
+
+    /// `vkGetPipelineKeyKHR` of the application's own create info `info` (empty without
+    /// pipeline binaries on this device).
+    ///
+    /// # Safety
+    ///
+    /// `info` is a valid graphics or compute create info, as `vkCreate*Pipelines` requires.
+    pub(super) unsafe fn app_key<T: super::binary::PipelineCreateInfo>(
+        &self,
+        info: &T,
+    ) -> Result<Vec<u8>, VulkanError> {
+        if !self.binaries {
+            return Ok(Vec::new());
+        }
+        self.pipeline_key_of(info)
+    }
+
+    /// Creates the application's own graphics create info `info` (kept): from `how`'s binaries,
+    /// chained in front of the application's chain, or compiled with `how`'s cache. Creation
+    /// feedback is chained unless the application chained its own.
+    ///
+    /// # Safety
+    ///
+    /// `info` is a valid `VkGraphicsPipelineCreateInfo` as `vkCreateGraphicsPipelines` requires,
+    /// whose objects were made on this device and stay alive for the call; binaries only as
+    /// [`CheckedBinaries`] for this very create info (its contract).
+    pub(super) unsafe fn create_app_graphics(
+        self: &Arc<Self>,
+        info: &vk::GraphicsPipelineCreateInfo,
+        how: CreateMode<'_>,
+    ) -> Result<CreateOutcome, VulkanError> {
+        let mut feedback = vk::PipelineCreationFeedback::default();
+        let mut own = *info;
+        // SAFETY: the caller's promise: a valid create info and chain.
+        let (next, cache) = unsafe { app_chain(self, info.next, how, &mut feedback) };
+        let mut tail = next;
+        own.next = tail.head(info.next);
+        let (handle, _, driver_time) = self.key_and_create(false, &own, "vkCreateGraphicsPipelines", |info| {
+            // SAFETY: `own` is the application's valid create info with granary's binary and
+            // feedback structures (locals of this call) in front of its chain; the caller keeps
+            // its objects alive, the binaries are checked for this create info, the cache is
+            // alive.
+            unsafe { self.device.create_graphics_pipelines(cache, &[*info], None) }
+        })?;
+        let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
+        self.finish(pipeline, how, Vec::new(), driver_time, feedback.flags)
+    }
+
+    /// [`create_app_graphics`](Self::create_app_graphics) for a compute create info.
+    ///
+    /// # Safety
+    ///
+    /// As `create_app_graphics`, for a `VkComputePipelineCreateInfo`.
+    pub(super) unsafe fn create_app_compute(
+        self: &Arc<Self>,
+        info: &vk::ComputePipelineCreateInfo,
+        how: CreateMode<'_>,
+    ) -> Result<CreateOutcome, VulkanError> {
+        let mut feedback = vk::PipelineCreationFeedback::default();
+        let mut own = *info;
+        // SAFETY: the caller's promise: a valid create info and chain.
+        let (next, cache) = unsafe { app_chain(self, info.next, how, &mut feedback) };
+        let mut tail = next;
+        own.next = tail.head(info.next);
+        let (handle, _, driver_time) = self.key_and_create(false, &own, "vkCreateComputePipelines", |info| {
+            // SAFETY: as for `create_app_graphics`.
+            unsafe { self.device.create_compute_pipelines(cache, &[*info], None) }
+        })?;
+        let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
+        self.finish(pipeline, how, Vec::new(), driver_time, feedback.flags)
     }
 
     /// With `capture`, the pipeline key of `info` (exactly the chain created with, stored beside

@@ -3,7 +3,7 @@
 //! [`NativePipeline`] (docs/FORMAT.md §2.6 spells it in the script).
 
 use super::function::FunctionDescriptor;
-use super::key::{Encoder, KeyContext, PipelineKey, StageKey};
+use super::key::{KeyContext, PipelineKey, StageKey};
 use super::ShaderStage;
 use granary_archive::native::{NativePipeline, Specialization};
 use std::sync::Arc;
@@ -41,6 +41,11 @@ pub fn native_stage_key(
     specialization: Option<&Specialization>,
     ctx: &KeyContext,
 ) -> StageKey {
+    let (library, entry) = function.base();
+    if function.resolved_constants().is_empty() {
+        // The native form's one derivation, shared with the run-time lookup by create info.
+        return granary_archive::native::native_stage_key(library.hash(), entry, stage, specialization, ctx);
+    }
     let mut e = super::pipeline::stage_key_encoder(function, stage, ctx);
     if let Some(s) = specialization {
         e.u8(2);
@@ -58,13 +63,8 @@ impl NativePipelineDescriptor {
     /// The pipeline key given its stage keys: a domain of its own, the stages, then the
     /// native state's canonical bytes (what the driver is handed besides the modules).
     pub fn key_with_stage_keys(&self, stage_keys: &[StageKey]) -> PipelineKey {
-        let mut e = Encoder::new(b"native-pipeline");
-        e.u64(stage_keys.len() as u64);
-        for (k, s) in stage_keys.iter().zip(&self.stages) {
-            e.u8(s.stage as u8);
-            e.u128(k.0);
-        }
-        e.bytes(&self.state.encode());
-        PipelineKey(e.finish())
+        let stages: Vec<(ShaderStage, StageKey)> =
+            self.stages.iter().map(|s| s.stage).zip(stage_keys.iter().copied()).collect();
+        granary_archive::native::native_pipeline_key(&stages, &self.state)
     }
 }
