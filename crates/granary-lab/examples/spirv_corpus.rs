@@ -239,14 +239,7 @@ fn main() {
     println!();
     println!(
         "{:<40} {:>11} | {:>14} | {:>14} {:>10} | {:>14} | ms/module: {:>5} {:>11}",
-        "folder",
-        "harvestable",
-        "naga msl/hlsl/glsl",
-        "SPIRV-Cross",
-        "glsl valid",
-        "granary",
-        "naga",
-        "SPIRV-Cross"
+        "folder", "harvestable", "naga msl/hlsl/glsl", "SPIRV-Cross", "glsl valid", "granary", "naga", "SPIRV-Cross"
     );
     for (name, f) in &folders {
         let t = |c: &[usize; 3]| format!("{}/{}/{}", c[0], c[1], c[2]);

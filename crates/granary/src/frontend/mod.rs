@@ -5,8 +5,9 @@
 //! library is the application's own module ([`spirv`]): validated by SPIRV-Tools' `spirv-val`
 //! before anything else reads it, reflected with spirq, and its SPIR-V output is its bytes,
 //! unchanged, with specialization constants as a `VkSpecializationInfo`
-//! ([`StageFunction::specialization`]); naga translates it to MSL, HLSL and GLSL when those
-//! are requested, best effort (a naga failure loses those targets, never the SPIR-V one).
+//! ([`StageFunction::specialization`]); SPIRV-Cross translates it to MSL, HLSL and GLSL when
+//! those are requested ([`spirv::cross`]), naga where SPIRV-Cross fails, per target, best
+//! effort (a target neither writes is lost, never the SPIR-V one).
 //!
 //! Invariants:
 //! - For one [`Frontend`], each library (by content) is parsed at most once and each stage
@@ -15,7 +16,8 @@
 //! - Results are immutable `Arc`s; a cached result is never freed while reachable.
 //! - A panic inside naga or spirq is caught where it happens and stored as that library's or
 //!   stage function's error ([`ShaderErrorKind::Panic`]), so it is computed once like any
-//!   result; a panic in naga's translation of a SPIR-V library costs the translated targets.
+//!   result; a panic in SPIRV-Cross's or naga's translation of a SPIR-V stage function is that
+//!   translator's failure for that target (naga then runs, or the target is lost).
 //! - A SPIR-V library's SPIR-V output is its bytes (one blob per library); no SPIR-V module a
 //!   validator refused reaches a backend.
 //! - Output bytes depend only on the inputs, [`targets::TARGET_OPTIONS`], the device
@@ -26,7 +28,8 @@
 //!   function with no target left is an error.
 //! - A stage output holds its entry point and what that entry point reaches, nothing else.
 //! - A library is validated once, with the union of the requested targets' capabilities; each
-//!   stage function is checked against each target's own capabilities.
+//!   stage function is checked against each target's own capabilities (naga's; SPIRV-Cross's
+//!   translations are checked by SPIRV-Cross alone, for the profile's language versions).
 
 mod error;
 mod interface;
@@ -687,13 +690,14 @@ impl Frontend {
         outputs: &mut TargetOutputs,
     ) -> Result<Vec<ShaderError>, ShaderError> {
         let fail = |kind, m: String| ShaderError::new(file, kind, m);
+        // The stage first: naga's parse is not made for a stage naga cannot translate.
+        let naga_stage = parse::naga_stage(stage)
+            .ok_or_else(|| fail(ShaderErrorKind::Write, format!("naga cannot translate {stage} functions")))?;
         let parsed = match sl.naga() {
             Some(Ok(p)) => p,
             Some(Err(e)) => return Err(e.clone()),
             None => return Ok(Vec::new()),
         };
-        let naga_stage = parse::naga_stage(stage)
-            .ok_or_else(|| fail(ShaderErrorKind::Write, format!("naga cannot translate {stage} functions")))?;
         let mut constants = Vec::with_capacity(values.len());
         for (id, value) in values {
             let id = u16::try_from(*id).map_err(|_| {
