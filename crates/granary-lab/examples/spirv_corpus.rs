@@ -16,7 +16,8 @@
 //! harvests of each module: naga alone, SPIRV-Cross alone and granary's configuration
 //! (SPIRV-Cross, then naga per target), with how many of SPIRV-Cross's GLSL outputs
 //! `glslangValidator` accepts and the mean milliseconds per module each translator spends
-//! writing the three targets (naga's time includes its parse).
+//! writing the three targets (naga's time includes its parse). With `SPIRV_CORPUS_REASONS=1`
+//! every target SPIRV-Cross fails is printed on stderr with its message.
 
 use granary::descriptor::{FunctionDescriptor, Library, ShaderStage, SourceKind, Target, TargetSet};
 use granary::frontend::spirv::Validator;
@@ -146,6 +147,8 @@ fn main() {
         eprintln!("{why}");
         std::process::exit(2);
     }
+    // SPIRV_CORPUS_REASONS=1: every target SPIRV-Cross fails, with its message, on stderr.
+    let reasons = std::env::var_os("SPIRV_CORPUS_REASONS").is_some();
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let mut folders = Vec::new();
     for dir in &dirs {
@@ -202,9 +205,22 @@ fn main() {
                     continue;
                 }
                 let t = Instant::now();
-                let func: Option<Arc<StageFunction>> = fe.function(&function, ep.stage).ok();
+                let func: Option<Arc<StageFunction>> = match fe.function(&function, ep.stage) {
+                    Ok(func) => Some(func),
+                    Err(e) => {
+                        if reasons && TRANSLATORS[i] == SpirvTranslators::CrossOnly {
+                            eprintln!("{name}: {}", e.message);
+                        }
+                        None
+                    }
+                };
                 f.t_translate[i] += t.elapsed();
                 let Some(func) = func else { continue };
+                if reasons && TRANSLATORS[i] == SpirvTranslators::CrossOnly {
+                    for e in &func.target_failures {
+                        eprintln!("{name}: {}", e.message);
+                    }
+                }
                 for (j, t) in TRANSLATED.into_iter().enumerate() {
                     f.translated[i][j] += usize::from(func.outputs.get(t).is_some());
                 }
