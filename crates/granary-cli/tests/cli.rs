@@ -241,8 +241,8 @@ fn example_archive_bytes_are_pinned() {
     let sum = format!("{:016x}", granary::descriptor::key::checksum64(&bytes));
     assert_eq!((bytes.len(), sum.as_str()), (EXAMPLE_LEN, EXAMPLE_SUM));
 }
-const EXAMPLE_LEN: usize = 2_072_336;
-const EXAMPLE_SUM: &str = "b6c0fc7be32db217";
+const EXAMPLE_LEN: usize = 2_072_864;
+const EXAMPLE_SUM: &str = "7243965bc10950ec";
 
 /// Device sections (driver binaries, pipeline caches) survive `merge` and `salvage`, and
 /// `ls` reports them.

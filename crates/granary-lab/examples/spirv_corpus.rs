@@ -7,16 +7,24 @@
 //! many spirq reflects (granary's configuration: resources the entry point uses, combined
 //! image samplers joined) and how many rspirv parses and reflects (entry points, execution
 //! models, descriptor sets and bindings, spec ids, from its data representation: rspirv
-//! itself only parses), panics contained and counted as failures; how many naga parses; and,
-//! through granary's front end (validator, spirq, naga as the translator), how many modules'
-//! first entry point naga translates to MSL, HLSL and GLSL. Then the mean milliseconds per
-//! module of spirv-val (a process per module), spirq, rspirv and naga's parse.
+//! itself only parses), panics contained and counted as failures; how many naga parses. Then
+//! the mean milliseconds per module of spirv-val (a process per module), spirq, rspirv and
+//! naga's parse.
+//!
+//! A second table compares the translators of the MSL, HLSL and GLSL targets through
+//! granary's front end (validator, spirq, binding map), on the first entry point granary
+//! harvests of each module: naga alone, SPIRV-Cross alone and granary's configuration
+//! (SPIRV-Cross, then naga per target), with how many of SPIRV-Cross's GLSL outputs
+//! `glslangValidator` accepts and the mean milliseconds per module each translator spends
+//! writing the three targets (naga's time includes its parse). With `SPIRV_CORPUS_REASONS=1`
+//! every target SPIRV-Cross fails is printed on stderr with its message.
 
-use granary::compiler::{Compiler, CompilerOptions};
-use granary::descriptor::{FunctionDescriptor, Library, SourceKind, Target, TargetSet};
+use granary::descriptor::{FunctionDescriptor, Library, ShaderStage, SourceKind, Target, TargetSet};
 use granary::frontend::spirv::Validator;
-use granary::frontend::LoadedLibrary;
+use granary::frontend::{Frontend, LoadedLibrary, SpirvTranslators, StageFunction};
+use granary::sync::TaskLimiter;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn spv_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -88,12 +96,38 @@ struct Folder {
     spirq: usize,
     rspirv: usize,
     naga: usize,
-    translated: [usize; 3],
     harvestable: usize,
     t_val: Duration,
     t_spirq: Duration,
     t_rspirv: Duration,
     t_naga: Duration,
+    /// Per translator configuration (naga, SPIRV-Cross, both): modules with an MSL, HLSL,
+    /// GLSL output, and the time spent compiling the stage functions.
+    translated: [[usize; 3]; 3],
+    t_translate: [Duration; 3],
+    /// SPIRV-Cross's GLSL outputs glslangValidator accepts.
+    cross_glsl_valid: usize,
+}
+
+const TRANSLATORS: [SpirvTranslators; 3] =
+    [SpirvTranslators::NagaOnly, SpirvTranslators::CrossOnly, SpirvTranslators::CrossThenNaga];
+const TRANSLATED: [Target; 3] = [Target::Msl, Target::Hlsl, Target::Glsl];
+
+/// Whether glslangValidator accepts `glsl`, a `stage` shader (OpenGL semantics).
+fn glsl_valid(dir: &Path, stage: ShaderStage, glsl: &[u8]) -> bool {
+    let ext = match stage {
+        ShaderStage::Vertex => "vert",
+        ShaderStage::Fragment => "frag",
+        ShaderStage::Compute => "comp",
+        ShaderStage::TessellationControl => "tesc",
+        ShaderStage::TessellationEvaluation => "tese",
+        ShaderStage::Geometry => "geom",
+        ShaderStage::Task => "task",
+        ShaderStage::Mesh => "mesh",
+    };
+    let path = dir.join(format!("out.{ext}"));
+    std::fs::write(&path, glsl).is_ok()
+        && std::process::Command::new("glslangValidator").arg(&path).output().is_ok_and(|o| o.status.success())
 }
 
 fn ms(d: Duration, n: usize) -> f64 {
@@ -113,33 +147,23 @@ fn main() {
         eprintln!("{why}");
         std::process::exit(2);
     }
-    println!(
-        "{:<40} {:>7} {:>9} {:>6} {:>6} {:>5} {:>11} {:>5} {:>5} {:>5} | ms/module: {:>9} {:>6} {:>6} {:>6}",
-        "folder",
-        "modules",
-        "spirv-val",
-        "spirq",
-        "rspirv",
-        "naga",
-        "harvestable",
-        "msl",
-        "hlsl",
-        "glsl",
-        "spirv-val",
-        "spirq",
-        "rspirv",
-        "naga"
-    );
+    // SPIRV_CORPUS_REASONS=1: every target SPIRV-Cross fails, with its message, on stderr.
+    let reasons = std::env::var_os("SPIRV_CORPUS_REASONS").is_some();
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let mut folders = Vec::new();
     for dir in &dirs {
         let mut files = Vec::new();
         spv_files(dir, &mut files);
         files.sort();
         let mut f = Folder::default();
-        let compiler = Compiler::new(CompilerOptions {
-            targets: TargetSet::of(&[Target::Msl, Target::Hlsl, Target::Glsl]),
-            max_concurrent_tasks: Some(1),
-            ..Default::default()
-        });
+        let frontends: Vec<Frontend> = TRANSLATORS
+            .iter()
+            .map(|t| {
+                Frontend::new(TargetSet::of(&TRANSLATED), Arc::new(TaskLimiter::new(1)), true)
+                    .with_spirv_translators(*t)
+                    .with_validator(validator.clone())
+            })
+            .collect();
         for path in &files {
             let Ok(bytes) = std::fs::read(path) else { continue };
             f.modules += 1;
@@ -168,36 +192,83 @@ fn main() {
             f.t_naga += t.elapsed();
             f.naga += usize::from(matches!(r, Ok(Ok(_))));
 
-            // Through granary: the first entry point granary harvests, translated by naga.
+            // Through granary: the first entry point granary harvests, by each translator.
             let lib = Library::new(name.clone(), SourceKind::Spirv, None, bytes.clone(), Some(path.clone()));
-            let Ok(loaded) = compiler.frontend().library(&lib) else { continue };
+            let Ok(loaded) = frontends[0].library(&lib) else { continue };
             let LoadedLibrary::Spirv(s) = &*loaded else { continue };
             let Some(ep) = s.reflection.entry_points.first() else { continue };
             f.harvestable += 1;
-            if let Ok(func) =
-                compiler.frontend().function(&FunctionDescriptor::library(lib.clone(), ep.name.clone()), ep.stage)
-            {
-                for (i, t) in [Target::Msl, Target::Hlsl, Target::Glsl].into_iter().enumerate() {
-                    f.translated[i] += usize::from(func.outputs.get(t).is_some());
+            let function = FunctionDescriptor::library(lib.clone(), ep.name.clone());
+            for (i, fe) in frontends.iter().enumerate() {
+                // Loaded (validated, reflected) first, so the time is the translators'.
+                if fe.library(&lib).is_err() {
+                    continue;
+                }
+                let t = Instant::now();
+                let func: Option<Arc<StageFunction>> = match fe.function(&function, ep.stage) {
+                    Ok(func) => Some(func),
+                    Err(e) => {
+                        if reasons && TRANSLATORS[i] == SpirvTranslators::CrossOnly {
+                            eprintln!("{name}: {}", e.message);
+                        }
+                        None
+                    }
+                };
+                f.t_translate[i] += t.elapsed();
+                let Some(func) = func else { continue };
+                if reasons && TRANSLATORS[i] == SpirvTranslators::CrossOnly {
+                    for e in &func.target_failures {
+                        eprintln!("{name}: {}", e.message);
+                    }
+                }
+                for (j, t) in TRANSLATED.into_iter().enumerate() {
+                    f.translated[i][j] += usize::from(func.outputs.get(t).is_some());
+                }
+                if TRANSLATORS[i] == SpirvTranslators::CrossOnly {
+                    if let Some(glsl) = func.outputs.get(Target::Glsl) {
+                        f.cross_glsl_valid += usize::from(glsl_valid(scratch.path(), ep.stage, glsl.bytes()));
+                    }
                 }
             }
         }
+        folders.push((dir.display().to_string(), f));
+    }
+    println!(
+        "{:<40} {:>7} {:>9} {:>6} {:>6} {:>5} | ms/module: {:>9} {:>6} {:>6} {:>6}",
+        "folder", "modules", "spirv-val", "spirq", "rspirv", "naga", "spirv-val", "spirq", "rspirv", "naga"
+    );
+    for (name, f) in &folders {
         println!(
-            "{:<40} {:>7} {:>9} {:>6} {:>6} {:>5} {:>11} {:>5} {:>5} {:>5} | ms/module: {:>9.3} {:>6.3} {:>6.3} {:>6.3}",
-            dir.display().to_string(),
+            "{:<40} {:>7} {:>9} {:>6} {:>6} {:>5} | ms/module: {:>9.3} {:>6.3} {:>6.3} {:>6.3}",
+            name,
             f.modules,
             f.valid,
             f.spirq,
             f.rspirv,
             f.naga,
-            f.harvestable,
-            f.translated[0],
-            f.translated[1],
-            f.translated[2],
             ms(f.t_val, f.modules),
             ms(f.t_spirq, f.modules),
             ms(f.t_rspirv, f.modules),
             ms(f.t_naga, f.modules)
+        );
+    }
+    println!();
+    println!(
+        "{:<40} {:>11} | {:>14} | {:>14} {:>10} | {:>14} | ms/module: {:>5} {:>11}",
+        "folder", "harvestable", "naga msl/hlsl/glsl", "SPIRV-Cross", "glsl valid", "granary", "naga", "SPIRV-Cross"
+    );
+    for (name, f) in &folders {
+        let t = |c: &[usize; 3]| format!("{}/{}/{}", c[0], c[1], c[2]);
+        println!(
+            "{:<40} {:>11} | {:>18} | {:>14} {:>10} | {:>14} | ms/module: {:>5.2} {:>11.2}",
+            name,
+            f.harvestable,
+            t(&f.translated[0]),
+            t(&f.translated[1]),
+            f.cross_glsl_valid,
+            t(&f.translated[2]),
+            ms(f.t_translate[0], f.harvestable),
+            ms(f.t_translate[1], f.harvestable)
         );
     }
 }

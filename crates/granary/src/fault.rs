@@ -12,7 +12,9 @@
 //!   panics inside the front end while compiling any stage function whose entry point is
 //!   `NAME` (as a panic inside naga would), so every pipeline sharing it is affected;
 //!   `panic-write:TARGET/NAME` panics inside the `TARGET` writer (`spirv`, `msl`, `hlsl`,
-//!   `glsl`) for that entry point only, as naga's GLSL writer does on some inputs.
+//!   `glsl`) for that entry point only, as naga's GLSL writer does on some inputs (for a
+//!   SPIR-V library, in both translators, SPIRV-Cross and naga); `panic-cross:TARGET/NAME`
+//!   panics inside SPIRV-Cross's translation only, so naga's fallback runs.
 //! - `print-stdout:LABEL` — an isolated worker prints junk on its standard output (as a
 //!   chatty driver or library would) before compiling `LABEL`.
 //! - `wrong-answer:LABEL` — an isolated worker answers the request for `LABEL` with another
@@ -87,6 +89,7 @@ mod imp {
         pub at: Vec<(Action, String)>,
         pub panic_stage: Vec<String>,
         pub panic_write: Vec<String>,
+        pub panic_cross: Vec<String>,
         pub hang_on_exit: bool,
         pub device_crash: Vec<String>,
         pub device_fail: Vec<String>,
@@ -118,6 +121,10 @@ mod imp {
                 }
                 "panic-write" => {
                     f.panic_write.push(arg.to_string());
+                    continue;
+                }
+                "panic-cross" => {
+                    f.panic_cross.push(arg.to_string());
                     continue;
                 }
                 "device-crash" => {
@@ -190,6 +197,18 @@ pub fn at_target_write(target: &str, entry_point: &str) {
     #[cfg(feature = "fault")]
     if imp::faults().panic_write.iter().any(|n| n.split_once('/') == Some((target, entry_point))) {
         panic!("injected panic-write fault in the {target} writer for '{entry_point}'");
+    }
+    #[cfg(not(feature = "fault"))]
+    let _ = (target, entry_point);
+}
+
+/// Panics if a `panic-cross` fault names `target`/`entry_point` (called inside SPIRV-Cross's
+/// translation of a SPIR-V stage function to that target).
+#[inline(always)]
+pub fn at_cross_write(target: &str, entry_point: &str) {
+    #[cfg(feature = "fault")]
+    if imp::faults().panic_cross.iter().any(|n| n.split_once('/') == Some((target, entry_point))) {
+        panic!("injected panic-cross fault in SPIRV-Cross's {target} translation of '{entry_point}'");
     }
     #[cfg(not(feature = "fault"))]
     let _ = (target, entry_point);

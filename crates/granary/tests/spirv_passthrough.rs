@@ -35,6 +35,21 @@ void main() {
 }
 "#;
 
+/// What neither translator writes as HLSL: `shared float s[N * 2]` is an OpSpecConstantOp,
+/// which naga's front end does not parse, and SPIRV-Cross has no HLSL for
+/// `unpackDouble2x32`.
+const SPEC_DOUBLE_COMP: &str = r#"#version 450
+layout(local_size_x = 1) in;
+layout(constant_id = 3) const int N = 4;
+layout(set = 0, binding = 0) buffer B { uvec2 bits; double d; float v[]; } b;
+shared float s[N * 2];
+void main() {
+  s[gl_LocalInvocationIndex] = b.v[0];
+  b.bits = unpackDouble2x32(b.d);
+  b.v[1] = s[0];
+}
+"#;
+
 const VERT: &str = r#"#version 450
 layout(location = 0) in vec3 pos;
 layout(location = 1) in vec2 uv_in;
@@ -272,17 +287,19 @@ fn a_failed_translation_loses_that_target_never_the_spirv_output() {
     }
     let tmp = common::tempdir();
     let dir = tmp.path();
-    // `shared float s[N * 2]` is an OpSpecConstantOp, which naga does not parse.
-    let lib = Library::spirv("spec", glsl_to_spirv(dir, "comp", SPEC_COMP));
+    // HLSL that neither SPIRV-Cross nor naga (the fallback) writes (SPEC_DOUBLE_COMP).
+    let lib = Library::spirv("spec", glsl_to_spirv(dir, "comp", SPEC_DOUBLE_COMP));
     let desc = PipelineDescriptor::Compute(compute(lib.clone(), "p"));
-    let o = compiler(&[Target::Spirv, Target::Msl, Target::Glsl]).compile_detailed(&desc).expect("lands with SPIR-V");
+    let o = compiler(&[Target::Spirv, Target::Hlsl]).compile_detailed(&desc).expect("lands with SPIR-V");
     assert_eq!(o.targets, TargetSet::SPIRV);
     let lost: Vec<_> = o.lost.iter().map(|l| l.error.target.unwrap()).collect();
-    assert_eq!(lost, [Target::Msl, Target::Glsl]);
+    assert_eq!(lost, [Target::Hlsl]);
     assert!(o.lost[0].error.message.to_lowercase().contains("specconstantop"), "{}", o.lost[0].error);
-    // Without SPIR-V requested, nothing is left: the function fails with naga's reason.
-    let e = compiler(&[Target::Msl]).compile(&desc).unwrap_err();
+    assert!(o.lost[0].error.message.contains("SPIRV-Cross: "), "{}", o.lost[0].error);
+    // Without SPIR-V requested, nothing is left: the function fails with both reasons.
+    let e = compiler(&[Target::Hlsl]).compile(&desc).unwrap_err();
     assert!(e.to_string().to_lowercase().contains("specconstantop"), "{e}");
+    assert!(e.to_string().contains("SPIRV-Cross: "), "{e}");
     // A module naga does read is translated, its resources bound by the binding map.
     let vert = Library::spirv("vert", glsl_to_spirv(dir, "vert", VERT));
     let c = compiler(&Target::ALL);

@@ -9,7 +9,8 @@
 //! - **MSL**: three counters from 0 — buffers, textures, samplers. Uniform and storage buffers,
 //!   acceleration structures and binding arrays (argument buffers) take the next
 //!   `[[buffer(n)]]`; sampled and storage textures the next `[[texture(n)]]`; samplers the next
-//!   `[[sampler(n)]]`. Then the immediate-data (push-constant) block takes the next buffer
+//!   `[[sampler(n)]]`; a combined image sampler (SPIR-V input) the next `[[texture(n)]]` and
+//!   the next `[[sampler(m)]]`. Then the immediate-data (push-constant) block takes the next buffer
 //!   index, then the buffer-sizes buffer (when a storage buffer has a runtime-sized array).
 //! - **HLSL**: `space` = group, register = binding; class `b` (uniform buffer), `t` (sampled
 //!   texture, read-only storage buffer or texture, acceleration structure), `u` (writable
@@ -195,10 +196,15 @@ pub fn assign(
             UniformBuffer | StorageBuffer | ReadOnlyStorageBuffer | AccelerationStructure => {
                 (MslClass::Buffer, next(&mut buf, "Metal buffers")?)
             }
+            CombinedImageSampler => {
+                // Its texture takes the next texture index and its sampler the next sampler
+                // index (not recorded: the rule gives it, see `spirv::cross`).
+                next(&mut smp, "Metal samplers")?;
+                (MslClass::Texture, next(&mut tex, "Metal textures")?)
+            }
             SampledTexture
             | StorageTexture
             | ReadOnlyStorageTexture
-            | CombinedImageSampler
             | UniformTexelBuffer
             | StorageTexelBuffer
             | InputAttachment => (MslClass::Texture, next(&mut tex, "Metal textures")?),

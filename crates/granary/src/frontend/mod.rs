@@ -5,8 +5,9 @@
 //! library is the application's own module ([`spirv`]): validated by SPIRV-Tools' `spirv-val`
 //! before anything else reads it, reflected with spirq, and its SPIR-V output is its bytes,
 //! unchanged, with specialization constants as a `VkSpecializationInfo`
-//! ([`StageFunction::specialization`]); naga translates it to MSL, HLSL and GLSL when those
-//! are requested, best effort (a naga failure loses those targets, never the SPIR-V one).
+//! ([`StageFunction::specialization`]); SPIRV-Cross translates it to MSL, HLSL and GLSL when
+//! those are requested ([`spirv::cross`]), naga where SPIRV-Cross fails, per target, best
+//! effort (a target neither writes is lost, never the SPIR-V one).
 //!
 //! Invariants:
 //! - For one [`Frontend`], each library (by content) is parsed at most once and each stage
@@ -15,7 +16,8 @@
 //! - Results are immutable `Arc`s; a cached result is never freed while reachable.
 //! - A panic inside naga or spirq is caught where it happens and stored as that library's or
 //!   stage function's error ([`ShaderErrorKind::Panic`]), so it is computed once like any
-//!   result; a panic in naga's translation of a SPIR-V library costs the translated targets.
+//!   result; a panic in SPIRV-Cross's or naga's translation of a SPIR-V stage function is that
+//!   translator's failure for that target (naga then runs, or the target is lost).
 //! - A SPIR-V library's SPIR-V output is its bytes (one blob per library); no SPIR-V module a
 //!   validator refused reaches a backend.
 //! - Output bytes depend only on the inputs, [`targets::TARGET_OPTIONS`], the device
@@ -26,7 +28,8 @@
 //!   function with no target left is an error.
 //! - A stage output holds its entry point and what that entry point reaches, nothing else.
 //! - A library is validated once, with the union of the requested targets' capabilities; each
-//!   stage function is checked against each target's own capabilities.
+//!   stage function is checked against each target's own capabilities (naga's; SPIRV-Cross's
+//!   translations are checked by SPIRV-Cross alone, for the profile's language versions).
 
 mod error;
 mod interface;
@@ -99,6 +102,19 @@ pub enum LoadedLibrary {
     Spirv(spirv::SpirvLibrary),
 }
 
+/// Which translators write a SPIR-V library's MSL, HLSL and GLSL targets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SpirvTranslators {
+    /// SPIRV-Cross, and naga for each target SPIRV-Cross cannot write: what granary harvests
+    /// with.
+    #[default]
+    CrossThenNaga,
+    /// SPIRV-Cross alone (for measurement).
+    CrossOnly,
+    /// naga alone, granary's translator before SPIRV-Cross (for measurement).
+    NagaOnly,
+}
+
 /// How a stage function is specialized.
 #[derive(Clone, Copy)]
 enum Specializing<'a> {
@@ -145,6 +161,7 @@ pub struct Frontend {
     cache_functions: bool,
     limiter: Arc<TaskLimiter>,
     validator: spirv::Validator,
+    spirv_translators: SpirvTranslators,
     libraries: ShardedMap<LibraryCell>,
     functions: ShardedMap<FunctionCell>,
     counters: Counters,
@@ -174,6 +191,7 @@ impl Frontend {
             cache_functions,
             limiter,
             validator: spirv::Validator::from_env(),
+            spirv_translators: SpirvTranslators::default(),
             libraries: ShardedMap::new(),
             functions: ShardedMap::new(),
             counters: Counters::default(),
@@ -184,6 +202,23 @@ impl Frontend {
     /// [`spirv::Validator::from_env`]). Call before the first library is loaded.
     pub fn with_validator(mut self, validator: spirv::Validator) -> Self {
         self.validator = validator;
+        self
+    }
+
+    /// This front end translating SPIR-V libraries with `translators` (default: SPIRV-Cross,
+    /// then naga). The others exist to measure each translator alone (granary-lab's
+    /// `spirv_corpus`); they change every stage key (the writer options text gains
+    /// `;spirv-translators=…`), and an archive is only ever written with the default. Call
+    /// before the first stage function is compiled.
+    pub fn with_spirv_translators(mut self, translators: SpirvTranslators) -> Self {
+        self.spirv_translators = translators;
+        let mut text = targets::target_options_text(self.profile, self.targets);
+        match translators {
+            SpirvTranslators::CrossThenNaga => {}
+            SpirvTranslators::CrossOnly => text.push_str(";spirv-translators=spirv-cross-only"),
+            SpirvTranslators::NagaOnly => text.push_str(";spirv-translators=naga-only"),
+        }
+        self.ctx = KeyContext { target_options: crate::descriptor::key::content_hash(text.as_bytes()).0 };
         self
     }
 
@@ -508,14 +543,17 @@ impl Frontend {
                 .map_err(|m| ShaderError::new(file, ShaderErrorKind::Write, m));
         let translated = self.translated_targets();
         if translated.0 != 0 {
-            let done =
-                self.translate(sl, &reflected, map.as_ref(), entry, stage, &values, file, translated, &mut outputs);
-            match done {
-                Ok(failures) => target_failures.extend(failures),
-                Err(e) => {
-                    target_failures.extend(translated.iter().map(|t| ShaderError { target: Some(t), ..e.clone() }))
-                }
-            }
+            self.translate(
+                sl,
+                &reflected,
+                map.as_ref(),
+                entry,
+                stage,
+                &values,
+                file,
+                &mut outputs,
+                &mut target_failures,
+            );
         }
         if outputs.0.iter().all(Option::is_none) {
             return Err(all_targets_failed(target_failures));
@@ -545,10 +583,10 @@ impl Frontend {
         }))
     }
 
-    /// naga's translation of a SPIR-V stage function to the `translated` targets, with the
-    /// constant `values` applied as overrides. `Err`: one reason all of them are lost (naga
-    /// could not parse the module, has no such stage, cannot bind it or specialize it);
-    /// `Ok`: the targets lost one by one.
+    /// The translations of a SPIR-V stage function to the requested MSL, HLSL and GLSL
+    /// targets: SPIRV-Cross first, naga for each target SPIRV-Cross could not write (as
+    /// [`SpirvTranslators`] says). A target neither writes is lost, with both reasons; a panic
+    /// in either translator is that translator's failure for that target.
     #[allow(clippy::too_many_arguments)]
     fn translate(
         &self,
@@ -559,24 +597,107 @@ impl Frontend {
         stage: ShaderStage,
         values: &[(u32, crate::descriptor::ConstantValue)],
         file: &str,
+        outputs: &mut TargetOutputs,
+        target_failures: &mut Vec<ShaderError>,
+    ) {
+        let translated = self.translated_targets();
+        let lose_all = |e: &ShaderError, failures: &mut Vec<ShaderError>| {
+            failures.extend(translated.iter().map(|t| ShaderError { target: Some(t), ..e.clone() }))
+        };
+        // Reasons no translator can get past: the binding map.
+        let map = match map {
+            Ok(m) => m,
+            Err(e) => return lose_all(e, target_failures),
+        };
+        if let Some((set, binding)) = reflected.aliased.first() {
+            let e = ShaderError::new(
+                file,
+                ShaderErrorKind::Write,
+                format!("the module declares resources of different kinds at set {set} binding {binding}, which a translated target cannot bind"),
+            );
+            return lose_all(&e, target_failures);
+        }
+        let mut fallback = TargetSet(0);
+        let mut cross_failed: Vec<(Target, String)> = Vec::new();
+        if self.spirv_translators == SpirvTranslators::NagaOnly {
+            fallback = translated;
+        } else {
+            let src = spirv::cross::CrossSource {
+                words: &sl.words,
+                entry,
+                stage,
+                values,
+                bindings: &reflected.bindings,
+                map,
+            };
+            for target in translated.iter() {
+                let written = crate::contain::catch(|| {
+                    crate::fault::at_target_write(target.name(), entry);
+                    crate::fault::at_cross_write(target.name(), entry);
+                    spirv::cross::write(target, self.profile, &src)
+                })
+                .unwrap_or_else(|p| Err(format!("{p} (while writing {target} for {stage} function '{entry}')")));
+                match written {
+                    Ok(bytes) => outputs.0[target as usize] = Some(Blob::new(bytes)),
+                    Err(m) => {
+                        fallback.0 |= TargetSet::of(&[target]).0;
+                        cross_failed.push((target, m));
+                    }
+                }
+            }
+        }
+        if fallback.0 == 0 {
+            return;
+        }
+        let mut naga_failures = Vec::new();
+        if self.spirv_translators == SpirvTranslators::CrossOnly {
+            let e = ShaderError::new(file, ShaderErrorKind::Write, "naga is not used (SPIRV-Cross only)");
+            naga_failures.extend(fallback.iter().map(|t| ShaderError { target: Some(t), ..e.clone() }));
+        } else {
+            match self.translate_naga(sl, map, entry, stage, values, file, fallback, outputs) {
+                Ok(f) => naga_failures = f,
+                Err(e) => naga_failures.extend(fallback.iter().map(|t| ShaderError { target: Some(t), ..e.clone() })),
+            }
+        }
+        // Each target still without an output is lost with naga's error, SPIRV-Cross's reason
+        // first.
+        for mut e in naga_failures {
+            let Some(t) = e.target else { continue };
+            if outputs.get(t).is_some() {
+                continue;
+            }
+            if let Some((_, m)) = cross_failed.iter().find(|(ct, _)| *ct == t) {
+                e.message = format!("{t}: SPIRV-Cross: {m}; naga (the fallback): {}", e.message);
+            }
+            target_failures.push(e);
+        }
+    }
+
+    /// naga's translation of a SPIR-V stage function to the `translated` targets, with the
+    /// constant `values` applied as overrides. `Err`: one reason all of them are lost (naga
+    /// could not parse the module, has no such stage or cannot specialize it); `Ok`: the
+    /// targets lost one by one.
+    #[allow(clippy::too_many_arguments)]
+    fn translate_naga(
+        &self,
+        sl: &spirv::SpirvLibrary,
+        map: &StageBindingMap,
+        entry: &str,
+        stage: ShaderStage,
+        values: &[(u32, crate::descriptor::ConstantValue)],
+        file: &str,
         translated: TargetSet,
         outputs: &mut TargetOutputs,
     ) -> Result<Vec<ShaderError>, ShaderError> {
         let fail = |kind, m: String| ShaderError::new(file, kind, m);
-        let parsed = match &sl.translation {
+        // The stage first: naga's parse is not made for a stage naga cannot translate.
+        let naga_stage = parse::naga_stage(stage)
+            .ok_or_else(|| fail(ShaderErrorKind::Write, format!("naga cannot translate {stage} functions")))?;
+        let parsed = match sl.naga() {
             Some(Ok(p)) => p,
             Some(Err(e)) => return Err(e.clone()),
             None => return Ok(Vec::new()),
         };
-        let map = map.map_err(Clone::clone)?;
-        if let Some((set, binding)) = reflected.aliased.first() {
-            return Err(fail(
-                ShaderErrorKind::Write,
-                format!("the module declares resources of different kinds at set {set} binding {binding}, which a translated target cannot bind"),
-            ));
-        }
-        let naga_stage = parse::naga_stage(stage)
-            .ok_or_else(|| fail(ShaderErrorKind::Write, format!("naga cannot translate {stage} functions")))?;
         let mut constants = Vec::with_capacity(values.len());
         for (id, value) in values {
             let id = u16::try_from(*id).map_err(|_| {

@@ -1,18 +1,21 @@
 //! SPIR-V libraries: the application's own module, passed through byte for byte.
 //!
 //! A SPIR-V library is loaded once (the front end caches it like a parse): its header is
-//! checked, the SPIRV-Tools validator checks the module ([`validate`]), spirq reflects it
-//! ([`reflect`]), and — only when MSL, HLSL or GLSL are requested — naga parses it as the
-//! best-effort translator of those targets (a naga failure costs those targets, never the
-//! library). Its SPIR-V output is the library's bytes, one [`Blob`] shared by every stage
+//! checked, the SPIRV-Tools validator checks the module ([`validate`]) and spirq reflects it
+//! ([`reflect`]). Its SPIR-V output is the library's bytes, one [`Blob`] shared by every stage
 //! function of it; specialization constants become a `VkSpecializationInfo`
-//! ([`specialize`]); nothing rewrites the module.
+//! ([`specialize`]); nothing rewrites the module. MSL, HLSL and GLSL, when requested, are
+//! translations: SPIRV-Cross first ([`cross`]), naga as the fallback per target, naga's parse
+//! made at most once per library and only when a target falls back to it
+//! ([`SpirvLibrary::naga`]). A failed translation costs that target, never the library.
 //!
-//! The profile's SPIR-V version and capabilities govern what naga writes; a SPIR-V library's
-//! own module is its SPIR-V output whatever they say (a Vulkan 1.3 device takes SPIR-V 1.0 to
-//! 1.6, and the validator checks it for that environment). Its keys are those of any stage
-//! function (library bytes, entry point, stage, constants, writer options).
+//! A SPIR-V library's own module is its SPIR-V output whatever the profile's SPIR-V version
+//! and capabilities say (a Vulkan 1.3 device takes SPIR-V 1.0 to 1.6, and the validator
+//! checks it for that environment); the profile's other targets govern the translations. Its
+//! keys are those of any stage function (library bytes, entry point, stage, constants, writer
+//! options).
 
+pub mod cross;
 pub mod reflect;
 pub mod specialize;
 pub mod validate;
@@ -23,7 +26,7 @@ pub use validate::Validator;
 use super::error::{ShaderError, ShaderErrorKind};
 use super::parse::ParsedLibrary;
 use crate::descriptor::{Blob, Library};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// SPIR-V's magic number.
 const MAGIC: u32 = 0x0723_0203;
@@ -37,10 +40,26 @@ pub struct SpirvLibrary {
     pub words: Vec<u32>,
     /// Its entry points as reflected with the module's default constant values.
     pub reflection: Reflection,
-    /// naga's parse, the translator of the MSL, HLSL and GLSL targets: `None` when none of
-    /// them is requested, `Err` when naga cannot parse or validate the module (those targets
-    /// are then lost for every stage function of it).
-    pub translation: Option<Result<ParsedLibrary, ShaderError>>,
+    /// naga's parse, the fallback translator of the MSL, HLSL and GLSL targets: `None` when
+    /// none of them is requested; otherwise the capabilities to validate with and the parse,
+    /// made on first need ([`SpirvLibrary::naga`]).
+    naga: Option<(naga::valid::Capabilities, OnceLock<Result<ParsedLibrary, ShaderError>>)>,
+    /// The library, for naga's parse.
+    lib: Arc<Library>,
+}
+
+impl SpirvLibrary {
+    /// naga's parse and validation of the module (at most once, however many threads ask;
+    /// a panic inside naga is its error): `None` when no translated target is requested,
+    /// `Err` when naga cannot parse or validate the module.
+    pub fn naga(&self) -> Option<&Result<ParsedLibrary, ShaderError>> {
+        let (caps, cell) = self.naga.as_ref()?;
+        Some(cell.get_or_init(|| {
+            let file = self.lib.display_path();
+            crate::contain::catch(|| super::parse::parse_library(&self.lib, *caps))
+                .unwrap_or_else(|p| Err(ShaderError::panicked(&file, "parsing and validating", &p)))
+        }))
+    }
 }
 
 /// The module's words, after checking the header: a whole number of words, at least the
@@ -67,10 +86,10 @@ pub fn words(lib: &Library) -> Result<Vec<u32>, ShaderError> {
     Ok(words)
 }
 
-/// Loads `lib`: header, validator, reflection, and naga's parse when `translation` gives the
-/// capabilities the translated targets allow (`None`: no translated target requested).
+/// Loads `lib`: header, validator and reflection; `translation` gives the capabilities naga
+/// validates with when it falls back (`None`: no translated target requested).
 pub fn load(
-    lib: &Library,
+    lib: &Arc<Library>,
     validator: &Validator,
     translation: Option<naga::valid::Capabilities>,
 ) -> Result<SpirvLibrary, ShaderError> {
@@ -82,9 +101,11 @@ pub fn load(
         .map_err(|m| {
             ShaderError::new(&file, ShaderErrorKind::Parse, format!("SPIR-V reflection (spirq) failed: {m}"))
         })?;
-    let translation = translation.map(|caps| {
-        crate::contain::catch(|| super::parse::parse_library(lib, caps))
-            .unwrap_or_else(|p| Err(ShaderError::panicked(&file, "parsing and validating", &p)))
-    });
-    Ok(SpirvLibrary { module: Blob::new(lib.source().to_vec()), words, reflection, translation })
+    Ok(SpirvLibrary {
+        module: Blob::new(lib.source().to_vec()),
+        words,
+        reflection,
+        naga: translation.map(|caps| (caps, OnceLock::new())),
+        lib: lib.clone(),
+    })
 }

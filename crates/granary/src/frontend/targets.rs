@@ -10,14 +10,21 @@ use super::profile::Profile;
 use crate::descriptor::{Target, TargetSet};
 use granary_archive::{MslClass, StageBindingMap};
 
-/// Human-readable description of every fixed writer option that affects output. Change it
-/// whenever an option below changes, so keys change with the output. The language versions and
-/// capabilities come from the [`Profile`]; [`target_options_text`] joins both.
+/// Human-readable description of every fixed writer option that affects output: naga's
+/// (below), then the translators of SPIR-V input and SPIRV-Cross's options
+/// (`spirv-input=…`, `cross-…`: [`super::spirv::cross`]). Change it whenever an option changes, so keys change
+/// with the output. The language versions and capabilities come from the [`Profile`];
+/// [`target_options_text`] joins both.
 pub const TARGET_OPTIONS: &str = "naga=30.0.2;\
 spirv=adjust-coordinate-space,label-varyings,clamp-frag-depth,no-debug,entry-point-only;\
 msl=binding-map=per-stage-buffer-texture-sampler-counters,immediates=next-buffer,sizes=next-buffer,no-fake-bindings;\
 hlsl=binding-map=space-group-register-binding,arrays-take-n-no-overlap,immediates=b0-space254,sampler-heaps=s0-space252/s0-space253,sampler-index=t-group-space255,no-fake-bindings;\
-glsl=core,adjust-coordinate-space,binding-map=per-stage-ubo-ssbo-texture-image-counters,arrays-take-n";
+glsl=core,adjust-coordinate-space,binding-map=per-stage-ubo-ssbo-texture-image-counters,arrays-take-n;\
+spirv-input=spirv-cross2-0.7.2+SPIRV-Cross-aa217ae(spirv-cross-sys-0.7.4),naga-fallback;\
+cross-common=active-resources-only,spec-constants-as-values,binding-map,no-placeholder-bindings;\
+cross-msl=vertex:flip-vert-y,combined-sampler=next-sampler,immediates=next-buffer,sizes=next-buffer,binding-arrays-to-naga;\
+cross-hlsl=vertex:flip-vert-y,entry-point-names,read-only-storage-images-srv,register=binding+space=group-all-classes,immediates=b0-space254;\
+cross-glsl=core,vertex:fixup-clipspace,combined-image-samplers,binding-map";
 
 /// The writer options text under `profile` for the requested `targets`: [`TARGET_OPTIONS`],
 /// the profile's resolved settings and `targets=` the requested target names. Stored in the
