@@ -17,7 +17,9 @@
 
 use crate::backend::{Backend, NoneBackend};
 use crate::capture::Capture;
-use crate::descriptor::{Blob, KeyContext, PipelineDescriptor, PipelineEntry, ShaderStage, StageEntry, TargetSet};
+use crate::descriptor::{
+    Blob, KeyContext, PipelineDescriptor, PipelineEntry, ShaderStage, StageEntry, Target, TargetSet,
+};
 use crate::frontend::{Frontend, FrontendStats, ShaderError, StageFunction};
 use crate::sync::TaskLimiter;
 use std::sync::Arc;
@@ -113,8 +115,10 @@ pub struct CompileOutcome {
 
 /// The [`PipelineEntry`] of `desc` compiled from its stage `functions` (in stage order) with
 /// the encoded `layout` and, for a render pipeline, its encoded fixed-function state: each
-/// stage's outputs as the stage function produced them. Fails only for a render state beyond
-/// the archive's limits (docs/FORMAT.md §1.11), naming the limit.
+/// stage's outputs as the stage function produced them, for the targets every stage has (a
+/// target one stage lost is lost for the whole pipeline: no archive holds a pipeline's vertex
+/// MSL without its fragment MSL). Fails only for a render state beyond the archive's limits
+/// (docs/FORMAT.md §1.11), naming the limit.
 pub fn pipeline_entry(
     desc: &PipelineDescriptor,
     functions: &[Arc<StageFunction>],
@@ -131,6 +135,7 @@ fn entry_with_layout(
     layout: Option<&granary_archive::PipelineLayout>,
 ) -> Result<PipelineEntry, String> {
     let stage_keys: Vec<_> = functions.iter().map(|f| f.key).collect();
+    let every_stage = common_targets(TargetSet(u32::MAX), functions);
     let state = match desc {
         PipelineDescriptor::Render(r) => Some(Blob::new(r.state.encode().map_err(|e| e.message)?)),
         PipelineDescriptor::Compute(_) => None,
@@ -145,7 +150,15 @@ fn entry_with_layout(
                 key: f.key,
                 stage: f.stage,
                 entry_point: f.entry_point.clone(),
-                outputs: f.outputs.clone(),
+                outputs: {
+                    let mut o = f.outputs.clone();
+                    for t in Target::ALL {
+                        if !every_stage.contains(t) {
+                            o.0[t as usize] = None;
+                        }
+                    }
+                    o
+                },
                 specialization: f.specialization.clone(),
             })
             .collect(),

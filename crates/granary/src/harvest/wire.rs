@@ -579,8 +579,8 @@ pub(crate) fn check_binaries(
 
 /// Checks an answered entry's stages against the pipeline asked: same kind, stages and stage
 /// keys, and an output for every requested target of every stage except exactly the targets
-/// `lost` declares lost for that stage (each naming one of the pipeline's functions); returns
-/// the targets the pipeline has (never empty).
+/// `lost` declares lost for any stage (each naming one of the pipeline's functions; a target
+/// one stage lost is in no stage); returns the targets the pipeline has (never empty).
 pub(crate) fn check_stages(
     entry: &crate::descriptor::PipelineEntry,
     desc: &PipelineDescriptor,
@@ -588,9 +588,9 @@ pub(crate) fn check_stages(
     targets: TargetSet,
     lost: &[crate::compiler::LostTarget],
 ) -> Result<TargetSet, String> {
-    let lost_bits = |stage: crate::descriptor::ShaderStage| {
-        lost.iter().filter(|l| l.stage == stage).filter_map(|l| l.error.target).fold(0u32, |b, t| b | 1 << t as u32)
-    };
+    // A target any stage lost is lost for the whole pipeline (no stage keeps it:
+    // `compiler::pipeline_entry`); every other requested target is in every stage.
+    let lost_bits = lost.iter().filter_map(|l| l.error.target).fold(0u32, |b, t| b | 1 << t as u32);
     let stages = desc.stages();
     let keys = desc.stage_keys(ctx);
     let shape_ok = entry.kind == desc.kind()
@@ -599,7 +599,7 @@ pub(crate) fn check_stages(
             got.stage == *stage
                 && got.key == *key
                 && targets.iter().all(|t| {
-                    let declared_lost = lost_bits(*stage) & (1 << t as u32) != 0;
+                    let declared_lost = lost_bits & (1 << t as u32) != 0;
                     got.outputs.0[t as usize].is_some() != declared_lost
                 })
         });
