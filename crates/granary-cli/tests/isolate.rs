@@ -369,3 +369,38 @@ fn a_worker_compiles_the_bytes_it_is_sent_and_reads_no_file() {
     assert_eq!(ar.len(), 1);
     assert!(ar.lookup_label("p").unwrap().is_some());
 }
+
+/// A legitimately large answer (issue 22): a 220-byte compute shader copying a million-element
+/// array whole makes naga write about 105 MB of HLSL. The answer bound is derived from the
+/// per-output limit the in-process harvest applies too (`granary::frontend::MAX_OUTPUT_BYTES`),
+/// so `--isolate` lands it exactly as in process: the same archive, byte for byte.
+#[test]
+fn a_legitimately_large_answer_lands_as_in_process() {
+    let dir = common::tempdir();
+    let wgsl = "@group(0) @binding(0) var<storage, read_write> buf: array<i32, 1000000>;\n\
+        @group(0) @binding(1) var<storage, read_write> out: array<i32, 1000000>;\n\
+        @compute @workgroup_size(1) fn main() { let a = buf; out = a; }\n";
+    std::fs::write(dir.path().join("big.wgsl"), wgsl).unwrap();
+    let script = dir.path().join("big.json");
+    std::fs::write(
+        &script,
+        r#"{"granary_script": 1, "libraries": [{"name": "big", "path": "big.wgsl"}],
+            "pipelines": [{"label": "big", "compute": {"function": {"library": "big", "function": "main"}}}]}"#,
+    )
+    .unwrap();
+    let run = |out: &str, extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_granary"))
+            .args(["harvest", script.to_str().unwrap(), "-o", dir.path().join(out).to_str().unwrap()])
+            .args(["--targets", "spirv,hlsl", "--json", "-q", "-j", "1"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let s: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&o.stderr)));
+        assert_eq!((o.status.code(), &s["succeeded"], &s["failed"]), (Some(0), &1.into(), &0.into()), "{s}");
+        std::fs::read(dir.path().join(out)).unwrap()
+    };
+    let in_process = run("a.granary", &[]);
+    assert!(in_process.len() > 100_000_000, "{} bytes: the HLSL is the large output", in_process.len());
+    assert!(run("b.granary", &["--isolate"]) == in_process, "--isolate wrote another archive");
+}

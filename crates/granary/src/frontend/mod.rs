@@ -45,6 +45,30 @@ pub use interface::{Interface, IoType};
 pub use parse::{parse_library, ParsedLibrary};
 pub use profile::Profile;
 
+/// The largest stage output granary archives, per target (256 MiB): a writer's output over it
+/// is that target's failure for the stage function, in process and under `--isolate` alike, and
+/// `--isolate`'s answer bound is derived from it (`harvest/wire.rs`), so no honest answer is
+/// refused. Real shaders stay far below (the bundled example's largest output is under 64 KiB);
+/// a 204-byte compute shader copying a million-element array writes 105 MB of HLSL, which lands.
+pub const MAX_OUTPUT_BYTES: u64 = 256 << 20;
+
+/// `bytes` as `target`'s output, or the failure saying it is over [`MAX_OUTPUT_BYTES`].
+fn within_output_limit(bytes: Vec<u8>, target: Target, file: &str, entry: &str) -> Result<Vec<u8>, ShaderError> {
+    if bytes.len() as u64 <= MAX_OUTPUT_BYTES {
+        return Ok(bytes);
+    }
+    let mut e = ShaderError::new(
+        file,
+        ShaderErrorKind::Write,
+        format!(
+            "the {target} output of function '{entry}' is {} bytes, over granary's limit of {MAX_OUTPUT_BYTES} bytes per stage output",
+            bytes.len()
+        ),
+    );
+    e.target = Some(target);
+    Err(e)
+}
+
 use crate::descriptor::{
     native_stage_key, stage_key, Blob, FunctionDescriptor, KeyContext, Library, ShaderStage, SourceKind, StageKey,
     Target, TargetOutputs, TargetSet,
@@ -470,7 +494,7 @@ impl Frontend {
             .unwrap_or_else(|p| {
                 Err(ShaderError::panicked(file, &format!("writing {target} for {stage} function '{entry}'"), &p))
             });
-            match written {
+            match written.and_then(|bytes| within_output_limit(bytes, target, file, entry)) {
                 Ok(bytes) => outputs.0[target as usize] = Some(Blob::new(bytes)),
                 Err(mut e) => {
                     e.target = Some(target);
@@ -637,6 +661,8 @@ impl Frontend {
                     spirv::cross::write(target, self.profile, &src)
                 })
                 .unwrap_or_else(|p| Err(format!("{p} (while writing {target} for {stage} function '{entry}')")));
+                let written =
+                    written.and_then(|bytes| within_output_limit(bytes, target, file, entry).map_err(|e| e.message));
                 match written {
                     Ok(bytes) => outputs.0[target as usize] = Some(Blob::new(bytes)),
                     Err(m) => {
@@ -758,4 +784,22 @@ fn all_targets_failed(mut failures: Vec<ShaderError>) -> ShaderError {
     e.message = format!("no requested target could be written: {message}");
     e.target = None;
     e
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_over_the_limit_is_that_targets_failure() {
+        let at_limit = vec![0u8; MAX_OUTPUT_BYTES as usize];
+        assert_eq!(
+            within_output_limit(at_limit, Target::Hlsl, "f.wgsl", "main").map(|b| b.len()).ok(),
+            Some(MAX_OUTPUT_BYTES as usize)
+        );
+        let e =
+            within_output_limit(vec![0u8; MAX_OUTPUT_BYTES as usize + 1], Target::Hlsl, "f.wgsl", "main").unwrap_err();
+        assert_eq!((e.target, e.kind, e.file.as_str()), (Some(Target::Hlsl), ShaderErrorKind::Write, "f.wgsl"));
+        assert!(e.message.contains("268435457 bytes, over granary's limit of 268435456"), "{}", e.message);
+    }
 }

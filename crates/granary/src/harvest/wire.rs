@@ -316,27 +316,23 @@ pub const CACHE_CAP: u64 = 256 << 20;
 pub const FAILURE_CAP: u64 = 1 << 20;
 /// Fixed allowance of an answer archive: header, sections, label, entry-point names.
 pub const ANSWER_OVERHEAD: u64 = 1 << 20;
-/// Allowance per stage and target besides the source-proportional part (helper functions a
-/// writer adds whatever the source size).
+/// Allowance per stage and target besides the output itself (its entry-point name and record).
 pub const STAGE_TARGET_OVERHEAD: u64 = 256 << 10;
 /// Allowance for a pipeline's driver binaries in a worker's answer (a device backend only):
 /// NVIDIA's sets measure 8–200 KB (a dictionary binary included); this is far above that.
 pub const BINARY_ALLOWANCE: u64 = 32 << 20;
-/// Output bytes allowed per source byte of a stage's library, per target. Writers emit one
-/// entry point of the library, so its output is bounded by a small multiple of the source; 64
-/// is far above anything measured (at most 1.6 output bytes per source byte for any stage and
-/// target of the bundled example; tests/isolate.rs harvests it for every target under the
-/// cap).
-pub const OUTPUT_FACTOR: u64 = 64;
 
 /// Allowance per stage for its specialization in a tag-4 answer, besides a native stage's
 /// own bytes: a portable stage's has 16 bytes per constant plus its header.
 pub const SPECIALIZATION_OVERHEAD: u64 = 64;
 
-/// The largest compiled answer pipeline `desc` can produce for `targets`:
-/// [`ANSWER_OVERHEAD`] + Σ over its stages of (library source bytes × [`OUTPUT_FACTOR`] +
-/// [`STAGE_TARGET_OVERHEAD`]) × number of targets + its specialization (a native stage's
-/// encoded bytes, or 16 bytes per constant, plus [`SPECIALIZATION_OVERHEAD`]).
+/// The largest compiled answer pipeline `desc` can produce for `targets`, derived from what an
+/// honest worker may write, the limit the in-process harvest applies too: [`ANSWER_OVERHEAD`] +
+/// Σ over its stages of (the larger of [`MAX_OUTPUT_BYTES`](crate::frontend::MAX_OUTPUT_BYTES)
+/// and its library's source bytes — a SPIR-V library passes through whole — +
+/// [`STAGE_TARGET_OVERHEAD`]) × number of targets + its specialization (a native stage's encoded
+/// bytes, or 16 bytes per constant, plus [`SPECIALIZATION_OVERHEAD`]). The frame reader never
+/// allocates from an announced length, so a large bound costs memory only as bytes arrive.
 pub fn answer_cap(desc: &PipelineDescriptor, targets: TargetSet) -> u64 {
     let n = targets.iter().count() as u64;
     let stages = desc.stages();
@@ -346,7 +342,8 @@ pub fn answer_cap(desc: &PipelineDescriptor, targets: TargetSet) -> u64 {
             Some(s) => s.map_or(0, |s| s.encode().len() as u64),
             None => 16 * f.resolved_constants().len() as u64,
         };
-        cap.saturating_add(source.saturating_mul(OUTPUT_FACTOR).saturating_add(STAGE_TARGET_OVERHEAD).saturating_mul(n))
+        let output = source.max(crate::frontend::MAX_OUTPUT_BYTES);
+        cap.saturating_add(output.saturating_add(STAGE_TARGET_OVERHEAD).saturating_mul(n))
             .saturating_add(spec + SPECIALIZATION_OVERHEAD)
     })
 }
@@ -840,19 +837,25 @@ mod tests {
     }
 
     #[test]
-    fn the_answer_cap_grows_with_sources_and_targets() {
-        let lib = Library::wgsl("l", "x".repeat(1000));
-        let desc = PipelineDescriptor::Compute(ComputePipelineDescriptor {
-            label: None,
-            compute: FunctionDescriptor::library(lib, "main".to_string()),
-            layout: None,
-        });
-        let one = answer_cap(&desc, TargetSet::parse("spirv").unwrap());
-        let all = answer_cap(&desc, TargetSet::parse("spirv,msl,hlsl,glsl").unwrap());
+    fn the_answer_cap_admits_every_output_the_in_process_harvest_keeps() {
+        use crate::frontend::MAX_OUTPUT_BYTES;
+        let desc = |source: String| {
+            PipelineDescriptor::Compute(ComputePipelineDescriptor {
+                label: None,
+                compute: FunctionDescriptor::library(Library::wgsl("l", source), "main".to_string()),
+                layout: None,
+            })
+        };
+        let small = desc("x".repeat(1000));
+        let one = answer_cap(&small, TargetSet::parse("spirv").unwrap());
+        let all = answer_cap(&small, TargetSet::parse("spirv,msl,hlsl,glsl").unwrap());
         // Each stage also has room for its specialization (none here: no constants).
-        assert_eq!(one, ANSWER_OVERHEAD + 1000 * OUTPUT_FACTOR + STAGE_TARGET_OVERHEAD + SPECIALIZATION_OVERHEAD);
-        assert_eq!(all, ANSWER_OVERHEAD + 4 * (1000 * OUTPUT_FACTOR + STAGE_TARGET_OVERHEAD) + SPECIALIZATION_OVERHEAD);
-        assert!(all < 1 << 30);
+        assert_eq!(one, ANSWER_OVERHEAD + MAX_OUTPUT_BYTES + STAGE_TARGET_OVERHEAD + SPECIALIZATION_OVERHEAD);
+        assert_eq!(all, ANSWER_OVERHEAD + 4 * (MAX_OUTPUT_BYTES + STAGE_TARGET_OVERHEAD) + SPECIALIZATION_OVERHEAD);
+        // A source larger than the output limit (a SPIR-V library passes through whole).
+        let huge = 300 << 20;
+        let big = answer_cap(&desc("x".repeat(huge as usize)), TargetSet::parse("spirv").unwrap());
+        assert_eq!(big, ANSWER_OVERHEAD + huge + STAGE_TARGET_OVERHEAD + SPECIALIZATION_OVERHEAD);
     }
     #[test]
     fn lost_target_answers_round_trip_and_refuse_damage() {
