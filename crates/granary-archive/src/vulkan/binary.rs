@@ -96,10 +96,60 @@ impl Drop for BinaryGuard<'_> {
     }
 }
 
-/// The create infos `vkGetPipelineKeyKHR` takes, through `VkPipelineCreateInfoKHR::pNext`.
-pub(super) trait PipelineCreateInfo {}
-impl PipelineCreateInfo for vk::GraphicsPipelineCreateInfo {}
-impl PipelineCreateInfo for vk::ComputePipelineCreateInfo {}
+/// The create infos `vkGetPipelineKeyKHR` takes, through `VkPipelineCreateInfoKHR::pNext`,
+/// with what creating one of an application's own needs: its chain and its create call.
+pub(super) trait PipelineCreateInfo: Copy {
+    /// The create call, for messages.
+    const CALL: &'static str;
+    /// `pNext`.
+    fn next(&self) -> *const std::ffi::c_void;
+    /// This create info with `pNext` replaced.
+    fn with_next(self, next: *const std::ffi::c_void) -> Self;
+    /// `vkCreate*Pipelines` of this one create info.
+    ///
+    /// # Safety
+    ///
+    /// What that call requires of `self` (a valid create info and chain whose objects are
+    /// alive) and of `cache`.
+    unsafe fn create(self, device: &Device, cache: vk::PipelineCache)
+        -> vulkanalia::VkSuccessResult<Vec<vk::Pipeline>>;
+}
+
+impl PipelineCreateInfo for vk::GraphicsPipelineCreateInfo {
+    const CALL: &'static str = "vkCreateGraphicsPipelines";
+    fn next(&self) -> *const std::ffi::c_void {
+        self.next
+    }
+    fn with_next(self, next: *const std::ffi::c_void) -> Self {
+        Self { next, ..self }
+    }
+    unsafe fn create(
+        self,
+        device: &Device,
+        cache: vk::PipelineCache,
+    ) -> vulkanalia::VkSuccessResult<Vec<vk::Pipeline>> {
+        // SAFETY: the caller's promise (the trait method's contract).
+        unsafe { device.create_graphics_pipelines(cache, &[self], None) }
+    }
+}
+
+impl PipelineCreateInfo for vk::ComputePipelineCreateInfo {
+    const CALL: &'static str = "vkCreateComputePipelines";
+    fn next(&self) -> *const std::ffi::c_void {
+        self.next
+    }
+    fn with_next(self, next: *const std::ffi::c_void) -> Self {
+        Self { next, ..self }
+    }
+    unsafe fn create(
+        self,
+        device: &Device,
+        cache: vk::PipelineCache,
+    ) -> vulkanalia::VkSuccessResult<Vec<vk::Pipeline>> {
+        // SAFETY: the caller's promise (the trait method's contract).
+        unsafe { device.create_compute_pipelines(cache, &[self], None) }
+    }
+}
 
 impl Gpu {
     /// `vkGetPipelineKeyKHR` of `info`: the key that decides which binaries are valid for it.

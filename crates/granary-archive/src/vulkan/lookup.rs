@@ -257,9 +257,9 @@ impl<'a> PipelineLoader<'a> {
         let created: Result<CreateOutcome, VulkanError> = match info {
             // SAFETY: the caller's promise: a valid create info for this device, its objects
             // alive; the binaries are checked for it (above).
-            AppInfo::Graphics(g) => unsafe { self.gpu.create_app_graphics(g, how) },
+            AppInfo::Graphics(g) => unsafe { self.gpu.create_app(g, how) },
             // SAFETY: as above.
-            AppInfo::Compute(c) => unsafe { self.gpu.create_app_compute(c, how) },
+            AppInfo::Compute(c) => unsafe { self.gpu.create_app(c, how) },
         };
         let created = created.map_err(|e| fail(e.to_string()))?;
         drop(own);

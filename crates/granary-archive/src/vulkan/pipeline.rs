@@ -521,56 +521,30 @@ impl Gpu {
         self.pipeline_key_of(info)
     }
 
-    /// Creates the application's own graphics create info `info` (kept): from `how`'s binaries,
-    /// chained in front of the application's chain, or compiled with `how`'s cache. Creation
-    /// feedback is chained unless the application chained its own.
+    /// Creates the application's own graphics or compute create info `info` (kept): from
+    /// `how`'s binaries, chained in front of the application's chain, or compiled with `how`'s
+    /// cache. Creation feedback is chained unless the application chained its own.
     ///
     /// # Safety
     ///
-    /// `info` is a valid `VkGraphicsPipelineCreateInfo` as `vkCreateGraphicsPipelines` requires,
-    /// whose objects were made on this device and stay alive for the call; binaries only as
-    /// [`CheckedBinaries`] for this very create info (its contract).
-    pub(super) unsafe fn create_app_graphics(
+    /// `info` is a valid create info as its `vkCreate*Pipelines` requires, whose objects were
+    /// made on this device and stay alive for the call; binaries only as [`CheckedBinaries`]
+    /// for this very create info (its contract).
+    pub(super) unsafe fn create_app<T: super::binary::PipelineCreateInfo>(
         self: &Arc<Self>,
-        info: &vk::GraphicsPipelineCreateInfo,
+        info: &T,
         how: CreateMode<'_>,
     ) -> Result<CreateOutcome, VulkanError> {
         let mut feedback = vk::PipelineCreationFeedback::default();
-        let mut own = *info;
         // SAFETY: the caller's promise: a valid create info and chain.
-        let (next, cache) = unsafe { app_chain(self, info.next, how, &mut feedback) };
-        let mut tail = next;
-        own.next = tail.head(info.next);
-        let (handle, _, driver_time) = self.key_and_create(false, &own, "vkCreateGraphicsPipelines", |info| {
+        let (mut tail, cache) = unsafe { app_chain(self, info.next(), how, &mut feedback) };
+        let own = info.with_next(tail.head(info.next()));
+        let (handle, _, driver_time) = self.key_and_create(false, &own, T::CALL, |info| {
             // SAFETY: `own` is the application's valid create info with granary's binary and
             // feedback structures (locals of this call) in front of its chain; the caller keeps
             // its objects alive, the binaries are checked for this create info, the cache is
             // alive.
-            unsafe { self.device.create_graphics_pipelines(cache, &[*info], None) }
-        })?;
-        let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
-        self.finish(pipeline, how, Vec::new(), driver_time, feedback.flags)
-    }
-
-    /// [`create_app_graphics`](Self::create_app_graphics) for a compute create info.
-    ///
-    /// # Safety
-    ///
-    /// As `create_app_graphics`, for a `VkComputePipelineCreateInfo`.
-    pub(super) unsafe fn create_app_compute(
-        self: &Arc<Self>,
-        info: &vk::ComputePipelineCreateInfo,
-        how: CreateMode<'_>,
-    ) -> Result<CreateOutcome, VulkanError> {
-        let mut feedback = vk::PipelineCreationFeedback::default();
-        let mut own = *info;
-        // SAFETY: the caller's promise: a valid create info and chain.
-        let (next, cache) = unsafe { app_chain(self, info.next, how, &mut feedback) };
-        let mut tail = next;
-        own.next = tail.head(info.next);
-        let (handle, _, driver_time) = self.key_and_create(false, &own, "vkCreateComputePipelines", |info| {
-            // SAFETY: as for `create_app_graphics`.
-            unsafe { self.device.create_compute_pipelines(cache, &[*info], None) }
+            unsafe { info.create(&self.device, cache) }
         })?;
         let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
         self.finish(pipeline, how, Vec::new(), driver_time, feedback.flags)
