@@ -74,17 +74,7 @@ fn tools() -> bool {
 
 /// glslangValidator's SPIR-V for `source` (a GLSL stage named by `stage`: comp, vert, frag).
 fn glsl_to_spirv(dir: &Path, stage: &str, source: &str) -> Vec<u8> {
-    let src = dir.join(format!("m.{stage}"));
-    let out = dir.join(format!("m.{stage}.spv"));
-    std::fs::write(&src, source).expect("write the GLSL");
-    let o = Command::new("glslangValidator")
-        .args(["-V", "--target-env", "vulkan1.1", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .output()
-        .expect("run glslangValidator");
-    assert!(o.status.success(), "glslangValidator: {}", String::from_utf8_lossy(&o.stdout));
-    std::fs::read(out).expect("read the SPIR-V")
+    common::glsl_to_spirv(dir, stage, "main", source)
 }
 
 /// spirv-as's module for `text` (it assembles modules spirv-val rejects).

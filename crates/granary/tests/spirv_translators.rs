@@ -92,17 +92,7 @@ fn tools() -> bool {
 /// glslangValidator's SPIR-V for `source` (stage `comp`, `vert`, `frag`, `tesc`), its entry
 /// point named `entry`.
 fn glsl_to_spirv(dir: &Path, stage: &str, entry: &str, source: &str) -> Vec<u8> {
-    let src = dir.join(format!("{entry}.{stage}"));
-    let out = dir.join(format!("{entry}.{stage}.spv"));
-    std::fs::write(&src, source).expect("write the GLSL");
-    let o = Command::new("glslangValidator")
-        .args(["-V", "--target-env", "vulkan1.1", "-e", entry, "--source-entrypoint", "main", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .output()
-        .expect("run glslangValidator");
-    assert!(o.status.success(), "glslangValidator: {}", String::from_utf8_lossy(&o.stdout));
-    std::fs::read(out).expect("read the SPIR-V")
+    common::glsl_to_spirv(dir, stage, entry, source)
 }
 
 /// glslangValidator's verdict on a GLSL output of `stage` (OpenGL semantics).

@@ -402,3 +402,20 @@ pub fn panic_script(dir: &std::path::Path) -> std::path::PathBuf {
     std::fs::write(&path, serde_json::to_vec_pretty(&script).expect("test fixture")).expect("test fixture");
     path
 }
+
+/// glslangValidator's SPIR-V (Vulkan 1.1) for the GLSL `source` of `stage` (`comp`, `vert`,
+/// `frag`, `tesc`, …), its entry point named `entry` (`main` as written; another name renames
+/// it). Panics with glslang's message if it refuses the source.
+pub fn glsl_to_spirv(dir: &std::path::Path, stage: &str, entry: &str, source: &str) -> Vec<u8> {
+    let src = dir.join(format!("{entry}.{stage}"));
+    let out = dir.join(format!("{entry}.{stage}.spv"));
+    std::fs::write(&src, source).expect("write the GLSL");
+    let mut c = std::process::Command::new("glslangValidator");
+    c.args(["-V", "--target-env", "vulkan1.1"]);
+    if entry != "main" {
+        c.args(["-e", entry, "--source-entrypoint", "main"]);
+    }
+    let o = c.arg("-o").arg(&out).arg(&src).output().expect("run glslangValidator");
+    assert!(o.status.success(), "glslangValidator: {}", String::from_utf8_lossy(&o.stdout));
+    std::fs::read(out).expect("read the SPIR-V")
+}
