@@ -103,7 +103,7 @@ impl Default for OpenOptions {
 /// Thread safety: `Send + Sync`. Every method may be called from any number of threads at
 /// once (see the module's synchronization notes).
 pub struct Gpu {
-    pub(super) _driver: Arc<Driver>,
+    pub(super) driver: Arc<Driver>,
     pub(super) device: Device,
     /// Whether granary created the device (and destroys it in `Drop`).
     pub(super) owned: bool,
@@ -216,7 +216,7 @@ impl Gpu {
             }
         };
         let gpu = Gpu {
-            _driver: driver,
+            driver,
             device,
             owned: true,
             formats: HashMap::new(),
@@ -239,7 +239,7 @@ impl Gpu {
         if self.binaries {
             self.global_key = self.read_global_key()?;
         }
-        self.formats = attachment_formats(&self._driver, self.info.handle);
+        self.formats = attachment_formats(&self.driver, self.info.handle);
         Ok(Arc::new(self))
     }
 
@@ -277,7 +277,7 @@ impl Gpu {
         let eds3 = info.extended_dynamic_state3;
         let extensions = super::features::extensions_for(features, &|n| info.extensions.contains(n));
         Gpu {
-            _driver: driver,
+            driver,
             device: device.clone(),
             owned: false,
             formats: HashMap::new(),

@@ -100,7 +100,7 @@ fn check_native_formats(gpu: &Gpu, state: &NativePipeline) -> Result<(), String>
     let Some(g) = &state.graphics else { return Ok(()) };
     let device = &gpu.info.identity.device_name;
     let has = |format: u32, want: F| {
-        gpu._driver.optimal_features(gpu.info.handle, vk::Format::from_raw(format as i32)).contains(want)
+        gpu.driver.optimal_features(gpu.info.handle, vk::Format::from_raw(format as i32)).contains(want)
     };
     let refuse = |what: String, feature: &str| {
         Err(format!("{what}: device '{device}' has no {feature} for it (the device does not support it)"))
