@@ -1,5 +1,6 @@
-//! `harvest --isolate`: a worker that crashes, hangs, panics, prints, lies or refuses to exit
-//! costs exactly its pipeline (or nothing), and a killed parent leaves no worker behind.
+//! `harvest --isolate`: a worker that crashes, hangs, runs out of memory, panics, prints, lies or
+//! refuses to exit costs exactly its pipeline (or nothing), and a killed parent leaves no worker
+//! behind; a library too large to compile in process is refused there, and lands isolated.
 //!
 //! Faults are injected with the documented `GRANARY_FAULT` test facility, set only on the
 //! `granary` child process of each test.
@@ -76,6 +77,136 @@ fn crash_and_hang_fail_exactly_their_pipelines() {
     assert_holds_all_but(&out, &failed);
 }
 
+/// The memory watchdog (issue 22): a worker whose resident memory grows past
+/// `--worker-memory-limit` while it compiles is killed mid-compile, not after it answers; that
+/// pipeline alone fails with phase `memory`, a replacement worker carries on and the archive
+/// holds every other pipeline. The `grow` fault allocates and touches 4 MiB steps without end
+/// (up to 2 GiB, then sleeps): only the watchdog can stop it before `--timeout`, and a broken
+/// watchdog shows as phase `timeout` here, never as a hang or an exhausted machine.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_worker_over_its_memory_limit_mid_compile_is_stopped_and_its_pipeline_counted() {
+    let labels = labels();
+    let grower = &labels[42];
+    let dir = common::tempdir();
+    let out = dir.path().join("iso.granary");
+    let marks = dir.path().join("reached");
+    std::fs::create_dir(&marks).unwrap();
+    let fault = format!("grow:{grower},reached:{}", marks.display());
+    let args = ["--isolate", "--worker-memory-limit", "256", "--timeout", "300"];
+    let (code, s) = harvest(&out, &args, &fault);
+    assert_eq!(code, Some(1), "{s}");
+    let f = failures(&s);
+    assert_eq!(f.len(), 1, "{s}");
+    let (pipeline, phase, message) = &f[0];
+    assert_eq!((pipeline, phase.as_str()), (grower, "memory"), "{message}");
+    assert!(message.contains("memory limit of 256 MiB") && message.contains("killed and replaced"), "{message}");
+    // The resident memory it was killed at, as the parent measured it: over the limit.
+    let resident: f64 = message
+        .split("(resident ")
+        .nth(1)
+        .and_then(|r| r.split(" MiB").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no resident size: {message}"));
+    assert!(resident > 256.0, "{message}");
+    // Exactly one worker reached the fault, and it was replaced: the slot went on with a new one.
+    assert_eq!(common::fault_markers(&marks, "grow").len(), 1);
+    assert!(s["workers_started"].as_u64().unwrap() >= 3, "{s}");
+    assert_eq!(s["succeeded"].as_u64().unwrap() as usize, labels.len() - 1, "{s}");
+    assert_holds_all_but(&out, &[grower]);
+}
+
+/// The in-process library size limit (issue 22): a library over `--max-library-bytes` is
+/// refused before naga sees it, naming the file, its size and the limit and suggesting
+/// `--isolate`; exactly the pipelines that use it fail, the others land. Under `--isolate`
+/// there is no limit unless one is given, so the same harvest lands every pipeline.
+#[test]
+fn a_library_over_the_in_process_limit_is_refused_and_the_others_land() {
+    let script = Script::load(Path::new(EXAMPLE)).unwrap();
+    // 8 KiB: of the example's libraries only pbr.wgsl (12,091 bytes) is larger.
+    let limit = 8 << 10;
+    let uses_large = |p: &granary::script::ScriptPipeline| {
+        p.descriptor.as_ref().unwrap().stages().iter().any(|(_, f)| f.base().0.source().len() > limit)
+    };
+    let expected: Vec<&str> =
+        script.pipelines.iter().filter(|p| uses_large(p)).map(|p| p.label.as_deref().unwrap()).collect();
+    assert!(!expected.is_empty() && expected.len() < script.pipelines.len(), "{}", expected.len());
+    let dir = common::tempdir();
+    let out = dir.path().join("limited.granary");
+    let (code, s) = harvest(&out, &["--max-library-bytes", "8KiB"], "");
+    assert_eq!(code, Some(1), "{s}");
+    let failed = s["failures"].as_array().unwrap();
+    let mut names: Vec<&str> = failed.iter().map(|f| f["pipeline"].as_str().unwrap()).collect();
+    names.sort_by_key(|l| expected.iter().position(|x| x == l));
+    assert_eq!(names, expected);
+    for f in failed {
+        assert_eq!((&f["phase"], &f["kind"]), (&"shader".into(), &"too-large".into()), "{f}");
+        let message = f["message"].as_str().unwrap();
+        assert!(f["file"].as_str().unwrap().ends_with("pbr.wgsl"), "{f}");
+        for part in ["pbr.wgsl", "12091 bytes", "limit of 8192 bytes", "--isolate", "--max-library-bytes"] {
+            assert!(message.contains(part), "no '{part}' in: {message}");
+        }
+    }
+    assert_holds_all_but(&out, &expected);
+
+    // --isolate: no limit unless given; every pipeline lands.
+    let isolated = dir.path().join("isolated.granary");
+    let (code, s) = harvest(&isolated, &["--isolate"], "");
+    assert_eq!((code, &s["failed"]), (Some(0), &0.into()), "{s}");
+    assert_holds_all_but(&isolated, &[]);
+    // Given with --isolate, the limit holds in the workers too: the same pipelines fail.
+    let (code, s) = harvest(&dir.path().join("both.granary"), &["--isolate", "--max-library-bytes", "8192"], "");
+    assert_eq!(code, Some(1), "{s}");
+    assert_eq!(s["failed"].as_u64().unwrap() as usize, expected.len(), "{s}");
+}
+
+/// The default limit, [`granary::frontend::MAX_LIBRARY_BYTES`]: a library one byte over it (a
+/// small shader padded with a comment, which naga would parse quickly) is refused in process
+/// by default, lands with `--max-library-bytes 0` (no limit) and under `--isolate`.
+#[test]
+fn the_default_library_limit_refuses_in_process_and_isolate_lands_it() {
+    let dir = common::tempdir();
+    let mut wgsl = String::from("@compute @workgroup_size(1) fn main() {}\n//");
+    let size = granary::frontend::MAX_LIBRARY_BYTES as usize + 1;
+    wgsl.extend(std::iter::repeat_n('x', size - wgsl.len() - 1));
+    wgsl.push('\n');
+    assert_eq!(wgsl.len(), size);
+    std::fs::write(dir.path().join("padded.wgsl"), &wgsl).unwrap();
+    std::fs::write(dir.path().join("small.wgsl"), "@compute @workgroup_size(1) fn main() {}\n").unwrap();
+    let script = dir.path().join("s.json");
+    std::fs::write(
+        &script,
+        r#"{"granary_script": 1,
+            "libraries": [{"name": "padded", "path": "padded.wgsl"}, {"name": "small", "path": "small.wgsl"}],
+            "pipelines": [{"label": "padded", "compute": {"function": {"library": "padded", "function": "main"}}},
+                          {"label": "small", "compute": {"function": {"library": "small", "function": "main"}}}]}"#,
+    )
+    .unwrap();
+    let granary = Path::new(env!("CARGO_BIN_EXE_granary"));
+    let run = |out: &str, args: &[&str]| {
+        let mut all = vec!["-j", "1"];
+        all.extend(args);
+        common::harvest_with_fault(granary, &script, &dir.path().join(out), &all, "")
+    };
+    let (code, s) = run("default.granary", &[]);
+    assert_eq!((code, &s["succeeded"], &s["failed"]), (Some(1), &1.into(), &1.into()), "{s}");
+    let f = &s["failures"][0];
+    assert_eq!((&f["pipeline"], &f["kind"]), (&"padded".into(), &"too-large".into()), "{f}");
+    let message = f["message"].as_str().unwrap();
+    let limit = format!("limit of {} bytes", granary::frontend::MAX_LIBRARY_BYTES);
+    for part in ["padded.wgsl", &format!("{size} bytes"), &limit, "--isolate"] {
+        assert!(message.contains(part), "no '{part}' in: {message}");
+    }
+    let ar = Archive::open(&dir.path().join("default.granary")).unwrap();
+    assert_eq!(ar.len(), 1);
+    assert!(ar.lookup_label("small").unwrap().is_some());
+    for (out, args) in [("unlimited.granary", &["--max-library-bytes", "0"][..]), ("isolated.granary", &["--isolate"])]
+    {
+        let (code, s) = run(out, args);
+        assert_eq!((code, &s["succeeded"], &s["failed"]), (Some(0), &2.into(), &0.into()), "{args:?}: {s}");
+    }
+}
+
 #[test]
 fn recycled_workers_write_the_same_bytes_as_threads() {
     let dir = common::tempdir();
@@ -92,12 +223,15 @@ fn recycled_workers_write_the_same_bytes_as_threads() {
     assert!(s["workers_started"].as_u64().unwrap() >= n.div_ceil(7), "{s}");
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
 
-    // 1 MiB: every worker is above it after its first pipeline, so each one is recycled and
-    // every pipeline gets a fresh worker.
+    // 1 MiB is below any worker's footprint: the watchdog stops every worker while it compiles
+    // (before issue 22 it was checked only after an answer, and this recycled every worker), so
+    // every pipeline fails with phase `memory`, none is archived, and nothing hangs.
     let (code, s) = harvest(&c, &["--isolate", "--worker-memory-limit", "1"], "");
-    assert_eq!(code, Some(0), "{s}");
-    assert_eq!(s["workers_started"].as_u64().unwrap(), n, "{s}");
-    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&c).unwrap());
+    assert_eq!((code, s["failed"].as_u64()), (Some(1), Some(n)), "{s}");
+    for f in s["failures"].as_array().unwrap() {
+        assert_eq!(f["phase"], "memory", "{f}");
+    }
+    assert_eq!(Archive::open(&c).unwrap().len(), 0);
 }
 
 #[test]

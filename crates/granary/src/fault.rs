@@ -8,6 +8,12 @@
 //!   is about to compile the pipeline labelled `LABEL`, it aborts, raises SIGSEGV, overflows its
 //!   stack, or sleeps forever. Used to prove that `harvest --isolate` survives a compiler that
 //!   crashes or never returns.
+//! - `grow:LABEL` — when a harvest worker is about to compile the pipeline labelled `LABEL`, it
+//!   allocates memory and touches every page, [`GROW_STEP`] at a time with a millisecond's pause
+//!   between steps, up to [`GROW_CAP`], then sleeps forever holding it: a compile whose
+//!   resident memory grows without end, as naga's on a huge library does. Used to prove that
+//!   `harvest --isolate --worker-memory-limit` stops a worker while it grows (the cap keeps a
+//!   broken watchdog from exhausting the machine; the `--timeout` then ends the worker).
 //! - `panic:LABEL` — panic while compiling the pipeline labelled `LABEL`; `panic-stage:NAME`
 //!   panics inside the front end while compiling any stage function whose entry point is
 //!   `NAME` (as a panic inside naga would), so every pipeline sharing it is affected;
@@ -30,7 +36,7 @@
 //!   the temporary file (and every journal append pauses likewise), so that kill tests can land
 //!   in the middle of an archive write or a journal append.
 //! - `reached:DIR` — every fault above that a process carries out itself (abort, segv,
-//!   stack-overflow, hang, panic, and hang-on-exit) first creates the empty file
+//!   stack-overflow, hang, grow, panic, and hang-on-exit) first creates the empty file
 //!   `DIR/ACTION.PID.N` (`hang.1234.0`: the first fault process 1234 reached was a hang), so a
 //!   test waits for that file, the event, instead of for time. A marker that cannot be created
 //!   is reported on standard error and the fault is carried out anyway.
@@ -41,6 +47,12 @@
 #![cfg_attr(not(feature = "fault"), allow(dead_code))]
 
 use std::time::Duration;
+
+/// How much memory the `grow` fault allocates and touches per step (4 MiB).
+pub const GROW_STEP: usize = 4 << 20;
+
+/// The most memory the `grow` fault holds before it stops growing and sleeps (2 GiB).
+pub const GROW_CAP: usize = 2 << 30;
 
 /// What to do at a pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +65,8 @@ pub enum Action {
     StackOverflow,
     /// Never return.
     Hang,
+    /// Allocate and touch memory in steps up to [`GROW_CAP`], then never return.
+    Grow,
     /// Panic (an unwind, as naga does on some inputs).
     Panic,
     /// Print junk on standard output (isolated workers).
@@ -71,6 +85,7 @@ impl Action {
             Action::Segv => "segv",
             Action::StackOverflow => "stack-overflow",
             Action::Hang => "hang",
+            Action::Grow => "grow",
             Action::Panic => "panic",
             Action::PrintStdout => "print-stdout",
             Action::WrongAnswer => "wrong-answer",
@@ -111,6 +126,7 @@ mod imp {
                 "segv" => Action::Segv,
                 "stack-overflow" => Action::StackOverflow,
                 "hang" => Action::Hang,
+                "grow" => Action::Grow,
                 "panic" => Action::Panic,
                 "print-stdout" => Action::PrintStdout,
                 "wrong-answer" => Action::WrongAnswer,
@@ -250,7 +266,7 @@ pub fn hang_on_exit() -> bool {
     hang
 }
 
-/// Carries out the process-level `action`s (abort, segv, stack overflow, hang, panic). The
+/// Carries out the process-level `action`s (abort, segv, stack overflow, hang, grow, panic). The
 /// protocol-level ones (print-stdout, wrong-answer, huge-frame) are carried out by the
 /// isolated worker itself and are no-ops here. A process-level action first creates its
 /// `reached:` marker, if one is asked for.
@@ -284,6 +300,22 @@ pub fn trigger(action: Action) {
         Action::Hang => loop {
             std::thread::sleep(Duration::from_secs(3600));
         },
+        Action::Grow => {
+            let mut held: Vec<Vec<u8>> = Vec::new();
+            while held.len() * GROW_STEP < GROW_CAP {
+                // Zeroed pages are not resident until written: write one byte per page.
+                let mut step = vec![0u8; GROW_STEP];
+                for page in step.iter_mut().step_by(4096) {
+                    *page = 1;
+                }
+                held.push(std::hint::black_box(step));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            loop {
+                std::hint::black_box(&held);
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
         Action::Panic => panic!("injected panic fault"),
         Action::PrintStdout | Action::WrongAnswer | Action::HugeFrame => {}
     }
@@ -302,7 +334,7 @@ mod tests {
         assert_eq!(f.panic_stage, vec!["vs".to_string()]);
         assert!(f.hang_on_exit);
         assert_eq!(f.reached.as_deref(), Some(std::path::Path::new("/tmp/m")));
-        for a in [super::Action::Abort, super::Action::StackOverflow, super::Action::HugeFrame] {
+        for a in [super::Action::Abort, super::Action::StackOverflow, super::Action::Grow, super::Action::HugeFrame] {
             assert_eq!(super::imp::parse(&format!("{}:l", a.name())).at, vec![(a, "l".to_string())]);
         }
     }

@@ -77,8 +77,10 @@
 //! **Containment.** A panic inside naga is caught where it happens and stored as that
 //! library's or stage function's error (computed once, like any result); a panic elsewhere in
 //! a compile is [`compiler::CompileError::Panic`]. It costs the pipelines that depend on the
-//! failing piece and nothing else. Crashes and hangs need worker processes
-//! (`harvest --isolate`).
+//! failing piece and nothing else. Crashes, hangs and compiles that grow without end need
+//! worker processes (`harvest --isolate`: its timeout and memory watchdog kill the worker and
+//! fail that pipeline); in process, a library over [`frontend::MAX_LIBRARY_BYTES`] (by
+//! default) is refused before naga runs on it, failing only the pipelines that use it.
 //!
 //! **Untrusted input.** [`archive::Archive`] checks every offset and length before use, caps
 //! every count, never panics and never allocates from an unchecked length; a damaged archive

@@ -65,9 +65,21 @@ pub struct HarvestArgs {
     /// re-parses the libraries and stage functions it needs).
     #[arg(long, value_name = "N", requires = "isolate", default_value_t = 10000)]
     recycle_after: usize,
-    /// With --isolate: replace a worker whose resident memory exceeds MIB mebibytes.
+    /// With --isolate: the most resident memory a worker may hold, in mebibytes. A worker that
+    /// passes it while compiling is killed at once and that pipeline fails (phase `memory`; on
+    /// Linux the parent samples each busy worker every 10 ms, elsewhere it checks only between
+    /// pipelines); a worker above it after a pipeline is replaced.
     #[arg(long, value_name = "MIB", requires = "isolate")]
     worker_memory_limit: Option<u64>,
+    /// The largest shader library compiled in this process, in bytes (or with a KiB, MiB or
+    /// GiB suffix; 0: no limit) [default: 2 MiB]. The pipelines that use a larger library fail
+    /// (naming it) and the others land: naga's time and memory grow about with the square of a
+    /// library's size (2 MB can take two minutes) and nothing stops a compile in process once
+    /// it runs. With
+    /// --isolate there is no limit unless this is given: --timeout and --worker-memory-limit
+    /// stop a worker that runs away, and it costs only its pipeline.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    max_library_bytes: Option<u64>,
     /// Write a timeline of the harvest to FILE: Chrome JSON trace events, one track per worker
     /// thread (per worker process slot with --isolate), a slice per library parse, stage
     /// function, pipeline and driver compile, and the journal flushes. Open it in
@@ -115,9 +127,33 @@ fn parse_profile(s: &str) -> Result<&'static Profile, String> {
     Profile::named(s)
 }
 
+/// A size in bytes: a number, or one with a `KiB`, `MiB` or `GiB` suffix (`K`, `M`, `G` too).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let shift = match unit.trim() {
+        "" => 0,
+        "K" | "KiB" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        other => return Err(format!("unknown unit '{other}': give bytes, or KiB, MiB or GiB")),
+    };
+    let n: u64 =
+        digits.parse().map_err(|_| format!("'{s}' is not a size (bytes, or a number with KiB, MiB or GiB)"))?;
+    n.checked_mul(1 << shift).ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// The library size limit of this process's front end: `--max-library-bytes`, else
+/// [`granary::frontend::MAX_LIBRARY_BYTES`]; 0 is no limit.
+fn in_process_library_limit(given: Option<u64>) -> Option<u64> {
+    Some(given.unwrap_or(granary::frontend::MAX_LIBRARY_BYTES)).filter(|l| *l > 0)
+}
+
 /// The complete command of one `--isolate` worker: `granary worker SCRIPT`, this harvest's
-/// backend selection and `validation` arguments, its targets and profile, and this process as
-/// the worker's parent. The library runs it as is.
+/// backend selection and `validation` arguments, its targets and profile, `--max-library-bytes`
+/// where it was given (workers have no size limit otherwise), and this process as the worker's
+/// parent. The library runs it as is.
 fn worker_command(a: &HarvestArgs, validation: Vec<String>) -> anyhow::Result<WorkerCommand> {
     let program = std::env::current_exe().context("cannot find the granary executable to start workers")?;
     let mut args: Vec<OsString> = vec!["worker".into(), a.script.clone().into_os_string()];
@@ -133,6 +169,9 @@ fn worker_command(a: &HarvestArgs, validation: Vec<String>) -> anyhow::Result<Wo
         ]
         .map(OsString::from),
     );
+    if let Some(limit) = a.max_library_bytes.filter(|l| *l > 0) {
+        args.extend(["--max-library-bytes".into(), limit.to_string().into()]);
+    }
     Ok(WorkerCommand { program, args, env: Vec::new() })
 }
 
@@ -162,6 +201,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         require_all_targets: a.require_all_targets,
         backend: backend.clone(),
         trace: a.trace.clone(),
+        max_library_bytes: in_process_library_limit(a.max_library_bytes),
         isolate: if a.isolate {
             anyhow::ensure!(a.timeout > 0.0 && a.timeout.is_finite(), "--timeout must be a positive number of seconds");
             Some(IsolateOptions {
@@ -237,4 +277,23 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
     let lost_any = summary.target_counts.iter().any(|t| t.pipelines_without > 0);
     let invalid = report.as_ref().is_some_and(|r| r.failed);
     Ok(if summary.failed > 0 || summary.kept_existing_archive || lost_any || invalid { 1 } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes_parse_with_and_without_units() {
+        assert_eq!(super::parse_size("4096"), Ok(4096));
+        assert_eq!(super::parse_size("4MiB"), Ok(4 << 20));
+        assert_eq!(super::parse_size("2 GiB"), Ok(2 << 30));
+        assert_eq!(super::parse_size("512K"), Ok(512 << 10));
+        assert!(super::parse_size("4 MB").is_err());
+        assert!(super::parse_size("MiB").is_err());
+        assert!(super::parse_size("-1").is_err());
+        assert!(super::parse_size("99999999999999999999").is_err());
+        assert!(super::parse_size("17179869184G").is_err());
+        assert_eq!(super::in_process_library_limit(None), Some(granary::frontend::MAX_LIBRARY_BYTES));
+        assert_eq!(super::in_process_library_limit(Some(0)), None);
+        assert_eq!(super::in_process_library_limit(Some(10)), Some(10));
+    }
 }

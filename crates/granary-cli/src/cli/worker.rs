@@ -30,6 +30,10 @@ pub struct WorkerArgs {
     /// arrives, for the harvesting parent to count (without: print them on stderr).
     #[arg(long, value_name = "DIR")]
     validation_log: Option<PathBuf>,
+    /// The largest library the worker parses, in bytes (default: no limit; the parent's
+    /// timeout and memory watchdog contain the worker).
+    #[arg(long, value_name = "BYTES")]
+    max_library_bytes: Option<u64>,
 }
 
 /// Runs the worker loop with the backend and validation sink its arguments select; returns its exit status.
@@ -61,5 +65,5 @@ pub fn run(a: WorkerArgs) -> anyhow::Result<i32> {
             }),
         }
     }
-    Ok(granary::harvest::worker_main(&a.script, a.targets, a.profile, a.parent_pid, backend))
+    Ok(granary::harvest::worker_main(&a.script, a.targets, a.profile, a.parent_pid, backend, a.max_library_bytes))
 }

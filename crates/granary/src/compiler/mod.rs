@@ -196,6 +196,10 @@ pub struct CompilerOptions {
     /// lost a requested target fails ([`CompileError::Targets`]) instead of landing with the
     /// targets left.
     pub require_all_targets: bool,
+    /// The largest library the front end parses, in bytes (default:
+    /// `Some(`[`crate::frontend::MAX_LIBRARY_BYTES`]`)`; `None`: no limit). A pipeline using a
+    /// larger library fails with a [`crate::frontend::ShaderErrorKind::TooLarge`] error.
+    pub max_library_bytes: Option<u64>,
 }
 
 impl Default for CompilerOptions {
@@ -207,6 +211,7 @@ impl Default for CompilerOptions {
             capture: None,
             cache_functions: true,
             require_all_targets: false,
+            max_library_bytes: Some(crate::frontend::MAX_LIBRARY_BYTES),
         }
     }
 }
@@ -256,7 +261,8 @@ impl Compiler {
                 options.profile,
                 limiter.clone(),
                 options.cache_functions,
-            ),
+            )
+            .with_max_library_bytes(options.max_library_bytes),
             device_backend: backend.device().is_some(),
             backend,
             capture: options.capture,

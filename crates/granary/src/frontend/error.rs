@@ -21,6 +21,9 @@ pub enum ShaderErrorKind {
     /// naga (or spirq, the SPIR-V reflection) panicked on this input (a bug there, contained
     /// at the task boundary); the message carries the panic message and location.
     Panic,
+    /// The library is larger than the front end parses in this process
+    /// ([`super::MAX_LIBRARY_BYTES`] by default); it was not parsed.
+    TooLarge,
 }
 
 impl std::fmt::Display for ShaderErrorKind {
@@ -32,6 +35,7 @@ impl std::fmt::Display for ShaderErrorKind {
             ShaderErrorKind::Constant => "constant",
             ShaderErrorKind::Write => "write",
             ShaderErrorKind::Panic => "internal (a shader library panicked)",
+            ShaderErrorKind::TooLarge => "size",
         })
     }
 }

@@ -69,6 +69,48 @@ fn within_output_limit(bytes: Vec<u8>, target: Target, file: &str, entry: &str) 
     Err(e)
 }
 
+/// The largest shader library the front end parses in process by default, in bytes (2 MiB;
+/// [`Frontend::with_max_library_bytes`], `harvest --max-library-bytes`). A larger library is
+/// refused before naga (or, for SPIR-V, the validator, spirq and SPIRV-Cross) reads it, with a
+/// [`ShaderErrorKind::TooLarge`] error naming the file, its size and the limit; only the
+/// pipelines that use it fail.
+///
+/// Why a limit: naga's time on one library grows about with the square of its size, and in
+/// process nothing stops a compile once it runs (the harvest waits for its threads, however
+/// long and large they grow, before it writes). Measured on generated valid WGSL with the
+/// release build, one thread, CPU seconds: one long function of 0.25 / 0.5 / 1 / 2 MB took
+/// 2.4 / 10 / 31 / 119 s (nearly all of it naga's parse and validation) and 34 / 62 / 120 /
+/// 236 MB; a chain of small functions of 0.25 / 0.5 / 1 / 2 / 4 MB took 0.5 / 1.0 / 5.4 / 26 /
+/// 137 s (mostly writing the entry point that calls them all) and up to 451 MB; issue 22 saw
+/// 8 s at 2 MB, 141 s at 10 MB and a 50 MB library grow past 3 GB without finishing. At 2 MiB
+/// every shape measured stays within about two minutes. Real libraries are far smaller (the
+/// bundled example's largest is 12 KiB). Above the limit the remedy is `harvest --isolate`,
+/// which has no size limit unless one is given: there a worker that passes
+/// `--worker-memory-limit` or `--timeout` is killed and costs its pipeline, never the harvest.
+pub const MAX_LIBRARY_BYTES: u64 = 2 << 20;
+
+/// `bytes` in MiB, for messages.
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
+}
+
+/// The refusal of `lib`, whose source is over `limit` bytes.
+fn library_too_large(lib: &Library, limit: u64) -> ShaderError {
+    let size = lib.source().len() as u64;
+    ShaderError::new(
+        &lib.display_path(),
+        ShaderErrorKind::TooLarge,
+        format!(
+            "the library is {size} bytes ({}), over the in-process limit of {limit} bytes ({}); naga's time and memory \
+             grow faster than a library, so a larger one is not parsed: harvest with --isolate (no size limit unless \
+             --max-library-bytes is given; --timeout and --worker-memory-limit stop a worker that runs away) or raise \
+             --max-library-bytes",
+            mib(size),
+            mib(limit)
+        ),
+    )
+}
+
 use crate::descriptor::{
     native_stage_key, stage_key, Blob, FunctionDescriptor, KeyContext, Library, ShaderStage, SourceKind, StageKey,
     Target, TargetOutputs, TargetSet,
@@ -189,6 +231,8 @@ pub struct Frontend {
     libraries: ShardedMap<LibraryCell>,
     functions: ShardedMap<FunctionCell>,
     counters: Counters,
+    /// Libraries larger than this many bytes are refused (`None`: no limit).
+    max_library_bytes: Option<u64>,
 }
 
 impl Frontend {
@@ -219,7 +263,22 @@ impl Frontend {
             libraries: ShardedMap::new(),
             functions: ShardedMap::new(),
             counters: Counters::default(),
+            max_library_bytes: Some(MAX_LIBRARY_BYTES),
         }
+    }
+
+    /// This front end refusing libraries larger than `limit` bytes (default:
+    /// [`MAX_LIBRARY_BYTES`]; `None`: no limit, for a process whose compiles something else
+    /// contains, as an `--isolate` worker's are by its parent's timeout and memory watchdog).
+    /// Call before the first library is loaded.
+    pub fn with_max_library_bytes(mut self, limit: Option<u64>) -> Self {
+        self.max_library_bytes = limit;
+        self
+    }
+
+    /// The largest library this front end parses, in bytes (`None`: no limit).
+    pub fn max_library_bytes(&self) -> Option<u64> {
+        self.max_library_bytes
     }
 
     /// This front end with SPIR-V libraries validated by `validator` (default:
@@ -284,8 +343,13 @@ impl Frontend {
     }
 
     /// The loaded library, loading it if no thread has yet: parsed and validated by naga
-    /// (WGSL, GLSL), or validated, reflected and, for translations, parsed (SPIR-V).
+    /// (WGSL, GLSL), or validated, reflected and, for translations, parsed (SPIR-V). A library
+    /// over [`Frontend::max_library_bytes`] is refused ([`ShaderErrorKind::TooLarge`]) and
+    /// neither parsed nor counted.
     pub fn library(&self, lib: &Arc<Library>) -> Result<Arc<LoadedLibrary>, ShaderError> {
+        if let Some(limit) = self.max_library_bytes.filter(|l| lib.source().len() as u64 > *l) {
+            return Err(library_too_large(lib, limit));
+        }
         let compute = || {
             let _permit = self.limiter.acquire();
             let t0 = thread_cpu_time();
@@ -801,5 +865,31 @@ mod tests {
             within_output_limit(vec![0u8; MAX_OUTPUT_BYTES as usize + 1], Target::Hlsl, "f.wgsl", "main").unwrap_err();
         assert_eq!((e.target, e.kind, e.file.as_str()), (Some(Target::Hlsl), ShaderErrorKind::Write, "f.wgsl"));
         assert!(e.message.contains("268435457 bytes, over granary's limit of 268435456"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_library_over_the_limit_is_refused_unparsed_and_one_at_it_loads() {
+        let source = "@compute @workgroup_size(1) fn main() {}\n";
+        let limit = source.len() as u64;
+        let frontend =
+            |limit| Frontend::new(TargetSet::SPIRV, Arc::new(TaskLimiter::new(1)), true).with_max_library_bytes(limit);
+        let at = Library::new("at", SourceKind::Wgsl, None, source.into(), Some("shaders/at.wgsl".into()));
+        let over = Library::new("over", SourceKind::Wgsl, None, format!("{source} ").into(), Some("over.wgsl".into()));
+        let f = frontend(Some(limit));
+        assert!(f.library(&at).is_ok());
+        let e = f.library(&over).err().map(|e| (e.kind, e.file, e.message));
+        let Some((kind, file, message)) = e else { panic!("a library over the limit loaded") };
+        assert_eq!((kind, file.as_str()), (ShaderErrorKind::TooLarge, "over.wgsl"));
+        let size = limit + 1;
+        for part in [format!("{size} bytes"), format!("limit of {limit} bytes"), "--isolate".into()] {
+            assert!(message.contains(&part), "no '{part}' in: {message}");
+        }
+        assert_eq!(f.stats().libraries_parsed, 1, "the refused library is not parsed");
+        assert!(frontend(None).library(&over).is_ok(), "no limit");
+        assert_eq!(frontend(Some(0)).max_library_bytes(), Some(0));
+        assert_eq!(
+            Frontend::new(TargetSet::SPIRV, Arc::new(TaskLimiter::new(1)), true).max_library_bytes(),
+            Some(MAX_LIBRARY_BYTES)
+        );
     }
 }

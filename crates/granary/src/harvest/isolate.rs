@@ -1,7 +1,18 @@
 //! The parent side of `harvest --isolate`: compiles run in `granary worker` processes. A worker
-//! that crashes or exceeds the timeout on a pipeline is killed and replaced, and that pipeline
-//! alone is recorded as failed; workers are also recycled after a number of pipelines or above
-//! a memory limit. The parent alone owns the capture.
+//! that crashes, exceeds the timeout or passes the memory limit on a pipeline is killed and
+//! replaced, and that pipeline alone is recorded as failed; workers are also recycled after a
+//! number of pipelines or above the memory limit between pipelines. The parent alone owns the
+//! capture.
+//!
+//! The memory watchdog: while a request is in flight and a memory limit is set, the slot
+//! thread waiting for the answer wakes every [`MEMORY_SAMPLE_INTERVAL`] and reads the worker's
+//! resident memory from the kernel (`/proc/PID/statm`, `measure::process_rss_bytes`); a
+//! worker above the limit is killed at once and its pipeline fails with phase `memory`. So a
+//! compile that grows without end (naga on a huge library) costs that pipeline, not the
+//! harvest, and the parent measures the worker itself rather than believe it. Where the
+//! platform cannot read another process's resident memory (everything but Linux), there is no
+//! watchdog: the limit is checked only between pipelines, on the worker's own report, and
+//! `--timeout` is what ends a runaway compile.
 //!
 //! The parent trusts nothing a worker says (the protocol and the answer checks are in
 //! `wire.rs`, the processes in `process.rs`, the interning of answers in `intern.rs`):
@@ -36,6 +47,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+/// How often the memory watchdog reads a busy worker's resident memory (10 ms: a read of
+/// `/proc/PID/statm` costs microseconds, and a worker growing at a few GB/s passes the limit
+/// by at most some tens of MiB before it is killed).
+pub const MEMORY_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
+
 /// Options for isolated compilation.
 #[derive(Clone, Debug)]
 pub struct IsolateOptions {
@@ -46,7 +62,10 @@ pub struct IsolateOptions {
     pub timeout: Option<Duration>,
     /// Replace a worker after it compiled this many pipelines (0 = never).
     pub recycle_after: usize,
-    /// Replace a worker whose resident memory exceeds this many bytes.
+    /// The most resident memory a worker may hold, in bytes: a worker above it while compiling
+    /// is killed and its pipeline fails with phase `memory` (Linux, sampled every
+    /// [`MEMORY_SAMPLE_INTERVAL`]; see the module documentation for other platforms); a worker
+    /// above it after an answer is retired and replaced.
     pub memory_limit: Option<u64>,
     /// The device the workers' binaries must be for (the identity the parent read from the
     /// same device); `None` for the `none` backend, whose answers must carry no binaries.
@@ -191,8 +210,64 @@ struct Dispatcher<'a> {
 enum Outcome {
     Frame(Frame),
     Timeout,
+    /// The watchdog saw the worker resident with this many bytes, over the limit.
+    Memory(u64),
     Died(Option<String>),
     Protocol(String),
+}
+
+/// Waits for the answer to the request in flight on `w`: at most `timeout`, and with a
+/// `memory_limit` on a platform that can read the worker's resident memory, sampling it every
+/// [`MEMORY_SAMPLE_INTERVAL`] (an answer is taken as soon as it arrives, never delayed by the
+/// sampling).
+fn wait_for_answer(w: &Worker, timeout: Option<Duration>, memory_limit: Option<u64>) -> Outcome {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let pid = w.child.id();
+    let rss = || crate::measure::process_rss_bytes(pid);
+    // No watchdog where the platform cannot measure the worker (see the module doc).
+    let watch = memory_limit.filter(|_| rss().is_some());
+    // A worker already over the limit when the request goes out (a fresh worker larger than
+    // the limit) is stopped at once, not after a compile that happened to finish between
+    // samples: the same outcome however fast the compile.
+    if let (Some(limit), Some(now)) = (watch, rss()) {
+        if now > limit {
+            return Outcome::Memory(now);
+        }
+    }
+    loop {
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let r = match (watch, left) {
+            (Some(_), left) => {
+                w.frames.recv_timeout(left.map_or(MEMORY_SAMPLE_INTERVAL, |l| l.min(MEMORY_SAMPLE_INTERVAL)))
+            }
+            (None, Some(left)) => w.frames.recv_timeout(left),
+            (None, None) => w.frames.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+        };
+        match r {
+            Ok(Ok(f)) => return Outcome::Frame(f),
+            Ok(Err(m)) => return Outcome::Protocol(m),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Outcome::Died(None),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Outcome::Timeout;
+                }
+                if let (Some(limit), Some(now)) = (watch, rss()) {
+                    if now > limit {
+                        return Outcome::Memory(now);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `bytes` in MiB, for messages: whole where exact, else to one decimal.
+fn mib(bytes: u64) -> String {
+    if bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
+    }
 }
 
 impl Dispatcher<'_> {
@@ -261,17 +336,8 @@ impl Dispatcher<'_> {
         w.cap.store(cap, Ordering::SeqCst);
         let request = self.request(index);
         w.send(message_header(MSG_COMPILE, request.len()), Out::Owned(request));
-        let r = match opts.timeout {
-            Some(t) => w.frames.recv_timeout(t),
-            None => w.frames.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-        };
+        let outcome = wait_for_answer(w, opts.timeout, opts.memory_limit);
         w.cap.store(0, Ordering::SeqCst);
-        let outcome = match r {
-            Ok(Ok(f)) => Outcome::Frame(f),
-            Ok(Err(m)) => Outcome::Protocol(m),
-            Err(mpsc::RecvTimeoutError::Timeout) => Outcome::Timeout,
-            Err(mpsc::RecvTimeoutError::Disconnected) => Outcome::Died(None),
-        };
         let frame = match outcome {
             Outcome::Frame(f) => f,
             Outcome::Timeout => {
@@ -282,6 +348,19 @@ impl Dispatcher<'_> {
                 return fail(
                     "timeout",
                     format!("pipeline '{name}': compile did not finish within {secs} s; worker killed and replaced"),
+                );
+            }
+            Outcome::Memory(rss) => {
+                if let Some(w) = slot.take() {
+                    kill(w);
+                }
+                let limit = opts.memory_limit.map(mib).unwrap_or_default();
+                return fail(
+                    "memory",
+                    format!(
+                        "pipeline '{name}': worker passed the memory limit of {limit} (resident {}) while compiling it; worker killed and replaced",
+                        mib(rss)
+                    ),
                 );
             }
             Outcome::Protocol(m) => {

@@ -91,6 +91,13 @@ pub struct HarvestOptions {
     /// Write a timeline of the harvest to this file (Chrome JSON trace events; opens in
     /// Perfetto's UI and `chrome://tracing`).
     pub trace: Option<PathBuf>,
+    /// In process, the largest library the front end parses, in bytes (`--max-library-bytes`;
+    /// the CLI's default is [`crate::frontend::MAX_LIBRARY_BYTES`]; `None`: no limit): the
+    /// pipelines using a larger library fail (phase `shader`, kind `too-large`) and the others
+    /// land. Under `--isolate` the parent parses no library and this is not read: the worker
+    /// command carries the workers' own limit (the CLI's: none unless given, since the
+    /// timeout and the memory watchdog contain a worker).
+    pub max_library_bytes: Option<u64>,
 }
 
 /// Progress events, for a progress bar.
@@ -287,6 +294,7 @@ impl Setup {
                 capture: Some(capture.clone()),
                 cache_functions: true,
                 require_all_targets: opts.require_all_targets,
+                max_library_bytes: opts.max_library_bytes,
             },
             backend.clone(),
         );

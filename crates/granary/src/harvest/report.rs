@@ -11,8 +11,9 @@ pub struct Failure {
     /// Label, or `pipelines[i]`.
     pub pipeline: String,
     /// `script`, `shader`, `link`, `panic` (naga or a backend panicked; contained), or with
-    /// `--isolate` `crash` / `timeout` / `protocol` (a worker answered wrongly: not for the
-    /// pipeline it was asked about, damaged, or too long), `targets` (requested targets were
+    /// `--isolate` `crash` / `timeout` / `memory` (its worker passed `--worker-memory-limit`
+    /// while compiling it) / `protocol` (a worker answered wrongly: not for the pipeline it was
+    /// asked about, damaged, or too long), `targets` (requested targets were
     /// lost and none was left, or `--require-all-targets`). In the lost-target list
     /// ([`HarvestSummary::lost_targets`]) the phase is `target`: one record per stage
     /// function and target, naming the first pipeline affected.

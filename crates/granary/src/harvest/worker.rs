@@ -31,14 +31,16 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Runs the worker loop on the standard input and output. `script` names the script in
-/// messages; `parent` is the parent's process id (the worker exits if it is gone). Returns the
-/// process exit status.
+/// messages; `parent` is the parent's process id (the worker exits if it is gone);
+/// `max_library_bytes` the largest library it parses (`None`: no limit, as the parent's
+/// timeout and memory watchdog contain the worker). Returns the process exit status.
 pub fn worker_main(
     script: &Path,
     targets: TargetSet,
     profile: &'static Profile,
     parent: Option<u32>,
     backend: Option<Arc<dyn crate::backend::Backend>>,
+    max_library_bytes: Option<u64>,
 ) -> i32 {
     let (mut input, mut out) = match crate::os::private_stdio() {
         Ok(io) => io,
@@ -74,7 +76,8 @@ pub fn worker_main(
             return 2;
         }
     };
-    let options = CompilerOptions { targets, profile, max_concurrent_tasks: Some(1), ..Default::default() };
+    let options =
+        CompilerOptions { targets, profile, max_concurrent_tasks: Some(1), max_library_bytes, ..Default::default() };
     let compiler = match backend {
         Some(b) => Compiler::with_backend(options, b),
         None => Compiler::new(options),

@@ -251,7 +251,8 @@ pub fn assert_labels_unique(path: &std::path::Path) {
 }
 
 /// Library harvest options for `script` → `out`: two threads, SPIR-V, the default profile,
-/// no flushes, no resume, threads not processes, no device backend, no trace.
+/// no flushes, no resume, threads not processes, no device backend, no trace, the default
+/// library size limit.
 pub fn harvest_options(script: &std::path::Path, out: &std::path::Path) -> granary::harvest::HarvestOptions {
     granary::harvest::HarvestOptions {
         script: script.to_path_buf(),
@@ -265,6 +266,7 @@ pub fn harvest_options(script: &std::path::Path, out: &std::path::Path) -> grana
         require_all_targets: false,
         backend: None,
         trace: None,
+        max_library_bytes: Some(granary::frontend::MAX_LIBRARY_BYTES),
     }
 }
 
