@@ -30,13 +30,16 @@ use granary::descriptor::TargetSet;
 use std::sync::Arc;
 
 /// The compiler options every bench pass and stress run uses: SPIR-V only, at most `threads`
-/// tasks at once, stage functions memoised, recording into `capture`.
+/// tasks at once, stage functions memoised, recording into `capture`, outputs unchecked (the
+/// bench measures scheduling against a baseline that checks nothing either; what the output
+/// checks cost is measured on `granary harvest`, docs/BENCHMARKS.md).
 pub(crate) fn spirv_options(threads: usize, capture: Option<Arc<Capture>>) -> CompilerOptions {
     CompilerOptions {
         targets: TargetSet::SPIRV,
         max_concurrent_tasks: Some(threads),
         capture,
         cache_functions: true,
+        check_outputs: granary::frontend::CheckOutputs::Off,
         ..Default::default()
     }
 }

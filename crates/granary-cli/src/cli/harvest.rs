@@ -5,7 +5,7 @@ use super::output::print_json;
 use super::validation::{ValidateArgs, WorkerLogs};
 use anyhow::Context as _;
 use granary::descriptor::TargetSet;
-use granary::frontend::Profile;
+use granary::frontend::{CheckOutputs, Profile};
 use granary::harvest::shard::ShardSpec;
 use granary::harvest::{harvest_shard, HarvestOptions, IsolateOptions, Progress, WorkerCommand};
 use std::ffi::OsString;
@@ -95,12 +95,22 @@ pub struct HarvestArgs {
     /// The same as `--shard /N`: shard I of N, I from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX.
     #[arg(long, value_name = "N")]
     shards: Option<u32>,
+    /// Check every stage output with its target's own validator before it is archived:
+    /// SPIR-V with spirv-val (in the profile's environment; Debian: spirv-tools), GLSL with
+    /// glslang (built in); an output a validator rejects is a lost target (phase `target`),
+    /// never archived, and the pipeline lands with its other targets. `auto` checks SPIR-V
+    /// when spirv-val is found (GRANARY_SPIRV_VAL, else PATH) and says when it is not;
+    /// `require` refuses to start without it (use it for release builds); `off` checks
+    /// nothing. MSL and HLSL are never checked (no Metal or DirectX compiler runs here).
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    check_outputs: CheckOutputs,
     #[command(flatten)]
     device: DeviceArgs,
     #[command(flatten)]
     validate: ValidateArgs,
 }
 
+/// `--check-outputs`.
 /// `--shard` / `--shards`, with the index taken from the environment where it is not given.
 fn shard_spec(shard: Option<&str>, shards: Option<u32>) -> anyhow::Result<Option<ShardSpec>> {
     use granary::harvest::shard::index_from_env;
@@ -164,6 +174,8 @@ fn worker_command(a: &HarvestArgs, validation: Vec<String>) -> anyhow::Result<Wo
             a.targets.names(),
             "--profile".to_string(),
             a.profile.name.to_string(),
+            "--check-outputs".to_string(),
+            a.check_outputs.name().to_string(),
             "--parent-pid".to_string(),
             std::process::id().to_string(),
         ]
@@ -202,6 +214,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         backend: backend.clone(),
         trace: a.trace.clone(),
         max_library_bytes: in_process_library_limit(a.max_library_bytes),
+        check_outputs: a.check_outputs,
         isolate: if a.isolate {
             anyhow::ensure!(a.timeout > 0.0 && a.timeout.is_finite(), "--timeout must be a positive number of seconds");
             Some(IsolateOptions {

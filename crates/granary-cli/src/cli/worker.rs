@@ -22,6 +22,9 @@ pub struct WorkerArgs {
     /// killed when it dies).
     #[arg(long, value_name = "PID")]
     parent_pid: Option<u32>,
+    /// How outputs are checked (`harvest --check-outputs`).
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    check_outputs: granary::frontend::CheckOutputs,
     #[command(flatten)]
     device: DeviceArgs,
     #[command(flatten)]
@@ -65,5 +68,13 @@ pub fn run(a: WorkerArgs) -> anyhow::Result<i32> {
             }),
         }
     }
-    Ok(granary::harvest::worker_main(&a.script, a.targets, a.profile, a.parent_pid, backend, a.max_library_bytes))
+    Ok(granary::harvest::worker_main(
+        &a.script,
+        a.targets,
+        a.profile,
+        a.check_outputs,
+        a.parent_pid,
+        backend,
+        a.max_library_bytes,
+    ))
 }

@@ -65,7 +65,9 @@ impl Baseline {
     /// A baseline writing SPIR-V, like the benchmark's granary passes.
     pub fn new() -> Self {
         // The limiter never binds: the rayon pool has fewer threads than permits.
-        let frontend = Frontend::new(TargetSet::SPIRV, Arc::new(TaskLimiter::new(usize::MAX)), false);
+        // Unchecked outputs, like the granary passes (`spirv_options`).
+        let frontend = Frontend::new(TargetSet::SPIRV, Arc::new(TaskLimiter::new(usize::MAX)), false)
+            .with_output_checks(granary::frontend::CheckOutputs::Off);
         let ctx = frontend.key_context();
         Baseline { frontend, ctx, functions: DashMap::new(), backend: NoneBackend }
     }

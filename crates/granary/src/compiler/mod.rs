@@ -200,6 +200,9 @@ pub struct CompilerOptions {
     /// `Some(`[`crate::frontend::MAX_LIBRARY_BYTES`]`)`; `None`: no limit). A pipeline using a
     /// larger library fails with a [`crate::frontend::ShaderErrorKind::TooLarge`] error.
     pub max_library_bytes: Option<u64>,
+    /// How stage outputs are checked by their targets' validators (default:
+    /// [`crate::frontend::CheckOutputs::Auto`]; see [`crate::frontend::check`]).
+    pub check_outputs: crate::frontend::CheckOutputs,
 }
 
 impl Default for CompilerOptions {
@@ -212,6 +215,7 @@ impl Default for CompilerOptions {
             cache_functions: true,
             require_all_targets: false,
             max_library_bytes: Some(crate::frontend::MAX_LIBRARY_BYTES),
+            check_outputs: crate::frontend::CheckOutputs::Auto,
         }
     }
 }
@@ -262,7 +266,8 @@ impl Compiler {
                 limiter.clone(),
                 options.cache_functions,
             )
-            .with_max_library_bytes(options.max_library_bytes),
+            .with_max_library_bytes(options.max_library_bytes)
+            .with_output_checks(options.check_outputs),
             device_backend: backend.device().is_some(),
             backend,
             capture: options.capture,

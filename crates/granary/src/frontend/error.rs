@@ -18,6 +18,10 @@ pub enum ShaderErrorKind {
     Constant,
     /// A target writer failed.
     Write,
+    /// The target's own validator (`spirv-val`, `glslangValidator`) rejected the output a
+    /// writer produced (a translator bug): that target is lost for the function
+    /// ([`super::check`]).
+    Invalid,
     /// naga (or spirq, the SPIR-V reflection) panicked on this input (a bug there, contained
     /// at the task boundary); the message carries the panic message and location.
     Panic,
@@ -34,6 +38,7 @@ impl std::fmt::Display for ShaderErrorKind {
             ShaderErrorKind::EntryPoint => "entry point",
             ShaderErrorKind::Constant => "constant",
             ShaderErrorKind::Write => "write",
+            ShaderErrorKind::Invalid => "invalid output",
             ShaderErrorKind::Panic => "internal (a shader library panicked)",
             ShaderErrorKind::TooLarge => "size",
         })

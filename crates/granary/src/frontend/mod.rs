@@ -27,10 +27,13 @@
 //!   recorded in [`StageFunction::target_failures`] and the other targets are kept; only a
 //!   function with no target left is an error.
 //! - A stage output holds its entry point and what that entry point reaches, nothing else.
+//! - No SPIR-V or GLSL output a validator rejected is kept ([`check`]): a rejected output is
+//!   that target's failure, like a writer's error; each distinct output is checked once.
 //! - A library is validated once, with the union of the requested targets' capabilities; each
 //!   stage function is checked against each target's own capabilities (naga's; SPIRV-Cross's
 //!   translations are checked by SPIRV-Cross alone, for the profile's language versions).
 
+pub mod check;
 mod error;
 mod interface;
 pub mod layout;
@@ -39,7 +42,9 @@ pub mod profile;
 mod specialize;
 pub mod spirv;
 pub mod targets;
+mod tool;
 
+pub use check::{CheckOutputs, CheckStats, OutputChecker};
 pub use error::{ShaderError, ShaderErrorKind};
 pub use interface::{Interface, IoType};
 pub use parse::{parse_library, ParsedLibrary};
@@ -227,6 +232,7 @@ pub struct Frontend {
     cache_functions: bool,
     limiter: Arc<TaskLimiter>,
     validator: spirv::Validator,
+    checker: check::OutputChecker,
     spirv_translators: SpirvTranslators,
     libraries: ShardedMap<LibraryCell>,
     functions: ShardedMap<FunctionCell>,
@@ -259,6 +265,7 @@ impl Frontend {
             cache_functions,
             limiter,
             validator: spirv::Validator::from_env(),
+            checker: check::OutputChecker::new(CheckOutputs::default(), profile.spirv_env),
             spirv_translators: SpirvTranslators::default(),
             libraries: ShardedMap::new(),
             functions: ShardedMap::new(),
@@ -286,6 +293,19 @@ impl Frontend {
     pub fn with_validator(mut self, validator: spirv::Validator) -> Self {
         self.validator = validator;
         self
+    }
+
+    /// This front end checking its outputs as `mode` says (default: [`CheckOutputs::Auto`]).
+    /// The checks only accept or refuse outputs, so they are part of no key. Call before the
+    /// first stage function is compiled.
+    pub fn with_output_checks(mut self, mode: CheckOutputs) -> Self {
+        self.checker = check::OutputChecker::new(mode, self.profile.spirv_env);
+        self
+    }
+
+    /// The output checker (its validators, coverage and counters).
+    pub fn checker(&self) -> &check::OutputChecker {
+        &self.checker
     }
 
     /// This front end translating SPIR-V libraries with `translators` (default: SPIRV-Cross,
@@ -558,7 +578,11 @@ impl Frontend {
             .unwrap_or_else(|p| {
                 Err(ShaderError::panicked(file, &format!("writing {target} for {stage} function '{entry}'"), &p))
             });
-            match written.and_then(|bytes| within_output_limit(bytes, target, file, entry)) {
+            let checked = written.and_then(|bytes| within_output_limit(bytes, target, file, entry)).and_then(|bytes| {
+                self.checker.check(target, stage, &bytes, file, entry)?;
+                Ok(bytes)
+            });
+            match checked {
                 Ok(bytes) => outputs.0[target as usize] = Some(Blob::new(bytes)),
                 Err(mut e) => {
                     e.target = Some(target);
@@ -725,8 +749,11 @@ impl Frontend {
                     spirv::cross::write(target, self.profile, &src)
                 })
                 .unwrap_or_else(|p| Err(format!("{p} (while writing {target} for {stage} function '{entry}')")));
-                let written =
-                    written.and_then(|bytes| within_output_limit(bytes, target, file, entry).map_err(|e| e.message));
+                let written = written.and_then(|bytes| {
+                    let bytes = within_output_limit(bytes, target, file, entry).map_err(|e| e.message)?;
+                    self.checker.check(target, stage, &bytes, file, entry).map_err(|e| e.message)?;
+                    Ok(bytes)
+                });
                 match written {
                     Ok(bytes) => outputs.0[target as usize] = Some(Blob::new(bytes)),
                     Err(m) => {

@@ -98,6 +98,10 @@ pub struct HarvestOptions {
     /// command carries the workers' own limit (the CLI's: none unless given, since the
     /// timeout and the memory watchdog contain a worker).
     pub max_library_bytes: Option<u64>,
+    /// How stage outputs are checked by their targets' validators (`--check-outputs`;
+    /// [`crate::frontend::check`]): an output a validator rejects is a lost target, never
+    /// archived. Under `--isolate` the workers check (the CLI passes the mode on).
+    pub check_outputs: crate::frontend::CheckOutputs,
 }
 
 /// Progress events, for a progress bar.
@@ -134,6 +138,10 @@ pub enum HarvestError {
     /// The options cannot be combined with this script.
     #[error("{0}")]
     Unsupported(String),
+    /// `--check-outputs require` and a requested target's validator is missing (found before
+    /// anything compiles).
+    #[error("{0}")]
+    MissingValidator(String),
     /// [`prune`] refused an archive.
     #[error("cannot prune {path}: {why}")]
     Prune {
@@ -174,6 +182,7 @@ pub fn harvest_shard(
     let threads = opts.threads.max(1);
     let (text, script) = load(opts)?;
     let setup = Setup::new(opts, threads);
+    setup.compiler.frontend().checker().require(opts.targets).map_err(HarvestError::MissingValidator)?;
     let expansion = expansion_for(&script, &*setup.backend);
     let mut selection = Selection::new(&script, &expansion, setup.compiler.key_context());
     let shard_record = shard.map(|spec| select_shard(&mut selection, spec));
@@ -259,6 +268,11 @@ pub fn harvest_shard(
         peak_rss_bytes: crate::measure::peak_rss_bytes(),
         workers_started: outcome.workers_started,
         worker_caches: outcome.worker_caches,
+        output_checks: report::OutputChecksSummary::of(
+            setup.compiler.frontend().checker(),
+            opts.targets,
+            opts.isolate.is_some(),
+        ),
         target_counts: outcome.target_counts,
         lost_targets: outcome.lost_targets,
         failures: outcome.failures,
@@ -295,6 +309,7 @@ impl Setup {
                 cache_functions: true,
                 require_all_targets: opts.require_all_targets,
                 max_library_bytes: opts.max_library_bytes,
+                check_outputs: opts.check_outputs,
             },
             backend.clone(),
         );

@@ -167,6 +167,8 @@ pub struct HarvestSummary {
     /// Worker processes started under `--isolate` (first starts, replacements after a crash,
     /// timeout or protocol violation, and recycles); 0 in-process.
     pub workers_started: usize,
+    /// Which targets' outputs were checked by which validator, and what the checks did.
+    pub output_checks: OutputChecksSummary,
     /// Per requested target: how many of the script's pipelines in the archive have it.
     pub target_counts: Vec<TargetCount>,
     /// Targets lost by stage functions of pipelines compiled now (phase `target`, one record
@@ -176,6 +178,64 @@ pub struct HarvestSummary {
     pub lost_targets: Vec<Failure>,
     /// Every failure.
     pub failures: Vec<Failure>,
+}
+
+/// The output checks of a harvest ([`HarvestSummary::output_checks`],
+/// [`crate::frontend::check`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputChecksSummary {
+    /// `--check-outputs`: `auto`, `require` or `off`.
+    pub mode: crate::frontend::CheckOutputs,
+    /// Per requested target: its validator (with its version), or why it is not checked.
+    pub targets: Vec<crate::frontend::check::TargetCoverage>,
+    /// What the checks did (`None` under `--isolate`, where the workers check and do not
+    /// report their counters; their rejections are in `lost_targets` all the same).
+    pub stats: Option<crate::frontend::CheckStats>,
+    /// The first reason a validator could not be run (its outputs were archived unchecked).
+    pub unrunnable: Option<String>,
+}
+
+impl OutputChecksSummary {
+    /// The summary of `checker` for `targets`; `in_workers` under `--isolate`.
+    pub fn of(
+        checker: &crate::frontend::OutputChecker,
+        targets: crate::descriptor::TargetSet,
+        in_workers: bool,
+    ) -> Self {
+        OutputChecksSummary {
+            mode: checker.mode(),
+            targets: checker.coverage(targets),
+            stats: (!in_workers).then(|| checker.stats()),
+            unrunnable: checker.unrunnable_reason(),
+        }
+    }
+
+    /// One line for the text summary.
+    pub fn to_line(&self) -> String {
+        let per_target: Vec<String> = self
+            .targets
+            .iter()
+            .map(|t| match (&t.validator, &t.unchecked_because) {
+                (Some(v), _) => format!("{} by {v}", t.target),
+                (None, Some(why)) => format!("{} unchecked ({why})", t.target),
+                (None, None) => format!("{} unchecked", t.target),
+            })
+            .collect();
+        let mut s = per_target.join("; ");
+        if let Some(st) = &self.stats {
+            s += &format!(
+                "; {} outputs checked in {:.3} s of validator time ({} more from the cache), {} rejected",
+                st.checked,
+                st.wall_ns as f64 / 1e9,
+                st.cached,
+                st.rejected
+            );
+        }
+        if let Some(u) = &self.unrunnable {
+            s += &format!("; a validator could not run, its outputs are unchecked: {u}");
+        }
+        s
+    }
 }
 
 /// One shard of a sharded harvest ([`HarvestSummary::shard`]).
@@ -285,6 +345,7 @@ impl HarvestSummary {
             s += &format!("  intermediate flushes:  {} journal records\n", self.flushes);
         }
         s += &format!("  bytes written:         {}\n", self.bytes_written);
+        s += &format!("  output checks:         {}\n", self.output_checks.to_line());
         if self.target_counts.len() > 1 || self.target_counts.iter().any(|t| t.pipelines_without > 0) {
             for t in &self.target_counts {
                 s += &format!(

@@ -31,13 +31,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Runs the worker loop on the standard input and output. `script` names the script in
-/// messages; `parent` is the parent's process id (the worker exits if it is gone);
-/// `max_library_bytes` the largest library it parses (`None`: no limit, as the parent's
-/// timeout and memory watchdog contain the worker). Returns the process exit status.
+/// messages; `check_outputs` is the harvest's `--check-outputs`; `parent` is the parent's
+/// process id (the worker exits if it is gone); `max_library_bytes` the largest library it
+/// parses (`None`: no limit, as the parent's timeout and memory watchdog contain the worker).
+/// Returns the process exit status.
 pub fn worker_main(
     script: &Path,
     targets: TargetSet,
     profile: &'static Profile,
+    check_outputs: crate::frontend::CheckOutputs,
     parent: Option<u32>,
     backend: Option<Arc<dyn crate::backend::Backend>>,
     max_library_bytes: Option<u64>,
@@ -76,8 +78,14 @@ pub fn worker_main(
             return 2;
         }
     };
-    let options =
-        CompilerOptions { targets, profile, max_concurrent_tasks: Some(1), max_library_bytes, ..Default::default() };
+    let options = CompilerOptions {
+        targets,
+        profile,
+        max_concurrent_tasks: Some(1),
+        max_library_bytes,
+        check_outputs,
+        ..Default::default()
+    };
     let compiler = match backend {
         Some(b) => Compiler::with_backend(options, b),
         None => Compiler::new(options),

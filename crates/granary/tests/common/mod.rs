@@ -267,6 +267,7 @@ pub fn harvest_options(script: &std::path::Path, out: &std::path::Path) -> grana
         backend: None,
         trace: None,
         max_library_bytes: Some(granary::frontend::MAX_LIBRARY_BYTES),
+        check_outputs: Default::default(),
     }
 }
 

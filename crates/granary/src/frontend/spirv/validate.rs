@@ -17,9 +17,7 @@
 //! with no meaning for validity; the module the driver gets is never changed.
 
 use super::super::error::{ShaderError, ShaderErrorKind};
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -28,10 +26,8 @@ pub const VALIDATOR_ENV: &str = "GRANARY_SPIRV_VAL";
 /// The target environment modules are validated for (`spirv-val --target-env`).
 pub const TARGET_ENV: &str = "vulkan1.3";
 /// How to get a validator, for messages.
-const INSTALL: &str =
+pub(crate) const INSTALL: &str =
     "install SPIRV-Tools (Debian: apt-get install spirv-tools) or set GRANARY_SPIRV_VAL to spirv-val's path";
-/// The longest validator message kept (the validator can print a disassembly).
-const MESSAGE_CAP: usize = 4096;
 
 /// Where the validator is, resolved once: the program, or why there is none.
 ///
@@ -48,14 +44,9 @@ impl Validator {
     /// The validator [`VALIDATOR_ENV`] names, else `spirv-val` found on `PATH`; a validator
     /// that cannot be found is reported by [`Validator::validate`], saying what to install.
     pub fn from_env() -> Self {
-        if let Some(p) = std::env::var_os(VALIDATOR_ENV).filter(|p| !p.is_empty()) {
-            return Validator::at(PathBuf::from(p));
-        }
-        let found = std::env::var_os("PATH")
-            .map(|paths| std::env::split_paths(&paths).map(|d| d.join("spirv-val")).find(|p| p.is_file()))
-            .unwrap_or_default();
         Validator {
-            program: found.ok_or_else(|| format!("the SPIR-V validator spirv-val is not on PATH: {INSTALL}")),
+            program: crate::frontend::tool::find_program(VALIDATOR_ENV, "spirv-val", INSTALL)
+                .map_err(|m| format!("the SPIR-V validator {m}")),
             unknown_language: Arc::new(AtomicU32::new(u32::MAX)),
         }
     }
@@ -103,52 +94,10 @@ impl Validator {
     }
 }
 
-/// Runs `program` on `module`: `Ok(None)` when it accepts it, `Ok(Some(message))` when it
-/// rejects it, `Err` when it cannot be run.
+/// Runs `program` on `module` for [`TARGET_ENV`]: `Ok(None)` when it accepts it,
+/// `Ok(Some(message))` when it rejects it, `Err` when it cannot be run.
 fn run(program: &std::path::Path, module: &[u8]) -> Result<Option<String>, String> {
-    let shown = program.display();
-    let mut child = Command::new(program)
-        .args(["--target-env", TARGET_ENV, "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("the SPIR-V validator {shown} cannot be run ({e}): {INSTALL}"))?;
-    let mut stdin = child.stdin.take().ok_or_else(|| format!("no standard input for {shown}"))?;
-    // The module is written from a thread of its own while the output is read, so neither
-    // side can block the other on a full pipe.
-    let output = std::thread::scope(|s| {
-        let writer = s.spawn(move || stdin.write_all(module));
-        let output = child.wait_with_output();
-        (writer.join(), output)
-    });
-    let output = match output {
-        (_, Err(e)) => return Err(format!("the SPIR-V validator {shown} failed to run: {e}")),
-        (_, Ok(o)) => o,
-    };
-    if output.status.success() {
-        return Ok(None);
-    }
-    let mut text = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    let err = String::from_utf8_lossy(&output.stderr);
-    if !err.trim().is_empty() {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(err.trim());
-    }
-    if text.is_empty() {
-        text = format!("it exited with {} and said nothing", output.status);
-    }
-    if text.len() > MESSAGE_CAP {
-        let mut end = MESSAGE_CAP;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-        text.push_str(" …");
-    }
-    Ok(Some(text))
+    crate::frontend::tool::run(program, &["--target-env", TARGET_ENV, "-"], module, "SPIR-V validator", INSTALL)
 }
 
 const OP_SOURCE: u32 = 3;
