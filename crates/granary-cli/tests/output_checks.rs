@@ -139,7 +139,12 @@ fn outputs_a_validator_rejects_are_lost_targets_never_archived() {
     assert_eq!(stats["rejected"], 3, "{checks}");
     assert!(stats["checked"].as_u64().unwrap() >= 6 && stats["wall_ns"].as_u64().unwrap() > 0, "{checks}");
     let coverage = |t: &str| checks["targets"].as_array().unwrap().iter().find(|c| c["target"] == t).cloned().unwrap();
-    assert!(coverage("spirv")["validator"].as_str().unwrap().contains("spirv-val"), "{checks}");
+    // SPIRV-Tools linked into the build when it found the library, else the program.
+    let spirv_by = coverage("spirv")["validator"].as_str().unwrap().to_string();
+    assert!(
+        spirv_by.contains("SPIRV-Tools") && spirv_by.ends_with("(linked in)") || spirv_by.contains("spirv-val"),
+        "{checks}"
+    );
     assert!(coverage("glsl")["validator"].as_str().unwrap().contains("glslang"), "{checks}");
     assert!(coverage("msl")["unchecked_because"].as_str().unwrap().contains("Metal"), "{checks}");
 
@@ -155,6 +160,42 @@ fn outputs_a_validator_rejects_are_lost_targets_never_archived() {
     let unchecked = dir.path().join("unchecked.granary");
     assert_eq!(archived(&unchecked, "layers"), [Target::Spirv, Target::Glsl, Target::Msl]);
     assert_eq!(archived(&unchecked, "bgra"), [Target::Spirv, Target::Msl]);
+}
+
+/// SPIRV-Tools linked in and its `spirv-val` program give the same verdicts: the archive is
+/// the same bytes whichever checks, and the summary names which did.
+#[test]
+fn the_linked_validator_and_the_program_give_the_same_archive() {
+    let Some(program) = std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("spirv-val")).find(|p| p.is_file()))
+    else {
+        eprintln!("skipped: no spirv-val on PATH");
+        return;
+    };
+    let dir = common::tempdir();
+    let run = |out: &str, program: Option<&Path>| {
+        let mut c = std::process::Command::new(granary());
+        c.args(["harvest", script(dir.path()).to_str().unwrap(), "-o"]).arg(dir.path().join(out)).args([
+            "--json",
+            "--targets",
+            TARGETS,
+        ]);
+        match program {
+            Some(p) => c.env("GRANARY_SPIRV_VAL", p),
+            None => c.env_remove("GRANARY_SPIRV_VAL"),
+        };
+        let o = c.output().unwrap();
+        let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let by = s["output_checks"]["targets"].as_array().unwrap().iter().find(|c| c["target"] == "spirv").cloned();
+        (lost(&s), by.unwrap()["validator"].as_str().unwrap().to_string())
+    };
+    let (linked, linked_by) = run("default.granary", None);
+    let (by_program, program_by) = run("program.granary", Some(&program));
+    assert!(program_by.contains(&*program.to_string_lossy()), "{program_by}");
+    assert_eq!(linked.iter().filter(|l| l.2 == "invalid").count(), 3, "{linked:?}");
+    assert_eq!(linked, by_program, "{linked_by} and {program_by} disagree");
+    let read = |name: &str| std::fs::read(dir.path().join(name)).unwrap();
+    assert_eq!(read("default.granary"), read("program.granary"));
 }
 
 #[test]

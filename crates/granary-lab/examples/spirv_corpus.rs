@@ -143,7 +143,7 @@ fn main() {
     // Panics in spirq, rspirv and naga are counted, not printed.
     std::panic::set_hook(Box::new(|_| {}));
     let validator = Validator::from_env();
-    if let Err(why) = validator.program() {
+    if let Err(why) = validator.describe() {
         eprintln!("{why}");
         std::process::exit(2);
     }

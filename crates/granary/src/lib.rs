@@ -1,6 +1,7 @@
 #![warn(missing_docs)]
-// `unsafe` only in the two modules that call the OS directly (`os`, every libc call; the
-// fault facility's crashes), each block with a `// SAFETY:` argument.
+// `unsafe` only in the modules that call native code directly (`os`, every libc call; the
+// fault facility's crashes; `frontend::tool::spirv_tools`, SPIRV-Tools' C interface), each
+// block with a `// SAFETY:` argument.
 #![deny(unsafe_code)]
 //! Granary compiles every GPU pipeline an application will use, from all cores at once, and
 //! captures the results into one offline archive that the application reads at run time.

@@ -16,10 +16,13 @@
 //!   harvests on (`xcrun metal` is macOS-only, DXC is not packaged for Debian 12). The harvest
 //!   summary says so ([`OutputChecker::coverage`]).
 //!
-//! The SPIR-V validator is a program (Debian: `spirv-tools`), found once through
-//! [`SPIRV_VAL_ENV`] or `PATH`; a run costs about 3 ms. GLSL is checked by glslang built into
-//! granary (`check/glslang.rs`: the `glslangValidator` program would cost about 130 ms a run,
-//! nearly all of it glslang's start-up), so GLSL is always checked unless the mode is `off`. [`CheckOutputs`] says what happens when one is
+//! The SPIR-V validator is SPIRV-Tools, found once: the `spirv-val` program
+//! [`SPIRV_VAL_ENV`] names when it is set, else the library linked into the build when the
+//! build found it (Debian: `spirv-tools`; a check then costs the validation alone), else
+//! `spirv-val` on `PATH` (a process per check, about 7 ms). GLSL is checked by glslang built
+//! into granary (`check/glslang.rs`: the `glslangValidator` program would cost about 130 ms a
+//! run, nearly all of it glslang's start-up), so GLSL is always checked unless the mode is
+//! `off`. [`CheckOutputs`] says what happens when one is
 //! missing: `auto` (the default) checks with the validators it finds and archives the others'
 //! outputs unchecked, saying so; `require` refuses to start; `off` checks nothing.
 //!
@@ -35,10 +38,9 @@
 mod glslang;
 
 use super::error::{ShaderError, ShaderErrorKind};
-use super::tool;
+use super::tool::SpirvVal;
 use crate::descriptor::{ShaderStage, Target, TargetSet};
 use crate::sync::{ComputeOnce, ShardedMap};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
@@ -125,30 +127,26 @@ struct Counters {
 /// A verdict: `Ok` (accepted, or could not be checked), or the validator's message.
 type Verdict = Result<(), String>;
 
-/// One validator program.
-struct Program {
-    /// The program, or why there is none.
-    path: Result<PathBuf, String>,
-    /// Its `--version` line, read once when first reported.
-    version: OnceLock<Option<String>>,
+/// The SPIR-V validator, found once.
+struct SpirvValidator {
+    /// SPIRV-Tools linked in or the `spirv-val` program, or why there is neither.
+    found: Result<SpirvVal, String>,
+    /// What it is, for reports, worked out once when first reported.
+    described: OnceLock<String>,
 }
 
-impl Program {
-    fn find(env: &str, name: &str, install: &str, mode: CheckOutputs) -> Program {
-        let path = match mode {
+impl SpirvValidator {
+    fn find(env: &str, install: &str, mode: CheckOutputs) -> SpirvValidator {
+        let found = match mode {
             CheckOutputs::Off => Err("--check-outputs off".to_string()),
-            _ => tool::find_program(env, name, install),
+            _ => SpirvVal::find(env, install),
         };
-        Program { path, version: OnceLock::new() }
+        SpirvValidator { found, described: OnceLock::new() }
     }
 
     fn describe(&self) -> Result<String, String> {
-        let path = self.path.as_ref().map_err(Clone::clone)?;
-        let version = self.version.get_or_init(|| tool::version(path));
-        Ok(match version {
-            Some(v) => format!("{} ({v})", path.display()),
-            None => path.display().to_string(),
-        })
+        let found = self.found.as_ref().map_err(Clone::clone)?;
+        Ok(self.described.get_or_init(|| found.describe()).clone())
     }
 }
 
@@ -160,7 +158,7 @@ impl Program {
 pub struct OutputChecker {
     mode: CheckOutputs,
     spirv_env: &'static str,
-    spirv_val: Program,
+    spirv_val: SpirvValidator,
     verdicts: ShardedMap<Arc<ComputeOnce<Verdict>>>,
     /// The first reason a validator could not be run, for the summary.
     unrunnable: Mutex<Option<String>>,
@@ -180,7 +178,7 @@ impl OutputChecker {
         OutputChecker {
             mode,
             spirv_env,
-            spirv_val: Program::find(SPIRV_VAL_ENV, "spirv-val", super::spirv::validate::INSTALL, mode),
+            spirv_val: SpirvValidator::find(SPIRV_VAL_ENV, super::spirv::validate::INSTALL, mode),
             verdicts: ShardedMap::new(),
             unrunnable: Mutex::new(None),
             counters: Counters::default(),
@@ -195,7 +193,7 @@ impl OutputChecker {
     /// What checks `target`'s outputs, or why nothing does.
     fn validator(&self, target: Target) -> Result<Validator<'_>, String> {
         match target {
-            Target::Spirv => self.spirv_val.path.as_deref().map(Validator::Program).map_err(Clone::clone),
+            Target::Spirv => self.spirv_val.found.as_ref().map(Validator::Spirv).map_err(Clone::clone),
             Target::Glsl if self.mode == CheckOutputs::Off => Err("--check-outputs off".to_string()),
             Target::Glsl => Ok(Validator::Glslang),
             Target::Msl => Err("no Metal compiler runs here (xcrun metal is macOS-only)".to_string()),
@@ -207,7 +205,7 @@ impl OutputChecker {
     fn describe(&self, target: Target) -> Result<String, String> {
         match self.validator(target)? {
             Validator::Glslang => Ok(GLSLANG.to_string()),
-            Validator::Program(_) => self.spirv_val.describe(),
+            Validator::Spirv(_) => self.spirv_val.describe(),
         }
     }
 
@@ -271,10 +269,6 @@ impl OutputChecker {
     ) -> Result<(), ShaderError> {
         let Ok(validator) = self.validator(target) else { return Ok(()) };
         let stage_name = glslang_stage(stage);
-        let args: Vec<&str> = match target {
-            Target::Spirv => vec!["--target-env", self.spirv_env, "-"],
-            _ => vec!["--stdin", "-S", stage_name],
-        };
         let key = {
             let mut text = format!("{target}/{stage_name}/{}/", self.spirv_env).into_bytes();
             text.extend_from_slice(&crate::descriptor::key::content_hash(bytes).0.to_le_bytes());
@@ -283,10 +277,9 @@ impl OutputChecker {
         let cell = self.verdicts.get_or_insert_with(key, Default::default);
         let (verdict, computed) = cell.get_or_compute(|| {
             let t0 = Instant::now();
-            let what = if target == Target::Spirv { "SPIR-V validator" } else { "GLSL validator" };
             let r = match validator {
                 Validator::Glslang => glslang::check(stage, &String::from_utf8_lossy(bytes)),
-                Validator::Program(path) => tool::run(path, &args, bytes, what, super::spirv::validate::INSTALL),
+                Validator::Spirv(v) => v.validate(self.spirv_env, bytes, super::spirv::validate::INSTALL),
             };
             self.counters.wall_ns.fetch_add(t0.elapsed().as_nanos() as u64, Relaxed);
             self.counters.checked.fetch_add(1, Relaxed);
@@ -309,11 +302,8 @@ impl OutputChecker {
         verdict.map_err(|m| {
             let by = match validator {
                 Validator::Glslang => "glslang".to_string(),
-                Validator::Program(path) => {
-                    let shown =
-                        path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
-                    format!("{shown} {}", args[..args.len() - 1].join(" "))
-                }
+                // The command that reproduces the verdict (linked in, the same library runs).
+                Validator::Spirv(_) => format!("spirv-val --target-env {}", self.spirv_env),
             };
             let mut e = ShaderError::new(
                 file,
@@ -333,8 +323,8 @@ const GLSLANG: &str = "glslang (built in, glslang crate 0.6)";
 /// What checks one target's outputs.
 #[derive(Clone, Copy)]
 enum Validator<'a> {
-    /// A program run per output, on its standard input (`spirv-val`).
-    Program(&'a std::path::Path),
+    /// SPIRV-Tools, linked in or its `spirv-val` program.
+    Spirv(&'a SpirvVal),
     /// glslang, built in (`glslang::check`).
     Glslang,
 }

@@ -1,5 +1,6 @@
 //! External checking programs (SPIRV-Tools' `spirv-val`, glslang's `glslangValidator`): where
-//! one is and how it is run.
+//! one is and how it is run; and [`SpirvVal`], SPIR-V validation by SPIRV-Tools linked in
+//! ([`spirv_tools`]) or by the program.
 //!
 //! A program is found once: the path an environment variable names, else the name on `PATH`.
 //! It is run with its input on its standard input, written from a thread of its own while the
@@ -9,6 +10,56 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+#[allow(unsafe_code)]
+mod spirv_tools;
+
+/// What validates SPIR-V: SPIRV-Tools linked into this build, or a `spirv-val` program run
+/// once per module. Both run the same library code with the same options; linked in, a check
+/// costs the validation alone instead of a process start (docs/BENCHMARKS.md, "Output
+/// validation").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum SpirvVal {
+    /// SPIRV-Tools in process ([`spirv_tools`]).
+    Linked,
+    /// The `spirv-val` program at this path.
+    Program(PathBuf),
+}
+
+impl SpirvVal {
+    /// The program `env` names when it is set (an explicit choice wins), else SPIRV-Tools
+    /// linked in, else `spirv-val` on `PATH`; `Err` says what is missing and how to get it.
+    pub(crate) fn find(env: &str, install: &str) -> Result<SpirvVal, String> {
+        if std::env::var_os(env).is_some_and(|p| !p.is_empty()) || !spirv_tools::LINKED {
+            return find_program(env, "spirv-val", install).map(SpirvVal::Program);
+        }
+        Ok(SpirvVal::Linked)
+    }
+
+    /// Validates `module` for `target_env` (`vulkan1.1`, as `spirv-val --target-env` names
+    /// it): `Ok(None)` accepted, `Ok(Some(message))` rejected with the validator's message,
+    /// `Err` when it cannot be run (`install` says how to get one).
+    pub(crate) fn validate(&self, target_env: &str, module: &[u8], install: &str) -> Result<Option<String>, String> {
+        match self {
+            SpirvVal::Linked => spirv_tools::validate(target_env, module),
+            SpirvVal::Program(p) => run(p, &["--target-env", target_env, "-"], module, "SPIR-V validator", install),
+        }
+    }
+
+    /// What it is, for reports: the library's version and "linked in", or the program's path
+    /// and its `--version` line (runs the program once).
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            SpirvVal::Linked => {
+                format!("{} (linked in)", spirv_tools::version().unwrap_or_else(|| "SPIRV-Tools".to_string()))
+            }
+            SpirvVal::Program(p) => match version(p) {
+                Some(v) => format!("{} ({v})", p.display()),
+                None => p.display().to_string(),
+            },
+        }
+    }
+}
 
 /// The longest message of a program kept (a validator can print a disassembly).
 pub(crate) const MESSAGE_CAP: usize = 4096;

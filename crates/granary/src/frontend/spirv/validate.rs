@@ -1,9 +1,10 @@
 //! The SPIRV-Tools validator (`spirv-val`), run on every SPIR-V library before anything else
 //! reads it.
 //!
-//! The validator is an external program: Debian's `spirv-tools` package, found through
-//! [`VALIDATOR_ENV`] or `PATH`. It is run once per library (the front end caches the library's
-//! result), with the module on its standard input and the target environment
+//! The validator is SPIRV-Tools: linked into the build when the build found Debian's
+//! `spirv-tools` package (`crates/granary/build.rs`), else its `spirv-val` program, found
+//! through [`VALIDATOR_ENV`] (which wins over the linked library when set) or `PATH`. It runs
+//! once per library (the front end caches the library's result), for the target environment
 //! [`TARGET_ENV`]. Vulkan 1.3 is what granary's Vulkan backend requires of a device, and a
 //! Vulkan 1.3 device takes SPIR-V 1.0 to 1.6: DXC's modules declare 1.0 to 1.5 and slangc's
 //! 1.4 (the willems corpus), all of which `vulkan1.3` accepts.
@@ -17,6 +18,7 @@
 //! with no meaning for validity; the module the driver gets is never changed.
 
 use super::super::error::{ShaderError, ShaderErrorKind};
+use crate::frontend::tool::SpirvVal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -34,31 +36,32 @@ pub(crate) const INSTALL: &str =
 /// Thread safety: `Send + Sync`; clones share what they learned about the program.
 #[derive(Clone, Debug)]
 pub struct Validator {
-    program: Result<PathBuf, String>,
+    program: Result<SpirvVal, String>,
     /// The lowest `OpSource` language number the program said it cannot read (`u32::MAX`:
     /// none yet).
     unknown_language: Arc<AtomicU32>,
 }
 
 impl Validator {
-    /// The validator [`VALIDATOR_ENV`] names, else `spirv-val` found on `PATH`; a validator
-    /// that cannot be found is reported by [`Validator::validate`], saying what to install.
+    /// The validator [`VALIDATOR_ENV`] names, else SPIRV-Tools linked in, else `spirv-val`
+    /// found on `PATH`; a validator that cannot be found is reported by
+    /// [`Validator::validate`], saying what to install.
     pub fn from_env() -> Self {
         Validator {
-            program: crate::frontend::tool::find_program(VALIDATOR_ENV, "spirv-val", INSTALL)
-                .map_err(|m| format!("the SPIR-V validator {m}")),
+            program: SpirvVal::find(VALIDATOR_ENV, INSTALL).map_err(|m| format!("the SPIR-V validator {m}")),
             unknown_language: Arc::new(AtomicU32::new(u32::MAX)),
         }
     }
 
     /// The validator program at `path`.
     pub fn at(path: PathBuf) -> Self {
-        Validator { program: Ok(path), unknown_language: Arc::new(AtomicU32::new(u32::MAX)) }
+        Validator { program: Ok(SpirvVal::Program(path)), unknown_language: Arc::new(AtomicU32::new(u32::MAX)) }
     }
 
-    /// The program run, or why there is none.
-    pub fn program(&self) -> Result<&std::path::Path, &str> {
-        self.program.as_deref().map_err(String::as_str)
+    /// What validates (the linked library's version, or the program's path and version), or
+    /// why nothing does.
+    pub fn describe(&self) -> Result<String, &str> {
+        self.program.as_ref().map(SpirvVal::describe).map_err(String::as_str)
     }
 
     /// Validates `module` (the library `file`) for [`TARGET_ENV`]; the error is the
@@ -94,10 +97,10 @@ impl Validator {
     }
 }
 
-/// Runs `program` on `module` for [`TARGET_ENV`]: `Ok(None)` when it accepts it,
+/// Validates `module` with `program` for [`TARGET_ENV`]: `Ok(None)` when it accepts it,
 /// `Ok(Some(message))` when it rejects it, `Err` when it cannot be run.
-fn run(program: &std::path::Path, module: &[u8]) -> Result<Option<String>, String> {
-    crate::frontend::tool::run(program, &["--target-env", TARGET_ENV, "-"], module, "SPIR-V validator", INSTALL)
+fn run(program: &SpirvVal, module: &[u8]) -> Result<Option<String>, String> {
+    program.validate(TARGET_ENV, module, INSTALL)
 }
 
 const OP_SOURCE: u32 = 3;
