@@ -182,6 +182,9 @@ pub use sign::PublicKey;
 pub use stored_enum::UnknownName;
 pub use types::{PipelineKind, ShaderStage, Target, TargetSet, TARGET_COUNT};
 
+/// The first eight bytes of every granary archive (`GRANARY\0`, docs/FORMAT.md §1.1): how a
+/// tool tells an archive from another file before replacing it.
+pub use format::MAGIC;
 /// Byte positions of the file format (docs/FORMAT.md §1.2–1.3), for tools and tests that
 /// address one section-table row or one device record of a file (to damage exactly one byte,
 /// or to skip the header); the writer tier only, as a game never needs them.

@@ -417,3 +417,109 @@ fn salvage_keeps_what_verifies_and_reports_the_rest() {
     s.verify().unwrap();
     assert!(s.get(victim).unwrap().is_none());
 }
+
+const PIPELINES: usize = 900;
+const HUNG: usize = 800;
+
+/// Writes `dir/s.json`: [`PIPELINES`] compute pipelines, each with a library of its own; the
+/// entry point of pipeline [`HUNG`] is `late` (the others `mainK`).
+fn one_library_per_pipeline(dir: &Path) -> std::path::PathBuf {
+    let entry = |k: usize| if k == HUNG { "late".to_string() } else { format!("main{k}") };
+    let libraries: Vec<_> = (0..PIPELINES)
+        .map(|k| {
+            let source = format!(
+                "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n@compute @workgroup_size(1) fn {}() {{ out[0] = {k}u; }}",
+                entry(k)
+            );
+            serde_json::json!({"name": format!("l{k}"), "kind": "wgsl", "source": source})
+        })
+        .collect();
+    let pipelines: Vec<_> = (0..PIPELINES)
+        .map(|k| serde_json::json!({"label": format!("c{k}"), "compute": {"function": {"library": format!("l{k}"), "function": entry(k)}}}))
+        .collect();
+    let script = dir.join("s.json");
+    let text = serde_json::json!({"granary_script": 1, "libraries": libraries, "pipelines": pipelines});
+    std::fs::write(&script, text.to_string()).unwrap();
+    script
+}
+
+/// Starts `granary harvest SCRIPT -o OUT -q -j1 --check-outputs off EXTRA…` with the stage
+/// function `late` hanging, and returns once it hangs (an event: the fault's marker).
+fn harvest_until_late_hangs(script: &Path, out: &Path, reached: &Path, extra: &[&str]) -> std::process::Child {
+    std::fs::create_dir_all(reached).unwrap();
+    let mut child = granary()
+        .args(["harvest", script.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q", "-j1"])
+        .args(["--check-outputs", "off"])
+        .args(extra)
+        .env("GRANARY_FAULT", format!("hang-stage:late,reached:{}", reached.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while std::fs::read_dir(reached).unwrap().next().is_none() {
+        assert!(child.try_wait().unwrap().is_none(), "the harvest ended before reaching the hung stage function");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child
+}
+
+/// Issue 23: a kill while stage functions still compile keeps what landed. Pipelines land wave
+/// by wave (`harvest::plan::WAVE`, 256), not after every stage function of the script: here 900
+/// compute pipelines, each with a library of its own, and the stage function of pipeline 800
+/// (in wave 3) never returns. At one thread, waves 0 and 1 (512 pipelines) have landed when
+/// it hangs; with `--flush-every 50` the journal then holds all but at most two flushes' worth
+/// (the one not yet due and the one being written), which `--resume` keeps.
+#[test]
+fn a_kill_while_stage_functions_compile_loses_at_most_two_flushes_of_landed_pipelines() {
+    const FLUSH: usize = 50;
+    let dir = common::tempdir();
+    let script = one_library_per_pipeline(dir.path());
+    let out = dir.path().join("o.granary");
+    let mut child = harvest_until_late_hangs(&script, &out, &dir.path().join("reached"), &["--flush-every", "50"]);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(!out.exists(), "a killed harvest writes no archive");
+
+    let s = harvest_json(&script, &out, &["--resume", "-j1", "--check-outputs", "off"]);
+    let kept = s["resumed"].as_u64().unwrap() as usize;
+    let landed = 2 * granary::harvest::WAVE;
+    assert!(kept >= landed - 2 * FLUSH, "kept {kept} of the {landed} pipelines that had landed: {s}");
+    assert!(kept < HUNG, "{s}");
+    assert_eq!(s["succeeded"], PIPELINES, "{s}");
+}
+
+/// Issue 23: Ctrl-C (SIGINT) or SIGTERM while stage functions compile journals every pipeline
+/// that landed (here exactly waves 0 and 1, with no `--flush-every` at all), leaves an
+/// existing archive untouched, says how to continue, and exits 130 or 143; `--resume` keeps
+/// all of them. The signal is sent with kill(1), as a terminal's Ctrl-C sends it to the
+/// foreground process.
+#[cfg(unix)]
+#[test]
+fn sigint_and_sigterm_journal_what_landed_and_exit_130_and_143() {
+    let dir = common::tempdir();
+    let script = one_library_per_pipeline(dir.path());
+    // An archive from an earlier, complete run of another script: an interrupt never
+    // replaces it.
+    let out = dir.path().join("o.granary");
+    harvest_json(Path::new(EXAMPLE), &out, &["--check-outputs", "off"]);
+    let before = std::fs::read(&out).unwrap();
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let _ = std::fs::remove_file(journal_path(&out));
+        let reached = dir.path().join(format!("reached-{signal}"));
+        let child = harvest_until_late_hangs(&script, &out, &reached, &[]);
+        let st = Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status().unwrap();
+        assert!(st.success());
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{err}");
+        let landed = 2 * granary::harvest::WAVE;
+        assert!(err.contains(&format!("{landed} pipelines are kept")) && err.contains("--resume"), "{err}");
+        assert_eq!(std::fs::read(&out).unwrap(), before, "the archive was replaced");
+        let replay = replay_journal(&out).unwrap().expect("a journal");
+        assert_eq!(replay.entries.len(), landed, "{err}");
+    }
+    // --resume keeps the journaled pipelines (the archive's are another script's: dropped).
+    let s = harvest_json(&script, &out, &["--resume", "-j1", "--check-outputs", "off"]);
+    assert_eq!(s["resumed"], 2 * granary::harvest::WAVE, "{s}");
+    assert_eq!(s["succeeded"], PIPELINES, "{s}");
+}

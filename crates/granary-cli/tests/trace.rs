@@ -100,12 +100,15 @@ fn check(trace: &Value, summary: &Value, threads: usize, isolate: bool) -> HashM
             );
         }
     }
-    // flush: only journal flushes; each one that appended entries is one of the summary's
-    // flushes, and no pipeline is journaled twice.
+    // flush: only journal flushes; the records they appended are the summary's flushes
+    // (a flush that found more than --flush-every new entries appends several records), a
+    // flush appends a record exactly when it found entries, and no pipeline is journaled twice.
     assert!(names_on(1).iter().all(|n| n == "journal flush"), "{:?}", names_on(1));
-    let flushes: Vec<u64> =
-        by_name.get("journal flush").into_iter().flatten().map(|s| s.args["entries"].as_u64().unwrap()).collect();
-    assert_eq!(flushes.iter().filter(|n| **n > 0).count() as u64, summary["flushes"].as_u64().unwrap(), "{flushes:?}");
+    let slices: Vec<&Slice> = by_name.get("journal flush").into_iter().flatten().collect();
+    let flushes: Vec<u64> = slices.iter().map(|s| s.args["entries"].as_u64().unwrap()).collect();
+    let records: u64 = slices.iter().map(|s| s.args["records"].as_u64().unwrap()).sum();
+    assert_eq!(records, summary["flushes"].as_u64().unwrap(), "{flushes:?}");
+    assert!(slices.iter().all(|s| (s.args["entries"] == 0) == (s.args["records"] == 0)), "{flushes:?}");
     assert!(flushes.iter().sum::<u64>() <= summary["pipelines"].as_u64().unwrap(), "{flushes:?}");
     // Worker tracks: only tasks. In-process threads run libraries, stage functions and
     // pipelines; a worker slot's track shows its pipelines (its worker compiles the rest).

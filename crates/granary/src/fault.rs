@@ -17,6 +17,8 @@
 //! - `panic:LABEL` — panic while compiling the pipeline labelled `LABEL`; `panic-stage:NAME`
 //!   panics inside the front end while compiling any stage function whose entry point is
 //!   `NAME` (as a panic inside naga would), so every pipeline sharing it is affected;
+//!   `hang-stage:NAME` never returns from that compile (a `hang` marker first), so a test
+//!   can kill a harvest while its stage functions compile;
 //!   `panic-write:TARGET/NAME` panics inside the `TARGET` writer (`spirv`, `msl`, `hlsl`,
 //!   `glsl`) for that entry point only, as naga's GLSL writer does on some inputs (for a
 //!   SPIR-V library, in both translators, SPIRV-Cross and naga); `panic-cross:TARGET/NAME`
@@ -103,6 +105,7 @@ mod imp {
     pub(super) struct Faults {
         pub at: Vec<(Action, String)>,
         pub panic_stage: Vec<String>,
+        pub hang_stage: Vec<String>,
         pub panic_write: Vec<String>,
         pub panic_cross: Vec<String>,
         pub hang_on_exit: bool,
@@ -133,6 +136,10 @@ mod imp {
                 "huge-frame" => Action::HugeFrame,
                 "panic-stage" => {
                     f.panic_stage.push(arg.to_string());
+                    continue;
+                }
+                "hang-stage" => {
+                    f.hang_stage.push(arg.to_string());
                     continue;
                 }
                 "panic-write" => {
@@ -194,13 +201,18 @@ pub fn action_for(_label: Option<&str>) -> Option<Action> {
     None
 }
 
-/// Panics if a `panic-stage` fault names `entry_point` (called inside the front end's
-/// stage-function compile, where a naga panic would happen).
+/// Panics if a `panic-stage` fault names `entry_point`, never returns if a `hang-stage`
+/// fault does (called inside the front end's stage-function compile, where a naga panic
+/// would happen).
 #[inline(always)]
 pub fn at_stage_function(entry_point: &str) {
     #[cfg(feature = "fault")]
     if imp::faults().panic_stage.iter().any(|n| n == entry_point) {
         panic!("injected panic-stage fault in stage function '{entry_point}'");
+    }
+    #[cfg(feature = "fault")]
+    if imp::faults().hang_stage.iter().any(|n| n == entry_point) {
+        trigger(Action::Hang);
     }
     #[cfg(not(feature = "fault"))]
     let _ = entry_point;

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use granary::descriptor::TargetSet;
 use granary::frontend::{CheckOutputs, Profile};
 use granary::harvest::shard::ShardSpec;
-use granary::harvest::{harvest_shard, HarvestOptions, IsolateOptions, Progress, WorkerCommand};
+use granary::harvest::{harvest_shard, HarvestOptions, Interrupt, IsolateOptions, Progress, WorkerCommand};
 use std::ffi::OsString;
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -16,9 +16,14 @@ use std::path::PathBuf;
 pub struct HarvestArgs {
     /// The pipelines script (JSON; see docs/FORMAT.md).
     script: PathBuf,
-    /// The archive to write (replaced atomically).
+    /// The archive to write (replaced atomically; its journal is OUTPUT.journal beside it).
+    /// Checked before anything compiles: its folder must take a new file, and an existing file
+    /// there must be a granary archive (or give --force).
     #[arg(short, long)]
     output: PathBuf,
+    /// Replace the output even when the file there is not a granary archive.
+    #[arg(long)]
+    force: bool,
     /// Worker threads [default: available cores].
     #[arg(short = 'j', long)]
     threads: Option<usize>,
@@ -96,10 +101,11 @@ pub struct HarvestArgs {
     #[arg(long, value_name = "N")]
     shards: Option<u32>,
     /// Check every stage output with its target's own validator before it is archived:
-    /// SPIR-V with spirv-val (in the profile's environment; Debian: spirv-tools), GLSL with
-    /// glslang (built in); an output a validator rejects is a lost target (phase `target`),
-    /// never archived, and the pipeline lands with its other targets. `auto` checks SPIR-V
-    /// when spirv-val is found (GRANARY_SPIRV_VAL, else PATH) and says when it is not;
+    /// SPIR-V with SPIRV-Tools (in the profile's environment; linked in when the build found
+    /// Debian's spirv-tools, else its spirv-val program), GLSL with glslang (built in); an
+    /// output a validator rejects is a lost target (phase `target`), never archived, and the
+    /// pipeline lands with its other targets. `auto` checks SPIR-V when a validator is found
+    /// (GRANARY_SPIRV_VAL, else linked in, else spirv-val on PATH) and says when none is;
     /// `require` refuses to start without it (use it for release builds); `off` checks
     /// nothing. MSL and HLSL are never checked (no Metal or DirectX compiler runs here).
     #[arg(long, value_name = "MODE", default_value = "auto")]
@@ -110,7 +116,6 @@ pub struct HarvestArgs {
     validate: ValidateArgs,
 }
 
-/// `--check-outputs`.
 /// `--shard` / `--shards`, with the index taken from the environment where it is not given.
 fn shard_spec(shard: Option<&str>, shards: Option<u32>) -> anyhow::Result<Option<ShardSpec>> {
     use granary::harvest::shard::index_from_env;
@@ -190,6 +195,12 @@ fn worker_command(a: &HarvestArgs, validation: Vec<String>) -> anyhow::Result<Wo
 pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     anyhow::ensure!(threads >= 1, "-j must be at least 1");
+    // The report is written by this binary, after the harvest: check it before anything
+    // compiles, like the archive and the trace (the library checks those).
+    if let Some(report) = &a.report {
+        granary::harvest::writable(report, "the report").map_err(anyhow::Error::msg)?;
+        anyhow::ensure!(report != &a.output, "the report and the output archive are the same file");
+    }
     let shard = shard_spec(a.shard.as_deref(), a.shards)?;
     let validation = a.validate.policy();
     anyhow::ensure!(
@@ -202,6 +213,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         _ => None,
     };
     let validation_args = worker_logs.as_ref().map(|w| validation.worker_args(&w.0)).unwrap_or_default();
+    let interrupt = std::sync::Arc::new(Interrupt::new());
     let opts = HarvestOptions {
         script: a.script.clone(),
         output: a.output.clone(),
@@ -215,6 +227,8 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         trace: a.trace.clone(),
         max_library_bytes: in_process_library_limit(a.max_library_bytes),
         check_outputs: a.check_outputs,
+        force: a.force,
+        interrupt: Some(interrupt.clone()),
         isolate: if a.isolate {
             anyhow::ensure!(a.timeout > 0.0 && a.timeout.is_finite(), "--timeout must be a positive number of seconds");
             Some(IsolateOptions {
@@ -240,6 +254,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
     } else {
         None
     };
+    on_signals(&interrupt, bar.clone(), &a.output);
     let on_progress = |p: Progress| {
         if let Some(bar) = &bar {
             match p {
@@ -261,6 +276,11 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
     }
     let finish = || log.as_deref().map(|log| validation.finish(log));
     let summary = match summary {
+        // Interrupted: the signal thread, whose request was answered before the harvest
+        // returned, prints what was kept and exits 130 or 143; nothing is left to do here.
+        Ok(s) if s.interrupted => loop {
+            std::thread::park();
+        },
         Ok(s) => s,
         Err(e) => {
             finish();
@@ -286,11 +306,68 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
     };
     // Exit 1 when any pipeline failed, including a harvest in which every pipeline failed and
     // the existing archive was kept, or when a pipeline landed without a requested target, or
-    // when the validation layer reported an error.
+    // when the validation layer reported an error, or when the trace could not be written.
     let lost_any = summary.target_counts.iter().any(|t| t.pipelines_without > 0);
     let invalid = report.as_ref().is_some_and(|r| r.failed);
-    Ok(if summary.failed > 0 || summary.kept_existing_archive || lost_any || invalid { 1 } else { 0 })
+    let trace_failed = summary.trace_error.is_some();
+    Ok(if summary.failed > 0 || summary.kept_existing_archive || lost_any || invalid || trace_failed { 1 } else { 0 })
 }
+
+/// Ctrl-C (`SIGINT`) and `SIGTERM`: the first asks the harvest to journal every pipeline that
+/// has landed (while compiles are still in flight), says what was kept and how to continue,
+/// and exits 130 (`SIGINT`) or 143 (`SIGTERM`) without replacing the archive; a second signal
+/// exits at once. A signal after compiling, during the final write, lets the write finish.
+#[cfg(unix)]
+fn on_signals(interrupt: &std::sync::Arc<Interrupt>, bar: Option<indicatif::ProgressBar>, output: &std::path::Path) {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        // Without a handler the default disposition stays: a signal ends the process, as a
+        // kill does, and --flush-every's journal is what survives.
+        return;
+    };
+    let (interrupt, output) = (interrupt.clone(), output.to_path_buf());
+    std::thread::spawn(move || {
+        let mut first = None;
+        for sig in signals.forever() {
+            let code = 128 + sig;
+            let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+            if first.is_some() {
+                eprintln!("granary: {name} again: stopping now");
+                std::process::exit(code);
+            }
+            first = Some(sig);
+            if let Some(bar) = &bar {
+                bar.finish_and_clear();
+            }
+            eprintln!("granary: {name}: journaling what has compiled (send it again to stop at once)");
+            let Some(report) = interrupt.request(std::time::Duration::from_secs(600)) else {
+                eprintln!("granary: compiling had finished; writing {} (send it again to stop)", output.display());
+                continue;
+            };
+            let shown = report.journal.display();
+            match &report.error {
+                Some(e) => eprintln!("granary: interrupted; the journal could not be written ({e})"),
+                None if report.on_disk == 0 => {
+                    eprintln!("granary: interrupted before any pipeline was compiled; nothing to keep")
+                }
+                None => eprintln!(
+                    "granary: interrupted; {} pipelines are kept in {shown} ({} written now), and {} was not replaced",
+                    report.on_disk,
+                    report.appended,
+                    output.display()
+                ),
+            }
+            if report.on_disk > 0 {
+                eprintln!("granary: run the same command with --resume to compile only the rest");
+            }
+            std::process::exit(code);
+        }
+    });
+}
+
+/// No signal handling off Unix: Ctrl-C ends the process; --flush-every's journal survives.
+#[cfg(not(unix))]
+fn on_signals(_: &std::sync::Arc<Interrupt>, _: Option<indicatif::ProgressBar>, _: &std::path::Path) {}
 
 #[cfg(test)]
 mod tests {

@@ -23,6 +23,13 @@ pub(crate) struct Flusher {
     reopen: Option<JournalReplay>,
     /// Keys already durable: resumed from the archive or the journal, or journaled since.
     on_disk: HashSet<u128>,
+    /// The most entries one journal record holds (`--flush-every`): a flush that finds more
+    /// new entries (compiling outran the previous write) appends several records, each
+    /// fsynced, so a kill during a flush loses at most one record's worth.
+    max_record: usize,
+    /// No further record is appended (after an interrupt's flush: the process is about to
+    /// end, and a record started now could be cut short).
+    closed: bool,
     /// Journal records appended.
     pub flushes: usize,
     /// Bytes written to the journal (header and records).
@@ -35,13 +42,29 @@ impl Flusher {
         meta: crate::archive::ArchiveMeta,
         reopen: Option<JournalReplay>,
         on_disk: HashSet<u128>,
+        max_record: Option<usize>,
     ) -> Self {
-        Flusher { archive, meta, journal: None, reopen, on_disk, flushes: 0, bytes_written: 0 }
+        let max_record = max_record.filter(|n| *n > 0).unwrap_or(usize::MAX);
+        Flusher {
+            archive,
+            meta,
+            journal: None,
+            reopen,
+            on_disk,
+            max_record,
+            closed: false,
+            flushes: 0,
+            bytes_written: 0,
+        }
     }
 
-    /// Appends the captured entries that are not on disk yet as one journal record. Returns
-    /// how many entries it appended (0: nothing new, nothing written).
+    /// Appends the captured entries that are not on disk yet, as journal records of at most
+    /// `max_record` entries each. Returns how many entries it appended (0: nothing new,
+    /// nothing written).
     pub fn flush(&mut self, capture: &Capture) -> Result<usize, ArchiveError> {
+        if self.closed {
+            return Ok(0);
+        }
         let snap = capture.snapshot();
         let new: Vec<WriteEntry> =
             snap.entries.into_iter().filter(|w| !self.on_disk.contains(&w.entry.key.0)).collect();
@@ -62,9 +85,21 @@ impl Flusher {
                 self.journal.insert(j)
             }
         };
-        self.bytes_written += journal.append(&new)? as u64;
-        self.flushes += 1;
-        self.on_disk.extend(new.iter().map(|w| w.entry.key.0));
+        for record in new.chunks(self.max_record) {
+            self.bytes_written += journal.append(record)? as u64;
+            self.flushes += 1;
+            self.on_disk.extend(record.iter().map(|w| w.entry.key.0));
+        }
         Ok(new.len())
+    }
+
+    /// Pipelines on disk for `--resume`: kept when this harvest resumed, or journaled since.
+    pub fn on_disk(&self) -> usize {
+        self.on_disk.len()
+    }
+
+    /// Appends no further record ([`Flusher::flush`] then does nothing).
+    pub fn close(&mut self) {
+        self.closed = true;
     }
 }

@@ -41,11 +41,11 @@ pub fn run_plan(
     threads: usize,
     pipeline: &(dyn Fn(usize, usize) + Sync),
 ) -> Vec<ThreadShare> {
-    schedule(plan, compiler, threads, None, &|thread, index, _| pipeline(thread, index), &|| {})
+    schedule(plan, compiler, threads, None, &|thread, index, _| pipeline(thread, index), &|| {}, &|| false)
 }
 
 /// [`run_plan`] with tracing: `pipeline(thread, index, start)` gets the task's start time too,
-/// and `done` is called after every task.
+/// `done` is called after every task, and no task starts once `stop` says so.
 fn schedule(
     plan: &Plan,
     compiler: &Compiler,
@@ -53,6 +53,7 @@ fn schedule(
     tracer: Option<&Tracer>,
     pipeline: &(dyn Fn(usize, usize, Instant) + Sync),
     done: &(dyn Fn() + Sync),
+    stop: &(dyn Fn() -> bool + Sync),
 ) -> Vec<ThreadShare> {
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
@@ -64,6 +65,9 @@ fn schedule(
                     let track = super::trace::WORKER0 + worker;
                     let mut share = ThreadShare::default();
                     while let Some(task) = plan.tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        if stop() {
+                            break;
+                        }
                         let t0 = Instant::now();
                         // The slice's arguments are built only when tracing.
                         let traced = |name: &'static str, args: &dyn Fn() -> serde_json::Value| {
@@ -149,5 +153,8 @@ pub(crate) fn run(
             Err(report) => sink.failed(compile_failure(p, name(), &CompileError::Panic { pipeline: name(), report })),
         }
     };
-    schedule(plan, compiler, threads, tracer, &pipeline, &|| sink.progress()).iter().map(|s| s.cpu).sum()
+    schedule(plan, compiler, threads, tracer, &pipeline, &|| sink.progress(), &|| sink.stopped())
+        .iter()
+        .map(|s| s.cpu)
+        .sum()
 }

@@ -18,13 +18,16 @@
 //! by granary-lab's benchmark), `isolate` (worker-process scheduling) over `process` (the
 //! worker processes, [`WorkerCommand`]), `wire` (the protocol and answer checks) and `intern`
 //! (answer blobs kept once), `worker` (the worker's side), `sink` (where outcomes land),
-//! `flush` (journal flushes), `prune`, `report` (the summary), `trace` (`--trace`).
+//! `flush` (journal flushes), `prune`, `report` (the summary), `trace` (`--trace`), `preflight`
+//! (every output checked before anything compiles).
 
 mod flush;
 mod inprocess;
 mod intern;
+mod interrupt;
 mod isolate;
 mod plan;
+mod preflight;
 mod process;
 mod prune;
 mod report;
@@ -38,8 +41,10 @@ mod worker;
 
 #[doc(hidden)]
 pub use inprocess::{run_plan, ThreadShare};
+pub use interrupt::{Interrupt, InterruptReport};
 pub use isolate::IsolateOptions;
-pub use plan::{plan, Plan, Task};
+pub use plan::{plan, Plan, Task, WAVE};
+pub use preflight::writable;
 pub use process::WorkerCommand;
 pub use prune::{prune, PruneReport};
 pub use report::{Failure, HarvestSummary, Phases, ShardSummary, TargetCount};
@@ -102,6 +107,14 @@ pub struct HarvestOptions {
     /// [`crate::frontend::check`]): an output a validator rejects is a lost target, never
     /// archived. Under `--isolate` the workers check (the CLI passes the mode on).
     pub check_outputs: crate::frontend::CheckOutputs,
+    /// Replace an existing output file even when it is not a granary archive (`--force`);
+    /// by default the harvest refuses before compiling.
+    pub force: bool,
+    /// How the harvest is interrupted ([`Interrupt`]; the CLI's Ctrl-C): once requested,
+    /// every pipeline that has landed is journaled while compiles are still in flight, the
+    /// requester is answered, no new task starts in process, and the harvest ends without
+    /// replacing the archive (`HarvestSummary::interrupted`). `None`: not interruptible.
+    pub interrupt: Option<Arc<Interrupt>>,
 }
 
 /// Progress events, for a progress bar.
@@ -138,6 +151,10 @@ pub enum HarvestError {
     /// The options cannot be combined with this script.
     #[error("{0}")]
     Unsupported(String),
+    /// An output (the archive, its journal's folder, the trace) cannot be written, or writing
+    /// it would replace a file that is not a granary archive; found before anything compiles.
+    #[error("{0}")]
+    Output(String),
     /// `--check-outputs require` and a requested target's validator is missing (found before
     /// anything compiles).
     #[error("{0}")]
@@ -171,12 +188,27 @@ pub fn harvest_shard(
     shard: Option<shard::ShardSpec>,
     on_progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<HarvestSummary, HarvestError> {
+    let result = run_harvest(opts, shard, on_progress);
+    // However it ended, an interrupt requested from now on is told there is nothing to
+    // journal (and one already waiting stops waiting).
+    if let Some(i) = &opts.interrupt {
+        i.close();
+    }
+    result
+}
+
+fn run_harvest(
+    opts: &HarvestOptions,
+    shard: Option<shard::ShardSpec>,
+    on_progress: &(dyn Fn(Progress) + Sync),
+) -> Result<HarvestSummary, HarvestError> {
     if let Some(s) = shard.filter(|s| s.count == 0 || s.index >= s.count) {
         return Err(HarvestError::Unsupported(format!(
             "shard {}/{} does not exist: a shard index is 0 ≤ I < N",
             s.index, s.count
         )));
     }
+    preflight::check(opts)?;
     let start = Instant::now();
     let cpu0 = process_cpu_time();
     let threads = opts.threads.max(1);
@@ -196,7 +228,13 @@ pub fn harvest_shard(
     let run = compile(opts, &setup, &selection, &text, &plan, threads, &mut resumed, tracer.as_ref(), on_progress);
     let compiled_at = start.elapsed();
     let mut outcome = collect(opts, run, std::mem::take(&mut selection.failures), &mut resumed);
-    let written = write(opts, &setup.capture, shard_record.as_ref(), &mut outcome, &resumed)?;
+    let interrupted = opts.interrupt.as_ref().is_some_and(|i| i.is_requested());
+    let written = if interrupted {
+        // What landed is in the journal (the interrupt's flush); the archive stays as it was.
+        Written { report: WriteReport { pipelines: 0, bytes: 0 }, kept_existing_archive: false }
+    } else {
+        write(opts, &setup.capture, shard_record.as_ref(), &mut outcome, &resumed)?
+    };
     let written_at = start.elapsed();
     locate_failures(opts, &text, &selection, &mut outcome);
 
@@ -239,6 +277,7 @@ pub fn harvest_shard(
         journal_records: resumed.journal_records,
         journal_damage: resumed.journal_damage,
         kept_existing_archive: written.kept_existing_archive,
+        interrupted,
         archive_pipelines: written.report.pipelines,
         libraries_parsed: stats.libraries_parsed,
         unique_stage_functions: stats.functions_compiled,
@@ -375,12 +414,14 @@ fn compile(
         targets: Mutex::new(Vec::new()),
         lost: Mutex::new(std::collections::BTreeMap::new()),
         require_all_targets: opts.require_all_targets,
+        interrupt: opts.interrupt.as_deref(),
     };
     let flusher = Mutex::new(flush::Flusher::new(
         opts.output.clone(),
         crate::archive::portable_meta_for(opts.profile, opts.targets),
         resumed.reopen.take(),
         std::mem::take(&mut resumed.kept),
+        opts.flush_every,
     ));
     let flush_errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let mut workers_started = 0;
@@ -391,10 +432,16 @@ fn compile(
             while flush_rx.recv().is_ok() {
                 while flush_rx.try_recv().is_ok() {} // coalesce queued requests
                 let t0 = Instant::now();
-                let result = lock_std(flusher).flush(capture);
+                let (result, records) = {
+                    let mut f = lock_std(flusher);
+                    let before = f.flushes;
+                    let r = f.flush(capture);
+                    (r, f.flushes - before)
+                };
                 if let Some(t) = tracer {
                     let n = result.as_ref().map_or(0, |n| *n);
-                    t.slice(trace::FLUSH, "journal flush", t0, Instant::now(), serde_json::json!({"entries": n}));
+                    let args = serde_json::json!({"entries": n, "records": records});
+                    t.slice(trace::FLUSH, "journal flush", t0, Instant::now(), args);
                 }
                 match result {
                     Ok(0) => {}
@@ -403,6 +450,23 @@ fn compile(
                 }
             }
         });
+        if let Some(int) = opts.interrupt.as_deref() {
+            let output = &opts.output;
+            s.spawn(move || {
+                if !int.wait_requested() {
+                    return;
+                }
+                let mut f = lock_std(flusher);
+                let result = f.flush(capture);
+                f.close();
+                int.answer(InterruptReport {
+                    journal: crate::archive::journal::journal_path(output),
+                    appended: *result.as_ref().unwrap_or(&0),
+                    on_disk: f.on_disk(),
+                    error: result.err().map(|e| e.to_string()),
+                });
+            });
+        }
         let cpu = match &opts.isolate {
             None => {
                 on_progress(Progress::Planned { tasks: plan.tasks.len() });
@@ -429,6 +493,9 @@ fn compile(
             }
         };
         sink.close(); // ends the flush thread
+        if let Some(int) = opts.interrupt.as_deref() {
+            int.finish(); // ends the interrupt watcher, unless it is answering
+        }
         cpu
     });
     let flusher = flusher.into_inner().unwrap_or_else(|p| p.into_inner());

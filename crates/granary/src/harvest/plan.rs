@@ -1,8 +1,16 @@
-//! Turning a script into an ordered task list: libraries → stage functions → pipelines.
+//! Turning a script into an ordered task list: libraries → stage functions → pipelines, in
+//! waves of [`WAVE`] pipelines.
 //!
 //! An offline harvest knows every pipeline up front, so it schedules each unique library and
-//! each unique stage function once, before the pipelines that need them: when the pipeline
-//! tasks run, their stage functions are already cached and no thread waits on another.
+//! each unique stage function once, before the pipelines that need them. It does so wave by
+//! wave, one wave ahead: the libraries and stage functions first used by wave 0, then those
+//! of wave 1, then wave 0's pipelines, then wave 2's functions and wave 1's pipelines, and so
+//! on. Two promises follow. Pipelines land (and can be journaled) from the first wave on, not
+//! only after every stage function of the script has compiled, so a kill or an interrupt
+//! loses at most the stage functions of about two waves beyond what `--flush-every` bounds.
+//! And a pipeline task rarely waits: its functions were queued a whole wave of functions
+//! earlier, so by the time a thread takes it they are cached (a thread that does get there
+//! first waits on the function's cell, never compiles it twice).
 
 use crate::descriptor::{
     native_stage_key, FunctionDescriptor, KeyContext, Library, PipelineDescriptor, ShaderStage, StageKey,
@@ -10,6 +18,9 @@ use crate::descriptor::{
 use granary_archive::native::Specialization;
 use std::collections::HashSet;
 use std::sync::Arc;
+
+/// Pipelines per wave: the most pipelines whose stage functions are queued ahead of them.
+pub const WAVE: usize = 256;
 
 /// One unit of work.
 pub enum Task {
@@ -56,10 +67,14 @@ pub fn plan(pipelines: &[(usize, &PipelineDescriptor)], ctx: &KeyContext, thread
     let mut keys = keyed.into_iter().flatten();
     let mut libs = HashSet::new();
     let mut funcs = HashSet::new();
-    let mut lib_tasks = Vec::new();
-    let mut func_tasks = Vec::new();
-    let mut stage_references = 0;
-    for (_, d) in pipelines {
+    // Per wave: the libraries and stage functions it uses first, and its pipelines.
+    let mut waves: Vec<(Vec<Task>, Vec<Task>)> = Vec::new();
+    let (mut libraries, mut functions, mut stage_references) = (0, 0, 0);
+    for (n, (index, d)) in pipelines.iter().enumerate() {
+        if n % WAVE == 0 {
+            waves.push((Vec::new(), Vec::new()));
+        }
+        let Some((ahead, wave)) = waves.last_mut() else { break };
         let specs: Vec<Option<Arc<Specialization>>> = match d {
             PipelineDescriptor::Native(n) => n.stages.iter().map(|s| s.specialization.clone()).collect(),
             _ => Vec::new(),
@@ -69,19 +84,25 @@ pub fn plan(pipelines: &[(usize, &PipelineDescriptor)], ctx: &KeyContext, thread
             stage_references += 1;
             let (lib, _) = f.base();
             if libs.insert(lib.hash()) {
-                lib_tasks.push(Task::Library(lib.clone()));
+                libraries += 1;
+                ahead.push(Task::Library(lib.clone()));
             }
             // Always `next`: one key per stage reference, in order.
             let key = keys.next().unwrap_or_else(|| native_stage_key(f, stage, spec.as_deref(), ctx));
             if funcs.insert(key) {
-                func_tasks.push(Task::Function(f.clone(), stage, spec));
+                functions += 1;
+                ahead.push(Task::Function(f.clone(), stage, spec));
             }
         }
+        wave.push(Task::Pipeline(*index));
     }
-    let (libraries, functions) = (lib_tasks.len(), func_tasks.len());
+    // Wave w's pipelines follow wave w+1's libraries and functions.
     let mut tasks = Vec::with_capacity(libraries + functions + pipelines.len());
-    tasks.extend(lib_tasks);
-    tasks.extend(func_tasks);
-    tasks.extend(pipelines.iter().map(|(i, _)| Task::Pipeline(*i)));
+    let mut behind: Option<Vec<Task>> = None;
+    for (ahead, wave) in waves {
+        tasks.extend(ahead);
+        tasks.extend(behind.replace(wave).into_iter().flatten());
+    }
+    tasks.extend(behind.into_iter().flatten());
     Plan { tasks, libraries, functions, stage_references }
 }

@@ -123,6 +123,9 @@ pub struct HarvestSummary {
     /// Every pipeline failed (none compiled, none resumed), so the existing output file was
     /// left as it was instead of being replaced by an empty archive.
     pub kept_existing_archive: bool,
+    /// The harvest was interrupted ([`super::Interrupt`]): what landed was journaled and the
+    /// archive was not replaced; `--resume` continues.
+    pub interrupted: bool,
     /// Distinct pipeline keys in the archive.
     pub archive_pipelines: usize,
     /// Libraries parsed.

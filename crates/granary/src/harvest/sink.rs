@@ -26,9 +26,17 @@ pub(crate) struct Sink<'a> {
     pub lost: Mutex<BTreeMap<(String, u8, u8), Failure>>,
     /// `--require-all-targets` (the isolate parent enforces it on workers' answers).
     pub require_all_targets: bool,
+    /// The harvest's interrupt, if it can be interrupted: once requested, the in-process
+    /// schedule takes no new task.
+    pub interrupt: Option<&'a super::interrupt::Interrupt>,
 }
 
 impl Sink<'_> {
+    /// Whether the harvest was interrupted (no new work should start).
+    pub fn stopped(&self) -> bool {
+        self.interrupt.is_some_and(|i| i.is_requested())
+    }
+
     /// One pipeline landed in the capture.
     pub fn compiled(&self) {
         let n = self.compiled.fetch_add(1, Ordering::Relaxed) + 1;

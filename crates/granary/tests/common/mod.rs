@@ -268,6 +268,8 @@ pub fn harvest_options(script: &std::path::Path, out: &std::path::Path) -> grana
         trace: None,
         max_library_bytes: Some(granary::frontend::MAX_LIBRARY_BYTES),
         check_outputs: Default::default(),
+        force: false,
+        interrupt: None,
     }
 }
 
