@@ -329,3 +329,24 @@ fn salvage_of_a_file_cut_before_its_pipeline_table_fails_and_says_what_is_missin
     assert_eq!(v["missing_bytes"].as_u64(), Some((bytes.len() - table) as u64), "{v}");
     assert_eq!(v["pipeline_records_declared"].as_u64(), Some(n as u64));
 }
+
+/// Issue 23: counts that have no meaning at 0 are refused, naming the option (exit 2), not run
+/// with an undocumented meaning.
+#[test]
+fn zero_counts_are_refused_by_name() {
+    let dir = common::tempdir();
+    let out = dir.path().join("o.granary");
+    let o = out.to_str().unwrap();
+    for (args, option) in [
+        (vec!["harvest", EXAMPLE, "-o", o, "--flush-every", "0"], "--flush-every"),
+        (vec!["harvest", EXAMPLE, "-o", o, "--isolate", "--recycle-after", "0"], "--recycle-after"),
+        (vec!["harvest", EXAMPLE, "-o", o, "-j", "0"], "-j"),
+        (vec!["warm", o, "-j", "0"], "-j"),
+    ] {
+        let r = granary(&args);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(&format!("{option} must be at least 1")), "{args:?}: {err}");
+    }
+    assert!(!out.exists());
+}

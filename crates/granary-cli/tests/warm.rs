@@ -129,7 +129,7 @@ fn an_archive_for_another_driver_is_refused_before_any_binary_reaches_the_driver
     forge_driver_version(&archive, &forged);
 
     let (code, w, stderr) = warm(&forged, &[]);
-    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(code, 2, "could not run: {stderr}");
     assert!(stderr.contains("built for") && stderr.contains("this device is"), "{stderr}");
     assert!(stderr.contains("driver_version"), "names what differs: {stderr}");
     assert!(stderr.contains("--fallback compile"), "says how to go on: {stderr}");

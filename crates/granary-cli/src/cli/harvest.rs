@@ -195,6 +195,14 @@ fn worker_command(a: &HarvestArgs, validation: Vec<String>) -> anyhow::Result<Wo
 pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     anyhow::ensure!(threads >= 1, "-j must be at least 1");
+    anyhow::ensure!(
+        a.flush_every != Some(0),
+        "--flush-every must be at least 1 (it is the number of pipelines per journal record; leave it out for no periodic flushes)"
+    );
+    anyhow::ensure!(
+        a.recycle_after >= 1,
+        "--recycle-after must be at least 1 (pipelines per worker before it is replaced)"
+    );
     // The report is written by this binary, after the harvest: check it before anything
     // compiles, like the archive and the trace (the library checks those).
     if let Some(report) = &a.report {

@@ -5,7 +5,8 @@
 //!
 //! Exit status: 0 success; 1 the command ran but found problems (a pipeline failed to
 //! compile, an archive failed verification); 2 the command could not run (bad arguments,
-//! unreadable script, unwritable output).
+//! unreadable script, unwritable output, an archive for another device); 130/143 `harvest`
+//! interrupted by SIGINT/SIGTERM.
 
 #[macro_use]
 mod output;
@@ -41,7 +42,9 @@ Examples:
   granary plan pipelines.json --shards 4
   granary harvest pipelines.json -o shard-2.granary --shard 2/4   # then merge all 4
 
-Exit status: 0 success, 1 finished with failures (see the summary), 2 could not run.")]
+Exit status: 0 success, 1 finished with failures (see the summary), 2 could not run (bad
+arguments, unwritable output, an archive for another device), 130 and 143 interrupted by
+Ctrl-C (SIGINT) and SIGTERM (harvest keeps what landed for --resume).")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -187,6 +187,7 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 }
 
 pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
+    anyhow::ensure!(a.jobs != Some(0), "-j must be at least 1");
     let validation = a.validate.policy();
     let driver = Driver::load_with(DriverOptions { validation: validation.on })?;
     let log = driver.validation().cloned();
@@ -265,7 +266,8 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
             });
             eprintln!("granary: {m}");
             eprintln!("granary: nothing created; run with --fallback compile to compile every pipeline from the archive's SPIR-V");
-            return Ok((1, json));
+            // Could not run (2): the archive is not for this device, nothing was tried.
+            return Ok((2, json));
         }
     }
 
