@@ -215,7 +215,7 @@ fn require_refuses_to_start_without_spirv_val_and_auto_says_what_went_unchecked(
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
         err.contains("--check-outputs require")
-            && err.contains("spirv: GRANARY_SPIRV_VAL names /nonexistent/spirv-val"),
+            && err.contains("spirv: the SPIR-V validator GRANARY_SPIRV_VAL names /nonexistent/spirv-val"),
         "{err}"
     );
     assert!(!dir.path().join("required.granary").exists(), "nothing is written");

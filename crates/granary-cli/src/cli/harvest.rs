@@ -327,6 +327,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
 /// exits at once. A signal after compiling, during the final write, lets the write finish.
 #[cfg(unix)]
 fn on_signals(interrupt: &std::sync::Arc<Interrupt>, bar: Option<indicatif::ProgressBar>, output: &std::path::Path) {
+    use granary::harvest::Answer;
     use signal_hook::consts::{SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
         // Without a handler the default disposition stays: a signal ends the process, as a
@@ -348,9 +349,16 @@ fn on_signals(interrupt: &std::sync::Arc<Interrupt>, bar: Option<indicatif::Prog
                 bar.finish_and_clear();
             }
             eprintln!("granary: {name}: journaling what has compiled (send it again to stop at once)");
-            let Some(report) = interrupt.request(std::time::Duration::from_secs(600)) else {
-                eprintln!("granary: compiling had finished; writing {} (send it again to stop)", output.display());
-                continue;
+            let report = match interrupt.request(std::time::Duration::from_secs(600)) {
+                Answer::Kept(report) => report,
+                Answer::Finished => {
+                    eprintln!("granary: compiling had finished; writing {} (send it again to stop)", output.display());
+                    continue;
+                }
+                Answer::TimedOut => {
+                    eprintln!("granary: the journal write has not finished in 10 minutes; send it again to stop now");
+                    continue;
+                }
             };
             let shown = report.journal.display();
             match &report.error {

@@ -276,9 +276,10 @@ impl Compiler {
         }
     }
 
-    /// This compiler with SPIR-V libraries checked by the validator program at `path`
-    /// (default: the one `GRANARY_SPIRV_VAL` names, else `spirv-val` on `PATH`). The validator
-    /// only accepts or refuses modules, so it is part of no key. Call before compiling.
+    /// This compiler with SPIR-V libraries, and its SPIR-V outputs, checked by the validator
+    /// program at `path` (default: the one `GRANARY_SPIRV_VAL` names, else SPIRV-Tools linked
+    /// in, else `spirv-val` on `PATH`). The validator only accepts or refuses modules, so it is
+    /// part of no key. Call before compiling.
     pub fn with_spirv_validator(mut self, path: std::path::PathBuf) -> Self {
         self.frontend = self.frontend.with_validator(crate::frontend::spirv::Validator::at(path));
         self

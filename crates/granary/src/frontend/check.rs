@@ -136,11 +136,8 @@ struct SpirvValidator {
 }
 
 impl SpirvValidator {
-    fn find(env: &str, install: &str, mode: CheckOutputs) -> SpirvValidator {
-        let found = match mode {
-            CheckOutputs::Off => Err("--check-outputs off".to_string()),
-            _ => SpirvVal::find(env, install),
-        };
+    fn new(found: Result<SpirvVal, String>, mode: CheckOutputs) -> SpirvValidator {
+        let found = if mode == CheckOutputs::Off { Err("--check-outputs off".to_string()) } else { found };
         SpirvValidator { found, described: OnceLock::new() }
     }
 
@@ -172,13 +169,14 @@ impl std::fmt::Debug for OutputChecker {
 }
 
 impl OutputChecker {
-    /// A checker in `mode` for SPIR-V of the environment `spirv_env` (`vulkan1.1`, …), with the
-    /// `spirv-val` [`SPIRV_VAL_ENV`] names, else the one on `PATH`.
-    pub fn new(mode: CheckOutputs, spirv_env: &'static str) -> Self {
+    /// A checker in `mode` for SPIR-V of the environment `spirv_env` (`vulkan1.1`, …), with
+    /// the SPIR-V validator the front end's input check uses (`validator`: found once, see
+    /// [`super::spirv::Validator::from_env`]).
+    pub fn new(mode: CheckOutputs, spirv_env: &'static str, validator: &super::spirv::Validator) -> Self {
         OutputChecker {
             mode,
             spirv_env,
-            spirv_val: SpirvValidator::find(SPIRV_VAL_ENV, super::spirv::validate::INSTALL, mode),
+            spirv_val: SpirvValidator::new(validator.found(), mode),
             verdicts: ShardedMap::new(),
             unrunnable: Mutex::new(None),
             counters: Counters::default(),
@@ -268,9 +266,8 @@ impl OutputChecker {
         entry: &str,
     ) -> Result<(), ShaderError> {
         let Ok(validator) = self.validator(target) else { return Ok(()) };
-        let stage_name = glslang_stage(stage);
         let key = {
-            let mut text = format!("{target}/{stage_name}/{}/", self.spirv_env).into_bytes();
+            let mut text = format!("{target}/{stage}/{}/", self.spirv_env).into_bytes();
             text.extend_from_slice(&crate::descriptor::key::content_hash(bytes).0.to_le_bytes());
             crate::descriptor::key::content_hash(&text).0
         };
@@ -340,20 +337,6 @@ fn tidy(message: &str) -> String {
     lines.join("\n")
 }
 
-/// glslang's name for `stage` (`-S`).
-fn glslang_stage(stage: ShaderStage) -> &'static str {
-    match stage {
-        ShaderStage::Vertex => "vert",
-        ShaderStage::Fragment => "frag",
-        ShaderStage::Compute => "comp",
-        ShaderStage::TessellationControl => "tesc",
-        ShaderStage::TessellationEvaluation => "tese",
-        ShaderStage::Geometry => "geom",
-        ShaderStage::Task => "task",
-        ShaderStage::Mesh => "mesh",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,7 +352,7 @@ mod tests {
 
     #[test]
     fn off_checks_nothing_and_requires_nothing() {
-        let c = OutputChecker::new(CheckOutputs::Off, "vulkan1.1");
+        let c = OutputChecker::new(CheckOutputs::Off, "vulkan1.1", &crate::frontend::spirv::Validator::from_env());
         assert!(c.check(Target::Spirv, ShaderStage::Vertex, &[7; 20], "f.wgsl", "main").is_ok());
         assert_eq!(c.stats(), CheckStats::default());
         assert!(c.require(TargetSet::of(&Target::ALL)).is_ok());

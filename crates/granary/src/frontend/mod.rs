@@ -258,14 +258,15 @@ impl Frontend {
         limiter: Arc<TaskLimiter>,
         cache_functions: bool,
     ) -> Self {
+        let validator = spirv::Validator::from_env();
         Frontend {
             targets,
             profile,
             ctx: KeyContext { target_options: targets::target_options_fingerprint(profile, targets) },
             cache_functions,
             limiter,
-            validator: spirv::Validator::from_env(),
-            checker: check::OutputChecker::new(CheckOutputs::default(), profile.spirv_env),
+            checker: check::OutputChecker::new(CheckOutputs::default(), profile.spirv_env, &validator),
+            validator,
             spirv_translators: SpirvTranslators::default(),
             libraries: ShardedMap::new(),
             functions: ShardedMap::new(),
@@ -288,9 +289,11 @@ impl Frontend {
         self.max_library_bytes
     }
 
-    /// This front end with SPIR-V libraries validated by `validator` (default:
-    /// [`spirv::Validator::from_env`]). Call before the first library is loaded.
+    /// This front end with SPIR-V libraries, and its SPIR-V outputs, validated by `validator`
+    /// (default: [`spirv::Validator::from_env`]). Call before the first library is loaded.
     pub fn with_validator(mut self, validator: spirv::Validator) -> Self {
+        // The output checks use the same validator.
+        self.checker = check::OutputChecker::new(self.checker.mode(), self.profile.spirv_env, &validator);
         self.validator = validator;
         self
     }
@@ -299,7 +302,7 @@ impl Frontend {
     /// The checks only accept or refuse outputs, so they are part of no key. Call before the
     /// first stage function is compiled.
     pub fn with_output_checks(mut self, mode: CheckOutputs) -> Self {
-        self.checker = check::OutputChecker::new(mode, self.profile.spirv_env);
+        self.checker = check::OutputChecker::new(mode, self.profile.spirv_env, &self.validator);
         self
     }
 

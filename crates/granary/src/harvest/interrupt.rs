@@ -33,6 +33,17 @@ pub struct InterruptReport {
     pub error: Option<String>,
 }
 
+/// The harvest's answer to [`Interrupt::request`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// What landed was journaled (or the journal write failed: see the report's `error`).
+    Kept(InterruptReport),
+    /// The compile phase was already over: the final write is under way; let it finish.
+    Finished,
+    /// No answer within the time given (the journal write is still running).
+    TimedOut,
+}
+
 #[derive(Debug, Default)]
 enum State {
     /// Nothing asked.
@@ -60,10 +71,8 @@ impl Interrupt {
         Self::default()
     }
 
-    /// Asks the harvest to journal what has landed and waits up to `timeout` for its answer:
-    /// `Some(report)` once it has, `None` when the harvest's compile phase is already over
-    /// (its final write is under way: let it finish) or the time ran out.
-    pub fn request(&self, timeout: Duration) -> Option<InterruptReport> {
+    /// Asks the harvest to journal what has landed and waits up to `timeout` for its answer.
+    pub fn request(&self, timeout: Duration) -> Answer {
         let mut state = lock_std(&self.state);
         if matches!(*state, State::Idle) {
             *state = State::Requested;
@@ -72,11 +81,13 @@ impl Interrupt {
         let deadline = std::time::Instant::now() + timeout;
         loop {
             match &*state {
-                State::Done(r) => return Some(r.clone()),
-                State::Finished => return None,
+                State::Done(r) => return Answer::Kept(r.clone()),
+                State::Finished => return Answer::Finished,
                 _ => {}
             }
-            let left = deadline.checked_duration_since(std::time::Instant::now())?;
+            let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
+                return Answer::TimedOut;
+            };
             state = self.changed.wait_timeout(state, left).map(|(g, _)| g).unwrap_or_else(|p| p.into_inner().0);
         }
     }
@@ -142,16 +153,18 @@ mod tests {
                 i.answer(InterruptReport { journal: "o.journal".into(), appended: 3, on_disk: 5, error: None });
             })
         };
-        let r = i.request(Duration::from_secs(60)).unwrap();
+        let Answer::Kept(r) = i.request(Duration::from_secs(60)) else { panic!("not answered") };
         assert_eq!((r.appended, r.on_disk), (3, 5));
         watcher.join().unwrap();
         i.close();
-        assert_eq!(i.request(Duration::ZERO).map(|r| r.appended), Some(3), "an answer stays");
+        assert!(matches!(i.request(Duration::ZERO), Answer::Kept(r) if r.appended == 3), "an answer stays");
 
         let late = Interrupt::new();
         late.finish();
         late.close();
         assert!(!late.wait_requested());
-        assert_eq!(late.request(Duration::from_secs(60)), None);
+        assert_eq!(late.request(Duration::from_secs(60)), Answer::Finished);
+        // Requested, never answered: the time runs out.
+        assert_eq!(Interrupt::new().request(Duration::from_millis(1)), Answer::TimedOut);
     }
 }

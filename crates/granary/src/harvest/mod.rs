@@ -19,7 +19,7 @@
 //! worker processes, [`WorkerCommand`]), `wire` (the protocol and answer checks) and `intern`
 //! (answer blobs kept once), `worker` (the worker's side), `sink` (where outcomes land),
 //! `flush` (journal flushes), `prune`, `report` (the summary), `trace` (`--trace`), `preflight`
-//! (every output checked before anything compiles).
+//! (every output checked before anything compiles), `interrupt` (Ctrl-C: journal what landed).
 
 mod flush;
 mod inprocess;
@@ -41,7 +41,7 @@ mod worker;
 
 #[doc(hidden)]
 pub use inprocess::{run_plan, ThreadShare};
-pub use interrupt::{Interrupt, InterruptReport};
+pub use interrupt::{Answer, Interrupt, InterruptReport};
 pub use isolate::IsolateOptions;
 pub use plan::{plan, Plan, Task, WAVE};
 pub use preflight::writable;

@@ -58,6 +58,11 @@ impl Validator {
         Validator { program: Ok(SpirvVal::Program(path)), unknown_language: Arc::new(AtomicU32::new(u32::MAX)) }
     }
 
+    /// The validator found, or why there is none (shared with the output checks).
+    pub(crate) fn found(&self) -> Result<SpirvVal, String> {
+        self.program.clone()
+    }
+
     /// What validates (the linked library's version, or the program's path and version), or
     /// why nothing does.
     pub fn describe(&self) -> Result<String, &str> {
