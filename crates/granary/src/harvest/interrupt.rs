@@ -15,6 +15,7 @@
 
 use crate::sync::lock_std;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -63,6 +64,9 @@ enum State {
 pub struct Interrupt {
     state: Mutex<State>,
     changed: Condvar,
+    /// Set once, when a request reaches a harvest still compiling (`Idle` → `Requested`):
+    /// what the schedule reads before every task, without the lock.
+    requested: AtomicBool,
 }
 
 impl Interrupt {
@@ -76,6 +80,7 @@ impl Interrupt {
         let mut state = lock_std(&self.state);
         if matches!(*state, State::Idle) {
             *state = State::Requested;
+            self.requested.store(true, Ordering::Release);
             self.changed.notify_all();
         }
         let deadline = std::time::Instant::now() + timeout;
@@ -92,9 +97,10 @@ impl Interrupt {
         }
     }
 
-    /// Whether an interrupt was requested.
+    /// Whether an interrupt was requested while the harvest was still compiling (one that
+    /// came after, [`Answer::Finished`], does not count). Lock-free: read before every task.
     pub fn is_requested(&self) -> bool {
-        !matches!(*lock_std(&self.state), State::Idle | State::Finished)
+        self.requested.load(Ordering::Acquire)
     }
 
     /// The harvest's watcher: blocks until an interrupt is requested (`true`) or the compile
