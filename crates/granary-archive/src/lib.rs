@@ -210,7 +210,7 @@ pub use journal::{
     journal_path, remove_journal, replay_journal, DamagedTail, Journal, JournalReplay, JOURNAL_HEADER_LEN,
 };
 #[cfg(feature = "write")]
-pub use merge::{check_unique_labels, merge, write_entries, write_shard_entries};
+pub use merge::{check_unique_labels, merge, write_entries, write_shard_entries, writer_options_difference};
 #[cfg(feature = "write")]
 pub use salvage::{salvage, SalvageReport};
 #[cfg(feature = "write")]

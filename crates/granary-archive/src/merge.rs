@@ -75,23 +75,49 @@ pub fn check_unique_labels(entries: &[WriteEntry]) -> Result<(), ArchiveError> {
 /// What differs between two archives' writer settings, in words, or `None` when entries from
 /// both are comparable.
 fn incompatibility(a: &Archive, b: &Archive) -> Option<String> {
-    if a.key_context() != b.key_context() {
-        // The writer options text ends with the requested targets (`;targets=spirv,msl`):
-        // archives harvested for other targets are named as such.
-        let requested = |t: &str| t.rsplit_once(";targets=").map(|(rest, names)| (rest.to_string(), names.to_string()));
-        if let (Some((ra, ta)), Some((rb, tb))) =
-            (requested(a.target_options_text()), requested(b.target_options_text()))
-        {
-            if ra == rb && ta != tb {
-                return Some(format!("requested targets {ta} vs {tb}"));
-            }
-        }
-        return Some(format!("writer options '{}' vs '{}'", a.target_options_text(), b.target_options_text()));
-    }
     // The requested targets are part of the writer options: two archives of the same options
     // may still hold different targets (a pipeline keeps the targets its stages could be
     // written for), and their entries are comparable.
-    None
+    (a.key_context() != b.key_context())
+        .then(|| writer_options_difference(a.target_options_text(), b.target_options_text()))
+}
+
+/// Which settings differ between two writer options texts (`key=value` parts joined by `;`,
+/// as [`Archive::target_options_text`] gives them), in words: `requested targets spirv vs
+/// spirv,msl` when only the targets differ, else each differing setting with both values
+/// (`profile default vs vulkan1.3; spirv-version 1.3+caps=0x0 vs 1.6+caps=0x0`), long values
+/// shortened. A part without `=` is compared whole. Both texts equal: `no setting differs`.
+pub fn writer_options_difference(a: &str, b: &str) -> String {
+    fn parts(t: &str) -> Vec<(&str, &str)> {
+        t.split(';').filter(|p| !p.is_empty()).map(|p| p.split_once('=').unwrap_or((p, ""))).collect()
+    }
+    fn short(v: &str) -> String {
+        const MAX: usize = 60;
+        match v.char_indices().nth(MAX) {
+            Some((i, _)) => format!("{}…", &v[..i]),
+            None if v.is_empty() => "(none)".into(),
+            None => v.to_string(),
+        }
+    }
+    let (pa, pb) = (parts(a), parts(b));
+    let value = |ps: &[(&str, &str)], k: &str| ps.iter().find(|(key, _)| *key == k).map(|(_, v)| v.to_string());
+    let mut keys: Vec<&str> = pa.iter().chain(&pb).map(|(k, _)| *k).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    keys.retain(|k| seen.insert(*k));
+    let differing: Vec<(&str, Option<String>, Option<String>)> =
+        keys.into_iter().map(|k| (k, value(&pa, k), value(&pb, k))).filter(|(_, va, vb)| va != vb).collect();
+    match differing.as_slice() {
+        [] => "no setting differs".into(),
+        [("targets", Some(ta), Some(tb))] => format!("requested targets {ta} vs {tb}"),
+        d => d
+            .iter()
+            .map(|(k, va, vb)| {
+                let v = |x: &Option<String>| x.as_deref().map_or("(absent)".into(), short);
+                format!("{k} {} vs {}", v(va), v(vb))
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
 }
 
 /// Checks that shard archives among `inputs` form complete sets (see [`merge`]); inputs

@@ -212,11 +212,11 @@ fn export_mtl4_of_the_example_script_matches_the_schema_and_the_script() {
     let doc = check_export(&out);
     check_round_trip(&doc);
     // Depth state is not a Metal 4 pipeline's: it is reported per pipeline, never dropped silently.
-    let reported = summary["pipelines"]
+    let reported = summary["exported"]
         .as_array()
         .unwrap()
         .iter()
-        .any(|p| p["dropped"].as_array().is_some_and(|d| d.iter().any(|x| x["field"] == "depth_stencil")));
+        .any(|p| p["not_carried"].as_array().is_some_and(|d| d.iter().any(|x| x["field"] == "depth_stencil")));
     assert!(reported, "depth/stencil state is listed as not carried");
 }
 

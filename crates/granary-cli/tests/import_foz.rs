@@ -161,7 +161,7 @@ fn import_foz_skips_databases_with_a_bad_magic_or_version_and_imports_the_rest()
     let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     let (code, s) = import(&refs, &dir.path().join("out"));
     assert_eq!(code, 1, "{s}");
-    assert_eq!(s["pipelines"], serde_json::json!(["foz/0000000000000099"]), "{s}");
+    assert_eq!(s["labels"], serde_json::json!(["foz/0000000000000099"]), "{s}");
     let skipped = s["databases_skipped"].as_array().unwrap();
     assert_eq!(skipped.len(), 2, "{s}");
     assert!(skipped[0]["file"].as_str().unwrap().ends_with("magic.foz"));
@@ -200,7 +200,7 @@ fn import_foz_raw_and_deflated_with_and_without_crc_across_databases() {
         std::fs::write(&b, bytes).unwrap();
         let (code, s) = import(&[&a, &b], &dir.path().join(format!("out{i}")));
         assert_eq!(code, 0, "{s}");
-        assert_eq!(s["pipelines"], serde_json::json!(["foz/0000000000000099"]), "{s}");
+        assert_eq!(s["labels"], serde_json::json!(["foz/0000000000000099"]), "{s}");
     }
 }
 
@@ -220,7 +220,7 @@ fn import_foz_flipped_crc_is_reported_and_skipped() {
     std::fs::write(&db, bytes).unwrap();
     let (code, s) = import(&[&db], &dir.path().join("out"));
     assert_eq!(code, 1);
-    assert_eq!(s["pipelines"], serde_json::json!(["foz/0000000000000099"]));
+    assert_eq!(s["labels"], serde_json::json!(["foz/0000000000000099"]));
     let d = &s["damaged"][0];
     assert_eq!(d["offset"], damaged_at as u64);
     assert!(d["reason"].as_str().unwrap().contains("CRC mismatch"), "{d}");
@@ -242,7 +242,7 @@ fn import_foz_truncated_tail_is_ignored_and_reported() {
     std::fs::write(&db, bytes).unwrap();
     let (code, s) = import(&[&db], &dir.path().join("out"));
     assert_eq!(code, 1);
-    assert_eq!(s["pipelines"], serde_json::json!(["foz/0000000000000099"]));
+    assert_eq!(s["labels"], serde_json::json!(["foz/0000000000000099"]));
     assert_eq!(s["truncated"][0]["offset"], tail_at as u64);
     assert!(s["damaged"].as_array().unwrap().is_empty());
 }

@@ -561,3 +561,46 @@ fn sigint_on_the_vulkan_backend_journals_whole_entries_while_the_driver_compiles
     assert_eq!(s["succeeded"], PIPELINES, "{s}");
     assert_eq!(s["failed"], 0, "{s}");
 }
+
+/// Issue 23 items 2 and 6 as a person at a terminal sees them, through a pseudo-terminal
+/// (util-linux `script`): the progress line counts pipelines (not tasks) and names the phase,
+/// and Ctrl-C typed at the terminal (the byte 0x03, which the terminal turns into SIGINT for
+/// its foreground process) journals the 512 pipelines that landed and exits 130.
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_c_typed_at_a_terminal_journals_what_landed_and_the_progress_line_counts_pipelines() {
+    use std::io::Write as _;
+    let dir = common::tempdir();
+    let script = one_library_per_pipeline(dir.path());
+    let out = dir.path().join("o.granary");
+    let reached = dir.path().join("reached");
+    std::fs::create_dir_all(&reached).unwrap();
+    let command = format!(
+        "{} harvest {} -o {} -j1 --check-outputs off",
+        env!("CARGO_BIN_EXE_granary"),
+        script.display(),
+        out.display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .env("GRANARY_FAULT", format!("hang-stage:late,reached:{}", reached.display()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux script (Debian's bsdutils, an essential package)");
+    common::wait_for("the hung stage function", || std::fs::read_dir(&reached).unwrap().next().is_some());
+    // The progress line is redrawn every 200 ms: let it show the hung state once.
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    child.stdin.as_mut().unwrap().write_all(b"\x03").unwrap();
+    let o = child.wait_with_output().unwrap();
+    let screen = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(130), "{screen}");
+    assert!(screen.contains(&format!("512/{PIPELINES} pipelines")), "{screen}");
+    assert!(screen.contains("compiling (stage functions "), "{screen}");
+    assert!(!screen.contains("tasks"), "{screen}");
+    assert!(screen.contains("granary: SIGINT: journaling what has compiled"), "{screen}");
+    assert!(screen.contains("interrupted; 512 pipelines are kept in"), "{screen}");
+    let s = harvest_json(&script, &out, &["--resume", "-j1", "--check-outputs", "off"]);
+    assert_eq!((s["resumed"].as_u64(), s["resumed_from_journal"].as_u64()), (Some(512), Some(512)), "{s}");
+}

@@ -467,6 +467,7 @@ fn salvage_keeps_a_shards_record_and_verify_shows_it() {
     );
     assert!(!line("full.granary").contains("shard"), "{text}");
     let (code, v) = json_of(&["verify", shards[1].to_str().unwrap(), full.to_str().unwrap()]);
+    let v = &v["archives"];
     assert_eq!(code, Some(0));
     assert_eq!(v[0]["shard"]["index"], 1);
     assert_eq!(v[0]["shard"]["count"], 3);
@@ -487,6 +488,7 @@ fn salvage_keeps_a_shards_record_and_verify_shows_it() {
     let damaged = dir.path().join("damaged-1.granary");
     std::fs::write(&damaged, &bad).unwrap();
     let (code, v) = json_of(&["verify", damaged.to_str().unwrap()]);
+    let v = &v["archives"];
     assert_eq!((code, &v[0]["ok"]), (Some(1), &serde_json::Value::Bool(false)));
     assert_eq!(v[0]["shard"]["index"], 1, "{v}");
     let o = granary(&["verify", damaged.to_str().unwrap()]);

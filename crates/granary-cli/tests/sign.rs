@@ -185,9 +185,11 @@ fn ls_and_verify_show_the_signature_and_rewrites_are_unsigned() {
     assert!(out.contains(&format!("signed by key {id} (pass --key")), "{out}");
     let v: serde_json::Value =
         serde_json::from_str(&run(&["verify", s(&signed), "--json", "--key", s(&public)], 0)).unwrap();
+    let v = &v["archives"];
     assert_eq!((v[0]["ok"].clone(), v[0]["signature"]["signed"].clone()), (true.into(), true.into()));
     let v: serde_json::Value =
         serde_json::from_str(&run(&["verify", s(&unsigned), "--json", "--key", s(&public)], 1)).unwrap();
+    let v = &v["archives"];
     assert_eq!(v[0]["ok"], false);
     assert_eq!(v[0]["signature"]["signed"], false);
     assert!(v[0]["error"].as_str().unwrap().contains("unsigned"), "{v}");

@@ -41,7 +41,8 @@ fn stress_cli_reports_and_exits_zero() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = &doc["reports"];
     assert_eq!(v.as_array().unwrap().len(), 2);
     assert!(v[0]["violations"].as_array().unwrap().is_empty());
     assert_eq!(v[0]["backend"], "none");

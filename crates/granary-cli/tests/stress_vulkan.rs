@@ -33,7 +33,7 @@ fn stress_all_modes_on_vulkan_holds_every_invariant() {
     eprintln!("granary stress --mode all --backend vulkan -j 2 --pipelines 120: {:.1} s", t.elapsed().as_secs_f64());
     assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let reports = v.as_array().unwrap();
+    let reports = v["reports"].as_array().unwrap();
     assert_eq!(reports.len(), 5);
     for r in reports {
         let mode = r["mode"].as_str().unwrap();
@@ -100,7 +100,7 @@ fn stress_vulkan_mixed_libraries_and_whole_pipelines() {
         .unwrap();
     assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    for r in v.as_array().unwrap() {
+    for r in v["reports"].as_array().unwrap() {
         assert!(r["violations"].as_array().unwrap().is_empty(), "{}: {:?}", r["mode"], r["violations"]);
         let pipelines = r["pipelines"].as_u64().unwrap();
         assert!(pipelines >= 40, "{}: only {pipelines} of 60 pipelines kept", r["mode"]);

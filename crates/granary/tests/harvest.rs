@@ -98,7 +98,7 @@ fn prune_keeps_exactly_what_the_script_produces() {
     assert!(total > n, "the union holds stale entries: {total}");
 
     let p = dir.path().join("p.granary");
-    let r = prune(&m, &edited, &p).unwrap();
+    let r = prune(&m, &edited, &p, false).unwrap();
     Archive::read(&p).unwrap().verify().unwrap();
     assert_eq!((r.kept, r.dropped, r.missing.len()), (n, total - n, 0));
     assert_eq!(
@@ -106,7 +106,7 @@ fn prune_keeps_exactly_what_the_script_produces() {
         std::fs::read(&e).unwrap(),
         "pruned to the edited script = its fresh harvest"
     );
-    let r = prune(&m, &original, &p).unwrap();
+    let r = prune(&m, &original, &p, false).unwrap();
     assert_eq!(r.kept, n);
     assert_eq!(
         std::fs::read(&p).unwrap(),
@@ -115,7 +115,7 @@ fn prune_keeps_exactly_what_the_script_produces() {
     );
 
     // The original archive against the edited script: the edited pipelines are missing.
-    let r = prune(&a, &edited, &p).unwrap();
+    let r = prune(&a, &edited, &p, false).unwrap();
     let stale = total - n;
     assert_eq!((r.kept, r.dropped), (n - stale, stale));
     let mut missing: Vec<&str> = r.missing.iter().map(String::as_str).collect();
@@ -134,7 +134,7 @@ fn prune_keeps_exactly_what_the_script_produces() {
     assert_eq!(missing, expected);
 
     // In place.
-    prune(&m, &edited, &m).unwrap();
+    prune(&m, &edited, &m, false).unwrap();
     assert_eq!(std::fs::read(&m).unwrap(), std::fs::read(&e).unwrap());
 }
 

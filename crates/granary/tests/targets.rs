@@ -117,7 +117,7 @@ fn one_and_eight_threads_agree_and_resume_and_prune_keep_the_archive() {
     assert_eq!(std::fs::read(&j1).unwrap(), bytes);
     // Prune recognises the requested targets from the header and keeps every pipeline.
     let pruned = dir.path().join("pruned.granary");
-    let r = prune(&j1, &s, &pruned).unwrap();
+    let r = prune(&j1, &s, &pruned, false).unwrap();
     assert_eq!((r.kept, r.dropped, r.missing.len()), (4, 0, 0));
     assert_eq!(std::fs::read(&pruned).unwrap(), bytes);
 }

@@ -62,7 +62,9 @@ pub(crate) fn device_json(d: &DeviceInfo) -> serde_json::Value {
 pub fn run(a: DevicesArgs) -> anyhow::Result<i32> {
     let devices = list_devices()?;
     if a.json {
-        super::output::print_json(&devices.iter().map(device_json).collect::<Vec<_>>())?;
+        super::output::print_json(
+            &serde_json::json!({"devices": devices.iter().map(device_json).collect::<Vec<_>>()}),
+        )?;
         return Ok(0);
     }
     if devices.is_empty() {

@@ -32,13 +32,32 @@ pub fn run(a: ExportMtl4Args) -> anyhow::Result<i32> {
             r.libraries,
             r.libraries_dir.display()
         );
-        for p in &r.pipelines {
-            for d in &p.dropped {
-                outln!("  {}: not carried: {}: {}", p.label.as_deref().unwrap_or("(unlabelled)"), d.field, d.reason);
+        // One line per (field, reason), with the pipelines it applies to counted.
+        let mut dropped: Vec<((&str, &str), Vec<&str>)> = Vec::new();
+        for p in &r.exported {
+            for d in &p.not_carried {
+                let label = p.label.as_deref().unwrap_or("(unlabelled)");
+                match dropped.iter_mut().find(|(k, _)| *k == (d.field.as_str(), d.reason.as_str())) {
+                    Some((_, labels)) => labels.push(label),
+                    None => dropped.push(((d.field.as_str(), d.reason.as_str()), vec![label])),
+                }
             }
         }
-        for s in &r.skipped {
+        for ((field, reason), labels) in dropped.iter().take(super::LISTED) {
+            let more = if labels.len() > 1 { format!(" and {} more", labels.len() - 1) } else { String::new() };
+            outln!("  not carried: {field}: {reason} ({} pipelines: '{}'{more})", labels.len(), labels[0]);
+        }
+        if dropped.len() > super::LISTED {
+            outln!(
+                "  … and {} more kinds of field not carried (every one is in --json)",
+                dropped.len() - super::LISTED
+            );
+        }
+        for s in r.skipped.iter().take(super::LISTED) {
             outln!("  skipped {}: {}", s.pipeline, s.reason);
+        }
+        if r.skipped.len() > super::LISTED {
+            outln!("  … and {} more skipped (every one is in --json)", r.skipped.len() - super::LISTED);
         }
         if !r.skipped.is_empty() {
             outln!("{} pipelines not exported (see above)", r.skipped.len());

@@ -251,25 +251,12 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         },
     };
     drop(backend);
-    let bar = if !a.quiet && std::io::stderr().is_terminal() {
-        let bar = indicatif::ProgressBar::new(0);
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} tasks, eta {eta} {msg}",
-        ) {
-            bar.set_style(style);
-        }
-        Some(bar)
-    } else {
-        None
-    };
-    on_signals(&interrupt, bar.clone(), &a.output);
+    let view = (!a.quiet && std::io::stderr().is_terminal()).then(ProgressView::new);
+    let bar = view.as_ref().map(|v| v.bar.clone());
+    on_signals(&interrupt, bar.clone(), &a.output, a.json);
     let on_progress = |p: Progress| {
-        if let Some(bar) = &bar {
-            match p {
-                Progress::Planned { tasks } => bar.set_length(tasks as u64),
-                Progress::TaskDone => bar.inc(1),
-                Progress::Flushed => bar.set_message("journal flushed"),
-            }
+        if let Some(view) = &view {
+            view.event(p);
         }
     };
     let summary = harvest_shard(&opts, shard, &on_progress);
@@ -321,12 +308,105 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
     Ok(if summary.failed > 0 || summary.kept_existing_archive || lost_any || invalid || trace_failed { 1 } else { 0 })
 }
 
+/// The progress line of a harvest on a terminal: pipelines finished of those being compiled,
+/// the phase by name (loading, stage functions, compiling, writing), and the time left once
+/// there is a rate to estimate it from. Thread safety: `Sync`; events arrive from every worker
+/// thread, the counters are atomics and the bar is indicatif's (internally locked).
+struct ProgressView {
+    bar: indicatif::ProgressBar,
+    /// Library parses and stage functions planned as tasks of their own, and finished.
+    functions: std::sync::atomic::AtomicUsize,
+    functions_done: std::sync::atomic::AtomicUsize,
+    /// When compiling started.
+    planned_at: std::sync::OnceLock<std::time::Instant>,
+}
+
+impl ProgressView {
+    fn new() -> Self {
+        let bar = indicatif::ProgressBar::new(0);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} pipelines {msg}",
+        ) {
+            bar.set_style(style);
+        }
+        bar.set_message("loading the script");
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        ProgressView {
+            bar,
+            functions: Default::default(),
+            functions_done: Default::default(),
+            planned_at: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn event(&self, p: Progress) {
+        use std::sync::atomic::Ordering::Relaxed;
+        match p {
+            Progress::Planned { pipelines, functions } => {
+                self.planned_at.get_or_init(std::time::Instant::now);
+                self.functions.store(functions, Relaxed);
+                self.bar.set_length(pipelines as u64);
+                self.bar.set_message(self.compiling());
+            }
+            Progress::FunctionDone => {
+                self.functions_done.fetch_add(1, Relaxed);
+                self.bar.set_message(self.compiling());
+            }
+            Progress::PipelineDone => {
+                self.bar.inc(1);
+                self.bar.set_message(self.compiling());
+            }
+            Progress::Flushed => {}
+            Progress::Writing => self.bar.set_message("writing the archive"),
+        }
+    }
+
+    /// The message while compiling: the stage functions still to compile, and the time left.
+    fn compiling(&self) -> String {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (functions, functions_done) = (self.functions.load(Relaxed), self.functions_done.load(Relaxed));
+        let (pipelines, done) = (self.bar.length().unwrap_or(0) as usize, self.bar.position() as usize);
+        let phase = if functions_done < functions {
+            format!("compiling (stage functions {functions_done}/{functions})")
+        } else {
+            "compiling".to_string()
+        };
+        let elapsed = self.planned_at.get().map_or(0.0, |t| t.elapsed().as_secs_f64());
+        match eta_seconds(functions + pipelines, functions_done + done, elapsed) {
+            Some(left) => format!("{phase}, about {} left", human_seconds(left)),
+            None => phase,
+        }
+    }
+}
+
+/// The time left at the rate so far, when there is one to go by: at least 1 % of the work
+/// (library parses, stage functions and pipelines, counted alike) and 3 s done.
+fn eta_seconds(work: usize, done: usize, elapsed: f64) -> Option<f64> {
+    (work > 0 && done * 100 >= work && done < work && elapsed >= 3.0)
+        .then(|| elapsed * (work - done) as f64 / done as f64)
+}
+
+/// `45s`, `3m 05s`, `2h 10m`.
+fn human_seconds(s: f64) -> String {
+    let s = s.round() as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
 /// Ctrl-C (`SIGINT`) and `SIGTERM`: the first asks the harvest to journal every pipeline that
 /// has landed (while compiles are still in flight), says what was kept and how to continue,
 /// and exits 130 (`SIGINT`) or 143 (`SIGTERM`) without replacing the archive; a second signal
 /// exits at once. A signal after compiling, during the final write, lets the write finish.
 #[cfg(unix)]
-fn on_signals(interrupt: &std::sync::Arc<Interrupt>, bar: Option<indicatif::ProgressBar>, output: &std::path::Path) {
+fn on_signals(
+    interrupt: &std::sync::Arc<Interrupt>,
+    bar: Option<indicatif::ProgressBar>,
+    output: &std::path::Path,
+    json: bool,
+) {
     use granary::harvest::Answer;
     use signal_hook::consts::{SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
@@ -376,6 +456,17 @@ fn on_signals(interrupt: &std::sync::Arc<Interrupt>, bar: Option<indicatif::Prog
             if report.on_disk > 0 {
                 eprintln!("granary: run the same command with --resume to compile only the rest");
             }
+            if json {
+                let message = match &report.error {
+                    Some(e) => format!("interrupted by {name}; the journal could not be written ({e})"),
+                    None => format!(
+                        "interrupted by {name}; {} pipelines are kept in {shown} for --resume, and {} was not replaced",
+                        report.on_disk,
+                        output.display()
+                    ),
+                };
+                super::output::print_json_error(&message, code);
+            }
             std::process::exit(code);
         }
     });
@@ -383,7 +474,7 @@ fn on_signals(interrupt: &std::sync::Arc<Interrupt>, bar: Option<indicatif::Prog
 
 /// No signal handling off Unix: Ctrl-C ends the process; --flush-every's journal survives.
 #[cfg(not(unix))]
-fn on_signals(_: &std::sync::Arc<Interrupt>, _: Option<indicatif::ProgressBar>, _: &std::path::Path) {}
+fn on_signals(_: &std::sync::Arc<Interrupt>, _: Option<indicatif::ProgressBar>, _: &std::path::Path, _: bool) {}
 
 #[cfg(test)]
 mod tests {
@@ -401,5 +492,16 @@ mod tests {
         assert_eq!(super::in_process_library_limit(None), Some(granary::frontend::MAX_LIBRARY_BYTES));
         assert_eq!(super::in_process_library_limit(Some(0)), None);
         assert_eq!(super::in_process_library_limit(Some(10)), Some(10));
+    }
+
+    #[test]
+    fn the_time_left_needs_a_rate_and_reads_as_minutes_and_hours() {
+        assert_eq!(super::eta_seconds(1000, 5, 10.0), None, "under 1 % done");
+        assert_eq!(super::eta_seconds(1000, 500, 2.0), None, "under 3 s");
+        assert_eq!(super::eta_seconds(1000, 1000, 20.0), None, "finished");
+        assert_eq!(super::eta_seconds(1000, 250, 10.0), Some(30.0));
+        assert_eq!(super::human_seconds(44.6), "45s");
+        assert_eq!(super::human_seconds(185.0), "3m 05s");
+        assert_eq!(super::human_seconds(7800.0), "2h 10m");
     }
 }

@@ -328,6 +328,11 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<i32> {
             Err(e) => {
                 bad += 1;
                 if !a.json {
+                    // The line starts with the file: an error that names it too is not
+                    // shown naming it twice.
+                    let text = e.to_string();
+                    let shown = path.display().to_string();
+                    let e = text.strip_prefix(&shown).and_then(|t| t.strip_prefix(": ")).unwrap_or(&text);
                     outln!(
                         "{}: FAILED: {e}{}",
                         path.display(),
@@ -347,7 +352,7 @@ pub fn verify(a: VerifyArgs) -> anyhow::Result<i32> {
         }));
     }
     if a.json {
-        super::output::print_json(&results)?;
+        super::output::print_json(&serde_json::json!({"archives": results}))?;
     }
     Ok(if bad > 0 { 1 } else { 0 })
 }

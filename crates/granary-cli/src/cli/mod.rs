@@ -98,9 +98,29 @@ enum Command {
     Worker(worker::WorkerArgs),
 }
 
+/// How many entries of a long list (missing pipelines, fields not carried) a text report
+/// shows; `--json` has them all.
+pub(crate) const LISTED: usize = 10;
+
 /// Runs the CLI and returns the process exit status.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    // `--json` anywhere: a failure is reported as a JSON error object on stdout too.
+    let json = std::env::args_os().skip(1).take_while(|a| a != "--").any(|a| a == "--json");
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let shown = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+                || matches!(e.kind(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand);
+            if json && !shown {
+                let text = e.render().to_string();
+                let message = text.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
+                output::print_json_error(message, 2);
+            }
+            e.exit();
+        }
+    };
+    output::set_command(cli.command.name());
     let result = match cli.command {
         Command::Harvest(a) => harvest::run(a),
         Command::Warm(a) => warm::run(a),
@@ -123,8 +143,90 @@ pub fn main() -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            let text = error_text(&e);
+            eprintln!("error: {text}");
+            if json {
+                output::print_json_error(&text, 2);
+            }
             2
+        }
+    }
+}
+
+impl Command {
+    /// The subcommand's name as typed.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Harvest(_) => "harvest",
+            Command::Warm(_) => "warm",
+            Command::Ls(_) => "ls",
+            Command::Verify(_) => "verify",
+            Command::Extract(_) => "extract",
+            Command::Sign(_) => "sign",
+            Command::Merge(_) => "merge",
+            Command::Gen(_) => "gen",
+            Command::Salvage(_) => "salvage",
+            Command::Prune(_) => "prune",
+            Command::Plan(_) => "plan",
+            Command::Devices(_) => "devices",
+            Command::ExportMtl4(_) => "export-mtl4",
+            Command::Worker(_) => "worker",
+            Command::Stress(_) => "stress",
+            Command::Bench(_) => "bench",
+            Command::ImportFoz(_) => "import-foz",
+        }
+    }
+}
+
+/// An error and its causes on one line, `a: b: c`, each cause once: a library error that
+/// already says its cause in its own message (`…: No such file or directory (os error 2)`) is
+/// not followed by that cause again.
+pub(crate) fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text += ": ";
+        }
+        text += &part;
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        let io = std::io::Error::from_raw_os_error(2);
+        let inner = anyhow::Error::new(std::io::Error::new(io.kind(), format!("o.granary: {io}")));
+        let e = anyhow::Error::from(granary_cause(io)).context("harvest of s.json failed");
+        let text = super::error_text(&e);
+        assert_eq!(text.matches("os error 2").count(), 1, "{text}");
+        assert!(text.starts_with("harvest of s.json failed: o.granary: "), "{text}");
+        assert_eq!(
+            super::error_text(&inner.context("outer")),
+            "outer: o.granary: No such file or directory (os error 2)"
+        );
+    }
+
+    /// A library error as thiserror writes one that names its source in its message.
+    fn granary_cause(io: std::io::Error) -> Wrapped {
+        Wrapped(io)
+    }
+
+    #[derive(Debug)]
+    struct Wrapped(std::io::Error);
+    impl std::fmt::Display for Wrapped {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "o.granary: {}", self.0)
+        }
+    }
+    impl std::error::Error for Wrapped {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
         }
     }
 }

@@ -16,10 +16,15 @@ pub struct PruneArgs {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Write the output even when it drops more than half of the archive's pipelines (without
+    /// it such a prune is refused and nothing is written: the script is most likely not the
+    /// one the archive was harvested from).
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn run(a: PruneArgs) -> anyhow::Result<i32> {
-    let r = granary::harvest::prune(&a.archive, &a.script, &a.output)
+    let r = granary::harvest::prune(&a.archive, &a.script, &a.output, a.force)
         .with_context(|| format!("prune of {} failed", a.archive.display()))?;
     if a.json {
         super::output::print_json(&r)?;
@@ -51,8 +56,11 @@ pub fn run(a: PruneArgs) -> anyhow::Result<i32> {
         if let Some(why) = &r.shard_dropped {
             outln!("shard record dropped: {why}");
         }
-        for m in &r.missing {
+        for m in r.missing.iter().take(super::LISTED) {
             outln!("  missing: {m}");
+        }
+        if r.missing.len() > super::LISTED {
+            outln!("  … and {} more missing (every one is in --json)", r.missing.len() - super::LISTED);
         }
     }
     Ok(0)

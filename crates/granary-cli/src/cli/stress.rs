@@ -127,10 +127,10 @@ pub fn run_cli(a: StressArgs) -> anyhow::Result<i32> {
     }
     // The device is destroyed before the layer's messages are reported (its own are in).
     drop(backend);
-    // The JSON stays the reports' array; the layer's messages go to stderr and the status.
+    // The JSON is the reports, one per mode; the layer's messages go to stderr and the status.
     failed |= log.is_some_and(|log| validation.finish(&log).failed);
     if a.json {
-        super::output::print_json(&reports)?;
+        super::output::print_json(&serde_json::json!({"reports": reports}))?;
     }
     Ok(if failed { 1 } else { 0 })
 }

@@ -200,7 +200,7 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
         if let Some(r) = &report {
             r.add_to(&mut v);
         }
-        outln!("{}", serde_json::to_string_pretty(&v)?);
+        super::output::print_json(&v)?;
     }
     Ok(if report.is_some_and(|r| r.failed) { code.max(1) } else { code })
 }

@@ -41,18 +41,18 @@ pub fn run_plan(
     threads: usize,
     pipeline: &(dyn Fn(usize, usize) + Sync),
 ) -> Vec<ThreadShare> {
-    schedule(plan, compiler, threads, None, &|thread, index, _| pipeline(thread, index), &|| {}, &|| false)
+    schedule(plan, compiler, threads, None, &|thread, index, _| pipeline(thread, index), &|_| {}, &|| false)
 }
 
 /// [`run_plan`] with tracing: `pipeline(thread, index, start)` gets the task's start time too,
-/// `done` is called after every task, and no task starts once `stop` says so.
+/// `done` is called after every task with it, and no task starts once `stop` says so.
 fn schedule(
     plan: &Plan,
     compiler: &Compiler,
     threads: usize,
     tracer: Option<&Tracer>,
     pipeline: &(dyn Fn(usize, usize, Instant) + Sync),
-    done: &(dyn Fn() + Sync),
+    done: &(dyn Fn(&Task) + Sync),
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Vec<ThreadShare> {
     let next = AtomicUsize::new(0);
@@ -98,7 +98,7 @@ fn schedule(
                         }
                         share.busy += t0.elapsed();
                         share.tasks += 1;
-                        done();
+                        done(task);
                     }
                     share.cpu = thread_cpu_time() - cpu0;
                     share
@@ -153,8 +153,10 @@ pub(crate) fn run(
             Err(report) => sink.failed(compile_failure(p, name(), &CompileError::Panic { pipeline: name(), report })),
         }
     };
-    schedule(plan, compiler, threads, tracer, &pipeline, &|| sink.progress(), &|| sink.stopped())
-        .iter()
-        .map(|s| s.cpu)
-        .sum()
+    schedule(plan, compiler, threads, tracer, &pipeline, &|t| sink.progress(matches!(t, Task::Pipeline(_))), &|| {
+        sink.stopped()
+    })
+    .iter()
+    .map(|s| s.cpu)
+    .sum()
 }

@@ -147,7 +147,7 @@ pub(crate) fn run(
                             });
                             t.slice(super::trace::WORKER0 + slot, "pipeline", t0, std::time::Instant::now(), args);
                         }
-                        sink.progress();
+                        sink.progress(true);
                     }
                 }
                 if let Some(w) = worker.take() {

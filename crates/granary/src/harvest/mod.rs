@@ -117,18 +117,28 @@ pub struct HarvestOptions {
     pub interrupt: Option<Arc<Interrupt>>,
 }
 
-/// Progress events, for a progress bar.
+/// Progress events, for a progress bar. Before [`Progress::Planned`] the harvest is loading
+/// (reading the script and its libraries, and with `--resume` verifying the existing archive
+/// and replaying its journal).
 #[derive(Debug, Clone, Copy)]
 pub enum Progress {
-    /// The plan is ready: this many tasks will run.
+    /// Compiling starts: this many pipelines will be compiled now (resumed ones not counted),
+    /// after and among this many library parses and stage functions (0 under `--isolate`,
+    /// where workers compile a pipeline's functions with it).
     Planned {
-        /// Total tasks.
-        tasks: usize,
+        /// Pipelines to compile.
+        pipelines: usize,
+        /// Library parses and stage functions compiled as tasks of their own.
+        functions: usize,
     },
-    /// One more task finished.
-    TaskDone,
+    /// One library parse or stage function finished.
+    FunctionDone,
+    /// One pipeline finished: landed or failed.
+    PipelineDone,
     /// An intermediate flush (a journal record) finished.
     Flushed,
+    /// Compiling is over; the final archive is being written.
+    Writing,
 }
 
 /// A harvest that could not run at all.
@@ -233,6 +243,7 @@ fn run_harvest(
         // What landed is in the journal (the interrupt's flush); the archive stays as it was.
         Written { report: WriteReport { pipelines: 0, bytes: 0 }, kept_existing_archive: false }
     } else {
+        on_progress(Progress::Writing);
         write(opts, &setup.capture, shard_record.as_ref(), &mut outcome, &resumed)?
     };
     let written_at = start.elapsed();
@@ -252,6 +263,7 @@ fn run_harvest(
     let stage_references: usize = selection.pipelines.iter().map(|(_, d)| d.stages().len()).sum();
     let wall = start.elapsed().as_secs_f64();
     let task_cpu = outcome.task_cpu.as_secs_f64();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     Ok(HarvestSummary {
         output: opts.output.display().to_string(),
         shard: shard_record.map(|r| report::ShardSummary {
@@ -273,6 +285,7 @@ fn run_harvest(
         succeeded: outcome.compiled + resumed.pipelines,
         failed: outcome.failures.len(),
         resumed: resumed.pipelines,
+        resumed_from_journal: resumed.from_journal,
         dropped: resumed.dropped,
         journal_records: resumed.journal_records,
         journal_damage: resumed.journal_damage,
@@ -288,6 +301,7 @@ fn run_harvest(
             stage_references as f64 / stats.functions_compiled as f64
         },
         threads,
+        cores,
         targets: opts.targets.names(),
         profile: opts.profile.name.to_string(),
         wall_seconds: wall,
@@ -299,7 +313,7 @@ fn run_harvest(
         },
         task_cpu_seconds: task_cpu,
         process_cpu_seconds: (process_cpu_time() - cpu0).as_secs_f64(),
-        cpu_utilization: if wall > 0.0 { task_cpu / (wall * threads as f64) } else { 0.0 },
+        cpu_utilization: if wall > 0.0 { task_cpu / (wall * threads.min(cores) as f64) } else { 0.0 },
         flushes: outcome.flushes,
         flush_errors: outcome.flush_errors,
         archive_bytes: written.report.bytes,
@@ -469,11 +483,12 @@ fn compile(
         }
         let cpu = match &opts.isolate {
             None => {
-                on_progress(Progress::Planned { tasks: plan.tasks.len() });
+                let pipelines = selection.pipelines.len();
+                on_progress(Progress::Planned { pipelines, functions: plan.tasks.len().saturating_sub(pipelines) });
                 inprocess::run(plan, selection.script, &by_index, &setup.compiler, threads, &sink, tracer)
             }
             Some(iso) => {
-                on_progress(Progress::Planned { tasks: selection.pipelines.len() });
+                on_progress(Progress::Planned { pipelines: selection.pipelines.len(), functions: 0 });
                 let children0 = crate::measure::children_cpu_time();
                 let iso_stats = isolate::run(
                     selection.script,

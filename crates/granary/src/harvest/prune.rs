@@ -65,10 +65,12 @@ pub struct PruneReport {
 /// `archive` lacks. Otherwise its record is dropped ([`PruneReport::shard_dropped`]) and the
 /// output is an ordinary archive of `script`.
 ///
-/// Refuses a damaged archive, and an archive built with other writer options than this
-/// granary's (its keys are not comparable with the ones computed from the script).
-/// `output` may be `archive` itself.
-pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport, HarvestError> {
+/// Refuses a damaged archive, an archive built with other writer options than this
+/// granary's (its keys are not comparable with the ones computed from the script), and —
+/// unless `force` — a prune that would drop more than half of the archive's pipelines (most
+/// likely the wrong script): nothing is written then. `output` may be `archive` itself.
+pub fn prune(archive: &Path, script: &Path, output: &Path, force: bool) -> Result<PruneReport, HarvestError> {
+    let script_path = script;
     let script = Script::load(script)?;
     let refuse = |why: String| HarvestError::Prune { path: archive.display().to_string(), why };
     let input = Archive::read(archive)?;
@@ -179,6 +181,15 @@ pub fn prune(archive: &Path, script: &Path, output: &Path) -> Result<PruneReport
             .map(|p| (p.index, p.display_name())),
     );
     missing.sort_by_key(|(i, _)| *i);
+    if !force && dropped * 2 > input.len() {
+        return Err(refuse(format!(
+            "it would drop {dropped} of its {} pipelines (keeping {}): {} does not produce them. Is it the script \
+             this archive was harvested from? Nothing was written; pass --force to prune anyway",
+            input.len(),
+            kept.len(),
+            script_path.display()
+        )));
+    }
     // The writer options checked above, and every device's pipeline caches.
     let meta: ArchiveMeta = input.meta()?;
     let record: Option<ShardRecord> = input.shard().filter(|_| shard.is_some());

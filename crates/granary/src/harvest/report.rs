@@ -19,34 +19,35 @@ pub struct Failure {
     /// function and target, naming the first pipeline affected.
     pub phase: String,
     /// Shader error category, for `shader` failures.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<ShaderErrorKind>,
     /// File the error is in, when known.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     /// 1-based line, when known.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
     /// 1-based column, when known.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<u64>,
     /// JSON path in the script, for `script` failures.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub json_path: Option<String>,
     /// Where the pipeline's entry starts in the script, `file:line:column`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub script_position: Option<String>,
     /// The full message.
     pub message: String,
+    /// The root cause without what is particular to this pipeline (its label, its position in
+    /// the script): pipelines that failed for the same reason (a missing library file, one
+    /// broken stage function) have the same cause, and the text summary lists each cause once
+    /// with its pipelines counted.
+    #[serde(default)]
+    pub cause: String,
     /// The lost target, for `target` records.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub target: Option<String>,
     /// The stage function that lost it (`stage library:entry [constants]`), for `target`
     /// records.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub function: Option<String>,
     /// How many pipelines lack the target because of this function, for `target` records.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub pipelines_affected: Option<usize>,
 }
 
@@ -81,16 +82,13 @@ pub struct HarvestSummary {
     pub output: String,
     /// `--shard I/N`: which shard this harvest was, and how many of the script's pipelines
     /// it had (`pipelines` counts the whole script's).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardSummary>,
     /// `--isolate` with a device that keeps pipeline-cache data: the caches retiring workers
     /// handed over (each stored with the device's section; crashed workers' are lost).
     pub worker_caches: usize,
     /// The timeline written (`--trace`), if one was asked for and written.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
     /// Why the timeline could not be written (the harvest itself is unaffected).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_error: Option<String>,
     /// Script pipelines replaced by their fully specialized variants (`expand_unspecialized`,
     /// on a device without graphics pipeline libraries).
@@ -101,7 +99,6 @@ pub struct HarvestSummary {
     pub backend: String,
     /// What the device backend did (device, what it captures, driver time, binaries);
     /// absent for the `none` backend.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<crate::backend::BackendReport>,
     /// Pipelines in the script.
     pub pipelines: usize,
@@ -112,6 +109,9 @@ pub struct HarvestSummary {
     /// Script pipelines whose entry `--resume` kept from the existing archive or its journal
     /// (not recompiled).
     pub resumed: usize,
+    /// Of `resumed`, the pipelines whose entry only the journal held (compiled by an
+    /// interrupted or killed run after the archive was last written).
+    pub resumed_from_journal: usize,
     /// Entries of the existing archive and journal that `--resume` dropped because the
     /// script no longer produces them (an edited shader, a removed pipeline).
     pub dropped: usize,
@@ -138,6 +138,8 @@ pub struct HarvestSummary {
     pub reuse_ratio: f64,
     /// Threads used.
     pub threads: usize,
+    /// The cores this process may run on (`std::thread::available_parallelism`).
+    pub cores: usize,
     /// Targets written.
     pub targets: String,
     /// The device profile (`--profile`).
@@ -150,8 +152,10 @@ pub struct HarvestSummary {
     pub task_cpu_seconds: f64,
     /// CPU time of the whole process in seconds.
     pub process_cpu_seconds: f64,
-    /// CPU utilisation of the worker threads: `task_cpu / (wall × threads)`. This is not
-    /// parallel efficiency (speed-up / threads), which needs a one-thread run to compare with:
+    /// CPU utilisation of the worker threads: `task_cpu / (wall × min(threads, cores))`, the
+    /// share of the cores the harvest could use that its threads kept busy (more threads than
+    /// cores, as for a driver that waits, cannot raise it past 1). This is not parallel
+    /// efficiency (speed-up / threads), which needs a one-thread run to compare with:
     /// `granary bench` measures that.
     pub cpu_utilization: f64,
     /// Intermediate flushes during the harvest: journal records appended (not counting the
@@ -263,8 +267,18 @@ impl HarvestSummary {
                 self.pipelines, self.output, self.archive_bytes, self.archive_pipelines
             )
         } else {
+            // Labels whose pipelines are identical share one entry: say so, or the two counts
+            // look like a lost pipeline.
+            let shared = if self.archive_pipelines < self.succeeded {
+                format!(
+                    " distinct (labels of identical pipelines share one entry: {} labels, {} entries)",
+                    self.succeeded, self.archive_pipelines
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "harvested {} of {} pipelines into {} ({} bytes, {} pipelines, targets {}, profile {})\n",
+                "harvested {} of {} pipelines into {} ({} bytes, {} pipelines{shared}, targets {}, profile {})\n",
                 self.succeeded,
                 self.pipelines,
                 self.output,
@@ -293,8 +307,14 @@ impl HarvestSummary {
             );
         }
         if self.resumed > 0 || self.dropped > 0 {
+            let from_archive = self.resumed - self.resumed_from_journal.min(self.resumed);
+            let sources = match (from_archive, self.resumed_from_journal) {
+                (_, 0) => "from the existing archive".to_string(),
+                (0, _) => "from the journal".to_string(),
+                (a, j) => format!("({a} from the existing archive, {j} from the journal)"),
+            };
             s += &format!(
-                "  resumed:               {} pipelines kept from the existing archive, {} stale entries dropped (the script no longer produces them)\n",
+                "  resumed:               {} pipelines kept {sources}, not recompiled; {} stale entries dropped (the script no longer produces them)\n",
                 self.resumed, self.dropped
             );
         }
@@ -306,22 +326,27 @@ impl HarvestSummary {
         }
         if let Some(d) = &self.device {
             s += &format!("  device ({}):       {}\n", d.backend, d.device);
-            let cpu = self.task_cpu_seconds;
             if d.in_workers {
                 s += &format!(
                     "  driver:                pipelines created in {} worker processes, each with its own device (driver counters not collected)\n",
                     self.workers_started
                 );
             } else {
+                // Driver time is wall time inside driver calls, summed over threads: compare it
+                // with the threads' time in the compile phase, not with CPU time (with more
+                // threads than cores, a call also waits for a core).
+                let thread_time = self.phases.compile_seconds * self.threads as f64;
                 s += &format!(
-                "  driver:                {} pipelines and {} libraries created, {} shared with an identical one, {} shader modules; {:.3} s in the driver ({:.0}% of task CPU)\n",
-                d.pipelines_created,
-                d.libraries_created,
-                d.pipelines_shared,
-                d.shader_modules,
-                d.driver_seconds,
-                if cpu > 0.0 { 100.0 * d.driver_seconds / cpu } else { 0.0 }
-            );
+                    "  driver:                {} pipelines and {} libraries created, {} shared with an identical one, {} shader modules; {:.3} s of thread time in driver calls ({:.0}% of the compile phase's {:.3} s × {} threads)\n",
+                    d.pipelines_created,
+                    d.libraries_created,
+                    d.pipelines_shared,
+                    d.shader_modules,
+                    d.driver_seconds,
+                    if thread_time > 0.0 { 100.0 * d.driver_seconds / thread_time } else { 0.0 },
+                    self.phases.compile_seconds,
+                    self.threads
+                );
                 s += &format!(
                     "  captured:              {} ({} binaries, {} bytes before deduplication)\n",
                     d.captures, d.binaries, d.binary_bytes
@@ -333,8 +358,13 @@ impl HarvestSummary {
             self.libraries_parsed, self.unique_stage_functions, self.stage_references, self.reuse_ratio
         );
         s += &format!(
-            "  time:                  {:.3} s wall, {:.3} s task CPU, {:.3} s process CPU, {} threads (CPU utilisation {:.2})\n",
-            self.wall_seconds, self.task_cpu_seconds, self.process_cpu_seconds, self.threads, self.cpu_utilization
+            "  time:                  {:.3} s wall, {:.3} s task CPU, {:.3} s process CPU, {} threads on {} cores (CPU utilisation of those cores {:.2})\n",
+            self.wall_seconds,
+            self.task_cpu_seconds,
+            self.process_cpu_seconds,
+            self.threads,
+            self.cores,
+            self.cpu_utilization
         );
         s += &format!("  peak memory:           {:.1} MiB\n", self.peak_rss_bytes as f64 / (1u64 << 20) as f64);
         s += &format!(
@@ -358,7 +388,7 @@ impl HarvestSummary {
                     t.pipelines_without
                 );
             }
-            for l in &self.lost_targets {
+            for l in self.lost_targets.iter().take(LISTED) {
                 s += &format!(
                     "  lost target {} for {} ({} pipelines): {}: {}\n",
                     l.target.as_deref().unwrap_or("?"),
@@ -368,18 +398,89 @@ impl HarvestSummary {
                     l.message
                 );
             }
+            if self.lost_targets.len() > LISTED {
+                s += &format!(
+                    "  … and {} more lost targets (every one is in --json and --report)\n",
+                    self.lost_targets.len() - LISTED
+                );
+            }
         }
         for e in &self.flush_errors {
             s += &format!("  intermediate write failed: {e}\n");
         }
-        s += &format!("  failed:                {}\n", self.failed);
-        for f in &self.failures {
-            let at = match (&f.script_position, f.phase.as_str()) {
+        s += &failure_lines(self.failed, &self.failures);
+        s
+    }
+}
+
+/// How many causes (and lost targets) the text summary lists; the rest are counted.
+const LISTED: usize = 10;
+
+/// How many labels the text summary names for one cause.
+const LABELS_LISTED: usize = 3;
+
+/// The `failed:` lines of the text summary: each cause once (most pipelines first), with its
+/// pipelines counted, the first one's position and a few labels; at most [`LISTED`] causes.
+fn failure_lines(failed: usize, failures: &[Failure]) -> String {
+    let mut groups: Vec<(&str, Vec<&Failure>)> = Vec::new();
+    let mut by_cause: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for f in failures {
+        // A record without a cause (from a worker of another version): its message is one.
+        let cause = if f.cause.is_empty() { f.message.as_str() } else { f.cause.as_str() };
+        let i = *by_cause.entry(cause).or_insert_with(|| {
+            groups.push((cause, Vec::new()));
+            groups.len() - 1
+        });
+        groups[i].1.push(f);
+    }
+    for (_, members) in &mut groups {
+        members.sort_by_key(|f| f.index);
+    }
+    groups.sort_by_key(|(_, members)| (std::cmp::Reverse(members.len()), members[0].index));
+    let mut s = match groups.len() {
+        1 if failed > 1 => format!("  failed:                {failed}, all for one cause\n"),
+        n if n > 0 && n < failed => format!("  failed:                {failed}, for {n} causes\n"),
+        _ => format!("  failed:                {failed}\n"),
+    };
+    for (cause, members) in groups.iter().take(LISTED) {
+        let first = members[0];
+        if members.len() == 1 {
+            let at = match (&first.script_position, first.phase.as_str()) {
                 (Some(p), phase) if phase != "script" => format!("{p}: "),
                 _ => String::new(),
             };
-            s += &format!("    {at}{}\n", f.message.replace('\n', "\n      "));
+            s += &format!("    {at}{}\n", first.message.replace('\n', "\n      "));
+            continue;
         }
-        s
+        s += &format!("    {} pipelines: {}\n", members.len(), cause.replace('\n', "\n      "));
+        let whence = match (&first.json_path, &first.script_position) {
+            (Some(jp), _) => format!(
+                " ({}{}: {jp})",
+                first.file.as_deref().unwrap_or("?"),
+                crate::position::line_column(&first.line, &first.column)
+            ),
+            (None, Some(p)) => format!(" ({p})"),
+            (None, None) => String::new(),
+        };
+        let names: Vec<String> = members.iter().take(LABELS_LISTED).map(|f| format!("'{}'", f.pipeline)).collect();
+        let more = match members.len().saturating_sub(LABELS_LISTED) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        s += &format!(
+            "      pipelines {}{whence}{}{more}\n",
+            names[0],
+            names[1..].iter().map(|n| format!(", {n}")).collect::<String>()
+        );
     }
+    if groups.len() > LISTED {
+        let rest: usize = groups[LISTED..].iter().map(|(_, m)| m.len()).sum();
+        s += &format!(
+            "    … and {} more causes ({rest} pipelines); every failure is in --json and --report\n",
+            groups.len() - LISTED
+        );
+    } else if groups.iter().any(|(_, m)| m.len() > LABELS_LISTED) {
+        s += "    (every failure, with its pipeline, is in --json and --report)\n";
+    }
+    s
 }

@@ -19,6 +19,9 @@ use std::collections::{HashMap, HashSet};
 pub(crate) struct Resumed {
     /// Script pipelines whose entry was kept (not recompiled).
     pub(crate) pipelines: usize,
+    /// Of those, the pipelines whose entry only the journal held (compiled by the interrupted
+    /// run after the archive was last written).
+    pub(crate) from_journal: usize,
     /// Old entries (archive and journal, distinct keys) the script no longer produces.
     pub(crate) dropped: usize,
     /// Intact journal records replayed.
@@ -32,6 +35,39 @@ pub(crate) struct Resumed {
     pub(crate) kept: HashSet<u128>,
     /// The targets of each kept script pipeline.
     pub(crate) targets: Vec<(usize, TargetSet)>,
+}
+
+/// Why an archive written with writer options `theirs` cannot be resumed by a harvest writing
+/// `ours`: the settings that differ and what to do. Targets and the profile's settings come from
+/// `--targets` and `--profile`; any other setting is how this granary build writes its outputs.
+fn options_refusal(theirs: &str, ours: &str) -> String {
+    // What a profile name resolves to; the same name resolving differently is another build.
+    const PROFILE_SETTINGS: [&str; 5] = ["spirv-env", "spirv-version", "msl-version", "hlsl-sm", "glsl-version"];
+    let differing = granary_archive::writer_options_difference(theirs, ours);
+    let setting = |t: &str, k: &str| {
+        t.split(';').find_map(|p| p.strip_prefix(k).and_then(|v| v.strip_prefix('='))).map(str::to_string)
+    };
+    let differs = |k: &str| setting(theirs, k) != setting(ours, k);
+    let build_settings = theirs
+        .split(';')
+        .chain(ours.split(';'))
+        .filter_map(|p| p.split_once('=').map(|(k, _)| k))
+        .filter(|k| *k != "targets" && *k != "profile" && !PROFILE_SETTINGS.contains(k));
+    let build_differs =
+        build_settings.into_iter().any(differs) || (!differs("profile") && PROFILE_SETTINGS.into_iter().any(differs));
+    if build_differs {
+        return format!(
+            "it was written by a granary build that writes its outputs differently ({differing}, archive vs \
+             this build): harvest afresh without --resume"
+        );
+    }
+    let (targets, profile) = (setting(theirs, "targets"), setting(theirs, "profile"));
+    format!(
+        "it was harvested with other options ({differing}, archive vs this command): resume with{}{}, or \
+         harvest afresh without --resume",
+        targets.map_or(String::new(), |t| format!(" --targets {t}")),
+        profile.map_or(String::new(), |p| format!(" --profile {p}")),
+    )
 }
 
 /// `--resume`: verifies the existing output archive, replays its journal, keeps exactly the
@@ -51,6 +87,7 @@ pub(crate) fn resume(
     // Driver binaries come along: an entry's binary sets from the archive and the journal are
     // combined (one per device, the smaller set hash), as a merge would.
     let mut old: HashMap<u128, WriteEntry> = HashMap::new();
+    let mut in_archive: HashSet<u128> = HashSet::new();
     if opts.output.exists() {
         let archive = Archive::read(&opts.output)?;
         archive.verify().map_err(|e| {
@@ -59,16 +96,13 @@ pub(crate) fn resume(
             ))
         })?;
         if archive.key_context() != ctx {
-            return Err(resume_err(format!(
-                "it was built with writer options '{}' but this granary writes '{}' (another granary or naga \
-                 version): harvest afresh without --resume",
-                archive.target_options_text(),
-                crate::frontend::targets::target_options_text(opts.profile, opts.targets)
-            )));
+            let now = crate::frontend::targets::target_options_text(opts.profile, opts.targets);
+            return Err(resume_err(options_refusal(archive.target_options_text(), &now)));
         }
         // The requested targets are part of the writer options (checked above): an archive
         // whose pipelines lost a target everywhere is still this harvest's archive.
         old.extend(archive.entries()?.into_iter().map(|w| (w.entry.key.0, w)));
+        in_archive.extend(old.keys().copied());
         capture.insert_device_caches(archive.meta()?.device_caches);
     }
     let journal = journal_path(&opts.output);
@@ -79,7 +113,7 @@ pub(crate) fn resume(
         if let Some(jctx) = r.key_context {
             if jctx != ctx {
                 return Err(resume_err(format!(
-                    "its journal {} was written with different writer options (another granary version); delete the journal or run without --resume",
+                    "its journal {} was written with different writer options than this harvest's; delete the journal or run without --resume",
                     journal.display()
                 )));
             }
@@ -126,6 +160,7 @@ pub(crate) fn resume(
         let keep = !out.kept.contains(&keys[i]);
         if let Some(t) = kept_targets.get(&keys[i]).filter(|_| !keep) {
             out.targets.push((*index, *t));
+            out.from_journal += usize::from(!in_archive.contains(&keys[i]));
         }
         i += 1;
         keep

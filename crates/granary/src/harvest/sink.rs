@@ -76,14 +76,15 @@ impl Sink<'_> {
     pub fn failed(&self, f: Failure) {
         lock_std(&self.failures).push(f);
     }
-    /// One task finished.
-    pub fn progress(&self) {
-        (self.on_progress)(Progress::TaskDone);
+    /// One task finished: a pipeline (landed or failed), or a library parse or stage function.
+    pub fn progress(&self, pipeline: bool) {
+        (self.on_progress)(if pipeline { Progress::PipelineDone } else { Progress::FunctionDone });
     }
 }
 
 pub(crate) fn script_failure(index: usize, name: String, e: &ScriptError) -> Failure {
     let mut f = process_failure(index, name, "script", e.to_string());
+    f.cause = e.message.clone();
     f.file = Some(e.file.display().to_string());
     f.line = e.line.map(|v| v as u64);
     f.column = e.column.map(|v| v as u64);
@@ -130,8 +131,12 @@ pub(crate) fn lost_target_row(index: usize, name: String, l: &LostTarget) -> Fai
     f
 }
 
+/// A failure of pipeline `index` (named `name`); its cause is `message` without the
+/// `pipeline 'NAME': ` that compile errors begin with.
 pub(crate) fn process_failure(index: usize, name: String, phase: &str, message: String) -> Failure {
+    let cause = message.strip_prefix(&format!("pipeline '{name}': ")).unwrap_or(&message).to_string();
     Failure {
+        cause,
         index,
         pipeline: name,
         phase: phase.into(),

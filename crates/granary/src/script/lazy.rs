@@ -4,7 +4,9 @@
 //! ([`LazyScript::from_text`], [`LazyScript::supply_library`]) and reads no file itself.
 
 use super::error::ScriptError;
-use super::load::{convert_pipeline, from_raw, load_library, offset_in, Ctx, LoadedLibrary as Loaded};
+use super::load::{
+    convert_pipeline, from_raw, load_library, locate, offset_in, Ctx, LineIndex, LoadedLibrary as Loaded,
+};
 use super::raw::{RawLibrary, RawPipeline, RawScriptTop};
 use crate::descriptor::{Library, PipelineDescriptor};
 use std::collections::HashMap;
@@ -28,6 +30,8 @@ pub struct LazyScript {
     expansion: Option<super::expand::Expansion>,
     /// `Some` for [`LazyScript::from_text`]: libraries come only from here, never from files.
     supplied: Option<Mutex<HashMap<String, Arc<Library>>>>,
+    /// Line starts of `text`, built on the first error that needs a line and column.
+    lines: OnceLock<LineIndex>,
 }
 
 impl LazyScript {
@@ -93,6 +97,7 @@ impl LazyScript {
             (pipelines, libraries, ambiguous, top.expand_unspecialized)
         };
         Ok(LazyScript {
+            lines: OnceLock::new(),
             path: path.to_path_buf(),
             base_dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
             text,
@@ -155,9 +160,13 @@ impl LazyScript {
             Err(e) => return Some((None, Err(ScriptError::at(&self.path, jp, e.to_string())))),
         };
         let resolve = |name: &str| self.library(name);
-        let cx = Ctx { path: &self.path, library: &resolve };
+        let known = || self.libraries.keys().cloned().collect();
+        let cx = Ctx { path: &self.path, library: &resolve, known: &known };
         Some(match from_raw::<RawPipeline>(raw, &self.text, &self.path, &jp) {
-            Ok(p) => (p.label.clone(), convert_pipeline(p, &cx, &jp)),
+            Ok(p) => (
+                p.label.clone(),
+                convert_pipeline(p, &cx, &jp).map_err(|e| locate(e, &self.text, &self.lines, raw, &jp)),
+            ),
             Err(e) => (None, Err(e)),
         })
     }

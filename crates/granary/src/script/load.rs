@@ -108,11 +108,15 @@ impl Script {
             Some(e) => Some(Err(e.clone())),
             None => by_name.get(name).map(|i| libraries[*i].1.clone()),
         };
-        let cx = Ctx { path, library: &resolve };
+        let known = || by_name.keys().cloned().collect();
+        let lines = std::sync::OnceLock::new();
+        let cx = Ctx { path, library: &resolve, known: &known };
         let convert = |i: usize, raw: &serde_json::value::RawValue| {
             let jp = format!("pipelines[{i}]");
             match from_raw::<RawPipeline>(raw, text, path, &jp) {
-                Ok(p) => (p.label.clone(), convert_pipeline(p, &cx, &jp)),
+                Ok(p) => {
+                    (p.label.clone(), convert_pipeline(p, &cx, &jp).map_err(|e| locate(e, text, &lines, raw, &jp)))
+                }
                 Err(e) => {
                     let label = serde_json::from_str::<LabelOnly>(raw.get()).ok().and_then(|l| l.label);
                     (label, Err(e))
@@ -283,6 +287,89 @@ pub(super) type LoadedLibrary = Result<Arc<Library>, ScriptError>;
 pub(super) struct Ctx<'a> {
     pub path: &'a Path,
     pub library: &'a (dyn Fn(&str) -> Option<LoadedLibrary> + Sync),
+    /// The script's library names, for the message about an unknown one (called only then).
+    pub known: &'a (dyn Fn() -> Vec<String> + Sync),
+}
+
+/// The message for a library name the script does not define: the names it does (sorted, the
+/// first [`KNOWN_SHOWN`]) and the closest one when it is a likely typo.
+pub(super) fn unknown_library(name: &str, mut known: Vec<String>) -> String {
+    known.sort();
+    if known.is_empty() {
+        return format!("unknown library '{name}': the script defines no libraries");
+    }
+    let close = known
+        .iter()
+        .map(|k| (edit_distance(name, k), k))
+        .filter(|(d, k)| *d <= (k.chars().count() / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| format!(" (did you mean '{k}'?)"))
+        .unwrap_or_default();
+    let shown: Vec<String> = known.iter().take(KNOWN_SHOWN).map(|k| format!("'{k}'")).collect();
+    let more =
+        if known.len() > KNOWN_SHOWN { format!(" and {} more", known.len() - KNOWN_SHOWN) } else { String::new() };
+    format!("unknown library '{name}'{close}; the script's libraries are {}{more}", shown.join(", "))
+}
+
+/// How many known library names an "unknown library" message lists.
+const KNOWN_SHOWN: usize = 12;
+
+/// Levenshtein distance over chars (names are short: O(|a|·|b|) is nothing).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != *cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// Gives an error found after parsing (a [`ScriptError::at`], which knows only its JSON path)
+/// the line and column of that path's value in the file, when `raw` (the entry at JSON path
+/// `jp`, a slice of `text`) contains it. `lines` indexes `text` once for every error of the
+/// script (filled on the first).
+pub(super) fn locate(
+    mut e: ScriptError,
+    text: &str,
+    lines: &std::sync::OnceLock<LineIndex>,
+    raw: &serde_json::value::RawValue,
+    jp: &str,
+) -> ScriptError {
+    if e.line.is_some() {
+        return e;
+    }
+    let Some(rest) = e.json_path.strip_prefix(jp) else { return e };
+    if let Some(offset) = value_at(raw, rest).and_then(|v| offset_in(text, v.get())) {
+        let (l, c) = lines.get_or_init(|| LineIndex::new(text)).line_col(offset);
+        (e.line, e.column) = (Some(l), Some(c));
+    }
+    e
+}
+
+/// The value at the relative JSON path `path` (`.render.vertex.library`, `.layout.bindings[2]`)
+/// inside `raw`; `None` where a step is missing or the text is not the shape the path says.
+fn value_at<'t>(raw: &'t serde_json::value::RawValue, path: &str) -> Option<&'t serde_json::value::RawValue> {
+    use serde_json::value::RawValue;
+    let mut here = raw;
+    for segment in path.split('.').filter(|s| !s.is_empty()) {
+        let (key, indices) = segment.split_once('[').map_or((segment, ""), |(k, i)| (k, i));
+        if !key.is_empty() {
+            let map: HashMap<&str, &'t RawValue> = serde_json::from_str(here.get()).ok()?;
+            here = map.get(key).copied()?;
+        }
+        for index in indices.split('[').filter(|s| !s.is_empty()) {
+            let i: usize = index.strip_suffix(']')?.parse().ok()?;
+            let list: Vec<&'t RawValue> = serde_json::from_str(here.get()).ok()?;
+            here = list.get(i).copied()?;
+        }
+    }
+    Some(here)
 }
 
 /// An explicit layout from the script: bindings sorted, each (group, binding) once, array
@@ -410,7 +497,7 @@ pub(super) fn convert_function(raw: &RawFunction, cx: &Ctx<'_>, jp: &str) -> Res
             if raw.constants.is_some() || raw.name.is_some() {
                 return Err(err("", "\"constants\" and \"name\" belong in a {\"specialize\": …} function".into()));
             }
-            let found = (cx.library)(lib).ok_or_else(|| err("library", format!("unknown library '{lib}'")))?;
+            let found = (cx.library)(lib).ok_or_else(|| err("library", unknown_library(lib, (cx.known)())))?;
             let library = match found {
                 Ok(l) => l,
                 Err(e) => return Err(err("library", format!("library '{lib}' is unavailable: {}", e.message))),

@@ -135,7 +135,7 @@ pub fn vulkan_device(granary: &std::path::Path) -> Option<serde_json::Value> {
     let first = if out.status.success() {
         serde_json::from_slice::<serde_json::Value>(&out.stdout)
             .ok()
-            .and_then(|v| v.as_array().and_then(|a| a.first().cloned()))
+            .and_then(|v| v["devices"].as_array().and_then(|a| a.first().cloned()))
     } else {
         None
     };

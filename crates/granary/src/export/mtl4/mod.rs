@@ -95,13 +95,11 @@ pub struct ExportedPipeline {
     /// Its label (`None`: unlabelled).
     pub label: Option<String>,
     /// Further labels of the same archived pipeline (the descriptor carries the first).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub other_labels: Vec<String>,
     /// `render` or `compute`.
     pub kind: &'static str,
     /// What Metal does not take from it.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub dropped: Vec<Dropped>,
+    pub not_carried: Vec<Dropped>,
 }
 
 /// A pipeline that could not be exported.
@@ -131,7 +129,7 @@ pub struct ExportReport {
     /// Compute pipeline descriptors written.
     pub compute_pipelines: usize,
     /// Every exported pipeline, with what Metal does not take from it.
-    pub pipelines: Vec<ExportedPipeline>,
+    pub exported: Vec<ExportedPipeline>,
     /// Pipelines not exported, with the reason.
     pub skipped: Vec<Skipped>,
 }
@@ -376,7 +374,7 @@ fn write_export(
             label,
             other_labels: p.labels.iter().skip(1).cloned().collect(),
             kind: if p.kind == PipelineKind::Compute { "compute" } else { "render" },
-            dropped,
+            not_carried: dropped,
         });
     }
 
@@ -406,7 +404,7 @@ fn write_export(
         function_descriptors: library_functions.len() + specialized.len(),
         render_pipelines: render.len(),
         compute_pipelines: compute.len(),
-        pipelines: exported,
+        exported,
         skipped,
     })
 }

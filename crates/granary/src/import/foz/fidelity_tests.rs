@@ -672,7 +672,7 @@ fn import_foz_full_fidelity_native_pipelines() {
     let out = dir.path().join("out");
     let r = import(&[db], &out).unwrap();
     assert!(r.intact(), "{r:?}");
-    assert_eq!(r.pipelines, ["foz/e000000000000001", "foz/e000000000000003", "foz/e000000000000002"]);
+    assert_eq!(r.labels, ["foz/e000000000000001", "foz/e000000000000003", "foz/e000000000000002"]);
     assert_eq!(r.modules, 5);
     let got: Vec<(String, &str)> = r.skipped.iter().map(|s| (s.hash.clone(), s.reason.as_str())).collect();
     assert_eq!(got.len(), reasons.len(), "{got:#?}");
@@ -759,7 +759,7 @@ fn import_foz_full_fidelity_native_pipelines() {
     for (p, n) in script.pipelines.iter().zip(&natives) {
         let hash = p.label.as_deref().unwrap().strip_prefix("foz/").unwrap();
         assert_eq!(hash.len(), 16);
-        assert!(r.pipelines.contains(&format!("foz/{hash}")) && n.label.as_deref() == p.label.as_deref());
+        assert!(r.labels.contains(&format!("foz/{hash}")) && n.label.as_deref() == p.label.as_deref());
     }
 }
 
@@ -777,7 +777,7 @@ fn import_foz_skips_a_database_with_bad_magic_or_version_and_imports_the_good_on
     }
     let r = import(&paths, &dir.path().join("out")).unwrap();
     assert!(!r.intact());
-    assert_eq!(r.pipelines.len(), 3, "the good database imports: {r:?}");
+    assert_eq!(r.labels.len(), 3, "the good database imports: {r:?}");
     let skipped: Vec<(&Path, &str)> =
         r.databases_skipped.iter().map(|d| (d.file.as_path(), d.reason.as_str())).collect();
     assert_eq!(skipped.len(), 2, "{skipped:?}");

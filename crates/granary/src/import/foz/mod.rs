@@ -93,7 +93,7 @@ pub struct ImportReport {
     /// Pipelines written to the script.
     pub imported: usize,
     /// Their labels (`foz/<hash>`).
-    pub pipelines: Vec<String>,
+    pub labels: Vec<String>,
     /// SPIR-V modules written (those the imported pipelines use).
     pub modules: usize,
     /// Pipeline libraries (`VK_PIPELINE_CREATE_LIBRARY_BIT_KHR`) folded into the pipelines
@@ -308,7 +308,7 @@ pub fn import(databases: &[PathBuf], out_dir: &Path) -> Result<ImportReport, Imp
     }
     report.modules = used_modules.len();
     report.imported = pipelines.len();
-    report.pipelines = pipelines.iter().filter_map(|p| p.label().map(String::from)).collect();
+    report.labels = pipelines.iter().filter_map(|p| p.label().map(String::from)).collect();
     write_script(&report.script, &libraries, &pipelines)?;
     Ok(report)
 }

@@ -347,7 +347,7 @@ fn import_foz_fixture_imports_and_loads() {
         "foz/a000000000000006",
         "foz/c000000000000001",
     ];
-    assert_eq!(r.pipelines, imported);
+    assert_eq!(r.labels, imported);
     assert_eq!(r.modules, 3);
     let reasons: Vec<(&str, &str)> = r.skipped.iter().map(|s| (s.hash.as_str(), s.reason.as_str())).collect();
     assert_eq!(reasons.len(), 3, "{reasons:?}");
