@@ -57,6 +57,7 @@ fn ls_verify_extract_merge() {
     let o = granary(&["ls", out.to_str().unwrap(), "--json"]);
     assert!(o.status.success());
     let ls: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_sorted_pretty(&o.stdout);
     let first = &ls["pipelines"][0];
     let label = first["labels"][0].as_str().unwrap().to_string();
     let key = first["key"].as_str().unwrap().to_string();
@@ -137,6 +138,15 @@ fn failures_are_reported_and_the_rest_lands() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read script"));
 }
 
+/// `ls --json` streams its document, and writes exactly what it wrote when it built it as one
+/// `serde_json::Value`: pretty JSON with every object's keys sorted, ending in a newline. So
+/// the bytes equal their own parse re-serialized (whose maps sort their keys).
+fn assert_sorted_pretty(stdout: &[u8]) {
+    let v: serde_json::Value = serde_json::from_slice(stdout).unwrap();
+    let again = serde_json::to_string_pretty(&v).unwrap() + "\n";
+    assert!(again.as_bytes() == stdout, "ls --json is not sorted, pretty JSON");
+}
+
 /// `granary ls --json | head` (a reader that closes the pipe early) stops quietly, without a
 /// panic message, with the SIGPIPE-style status 141.
 #[test]
@@ -155,6 +165,24 @@ fn closed_stdout_pipe_stops_quietly() {
         .spawn()
         .unwrap();
     drop(child.stdout.take()); // the reader goes away at once
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(141), "{err}");
+
+    // A reader that goes away in the middle of the streamed document (`| head -c 1000`; the
+    // example's document is far larger than a pipe's buffer): the same.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_granary"))
+        .args(["ls", "--json", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut head = [0u8; 1000];
+    std::io::Read::read_exact(&mut stdout, &mut head).unwrap();
+    assert!(head.starts_with(b"{\n  \"archive\": "), "{}", String::from_utf8_lossy(&head));
+    drop(stdout);
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("panicked"), "{err}");
@@ -282,6 +310,7 @@ fn ls_merge_and_salvage_carry_device_sections() {
     let o = granary(&["ls", merged.to_str().unwrap(), "--json"]);
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_sorted_pretty(&o.stdout);
     let n = entries.len();
     assert_eq!(v["devices"][0]["pipelines"], n);
     assert_eq!(v["devices"][0]["binary_bytes"], 100 * n + 5000, "the shared dictionary counted once");
