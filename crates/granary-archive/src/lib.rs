@@ -212,7 +212,7 @@ pub use journal::{
 #[cfg(feature = "write")]
 pub use merge::{check_unique_labels, merge, write_entries, write_shard_entries, writer_options_difference};
 #[cfg(feature = "write")]
-pub use salvage::{salvage, SalvageReport};
+pub use salvage::{salvage, NothingRecovered, SalvageReport, SectionCut};
 #[cfg(feature = "write")]
 pub use writer::{check_device_data, encode, prepare, prepare_shard, ArchiveMeta, PreparedArchive};
 

@@ -7,6 +7,14 @@
 //! decode. Nothing unverified is ever copied into the output. A shard archive's record (the meta
 //! section's third string) is kept when the meta section still checks out, so the salvaged
 //! archive is still that shard.
+//!
+//! Records are found through the section table, never by scanning: it is in the header at the
+//! front, so it survives any cut that leaves the header. The tables that identify a pipeline
+//! (pipeline, stage and label records) follow the blob data, at the end of the file, and
+//! nothing before them says which blob belongs to which key (a key is a hash of the descriptor,
+//! not of the outputs): a file cut into its blob data has lost every pipeline, and the report
+//! says so ([`SalvageReport::nothing_recovered`]) rather than offering an empty archive as the
+//! result (docs/FORMAT.md §1.3.1).
 
 use crate::blob::Blob;
 use crate::device::{BinarySet, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity, MAX_BINARY_KEY};
@@ -61,6 +69,46 @@ pub struct SalvageReport {
     /// Why a shard record present in the damaged archive is not kept (its meta section fails
     /// its checksum, or the text is not a valid record); `None` when nothing was dropped.
     pub shard_lost: Option<String>,
+    /// The sections a cut file lacks bytes of, in file order: each section the section table
+    /// declares past the file's end (empty sections are not listed).
+    pub cut: Vec<SectionCut>,
+    /// Why no pipeline was recovered from an archive that declares some, and at which byte
+    /// offset; `None` when a pipeline was recovered or the archive declares none. The entries
+    /// are then empty, and writing them would replace the damaged file's record of what it
+    /// held by an empty archive: `granary salvage` refuses to.
+    pub nothing_recovered: Option<NothingRecovered>,
+}
+
+/// A section a cut file lacks bytes of ([`SalvageReport::cut`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct SectionCut {
+    /// The section.
+    pub section: Section,
+    /// Its offset, as the section table declares it.
+    pub offset: u64,
+    /// Its length in bytes, as declared.
+    pub length: u64,
+    /// How many of those bytes the file holds (0: the section lies wholly past the end).
+    pub present: u64,
+}
+
+/// Why nothing could be recovered ([`SalvageReport::nothing_recovered`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct NothingRecovered {
+    /// The byte offset the reason concerns: where a cut file ends, or the first pipeline
+    /// record that could not be recovered.
+    pub offset: u64,
+    /// What was lost and why nothing can be rebuilt from what is left.
+    pub why: String,
+}
+
+impl NothingRecovered {
+    /// The reason as an [`ArchiveError::Corrupt`] of `path` at [`offset`](Self::offset).
+    pub fn to_error(&self, path: &std::path::Path) -> ArchiveError {
+        ArchiveError::Corrupt { path: Some(path.to_path_buf()), offset: self.offset, what: self.why.clone() }
+    }
 }
 
 /// Section `i`'s `(offset, length)` clamped to the bytes present, and its declared
@@ -100,17 +148,37 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
     };
     let mut sec = [(0usize, 0usize); SECTION_COUNT];
     // What the section table declares, against what the file holds.
+    let mut declared = [(0u64, 0u64); SECTION_COUNT];
     let mut declared_end = 0u64;
+    let file_len = b.len() as u64;
     for (i, s) in sec.iter_mut().enumerate() {
         let (present, (off, len)) = section_range(b, i)
             .ok_or_else(|| ArchiveError::corrupt(FIXED_HEADER + i * SECTION_ROW, "section table row is unreadable"))?;
         *s = present;
-        declared_end = declared_end.max(off.saturating_add(len));
+        declared[i] = (off, len);
+        let end = off.saturating_add(len);
+        declared_end = declared_end.max(end);
+        if len > 0 && end > file_len {
+            report.cut.push(SectionCut {
+                section: Section::ALL[i],
+                offset: off,
+                length: len,
+                present: file_len.saturating_sub(off).min(len),
+            });
+        }
         if Section::ALL[i] == Section::Pipelines {
             report.pipeline_records_declared = usize::try_from(len / PIPELINE_RECORD as u64).unwrap_or(usize::MAX);
         }
     }
-    report.missing_bytes = declared_end.saturating_sub(b.len() as u64);
+    report.missing_bytes = declared_end.saturating_sub(file_len);
+    // Where a record of a table the file was cut short in would lie: `Some((start, end))` of
+    // record `i` when the table declares it but the file ends before its last byte.
+    let past_the_cut = |s: Section, size: usize, i: usize| -> Option<(u64, u64)> {
+        let (off, len) = declared[s as usize - 1];
+        let start = (i as u64).checked_mul(size as u64)?;
+        let end = start.checked_add(size as u64)?;
+        (end <= len && off.checked_add(end)? > file_len).then(|| (off + start, off + end))
+    };
     let body = |s: Section| {
         let (off, len) = sec[s as usize - 1];
         &b[off..off + len]
@@ -187,7 +255,14 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
 
     let stages = body(Section::Stages);
     let stage = |i: usize| -> Result<StageEntry, String> {
-        let rec = stages.get(i * STAGE_RECORD..(i + 1) * STAGE_RECORD).ok_or("stage record missing")?;
+        let rec = stages.get(i * STAGE_RECORD..(i + 1) * STAGE_RECORD).ok_or_else(|| {
+            match past_the_cut(Section::Stages, STAGE_RECORD, i) {
+                Some((start, end)) => {
+                    format!("stage record {i} (bytes {start}..{end}) lies past the end of the file at byte {file_len}")
+                }
+                None => format!("stage record {i} is past the stage table"),
+            }
+        })?;
         let name = string(u32_at(rec, 20).map_err(|e| e.to_string())?, u32_at(rec, 24).map_err(|e| e.to_string())?)
             .ok_or("entry-point name unreadable")?;
         let mut v = rec[..48].to_vec();
@@ -276,6 +351,11 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
         }
     }
 
+    if kept.is_empty() && report.pipeline_records_declared > 0 {
+        report.nothing_recovered =
+            Some(nothing_recovered(&report, declared[Section::Pipelines as usize - 1], file_len));
+    }
+
     let mut labels: HashMap<usize, Vec<String>> = HashMap::new();
     for rec in body(Section::Labels).chunks_exact(LABEL_RECORD) {
         let (Ok(off), Ok(len), Ok(p), Ok(sum)) = (u32_at(rec, 0), u32_at(rec, 4), u32_at(rec, 8), u32_at(rec, 12))
@@ -313,6 +393,37 @@ pub fn salvage(b: &[u8]) -> Result<(Vec<WriteEntry>, ArchiveMeta, SalvageReport)
         })
         .collect();
     Ok((out, meta, report))
+}
+
+/// Why no pipeline was recovered from an archive whose pipeline table, declared at `table`
+/// (offset, length), holds some (`report` as far as the pipeline records).
+fn nothing_recovered(report: &SalvageReport, table: (u64, u64), file_len: u64) -> NothingRecovered {
+    let declared = report.pipeline_records_declared;
+    let (start, end) = (table.0, table.0.saturating_add(table.1));
+    if report.pipeline_records == 0 {
+        let place = if file_len <= start {
+            format!("before its pipeline table (declared at bytes {start}..{end})")
+        } else {
+            format!("inside the first record of its pipeline table (declared at bytes {start}..{end})")
+        };
+        return NothingRecovered {
+            offset: file_len,
+            why: format!(
+                "the file ends at byte {file_len}, {place}: all {declared} pipeline records are lost, and \
+                 nothing before the table can rebuild one (pipeline and stage keys, entry points, \
+                 labels and which blobs a pipeline uses are stored only in the tables after the \
+                 blob data)"
+            ),
+        };
+    }
+    let first = report.lost.first().map(String::as_str).unwrap_or("no reason recorded");
+    NothingRecovered {
+        offset: start,
+        why: format!(
+            "none of the {} pipeline records present (of {declared} declared) could be recovered; the first: {first}",
+            report.pipeline_records
+        ),
+    }
 }
 
 struct Body<'a> {

@@ -57,6 +57,7 @@ fn ls_verify_extract_merge() {
     let o = granary(&["ls", out.to_str().unwrap(), "--json"]);
     assert!(o.status.success());
     let ls: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_sorted_pretty(&o.stdout);
     let first = &ls["pipelines"][0];
     let label = first["labels"][0].as_str().unwrap().to_string();
     let key = first["key"].as_str().unwrap().to_string();
@@ -137,6 +138,15 @@ fn failures_are_reported_and_the_rest_lands() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read script"));
 }
 
+/// `ls --json` streams its document, and writes exactly what it wrote when it built it as one
+/// `serde_json::Value`: pretty JSON with every object's keys sorted, ending in a newline. So
+/// the bytes equal their own parse re-serialized (whose maps sort their keys).
+fn assert_sorted_pretty(stdout: &[u8]) {
+    let v: serde_json::Value = serde_json::from_slice(stdout).unwrap();
+    let again = serde_json::to_string_pretty(&v).unwrap() + "\n";
+    assert!(again.as_bytes() == stdout, "ls --json is not sorted, pretty JSON");
+}
+
 /// `granary ls --json | head` (a reader that closes the pipe early) stops quietly, without a
 /// panic message, with the SIGPIPE-style status 141.
 #[test]
@@ -155,6 +165,24 @@ fn closed_stdout_pipe_stops_quietly() {
         .spawn()
         .unwrap();
     drop(child.stdout.take()); // the reader goes away at once
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(141), "{err}");
+
+    // A reader that goes away in the middle of the streamed document (`| head -c 1000`; the
+    // example's document is far larger than a pipe's buffer): the same.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_granary"))
+        .args(["ls", "--json", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut head = [0u8; 1000];
+    std::io::Read::read_exact(&mut stdout, &mut head).unwrap();
+    assert!(head.starts_with(b"{\n  \"archive\": "), "{}", String::from_utf8_lossy(&head));
+    drop(stdout);
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("panicked"), "{err}");
@@ -282,6 +310,7 @@ fn ls_merge_and_salvage_carry_device_sections() {
     let o = granary(&["ls", merged.to_str().unwrap(), "--json"]);
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_sorted_pretty(&o.stdout);
     let n = entries.len();
     assert_eq!(v["devices"][0]["pipelines"], n);
     assert_eq!(v["devices"][0]["binary_bytes"], 100 * n + 5000, "the shared dictionary counted once");
@@ -301,7 +330,8 @@ fn ls_merge_and_salvage_carry_device_sections() {
 }
 
 /// A file cut before its pipeline table leaves no record to report lost: salvage still says
-/// how much is missing, and exits 1.
+/// how much is missing, writes nothing (an empty archive would read as a salvage), and exits 2
+/// naming the file and the byte where it ends.
 #[test]
 fn salvage_of_a_file_cut_before_its_pipeline_table_fails_and_says_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
@@ -318,16 +348,152 @@ fn salvage_of_a_file_cut_before_its_pipeline_table_fails_and_says_what_is_missin
     std::fs::write(&cut, &bytes[..table]).unwrap();
     let saved = dir.path().join("saved.granary");
     let o = granary(&["salvage", cut.to_str().unwrap(), "-o", saved.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(!saved.exists(), "nothing recovered, nothing written");
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
         text.contains(&format!("bytes short of what its header declares (0 of {n} pipeline records present)")),
         "{text}"
     );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}: corrupt archive at offset {table:#x}: the file ends at byte {table}",
+            cut.display()
+        )),
+        "{err}"
+    );
     let o = granary(&["salvage", cut.to_str().unwrap(), "-o", saved.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(2));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["missing_bytes"].as_u64(), Some((bytes.len() - table) as u64), "{v}");
     assert_eq!(v["pipeline_records_declared"].as_u64(), Some(n as u64));
+    assert_eq!(v["nothing_recovered"]["offset"].as_u64(), Some(table as u64), "{v}");
+    assert!(!saved.exists());
+}
+
+/// What the intact archive `b` says lies wholly before byte `cut`, read from its own records
+/// (docs/FORMAT.md §1.1–1.2), not by salvage: the keys of the pipelines all of whose bytes do
+/// (pipeline record, stage records, entry-point strings, and the index record and bytes of
+/// every blob they reference), and per such pipeline the labels whose record and string do.
+fn before_cut(b: &[u8], cut: usize) -> std::collections::BTreeMap<u128, std::collections::BTreeSet<String>> {
+    use granary_archive::{Section, FIXED_HEADER, SECTION_ROW};
+    let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+    let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+    let section = |s: Section| {
+        let row = FIXED_HEADER + (s as usize - 1) * SECTION_ROW;
+        (u64_at(row + 8), u64_at(row + 16))
+    };
+    let (pipelines, plen) = section(Section::Pipelines);
+    let (stages, _) = section(Section::Stages);
+    let (strings, _) = section(Section::Strings);
+    let (index, _) = section(Section::BlobIndex);
+    let (data, _) = section(Section::BlobData);
+    let (labels, llen) = section(Section::Labels);
+    let blob_end =
+        |k: usize| (index + 40 * k + 40).max(data + u64_at(index + 40 * k + 16) + u64_at(index + 40 * k + 24));
+    let mut keys = Vec::new();
+    let mut out = std::collections::BTreeMap::new();
+    for i in 0..plen / 48 {
+        let rec = pipelines + 48 * i;
+        let key = u128::from_le_bytes(b[rec..rec + 16].try_into().unwrap());
+        let mut end = rec + 48;
+        let blobs = [u32_at(rec + 28), u32_at(rec + 32)];
+        end = blobs.iter().filter(|k| **k != u32::MAX as usize).map(|k| blob_end(*k)).fold(end, usize::max);
+        for j in u32_at(rec + 20)..u32_at(rec + 20) + u32_at(rec + 24) {
+            let s = stages + 56 * j;
+            end = end.max(s + 56).max(strings + u32_at(s + 20) + u32_at(s + 24));
+            for field in [28, 32, 36, 40, 44] {
+                if u32_at(s + field) != u32::MAX as usize {
+                    end = end.max(blob_end(u32_at(s + field)));
+                }
+            }
+        }
+        keys.push(key);
+        if end <= cut {
+            out.insert(key, std::collections::BTreeSet::new());
+        }
+    }
+    for r in 0..llen / 16 {
+        let rec = labels + 16 * r;
+        let (off, len) = (strings + u32_at(rec), u32_at(rec + 4));
+        if (rec + 16).max(off + len) <= cut {
+            if let Some(set) = out.get_mut(&keys[u32_at(rec + 8)]) {
+                set.insert(String::from_utf8(b[off..off + len].to_vec()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Issue 23 item 9: the example's harvest cut 1 %, 10 %, 50 % and one byte short. Salvage
+/// recovers exactly the pipelines whose bytes all lie before the cut (computed from the intact
+/// file's records), each verifying and, with the labels that survived, byte for byte the
+/// original: the salvaged file is the intact archive's entries restricted to them. Where none
+/// does (the tables follow the blob data, so a cut of more than the tables loses them all) it
+/// writes nothing and exits 2, naming the file and the byte where it ends.
+#[test]
+fn salvage_of_a_cut_harvest_recovers_exactly_the_pipelines_before_the_cut() {
+    use granary::descriptor::PipelineKey;
+    let dir = common::tempdir();
+    let out = dir.path().join("a.granary");
+    harvest(&out, &["--backend", "none"]);
+    let full = std::fs::read(&out).unwrap();
+    let intact = Archive::read(&out).unwrap();
+    let n = full.len();
+    let mut partial = false;
+    for (name, cut) in [("1 %", n - n / 100), ("10 %", n - n / 10), ("50 %", n - n / 2), ("one byte", n - 1)] {
+        let expected = before_cut(&full, cut);
+        let damaged = dir.path().join(format!("cut-{cut}.granary"));
+        std::fs::write(&damaged, &full[..cut]).unwrap();
+        let saved = dir.path().join(format!("saved-{cut}.granary"));
+        let o = granary(&["salvage", damaged.to_str().unwrap(), "-o", saved.to_str().unwrap(), "--json"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{name}: {e}: {err}"));
+        assert_eq!(r["recovered"].as_u64(), Some(expected.len() as u64), "{name} short: {r}");
+        assert_eq!(r["missing_bytes"].as_u64(), Some((n - cut) as u64));
+        if expected.is_empty() {
+            assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+            assert!(!saved.exists(), "{name}: nothing recovered, nothing written");
+            assert!(
+                err.contains(&format!("{}: corrupt archive at offset {cut:#x}", damaged.display())),
+                "{name}: {err}"
+            );
+            assert_eq!(r["nothing_recovered"]["offset"].as_u64(), Some(cut as u64));
+            continue;
+        }
+        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+        partial |= expected.len() < intact.len();
+        let s = Archive::read(&saved).unwrap();
+        s.verify().unwrap();
+        let keys: Vec<u128> = s.iter().map(|p| p.unwrap().key().0).collect();
+        assert_eq!(keys, expected.keys().copied().collect::<Vec<_>>(), "{name}");
+        let subset: Vec<_> = intact
+            .entries()
+            .unwrap()
+            .into_iter()
+            .filter_map(|mut w| {
+                let labels = expected.get(&w.entry.key.0)?;
+                w.labels = labels.iter().cloned().collect::<Vec<_>>().into();
+                Some(w)
+            })
+            .collect();
+        let reference = dir.path().join(format!("expected-{cut}.granary"));
+        granary::archive::write_entries(&reference, &subset, &intact.meta().unwrap()).unwrap();
+        assert!(
+            std::fs::read(&saved).unwrap() == std::fs::read(&reference).unwrap(),
+            "{name}: not the originals' bytes"
+        );
+        for key in expected.keys() {
+            let (a, b) = (s.get(PipelineKey(*key)).unwrap().unwrap(), intact.get(PipelineKey(*key)).unwrap().unwrap());
+            for (x, y) in a.stages().unwrap().iter().zip(b.stages().unwrap()) {
+                for t in granary::descriptor::Target::ALL {
+                    assert_eq!(x.output(t).unwrap(), y.output(t).unwrap(), "{name}: {key:032x}");
+                }
+            }
+        }
+    }
+    assert!(partial, "one of the cuts recovers some pipelines but not all");
 }
 
 /// Issue 23: counts that have no meaning at 0 are refused, naming the option (exit 2), not run

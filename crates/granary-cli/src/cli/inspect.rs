@@ -83,88 +83,308 @@ pub struct MergeArgs {
     output: PathBuf,
 }
 
+// `ls --json` writes every object with its keys in sorted order: the order it printed them in
+// when it built the whole document as one `serde_json::Value` (whose map sorts its keys), and
+// the streaming writer keeps those exact bytes. So each struct below declares its fields in
+// sorted order (`tests/cli.rs` checks the document against its own sorted re-serialization).
+
+/// One stage of an `ls --json` row.
 #[derive(serde::Serialize)]
 struct LsStage<'a> {
-    stage: &'a str,
     entry_point: &'a str,
     key: String,
+    /// `[target, bytes]` per target with an output (each checked against its hash).
     outputs: Vec<(&'static str, usize)>,
+    stage: &'static str,
 }
 
+/// One pipeline of `ls --json`: built, written and dropped before the next one is read.
 #[derive(serde::Serialize)]
 struct LsRow<'a> {
-    key: String,
-    kind: &'static str,
-    labels: Vec<&'a str>,
-    stages: Vec<LsStage<'a>>,
-    /// The resource layout and binding maps (docs/FORMAT.md §1.6); null if archived without.
-    layout: Option<serde_json::Value>,
     /// Per device with a record for this pipeline: its index in the archive's `devices`, how
     /// many driver binaries and their bytes (0 and 0: compiled into the device's caches), the
     /// driver's `vkGetPipelineKeyKHR` of the create info they were captured with
     /// (`pipeline_key`, hex; a loader uses them only for a create info with that key), and per
     /// binary its key, bytes and content hash.
     devices: Vec<serde_json::Value>,
+    key: String,
+    kind: &'static str,
+    labels: Labels<'a>,
+    /// The resource layout and binding maps (docs/FORMAT.md §1.6); null if archived without.
+    layout: Option<LayoutJson>,
+    stages: Vec<LsStage<'a>>,
+}
+
+/// One pipeline's labels: its run of the `(label, pipeline)` pairs sorted by pipeline.
+#[derive(Clone, Copy)]
+struct Labels<'a>(&'a [(&'a str, usize)]);
+
+impl Labels<'_> {
+    /// The labels as the table prints them.
+    fn joined(&self) -> String {
+        let mut s = String::new();
+        for (i, (l, _)) in self.0.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(l);
+        }
+        s
+    }
+}
+
+impl serde::Serialize for Labels<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|(l, _)| l))
+    }
+}
+
+/// Every `(label, pipeline)` pair of `ar`, sorted by pipeline index and, within a pipeline, by
+/// label (the label index's order), so that a walk in pipeline order takes each pipeline's
+/// labels off the front ([`take_labels`]) without a list per pipeline.
+fn labels_by_pipeline(ar: &Archive) -> anyhow::Result<Vec<(&str, usize)>> {
+    let mut labels = ar.labels()?;
+    labels.sort_by_key(|&(_, p)| p); // stable: each pipeline's labels stay in label order
+    Ok(labels)
+}
+
+/// Takes pipeline `i`'s labels off the front of `rest` (pipelines are walked in index order).
+fn take_labels<'a>(rest: &mut &'a [(&'a str, usize)], i: usize) -> Labels<'a> {
+    let n = rest.iter().take_while(|(_, p)| *p == i).count();
+    let (mine, tail) = rest.split_at(n);
+    *rest = tail;
+    Labels(mine)
+}
+
+/// Per device: the bytes of its driver binaries (each distinct blob counted once, however many
+/// pipelines share it) and of its pipeline caches. Reads the device tables, not the pipelines.
+fn device_totals(devices: &[archive::DeviceRef<'_>]) -> anyhow::Result<Vec<(usize, usize)>> {
+    let mut totals = Vec::with_capacity(devices.len());
+    for d in devices {
+        let mut seen = std::collections::HashSet::new();
+        let mut binary_bytes = 0;
+        for j in 0..d.pipeline_count() {
+            let (_, set) = d.pipeline_binaries(j)?;
+            for b in set.iter() {
+                let b = b?;
+                if seen.insert(b.data.as_ptr()) {
+                    binary_bytes += b.data.len();
+                }
+            }
+        }
+        totals.push((binary_bytes, d.caches()?.iter().map(|c| c.len()).sum()));
+    }
+    Ok(totals)
+}
+
+/// Pipeline `p`'s row of `ls --json`.
+fn json_row<'a>(
+    p: &PipelineRef<'a>,
+    labels: Labels<'a>,
+    devices: &[archive::DeviceRef<'a>],
+) -> anyhow::Result<LsRow<'a>> {
+    let mut stages = Vec::new();
+    for s in p.stages()? {
+        let mut outputs = Vec::new();
+        for t in Target::ALL {
+            if let Some(b) = s.output(t)? {
+                outputs.push((t.name(), b.len()));
+            }
+        }
+        stages.push(LsStage { entry_point: s.entry_point, key: s.key.to_hex(), outputs, stage: s.stage.name() });
+    }
+    let layout = p.layout()?.map(|l| LayoutJson::of(&l));
+    let mut on = Vec::new();
+    for (i, d) in devices.iter().enumerate() {
+        if let Some(set) = d.binaries(p)? {
+            let mut bytes = 0;
+            let mut list = Vec::with_capacity(set.len());
+            for b in set.iter() {
+                let b = b?;
+                bytes += b.data.len();
+                let key: String = b.key.iter().map(|x| format!("{x:02x}")).collect();
+                let hash = granary::descriptor::key::content_hash(b.data).0;
+                list.push(serde_json::json!({"key": key, "bytes": b.data.len(), "hash": format!("{hash:032x}")}));
+            }
+            let pipeline_key: String = set.pipeline_key().iter().map(|x| format!("{x:02x}")).collect();
+            on.push(serde_json::json!({
+                "device": i,
+                "pipeline_key": pipeline_key,
+                "library": set.flags() & granary::archive::BINARY_SET_LIBRARY != 0,
+                "flags": set.flags(),
+                "binaries": set.len(),
+                "bytes": bytes,
+                "binary_list": list,
+            }));
+        }
+    }
+    Ok(LsRow { devices: on, key: p.key().to_hex(), kind: p.kind().name(), labels, layout, stages })
+}
+
+/// `ls --json`'s document, fields in sorted order; `pipelines` is read and written one row at
+/// a time.
+#[derive(serde::Serialize)]
+struct LsDocument<'a> {
+    archive: String,
+    blobs: usize,
+    bytes: usize,
+    devices: Vec<serde_json::Value>,
+    pipelines: Rows<'a>,
+    shard: serde_json::Value,
+    signature: serde_json::Value,
+    targets: String,
+}
+
+/// Every pipeline's row, each built only when the serializer reaches it. An archive error ends
+/// the sequence; it is kept in `error` so that `ls` reports it as itself.
+struct Rows<'a> {
+    ar: &'a Archive,
+    labels: &'a [(&'a str, usize)],
+    devices: &'a [archive::DeviceRef<'a>],
+    error: std::cell::RefCell<Option<anyhow::Error>>,
+}
+
+impl serde::Serialize for Rows<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeSeq as _};
+        let mut seq = s.serialize_seq(Some(self.ar.len()))?;
+        let mut labels = self.labels;
+        for p in self.ar.iter() {
+            let row = p.map_err(anyhow::Error::from).and_then(|p| {
+                let mine = take_labels(&mut labels, p.index());
+                json_row(&p, mine, self.devices)
+            });
+            match row {
+                Ok(row) => seq.serialize_element(&row)?,
+                Err(e) => {
+                    let what = format!("{e:#}");
+                    *self.error.borrow_mut() = Some(e);
+                    return Err(S::Error::custom(what));
+                }
+            }
+        }
+        seq.end()
+    }
+}
+
+/// The `count` of a layout binding: null for one resource, `"unsized"`, or the array length.
+enum Count {
+    One,
+    Unsized,
+    Array(u32),
+}
+
+impl serde::Serialize for Count {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Count::One => s.serialize_none(),
+            Count::Unsized => s.serialize_str("unsized"),
+            Count::Array(n) => s.serialize_u32(*n),
+        }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct BindingJson {
+    binding: u32,
+    count: Count,
+    group: u32,
+    kind: &'static str,
+    visibility: Vec<&'static str>,
+}
+
+#[derive(serde::Serialize)]
+struct ImmediatesJson {
+    size: u32,
+    visibility: Vec<&'static str>,
+}
+
+#[derive(serde::Serialize)]
+struct SlotJson {
+    binding: u32,
+    glsl: Option<String>,
+    group: u32,
+    hlsl: String,
+    msl: String,
+}
+
+#[derive(serde::Serialize)]
+struct StageMapJson {
+    hlsl_immediates: Option<String>,
+    msl_immediates: Option<String>,
+    msl_sizes: Option<String>,
+    resources: Vec<SlotJson>,
+    stage: &'static str,
+}
+
+/// The layout and per-stage binding maps as `ls --json` and `extract` write them
+/// (docs/FORMAT.md §1.6).
+#[derive(serde::Serialize)]
+struct LayoutJson {
+    bindings: Vec<BindingJson>,
+    immediates: Option<ImmediatesJson>,
+    stages: Vec<StageMapJson>,
 }
 
 fn stages_json(m: archive::StageMask) -> Vec<&'static str> {
     m.stages().map(|s| s.name()).collect()
 }
 
-/// The layout and per-stage binding maps as JSON (docs/FORMAT.md §1.6).
-pub(crate) fn layout_json(l: &archive::PipelineLayout) -> serde_json::Value {
-    use serde_json::json;
-    let bindings: Vec<_> = l
-        .bindings
-        .iter()
-        .map(|b| {
-            json!({
-                "group": b.group,
-                "binding": b.binding,
-                "kind": b.kind.name(),
-                "count": match b.count { 0 => json!(null), u32::MAX => json!("unsized"), n => json!(n) },
-                "visibility": stages_json(b.visibility),
+impl LayoutJson {
+    fn of(l: &archive::PipelineLayout) -> Self {
+        let bindings = l
+            .bindings
+            .iter()
+            .map(|b| BindingJson {
+                binding: b.binding,
+                count: match b.count {
+                    0 => Count::One,
+                    u32::MAX => Count::Unsized,
+                    n => Count::Array(n),
+                },
+                group: b.group,
+                kind: b.kind.name(),
+                visibility: stages_json(b.visibility),
             })
-        })
-        .collect();
-    let stages: Vec<_> = l
-        .stages
-        .iter()
-        .map(|s| {
-            let slots: Vec<_> = s
-                .slots
-                .iter()
-                .map(|a| {
-                    json!({
-                        "group": a.group,
-                        "binding": a.binding,
-                        "msl": format!("{}({})", a.msl_class.name(), a.msl_index),
-                        "hlsl": match a.hlsl_class {
+            .collect();
+        let stages = l
+            .stages
+            .iter()
+            .map(|s| StageMapJson {
+                hlsl_immediates: s.hlsl_immediates_space.map(|sp| format!("register(b0, space{sp})")),
+                msl_immediates: s.msl_immediates_buffer.map(|i| format!("buffer({i})")),
+                msl_sizes: s.msl_sizes_buffer.map(|i| format!("buffer({i})")),
+                resources: s
+                    .slots
+                    .iter()
+                    .map(|a| SlotJson {
+                        binding: a.binding,
+                        glsl: a.glsl_binding.map(|b| format!("binding = {b}")),
+                        group: a.group,
+                        hlsl: match a.hlsl_class {
                             // Samplers live in naga's sampler heap; the shader reads their heap
                             // index from the group's sampler index buffer (docs/FORMAT.md §1.7).
                             b's' => format!("sampler_index({}) of register(t{}, space255)", a.hlsl_register, a.group),
                             c => format!("register({}{}, space{})", c as char, a.hlsl_register, a.hlsl_space),
                         },
-                        "glsl": a.glsl_binding.map(|b| format!("binding = {b}")),
+                        msl: format!("{}({})", a.msl_class.name(), a.msl_index),
                     })
-                })
-                .collect();
-            json!({
-                "stage": s.stage.name(),
-                "resources": slots,
-                "msl_immediates": s.msl_immediates_buffer.map(|i| format!("buffer({i})")),
-                "msl_sizes": s.msl_sizes_buffer.map(|i| format!("buffer({i})")),
-                "hlsl_immediates": s.hlsl_immediates_space.map(|sp| format!("register(b0, space{sp})")),
+                    .collect(),
+                stage: s.stage.name(),
             })
-        })
-        .collect();
-    json!({
-        "bindings": bindings,
-        "immediates": l.immediates.map(|i| json!({"size": i.size, "visibility": stages_json(i.visibility)})),
-        "stages": stages,
-    })
+            .collect();
+        LayoutJson {
+            bindings,
+            immediates: l.immediates.map(|i| ImmediatesJson { size: i.size, visibility: stages_json(i.visibility) }),
+            stages,
+        }
+    }
 }
 
+/// `granary ls`. Streams: the table prints each row as it reads the pipeline (its record,
+/// stage records and labels, each checked; not its blobs, which `verify` checks), and `--json`
+/// writes its document row by row; only the labels (sorted by pipeline) and the per-device
+/// totals are held for the whole archive.
 pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
     let ar = Archive::open(&a.archive)?;
     if let Some(format) = a.keys {
@@ -175,60 +395,9 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
         outln!("{}", key_table(&a.archive.display().to_string(), &table, format));
         return Ok(0);
     }
-    let mut labels: Vec<Vec<&str>> = vec![Vec::new(); ar.len()];
-    for (l, p) in ar.labels()? {
-        labels[p].push(l);
-    }
+    let labels = labels_by_pipeline(&ar)?;
     let devices = ar.devices()?;
-    // Per device: pipelines, binary bytes (each distinct blob counted once), cache bytes.
-    let mut device_bytes = vec![(0usize, 0usize); devices.len()];
-    let mut seen: Vec<std::collections::HashSet<*const u8>> = vec![Default::default(); devices.len()];
-    let mut rows = Vec::with_capacity(ar.len());
-    for (p, labels) in ar.iter().zip(labels) {
-        let p = p?;
-        let mut stages = Vec::new();
-        for s in p.stages()? {
-            let mut outputs = Vec::new();
-            for t in Target::ALL {
-                if let Some(b) = s.output(t)? {
-                    outputs.push((t.name(), b.len()));
-                }
-            }
-            stages.push(LsStage { stage: s.stage.name(), entry_point: s.entry_point, key: s.key.to_hex(), outputs });
-        }
-        let layout = p.layout()?.map(|l| layout_json(&l));
-        let mut on = Vec::new();
-        for (i, d) in devices.iter().enumerate() {
-            if let Some(set) = d.binaries(&p)? {
-                let mut bytes = 0;
-                let mut list = Vec::with_capacity(set.len());
-                for b in set.iter() {
-                    let b = b?;
-                    bytes += b.data.len();
-                    if seen[i].insert(b.data.as_ptr()) {
-                        device_bytes[i].0 += b.data.len();
-                    }
-                    let key: String = b.key.iter().map(|x| format!("{x:02x}")).collect();
-                    let hash = granary::descriptor::key::content_hash(b.data).0;
-                    list.push(serde_json::json!({"key": key, "bytes": b.data.len(), "hash": format!("{hash:032x}")}));
-                }
-                let pipeline_key: String = set.pipeline_key().iter().map(|x| format!("{x:02x}")).collect();
-                on.push(serde_json::json!({
-                    "device": i,
-                    "pipeline_key": pipeline_key,
-                    "library": set.flags() & granary::archive::BINARY_SET_LIBRARY != 0,
-                    "flags": set.flags(),
-                    "binaries": set.len(),
-                    "bytes": bytes,
-                    "binary_list": list,
-                }));
-            }
-        }
-        rows.push(LsRow { key: p.key().to_hex(), kind: p.kind().name(), labels, stages, layout, devices: on });
-    }
-    for (i, d) in devices.iter().enumerate() {
-        device_bytes[i].1 = d.caches()?.iter().map(|c| c.len()).sum();
-    }
+    let device_bytes = device_totals(&devices)?;
     if a.json {
         let devices_json: Vec<_> = devices
             .iter()
@@ -243,22 +412,31 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
                 })
             })
             .collect();
-        super::output::print_json(&serde_json::json!({
-            "archive": a.archive.display().to_string(),
-            "bytes": ar.size(),
-            "targets": ar.targets().names(),
-            "blobs": ar.blob_count(),
-            "shard": ar.shard(),
-            "signature": signature_json(ar.signature()?),
-            "devices": devices_json,
-            "pipelines": rows,
-        }))?;
+        let doc = LsDocument {
+            archive: a.archive.display().to_string(),
+            blobs: ar.blob_count(),
+            bytes: ar.size(),
+            devices: devices_json,
+            pipelines: Rows { ar: &ar, labels: &labels, devices: &devices, error: Default::default() },
+            shard: serde_json::to_value(ar.shard())?,
+            signature: signature_json(ar.signature()?),
+            targets: ar.targets().names(),
+        };
+        let mut out = super::output::Stdout::new();
+        if let Err(e) = serde_json::to_writer_pretty(&mut out, &doc) {
+            // Writing never fails (the writer ends the process instead): an archive error.
+            return Err(doc.pipelines.error.borrow_mut().take().unwrap_or_else(|| e.into()));
+        }
+        out.finish_line();
         return Ok(0);
     }
     outln!("{:<32}  {:<7}  {:<40}  stages", "key", "kind", "label");
-    for r in &rows {
-        let stages: Vec<String> = r.stages.iter().map(|s| format!("{}:{}", s.stage, s.entry_point)).collect();
-        outln!("{}  {:<7}  {:<40}  {}", r.key, r.kind, r.labels.join(","), stages.join(" "));
+    let mut rest = &labels[..];
+    for p in ar.iter() {
+        let p = p?;
+        let labels = take_labels(&mut rest, p.index());
+        let stages: Vec<String> = p.stages()?.iter().map(|s| format!("{}:{}", s.stage.name(), s.entry_point)).collect();
+        outln!("{}  {:<7}  {:<40}  {}", p.key().to_hex(), p.kind().name(), labels.joined(), stages.join(" "));
     }
     outln!(
         "{} pipelines, {} distinct stage outputs, {} bytes, targets {}",
@@ -384,7 +562,7 @@ pub fn extract(a: ExtractArgs) -> anyhow::Result<i32> {
     }
     if let Some(l) = p.layout()? {
         let path = a.output.join(format!("{base}.layout.json"));
-        let text = serde_json::to_string_pretty(&layout_json(&l))? + "\n";
+        let text = serde_json::to_string_pretty(&LayoutJson::of(&l))? + "\n";
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         outln!("{}", path.display());
     }
