@@ -70,8 +70,8 @@ step() {
 # fingerprint ARCHIVE: what a merge must reproduce even where driver binaries differ run to run.
 fingerprint() {
   "$G" ls "$1" --json > "$WK/ls.json" || return 1
-  jq -c '[.pipelines[] | del(.devices)]' "$WK/ls.json" | sha256sum | cut -d' ' -f1
-  jq '[.pipelines[] | select((.devices | length) > 0)] | length' "$WK/ls.json"
+  jq -c '[.entries[] | del(.devices)]' "$WK/ls.json" | sha256sum | cut -d' ' -f1
+  jq '[.entries[] | select((.devices | length) > 0)] | length' "$WK/ls.json"
   rm -f "$WK/ls.json"
 }
 

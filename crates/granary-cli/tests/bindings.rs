@@ -58,7 +58,7 @@ fn ls_json_exports_every_archived_binding_map_and_extract_writes_the_msl_beside_
     assert!(o.status.success());
     let ls: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let ar = Archive::open(&out).unwrap();
-    let rows = ls["pipelines"].as_array().unwrap();
+    let rows = ls["entries"].as_array().unwrap();
     assert_eq!(rows.len(), ar.len());
     let mut stages = 0;
     for row in rows {

@@ -58,7 +58,7 @@ fn ls_verify_extract_merge() {
     assert!(o.status.success());
     let ls: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_sorted_pretty(&o.stdout);
-    let first = &ls["pipelines"][0];
+    let first = &ls["entries"][0];
     let label = first["labels"][0].as_str().unwrap().to_string();
     let key = first["key"].as_str().unwrap().to_string();
 
@@ -316,8 +316,8 @@ fn ls_merge_and_salvage_carry_device_sections() {
     assert_eq!(v["devices"][0]["binary_bytes"], 100 * n + 5000, "the shared dictionary counted once");
     assert_eq!(v["devices"][0]["cache_bytes"], 77);
     assert!(v["devices"][0]["device"].as_str().unwrap().starts_with("Test GPU (vendor 0x10de"));
-    assert_eq!(v["pipelines"][0]["devices"][0]["binaries"], 2);
-    assert_eq!(v["pipelines"][0]["devices"][0]["bytes"], 5100);
+    assert_eq!(v["entries"][0]["devices"][0]["binaries"], 2);
+    assert_eq!(v["entries"][0]["devices"][0]["bytes"], 5100);
     let o = granary(&["ls", merged.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("device Test GPU (vendor 0x10de, device 0x2335)"), "{text}");

@@ -290,9 +290,7 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
     let report = if a.json {
         let report = finish();
         let mut v = serde_json::to_value(&summary)?;
-        if let Some(r) = &report {
-            r.add_to(&mut v);
-        }
+        super::validation::add_report(report.as_ref(), &mut v);
         print_json(&v)?;
         report
     } else {

@@ -221,15 +221,17 @@ fn json_row<'a>(
     Ok(LsRow { devices: on, key: p.key().to_hex(), kind: p.kind().name(), labels, layout, stages })
 }
 
-/// `ls --json`'s document, fields in sorted order; `pipelines` is read and written one row at
-/// a time.
+/// `ls --json`'s document (docs/schemas/ls.schema.json), fields in sorted order; `entries` is
+/// read and written one row at a time.
 #[derive(serde::Serialize)]
 struct LsDocument<'a> {
     archive: String,
     blobs: usize,
     bytes: usize,
+    command: &'static str,
     devices: Vec<serde_json::Value>,
-    pipelines: Rows<'a>,
+    entries: Rows<'a>,
+    schema_version: u64,
     shard: serde_json::Value,
     signature: serde_json::Value,
     targets: String,
@@ -416,8 +418,10 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
             archive: a.archive.display().to_string(),
             blobs: ar.blob_count(),
             bytes: ar.size(),
+            command: "ls",
             devices: devices_json,
-            pipelines: Rows { ar: &ar, labels: &labels, devices: &devices, error: Default::default() },
+            entries: Rows { ar: &ar, labels: &labels, devices: &devices, error: Default::default() },
+            schema_version: super::output::SCHEMA_VERSION,
             shard: serde_json::to_value(ar.shard())?,
             signature: signature_json(ar.signature()?),
             targets: ar.targets().names(),
@@ -425,7 +429,7 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
         let mut out = super::output::Stdout::new();
         if let Err(e) = serde_json::to_writer_pretty(&mut out, &doc) {
             // Writing never fails (the writer ends the process instead): an archive error.
-            return Err(doc.pipelines.error.borrow_mut().take().unwrap_or_else(|| e.into()));
+            return Err(doc.entries.error.borrow_mut().take().unwrap_or_else(|| e.into()));
         }
         out.finish_line();
         return Ok(0);

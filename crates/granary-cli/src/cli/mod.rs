@@ -106,6 +106,12 @@ pub(crate) const LISTED: usize = 10;
 pub fn main() -> i32 {
     // `--json` anywhere: a failure is reported as a JSON error object on stdout too.
     let json = std::env::args_os().skip(1).take_while(|a| a != "--").any(|a| a == "--json");
+    // The subcommand as typed, for the error object of arguments that do not parse.
+    if let Some(name) = std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+        if let Some(known) = COMMANDS.iter().find(|c| **c == name) {
+            output::set_command(known);
+        }
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -152,6 +158,27 @@ pub fn main() -> i32 {
         }
     }
 }
+
+/// Every subcommand's name, as [`Command::name`] gives it.
+const COMMANDS: [&str; 17] = [
+    "harvest",
+    "warm",
+    "ls",
+    "verify",
+    "extract",
+    "sign",
+    "merge",
+    "gen",
+    "salvage",
+    "prune",
+    "plan",
+    "devices",
+    "export-mtl4",
+    "worker",
+    "stress",
+    "bench",
+    "import-foz",
+];
 
 impl Command {
     /// The subcommand's name as typed.

@@ -24,7 +24,13 @@ pub fn run(a: SalvageArgs) -> anyhow::Result<i32> {
     // error where and why nothing is left.
     if let Some(nothing) = &report.nothing_recovered {
         if a.json {
+            // The report is the one document on stdout (its `nothing_recovered` says why);
+            // the message goes to stderr and the status is "could not run".
             super::output::print_json(&report)?;
+            let e = anyhow::Error::new(nothing.to_error(&a.damaged))
+                .context(format!("nothing to salvage, so {} is not written", a.output.display()));
+            eprintln!("error: {}", super::error_text(&e));
+            return Ok(2);
         } else {
             outln!(
                 "recovered none of {} pipeline records ({} present); {} is not written",

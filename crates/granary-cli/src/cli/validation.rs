@@ -47,6 +47,20 @@ pub struct ValidationReport {
     pub failed: bool,
 }
 
+/// Adds `validation_messages` and `validation` to a JSON object: the layer's report, or null
+/// for both when the layer was not loaded (every `--json` field is present, null when unknown).
+pub fn add_report(report: Option<&ValidationReport>, v: &mut serde_json::Value) {
+    match report {
+        Some(r) => r.add_to(v),
+        None => {
+            if let Some(o) = v.as_object_mut() {
+                o.insert("validation_messages".into(), serde_json::Value::Null);
+                o.insert("validation".into(), serde_json::Value::Null);
+            }
+        }
+    }
+}
+
 impl ValidationReport {
     /// Adds `validation_messages` and `validation` to a JSON object.
     pub fn add_to(&self, v: &mut serde_json::Value) {

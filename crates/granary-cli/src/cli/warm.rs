@@ -197,9 +197,7 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
     let report = log.map(|log| validation.finish(&log));
     let (code, json) = result?;
     if let Some(mut v) = json {
-        if let Some(r) = &report {
-            r.add_to(&mut v);
-        }
+        super::validation::add_report(report.as_ref(), &mut v);
         super::output::print_json(&v)?;
     }
     Ok(if report.is_some_and(|r| r.failed) { code.max(1) } else { code })
