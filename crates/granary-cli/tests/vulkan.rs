@@ -612,6 +612,36 @@ fn resume_on_another_device_or_driver_compiles_there_and_keeps_the_other_section
     }
 }
 
+/// A device without graphics pipeline libraries harvests a script's `expand_unspecialized`
+/// variants instead of its unspecialized pipelines. Resuming, that way, an archive whose
+/// unspecialized pipelines carry another driver's binaries would drop those binaries (a merge
+/// keeps them): refused before anything compiles (exit 2), saying to harvest into a new
+/// archive and merge, and the archive is left as it was.
+#[test]
+fn resume_refuses_to_drop_another_devices_pipelines_of_the_other_expansion() {
+    if device().is_none() {
+        return;
+    }
+    let dir = common::tempdir();
+    let mut script = example_json();
+    script["expand_unspecialized"] = serde_json::json!({"formats": ["rgba8unorm"]});
+    let path = dir.path().join("pipelines.json");
+    std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
+    let (a, old) = (dir.path().join("a.granary"), dir.path().join("old.granary"));
+    let (code, s) = harvest(path.to_str().unwrap(), &a, &["--backend", "vulkan", "-j", "2"], &[]);
+    assert_eq!((code, s["expanded"].as_u64()), (0, Some(0)), "{s}");
+    common::forge_driver_version(&a, &old);
+    let before = std::fs::read(&old).unwrap();
+    let args = ["harvest", path.to_str().unwrap(), "-o", old.to_str().unwrap(), "--backend", "vulkan"];
+    let o = granary(&[&args[..], &["--no-pipeline-libraries", "--resume", "-j", "2"]].concat(), &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot resume") && err.contains("expand_unspecialized"), "{err}");
+    let theirs = Archive::read(&old).unwrap().devices().unwrap()[0].identity().describe();
+    assert!(err.contains("granary merge") && err.contains(&theirs), "names the other device and what to do: {err}");
+    assert_eq!(std::fs::read(&old).unwrap(), before, "the archive is left as it was");
+}
+
 /// A pipeline recompiled on the device for `--resume` must have the contents the archive holds
 /// for its key (a merge refuses one key with two contents): here one entry of a device-less
 /// archive lost its layout. The resume compiles, then refuses naming the pipeline (exit 2),

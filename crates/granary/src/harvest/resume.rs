@@ -130,6 +130,9 @@ pub(crate) fn resume(
     // The keys the script produces now, each with every label the script gives it.
     let keys = selection.keys();
     let labels = selection.labels_by_key(&keys);
+    if let Some(d) = device {
+        refuse_other_expansion(selection, d, &old, &labels).map_err(resume_err)?;
+    }
     let (kept, dropped) = super::select::keep_scripted(old.into_values(), &labels);
     out.dropped += dropped;
     // With a device backend, an entry is this harvest's only where it has a binary set for
@@ -156,6 +159,49 @@ pub(crate) fn resume(
     });
     out.pipelines = before - selection.pipelines.len();
     Ok(out)
+}
+
+/// A device without graphics pipeline libraries harvests a script's `expand_unspecialized`
+/// variants in place of its pipelines with unspecialized colour output, and a device with them
+/// harvests those pipelines: keys the other selection has. Resuming an archive that holds such
+/// pipelines with another device's binaries would drop that device's binaries (a merge keeps
+/// them), so it is refused, saying what to do instead.
+fn refuse_other_expansion(
+    selection: &Selection<'_>,
+    device: &DeviceIdentity,
+    old: &HashMap<u128, WriteEntry>,
+    labels: &HashMap<u128, Vec<String>>,
+) -> Result<(), String> {
+    if selection.script.expand_unspecialized.is_none() {
+        return Ok(());
+    }
+    let expanded_now = !selection.expansion.replaced.is_empty();
+    let other = Selection::expansion(selection.script, !expanded_now);
+    let other_keys: HashSet<u128> =
+        Selection::new(selection.script, &other, selection.ctx).keys().into_iter().collect();
+    let lost: Vec<&WriteEntry> = old
+        .values()
+        .filter(|w| !labels.contains_key(&w.entry.key.0) && other_keys.contains(&w.entry.key.0))
+        .filter(|w| w.binaries.iter().any(|b| *b.device != *device))
+        .collect();
+    let Some(first) = lost.iter().min_by_key(|w| w.entry.key.0).copied() else { return Ok(()) };
+    let others: std::collections::BTreeSet<String> =
+        first.binaries.iter().filter(|b| *b.device != *device).map(|b| b.device.describe()).collect();
+    let what = if expanded_now {
+        "pipelines with unspecialized colour output, which this device harvests as their expand_unspecialized \
+         variants instead (it has no graphics pipeline libraries, or --no-pipeline-libraries was given)"
+    } else {
+        "the script's expand_unspecialized variants, which this device does not harvest (it has graphics \
+         pipeline libraries)"
+    };
+    Err(format!(
+        "{} of its pipelines (the first: {}{:032x}), with binaries for {}, are {what}: resuming would drop those \
+         binaries. Harvest this device into a new archive and `granary merge` it with this one",
+        lost.len(),
+        first.labels.first().map(|l| format!("'{l}', ")).unwrap_or_default(),
+        first.entry.key.0,
+        others.into_iter().collect::<Vec<_>>().join(", ")
+    ))
 }
 
 /// After compiling: puts the entries `--resume` found without binaries for this device back
