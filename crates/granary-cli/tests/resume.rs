@@ -604,3 +604,46 @@ fn ctrl_c_typed_at_a_terminal_journals_what_landed_and_the_progress_line_counts_
     let s = harvest_json(&script, &out, &["--resume", "-j1", "--check-outputs", "off"]);
     assert_eq!((s["resumed"].as_u64(), s["resumed_from_journal"].as_u64()), (Some(512), Some(512)), "{s}");
 }
+
+/// Issue 23: `--resume --backend vulkan` of an archive harvested without a device compiles
+/// every pipeline on the device (none has binaries for it), and what it journals before an
+/// interrupt carries the device's binary sets: the next `--resume` keeps exactly those, says
+/// how many it compiled again for the device, and ends with every pipeline in the device's
+/// section. (Before the fix the first resume kept all 900 by key and never reached the hung
+/// stage function.)
+#[cfg(unix)]
+#[test]
+fn an_interrupted_resume_onto_a_device_keeps_what_it_compiled_there() {
+    if common::vulkan_device(Path::new(env!("CARGO_BIN_EXE_granary"))).is_none() {
+        return;
+    }
+    let dir = common::tempdir();
+    let script = one_library_per_pipeline(dir.path());
+    let out = dir.path().join("o.granary");
+    harvest_json(&script, &out, &["-j2", "--check-outputs", "off"]);
+    let reached = dir.path().join("reached");
+    let child = harvest_until_late_hangs(&script, &out, &reached, &["--resume", "--backend", "vulkan", "-j2"]);
+    let st = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(st.success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    let replay = replay_journal(&out).unwrap().expect("a journal");
+    let journaled = replay.entries.len();
+    assert!((2 * granary::harvest::WAVE..PIPELINES).contains(&journaled), "{journaled}: {err}");
+    assert!(replay.entries.iter().all(|w| w.binaries.len() == 1), "each journaled entry has the device's set");
+
+    let o = granary()
+        .args(["harvest", script.to_str().unwrap(), "-o", out.to_str().unwrap(), "--resume", "--backend", "vulkan"])
+        .args(["--check-outputs", "off", "-j2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains(&format!("resumed:               {journaled} pipelines kept")), "{err}");
+    let again = PIPELINES - journaled;
+    assert!(err.contains(&format!("recompiled on device:  {again} pipelines the existing archive holds")), "{err}");
+    let a = Archive::read(&out).unwrap();
+    let devices = a.devices().unwrap();
+    assert_eq!((a.len(), devices.len(), devices[0].pipeline_count()), (PIPELINES, 1, PIPELINES));
+}

@@ -506,6 +506,171 @@ fn resume_and_merge_keep_device_sections() {
     assert_eq!(std::fs::read(&merged).unwrap(), std::fs::read(&out).unwrap(), "merge adds nothing and loses nothing");
 }
 
+/// `granary merge A B -o OUT`, expecting success; returns OUT's bytes.
+fn merge(a: &Path, b: &Path, out: &Path) -> Vec<u8> {
+    let o = granary(&["merge", a.to_str().unwrap(), b.to_str().unwrap(), "-o", out.to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read(out).unwrap()
+}
+
+/// Each pipeline's binary sets and the pipeline caches of the device `identity`, read back.
+type DeviceData = (Vec<(u128, Vec<granary::archive::DeviceBinaries>)>, Vec<granary::archive::DeviceCache>);
+fn device_data(path: &Path, identity: &granary::archive::DeviceIdentity) -> DeviceData {
+    let a = Archive::read(path).unwrap();
+    a.verify().unwrap();
+    let sets = a
+        .entries()
+        .unwrap()
+        .into_iter()
+        .map(|w| (w.entry.key.0, w.binaries.into_iter().filter(|b| *b.device == *identity).collect()))
+        .collect();
+    let caches = a.device_caches().unwrap().into_iter().filter(|c| *c.device == *identity).collect();
+    (sets, caches)
+}
+
+/// Issue 23: with a device backend, `--resume` keeps a pipeline only where the archive holds
+/// its binaries (or its pipeline-cache record) for this very device. An archive harvested
+/// without a device, and one harvested on another driver version (forged: this GPU's identity
+/// with driver_version + 1, as after a driver update), get every pipeline compiled here, and
+/// the other device's section stays exactly as it was beside this device's: the bytes of a
+/// fresh harvest on this device `granary merge`d with the old archive (on a cache-data device;
+/// driver binaries differ from compile to compile, so elsewhere the entries and sections are
+/// compared). `warm` then matches the device, and one more resume compiles nothing. (Before
+/// the fix every pipeline was kept by key: 0 created, no binaries for this device, exit 0.)
+#[test]
+fn resume_on_another_device_or_driver_compiles_there_and_keeps_the_other_sections() {
+    let Some(d) = device() else { return };
+    let dir = common::tempdir();
+    let at = |n: &str| dir.path().join(n);
+    let fresh = at("fresh.granary");
+    let (code, f) = harvest(EXAMPLE, &fresh, &["--backend", "vulkan", "-j", "2"], &[]);
+    assert_eq!(code, 0, "{f}");
+    let here = Archive::read(&fresh).unwrap().devices().unwrap()[0].identity().clone();
+    let created = |s: &Value| (s["device"]["pipelines_created"].clone(), s["device"]["libraries_created"].clone());
+    let n = Some(EXAMPLE_PIPELINES as u64);
+
+    // An archive harvested without a device: nothing for this one yet.
+    let none = at("none.granary");
+    assert_eq!(harvest(EXAMPLE, &none, &["-j", "2"], &[]).0, 0);
+    let out = at("out.granary");
+    std::fs::copy(&none, &out).unwrap();
+    let (code, s) = harvest(EXAMPLE, &out, &["--backend", "vulkan", "-j", "2", "--resume"], &[]);
+    assert_eq!(code, 0, "{s}");
+    assert_eq!(created(&s), created(&f), "every pipeline created on the device, as a fresh harvest: {s}");
+    assert_eq!((s["resumed"].as_u64(), s["recompiled_for_device"].as_u64(), s["succeeded"].as_u64()), (Some(0), n, n));
+    let a = Archive::read(&out).unwrap();
+    let devices = a.devices().unwrap();
+    assert_eq!(devices.len(), 1);
+    assert_eq!((devices[0].identity(), devices[0].pipeline_count()), (&here, EXAMPLE_PIPELINES));
+    assert_eq!(portable_entries(&out), portable_entries(&fresh));
+    if !captures_binaries(&d) {
+        assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&fresh).unwrap(), "a fresh harvest's bytes");
+        assert_eq!(std::fs::read(&out).unwrap(), merge(&fresh, &none, &at("m0.granary")));
+    }
+
+    // An archive harvested on another driver version: warm refuses it here; resumed, it gets
+    // this device's section beside the old one.
+    let old = at("old-driver.granary");
+    common::forge_driver_version(&fresh, &old);
+    let theirs = Archive::read(&old).unwrap().devices().unwrap()[0].identity().clone();
+    assert_ne!(theirs, here);
+    let w = granary(&["warm", old.to_str().unwrap(), "-j", "2"], &[]);
+    assert_eq!(w.status.code(), Some(2), "{}", String::from_utf8_lossy(&w.stderr));
+    assert!(String::from_utf8_lossy(&w.stderr).contains("driver_version"));
+    std::fs::copy(&old, &out).unwrap();
+    let (code, s) = harvest(EXAMPLE, &out, &["--backend", "vulkan", "-j", "2", "--resume"], &[]);
+    assert_eq!(code, 0, "{s}");
+    assert_eq!(created(&s), created(&f), "{s}");
+    assert_eq!((s["resumed"].as_u64(), s["recompiled_for_device"].as_u64(), s["succeeded"].as_u64()), (Some(0), n, n));
+    let a = Archive::read(&out).unwrap();
+    let mut ids: Vec<_> = a.devices().unwrap().iter().map(|d| (d.identity().clone(), d.pipeline_count())).collect();
+    ids.sort_by_key(|(i, _)| i.id());
+    let mut want = vec![(here.clone(), EXAMPLE_PIPELINES), (theirs.clone(), EXAMPLE_PIPELINES)];
+    want.sort_by_key(|(i, _)| i.id());
+    assert_eq!(ids, want, "both devices' sections, every pipeline in each");
+    assert!(device_data(&out, &theirs) == device_data(&old, &theirs), "the old driver's section is kept as it was");
+    assert_eq!(portable_entries(&out), portable_entries(&fresh));
+    if !captures_binaries(&d) {
+        assert!(device_data(&out, &here) == device_data(&fresh, &here), "this device's section is a fresh harvest's");
+        let merged = merge(&fresh, &old, &at("m1.granary"));
+        assert_eq!(std::fs::read(&out).unwrap(), merged, "resume = fresh harvest here merged with the old archive");
+        assert_eq!(merge(&old, &fresh, &at("m2.granary")), merged);
+    }
+    let w = granary(&["warm", out.to_str().unwrap(), "--json", "-j", "2"], &[]);
+    assert_eq!(w.status.code(), Some(0), "{}", String::from_utf8_lossy(&w.stderr));
+    let w: Value = serde_json::from_slice(&w.stdout).unwrap();
+    assert_eq!((w["matches_device"].as_bool(), w["created"].as_u64()), (Some(true), n), "{w}");
+
+    // Resumed once more on this device: everything is kept, nothing is created.
+    let before = std::fs::read(&out).unwrap();
+    let (code, s) = harvest(EXAMPLE, &out, &["--backend", "vulkan", "-j", "2", "--resume"], &[]);
+    assert_eq!(code, 0, "{s}");
+    assert_eq!((s["resumed"].as_u64(), s["recompiled_for_device"].as_u64()), (n, Some(0)), "{s}");
+    assert_eq!(created(&s), (Value::from(0), Value::from(0)), "{s}");
+    if !captures_binaries(&d) {
+        assert_eq!(std::fs::read(&out).unwrap(), before, "a resume that compiles nothing changes nothing");
+    }
+}
+
+/// A device without graphics pipeline libraries harvests a script's `expand_unspecialized`
+/// variants instead of its unspecialized pipelines. Resuming, that way, an archive whose
+/// unspecialized pipelines carry another driver's binaries would drop those binaries (a merge
+/// keeps them): refused before anything compiles (exit 2), saying to harvest into a new
+/// archive and merge, and the archive is left as it was.
+#[test]
+fn resume_refuses_to_drop_another_devices_pipelines_of_the_other_expansion() {
+    if device().is_none() {
+        return;
+    }
+    let dir = common::tempdir();
+    let mut script = example_json();
+    script["expand_unspecialized"] = serde_json::json!({"formats": ["rgba8unorm"]});
+    let path = dir.path().join("pipelines.json");
+    std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
+    let (a, old) = (dir.path().join("a.granary"), dir.path().join("old.granary"));
+    let (code, s) = harvest(path.to_str().unwrap(), &a, &["--backend", "vulkan", "-j", "2"], &[]);
+    assert_eq!((code, s["expanded"].as_u64()), (0, Some(0)), "{s}");
+    common::forge_driver_version(&a, &old);
+    let before = std::fs::read(&old).unwrap();
+    let args = ["harvest", path.to_str().unwrap(), "-o", old.to_str().unwrap(), "--backend", "vulkan"];
+    let o = granary(&[&args[..], &["--no-pipeline-libraries", "--resume", "-j", "2"]].concat(), &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot resume") && err.contains("expand_unspecialized"), "{err}");
+    let theirs = Archive::read(&old).unwrap().devices().unwrap()[0].identity().describe();
+    assert!(err.contains("granary merge") && err.contains(&theirs), "names the other device and what to do: {err}");
+    assert_eq!(std::fs::read(&old).unwrap(), before, "the archive is left as it was");
+}
+
+/// A pipeline recompiled on the device for `--resume` must have the contents the archive holds
+/// for its key (a merge refuses one key with two contents): here one entry of a device-less
+/// archive lost its layout. The resume compiles, then refuses naming the pipeline (exit 2),
+/// and the archive is left as it was.
+#[test]
+fn resume_refuses_a_recompiled_pipeline_whose_contents_differ_from_the_archive() {
+    if device().is_none() {
+        return;
+    }
+    let dir = common::tempdir();
+    let (none, out) = (dir.path().join("none.granary"), dir.path().join("out.granary"));
+    assert_eq!(harvest(EXAMPLE, &none, &["-j", "2"], &[]).0, 0);
+    let a = Archive::read(&none).unwrap();
+    let mut entries = a.entries().unwrap();
+    let changed = entries[0].entry.key.0;
+    let mut entry = (*entries[0].entry).clone();
+    entry.layout = None;
+    entries[0].entry = std::sync::Arc::new(entry);
+    std::fs::write(&out, granary::archive::encode(&entries, &a.meta().unwrap())).unwrap();
+    let before = std::fs::read(&out).unwrap();
+    let o =
+        granary(&["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "--backend", "vulkan", "--resume", "-j", "2"], &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot resume") && err.contains(&format!("{changed:032x}")), "{err}");
+    assert!(err.contains("other contents"), "{err}");
+    assert_eq!(std::fs::read(&out).unwrap(), before, "the archive is left as it was");
+}
+
 /// Every command that does not need Vulkan works where no Vulkan driver can be found, and the
 /// ones that need it say so.
 #[test]

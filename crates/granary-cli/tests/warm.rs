@@ -9,11 +9,10 @@
 mod common;
 
 use common::EXAMPLE;
-use granary::archive::{Archive, ArchiveMeta, DeviceBinaries, DeviceCache, DeviceIdentity, WriteEntry};
+use granary::archive::{Archive, DeviceCache};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Arc;
 
 const EXAMPLE_PIPELINES: u64 = 335;
 /// Pipelines of the example whose colour output is unspecialized (captured as libraries).
@@ -93,31 +92,6 @@ fn warm_on_the_harvest_device_creates_everything_and_says_how() {
     assert_eq!(w["created"], EXAMPLE_PIPELINES);
 }
 
-/// The archive rewritten as if harvested on another driver version of the same GPU.
-fn forge_driver_version(path: &Path, out: &Path) {
-    let a = Archive::read(path).expect("archive");
-    let forged = |d: &Arc<DeviceIdentity>| {
-        Arc::new(DeviceIdentity { driver_version: d.driver_version.wrapping_add(1), ..(**d).clone() })
-    };
-    let entries: Vec<WriteEntry> = a
-        .entries()
-        .unwrap()
-        .into_iter()
-        .map(|w| WriteEntry {
-            binaries: w
-                .binaries
-                .iter()
-                .map(|b| DeviceBinaries { device: forged(&b.device), set: b.set.clone() })
-                .collect(),
-            ..w
-        })
-        .collect();
-    let meta = a.meta().unwrap();
-    let device_caches =
-        meta.device_caches.iter().map(|c| DeviceCache { device: forged(&c.device), data: c.data.clone() }).collect();
-    std::fs::write(out, granary::archive::encode(&entries, &ArchiveMeta { device_caches, ..meta })).unwrap();
-}
-
 #[test]
 fn an_archive_for_another_driver_is_refused_before_any_binary_reaches_the_driver() {
     if common::vulkan_device(&bin()).is_none() {
@@ -126,7 +100,7 @@ fn an_archive_for_another_driver_is_refused_before_any_binary_reaches_the_driver
     let dir = tempfile::tempdir().unwrap();
     let archive = harvest(dir.path(), "a.granary");
     let forged = dir.path().join("forged.granary");
-    forge_driver_version(&archive, &forged);
+    common::forge_driver_version(&archive, &forged);
 
     let (code, w, stderr) = warm(&forged, &[]);
     assert_eq!(code, 2, "could not run: {stderr}");

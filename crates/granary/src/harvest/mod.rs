@@ -5,7 +5,10 @@
 //! - The archive written is a function of the script's successful pipelines only: thread
 //!   count, scheduling, flushes and `--resume` do not change a byte. A resumed harvest keeps
 //!   exactly the old entries whose keys the current script produces, labelled as the current
-//!   script labels them, so it equals a fresh harvest of the script as it is now.
+//!   script labels them, so it equals a fresh harvest of the script as it is now. With a
+//!   device backend, an old entry counts only where it has a binary set for this very device;
+//!   the others are compiled on it and keep their other devices' sets (a fresh harvest here,
+//!   merged with the old archive's entries the script produces).
 //! - Intermediate flushes append the entries captured since the previous flush to the
 //!   archive's journal (`OUT.journal`, one fsynced record each) while workers keep compiling;
 //!   the archive itself is replaced only by the final write (durably, whole), after which the
@@ -82,7 +85,9 @@ pub struct HarvestOptions {
     /// (`OUTPUT.journal`); the final write folds it into the archive.
     pub flush_every: Option<usize>,
     /// Keep the entries of an existing, valid output archive and of its journal that the
-    /// script still produces, and compile only what is missing.
+    /// script still produces, and compile only what is missing. With a device backend an
+    /// entry is kept only if it has binaries (or a pipeline-cache record) for the backend's
+    /// device; the others are compiled on it, keeping their other devices' binaries.
     pub resume: bool,
     /// Compile in worker processes instead of threads (`--isolate`).
     pub isolate: Option<IsolateOptions>,
@@ -228,8 +233,12 @@ fn run_harvest(
     let expansion = expansion_for(&script, &*setup.backend);
     let mut selection = Selection::new(&script, &expansion, setup.compiler.key_context());
     let shard_record = shard.map(|spec| select_shard(&mut selection, spec));
-    let mut resumed =
-        if opts.resume { resume::resume(opts, &setup.capture, &mut selection)? } else { resume::Resumed::default() };
+    let device = setup.backend.device();
+    let mut resumed = if opts.resume {
+        resume::resume(opts, &setup.capture, &mut selection, device.as_deref())?
+    } else {
+        resume::Resumed::default()
+    };
 
     let tracer = opts.trace.as_ref().map(|_| trace::Tracer::new(start));
     let loaded = start.elapsed();
@@ -243,6 +252,9 @@ fn run_harvest(
         // What landed is in the journal (the interrupt's flush); the archive stays as it was.
         Written { report: WriteReport { pipelines: 0, bytes: 0 }, kept_existing_archive: false }
     } else {
+        // Entries resumed without binaries for this device take their other devices' binary
+        // sets back, beside the ones compiled now.
+        resume::restore_elsewhere(opts, &setup.capture, &mut resumed)?;
         on_progress(Progress::Writing);
         write(opts, &setup.capture, shard_record.as_ref(), &mut outcome, &resumed)?
     };
@@ -286,6 +298,7 @@ fn run_harvest(
         failed: outcome.failures.len(),
         resumed: resumed.pipelines,
         resumed_from_journal: resumed.from_journal,
+        recompiled_for_device: resumed.recompiled,
         dropped: resumed.dropped,
         journal_records: resumed.journal_records,
         journal_damage: resumed.journal_damage,

@@ -112,6 +112,12 @@ pub struct HarvestSummary {
     /// Of `resumed`, the pipelines whose entry only the journal held (compiled by an
     /// interrupted or killed run after the archive was last written).
     pub resumed_from_journal: usize,
+    /// With a device backend: script pipelines whose entry the existing archive or journal
+    /// holds, but with no binaries (nor a pipeline-cache record) for this harvest's device
+    /// identity (harvested on another GPU or driver version, or without a device), so they
+    /// were compiled on this device again; their other devices' binaries are kept. Not
+    /// counted in `resumed`.
+    pub recompiled_for_device: usize,
     /// Entries of the existing archive and journal that `--resume` dropped because the
     /// script no longer produces them (an edited shader, a removed pipeline).
     pub dropped: usize,
@@ -316,6 +322,12 @@ impl HarvestSummary {
             s += &format!(
                 "  resumed:               {} pipelines kept {sources}, not recompiled; {} stale entries dropped (the script no longer produces them)\n",
                 self.resumed, self.dropped
+            );
+        }
+        if self.recompiled_for_device > 0 {
+            s += &format!(
+                "  recompiled on device:  {} pipelines the existing archive holds had no binaries for this device; compiled on it (other devices' binaries kept)\n",
+                self.recompiled_for_device
             );
         }
         if self.journal_records > 0 {

@@ -4,7 +4,11 @@
 //! Invariant: exactly the old entries whose keys the current selection produces are kept,
 //! labelled as the current script labels them (driver binaries of the archive and the journal
 //! combined, one set per device), so a resumed harvest equals a fresh one of the script as it
-//! is now; anything else is dropped and counted.
+//! is now; anything else is dropped and counted. With a device backend an entry is kept only
+//! if it already has a binary set (binaries, or a record compiled into the device's cache
+//! data) for exactly this harvest's device identity; the others are compiled again on it and
+//! keep their other devices' binary sets, so the result equals a fresh harvest on this device
+//! merged with the old archive's entries the script produces.
 
 use super::select::Selection;
 use super::{HarvestError, HarvestOptions};
@@ -12,6 +16,7 @@ use crate::archive::journal::{journal_path, replay_journal, JournalReplay};
 use crate::archive::{Archive, WriteEntry};
 use crate::capture::Capture;
 use crate::descriptor::TargetSet;
+use granary_archive::DeviceIdentity;
 use std::collections::{HashMap, HashSet};
 
 /// What `--resume` found and kept.
@@ -35,6 +40,13 @@ pub(crate) struct Resumed {
     pub(crate) kept: HashSet<u128>,
     /// The targets of each kept script pipeline.
     pub(crate) targets: Vec<(usize, TargetSet)>,
+    /// Script pipelines whose entry the old archive or journal holds without a binary set for
+    /// this harvest's device: left in the selection, so compiled on the device again.
+    pub(crate) recompiled: usize,
+    /// Those pipelines' old entries (labelled from the script, with the binary sets of the
+    /// other devices): put back into the capture after compiling ([`restore_elsewhere`]), so
+    /// the other devices' sections stay as they were.
+    pub(crate) elsewhere: Vec<WriteEntry>,
 }
 
 /// Why an archive written with writer options `theirs` cannot be resumed by a harvest writing
@@ -73,10 +85,14 @@ fn options_refusal(theirs: &str, ours: &str) -> String {
 /// `--resume`: verifies the existing output archive, replays its journal, keeps exactly the
 /// entries whose keys the current script produces — labelled as the current script labels
 /// them — puts them into `capture`, and removes the pipelines they cover from `selection`.
+/// With `device` (a device backend's identity), an entry without a binary set for that exact
+/// identity is not kept: its pipelines stay in `selection` and the entry waits in
+/// [`Resumed::elsewhere`].
 pub(crate) fn resume(
     opts: &HarvestOptions,
     capture: &Capture,
     selection: &mut Selection<'_>,
+    device: Option<&DeviceIdentity>,
 ) -> Result<Resumed, HarvestError> {
     let ctx = selection.ctx;
     // A harvest that was killed mid-write left its temporary file; nothing reads it.
@@ -148,8 +164,19 @@ pub(crate) fn resume(
     // The keys the script produces now, each with every label the script gives it.
     let keys = selection.keys();
     let labels = selection.labels_by_key(&keys);
+    if let Some(d) = device {
+        refuse_other_expansion(selection, d, &old, &labels).map_err(resume_err)?;
+    }
     let (kept, dropped) = super::select::keep_scripted(old.into_values(), &labels);
     out.dropped += dropped;
+    // With a device backend, an entry is this harvest's only where it has a binary set for
+    // exactly this device (the identity a loader matches binaries and cache data by): one
+    // harvested on another GPU or driver version, or without a device, is compiled here again.
+    let (kept, elsewhere): (Vec<WriteEntry>, Vec<WriteEntry>) =
+        kept.into_iter().partition(|w| device.is_none_or(|d| w.binaries.iter().any(|b| *b.device == *d)));
+    let recompile: HashSet<u128> = elsewhere.iter().map(|w| w.entry.key.0).collect();
+    out.recompiled = keys.iter().filter(|k| recompile.contains(k)).count();
+    out.elsewhere = elsewhere;
     let kept_targets: HashMap<u128, TargetSet> =
         kept.iter().map(|w| (w.entry.key.0, crate::compiler::entry_targets(&w.entry, opts.targets))).collect();
     out.kept = kept.iter().map(|w| w.entry.key.0).collect();
@@ -167,4 +194,77 @@ pub(crate) fn resume(
     });
     out.pipelines = before - selection.pipelines.len();
     Ok(out)
+}
+
+/// A device without graphics pipeline libraries harvests a script's `expand_unspecialized`
+/// variants in place of its pipelines with unspecialized colour output, and a device with them
+/// harvests those pipelines: keys the other selection has. Resuming an archive that holds such
+/// pipelines with another device's binaries would drop that device's binaries (a merge keeps
+/// them), so it is refused, saying what to do instead.
+fn refuse_other_expansion(
+    selection: &Selection<'_>,
+    device: &DeviceIdentity,
+    old: &HashMap<u128, WriteEntry>,
+    labels: &HashMap<u128, Vec<String>>,
+) -> Result<(), String> {
+    if selection.script.expand_unspecialized.is_none() {
+        return Ok(());
+    }
+    let expanded_now = !selection.expansion.replaced.is_empty();
+    let other = Selection::expansion(selection.script, !expanded_now);
+    let other_keys: HashSet<u128> =
+        Selection::new(selection.script, &other, selection.ctx).keys().into_iter().collect();
+    let lost: Vec<&WriteEntry> = old
+        .values()
+        .filter(|w| !labels.contains_key(&w.entry.key.0) && other_keys.contains(&w.entry.key.0))
+        .filter(|w| w.binaries.iter().any(|b| *b.device != *device))
+        .collect();
+    let Some(first) = lost.iter().min_by_key(|w| w.entry.key.0).copied() else { return Ok(()) };
+    let others: std::collections::BTreeSet<String> =
+        first.binaries.iter().filter(|b| *b.device != *device).map(|b| b.device.describe()).collect();
+    let what = if expanded_now {
+        "pipelines with unspecialized colour output, which this device harvests as their expand_unspecialized \
+         variants instead (it has no graphics pipeline libraries, or --no-pipeline-libraries was given)"
+    } else {
+        "the script's expand_unspecialized variants, which this device does not harvest (it has graphics \
+         pipeline libraries)"
+    };
+    Err(format!(
+        "{} of its pipelines (the first: {}{:032x}), with binaries for {}, are {what}: resuming would drop those \
+         binaries. Harvest this device into a new archive and `granary merge` it with this one",
+        lost.len(),
+        first.labels.first().map(|l| format!("'{l}', ")).unwrap_or_default(),
+        first.entry.key.0,
+        others.into_iter().collect::<Vec<_>>().join(", ")
+    ))
+}
+
+/// After compiling: puts the entries `--resume` found without binaries for this device back
+/// into `capture` — each keeps the binary sets of the other devices and its labels beside the
+/// set compiled now (a pipeline whose compile failed here keeps its old entry), as `granary
+/// merge` of a fresh harvest with the old archive would. The entry compiled now must have
+/// the old entry's contents (a merge refuses a key with two contents; so does this).
+pub(crate) fn restore_elsewhere(
+    opts: &HarvestOptions,
+    capture: &Capture,
+    resumed: &mut Resumed,
+) -> Result<(), HarvestError> {
+    let elsewhere = std::mem::take(&mut resumed.elsewhere);
+    if elsewhere.is_empty() {
+        return Ok(());
+    }
+    let now: HashMap<u128, WriteEntry> = capture.snapshot().entries.into_iter().map(|w| (w.entry.key.0, w)).collect();
+    if let Some(w) = elsewhere.iter().find(|w| now.get(&w.entry.key.0).is_some_and(|n| n.entry != w.entry)) {
+        return Err(HarvestError::Resume {
+            path: opts.output.display().to_string(),
+            why: format!(
+                "pipeline {:032x}{} compiled now has other contents than its entry in the archive (a merge \
+                 refuses such a pair too); harvest into a new archive, or run without --resume",
+                w.entry.key.0,
+                w.labels.first().map(|l| format!(" ('{l}')")).unwrap_or_default()
+            ),
+        });
+    }
+    capture.insert_archived(elsewhere);
+    Ok(())
 }

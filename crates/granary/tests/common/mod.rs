@@ -171,6 +171,34 @@ pub fn test_device(name: &str, key: Vec<u8>) -> Arc<granary::archive::DeviceIden
     })
 }
 
+/// Rewrites the archive at `path` into `out` as if harvested on another driver version of the
+/// same GPU: every device identity (binary sets and pipeline caches) with `driver_version + 1`,
+/// everything else unchanged (what a driver update makes of an archive shipped before it).
+pub fn forge_driver_version(path: &std::path::Path, out: &std::path::Path) {
+    use granary::archive::{Archive, ArchiveMeta, DeviceBinaries, DeviceCache, DeviceIdentity, WriteEntry};
+    let a = Archive::read(path).expect("archive");
+    let forged = |d: &Arc<DeviceIdentity>| {
+        Arc::new(DeviceIdentity { driver_version: d.driver_version.wrapping_add(1), ..(**d).clone() })
+    };
+    let entries: Vec<WriteEntry> = a
+        .entries()
+        .unwrap()
+        .into_iter()
+        .map(|w| WriteEntry {
+            binaries: w
+                .binaries
+                .iter()
+                .map(|b| DeviceBinaries { device: forged(&b.device), set: b.set.clone() })
+                .collect(),
+            ..w
+        })
+        .collect();
+    let meta = a.meta().unwrap();
+    let device_caches =
+        meta.device_caches.iter().map(|c| DeviceCache { device: forged(&c.device), data: c.data.clone() }).collect();
+    std::fs::write(out, granary::archive::encode(&entries, &ArchiveMeta { device_caches, ..meta })).unwrap();
+}
+
 /// How long a test waits for an event before calling it a hang. Never a speed bound: it only
 /// turns a hang into a failure, and is far beyond any run on a loaded machine.
 pub const SAFETY: std::time::Duration = std::time::Duration::from_secs(600);
