@@ -140,5 +140,7 @@ fn requested_targets_are_part_of_the_writer_options() {
     let err = harvest(&HarvestOptions { targets: two, resume: true, ..options(&s, &a, 2) }, &|_| {})
         .expect_err("resume under other targets")
         .to_string();
-    assert!(err.contains("targets=spirv,msl,glsl"), "{err}");
+    // The refusal names the option that differs and the value to resume with.
+    assert!(err.contains("requested targets spirv,msl,glsl vs spirv,msl"), "{err}");
+    assert!(err.contains("resume with --targets spirv,msl,glsl"), "{err}");
 }
