@@ -81,7 +81,7 @@ fn shard_archives_show_their_record_and_merge_to_a_plain_harvest() {
     let full = dir.path().join("full.granary");
     let summary = harvest(&full, &["-j", "2"], &[]);
     assert_eq!(summary["failed"], 0);
-    assert!(summary.get("shard").is_none(), "an unsharded summary has no shard");
+    assert!(summary["shard"].is_null(), "an unsharded summary has no shard: {summary}");
     let full_bytes = std::fs::read(&full).unwrap();
     let n = 2u32;
     let (paths, summaries) = harvest_shards(dir.path(), n);

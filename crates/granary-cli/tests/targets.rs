@@ -148,7 +148,9 @@ fn merge_and_resume_refuse_archives_of_other_targets_naming_them() {
     // Resume under other targets is refused (other writer options).
     let o = granary(&["harvest", &s, "-o", a.to_str().unwrap(), "-q", "--targets", "spirv,msl", "--resume"]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("targets=spirv,msl,glsl"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("requested targets spirv,msl,glsl vs spirv,msl"), "{err}");
+    assert!(err.contains("resume with --targets spirv,msl,glsl"), "{err}");
 }
 
 /// A panic inside one target's writer, injected with `GRANARY_FAULT=panic-write:glsl/ENTRY`:
