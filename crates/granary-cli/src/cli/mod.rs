@@ -106,10 +106,11 @@ pub(crate) const LISTED: usize = 10;
 pub fn main() -> i32 {
     // `--json` anywhere: a failure is reported as a JSON error object on stdout too.
     let json = std::env::args_os().skip(1).take_while(|a| a != "--").any(|a| a == "--json");
-    // The subcommand as typed, for the error object of arguments that do not parse.
+    // The subcommand as typed (no option of `granary` itself takes a value, so it is the first
+    // argument that is no option), for `command` in the JSON, even of arguments that do not parse.
     if let Some(name) = std::env::args().skip(1).find(|a| !a.starts_with('-')) {
-        if let Some(known) = COMMANDS.iter().find(|c| **c == name) {
-            output::set_command(known);
+        if <Cli as clap::CommandFactory>::command().find_subcommand(&name).is_some() {
+            output::set_command(name);
         }
     }
     let cli = match Cli::try_parse() {
@@ -126,7 +127,6 @@ pub fn main() -> i32 {
             e.exit();
         }
     };
-    output::set_command(cli.command.name());
     let result = match cli.command {
         Command::Harvest(a) => harvest::run(a),
         Command::Warm(a) => warm::run(a),
@@ -155,52 +155,6 @@ pub fn main() -> i32 {
                 output::print_json_error(&text, 2);
             }
             2
-        }
-    }
-}
-
-/// Every subcommand's name, as [`Command::name`] gives it.
-const COMMANDS: [&str; 17] = [
-    "harvest",
-    "warm",
-    "ls",
-    "verify",
-    "extract",
-    "sign",
-    "merge",
-    "gen",
-    "salvage",
-    "prune",
-    "plan",
-    "devices",
-    "export-mtl4",
-    "worker",
-    "stress",
-    "bench",
-    "import-foz",
-];
-
-impl Command {
-    /// The subcommand's name as typed.
-    fn name(&self) -> &'static str {
-        match self {
-            Command::Harvest(_) => "harvest",
-            Command::Warm(_) => "warm",
-            Command::Ls(_) => "ls",
-            Command::Verify(_) => "verify",
-            Command::Extract(_) => "extract",
-            Command::Sign(_) => "sign",
-            Command::Merge(_) => "merge",
-            Command::Gen(_) => "gen",
-            Command::Salvage(_) => "salvage",
-            Command::Prune(_) => "prune",
-            Command::Plan(_) => "plan",
-            Command::Devices(_) => "devices",
-            Command::ExportMtl4(_) => "export-mtl4",
-            Command::Worker(_) => "worker",
-            Command::Stress(_) => "stress",
-            Command::Bench(_) => "bench",
-            Command::ImportFoz(_) => "import-foz",
         }
     }
 }

@@ -19,10 +19,10 @@ macro_rules! outln {
 pub(crate) const SCHEMA_VERSION: u64 = 1;
 
 /// The subcommand running, for `command` in its JSON; set once by `main`.
-static COMMAND: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+static COMMAND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// Records the subcommand that runs (its name as typed: `harvest`, `import-foz`).
-pub(crate) fn set_command(name: &'static str) {
+pub(crate) fn set_command(name: String) {
     let _ = COMMAND.set(name);
 }
 
@@ -31,7 +31,7 @@ pub(crate) fn set_command(name: &'static str) {
 pub(crate) fn envelope(value: serde_json::Value) -> serde_json::Value {
     let mut doc = serde_json::Map::new();
     doc.insert("schema_version".into(), SCHEMA_VERSION.into());
-    doc.insert("command".into(), (*COMMAND.get().unwrap_or(&"granary")).into());
+    doc.insert("command".into(), COMMAND.get().map_or("granary", String::as_str).into());
     match value {
         serde_json::Value::Object(fields) => doc.extend(fields),
         other => {
