@@ -390,6 +390,71 @@ fn sigkill_at_random_moments_then_resume() {
     }
 }
 
+/// Issue 23: a `SIGKILL` at a random point of a harvest's progress loses at most `2N` landed
+/// pipelines (`--flush-every N`) plus one per thread (in flight between landing and being
+/// counted), however far the journal falls behind. The journal here is slow on purpose
+/// (every append pauses, `slow-write`), so compiling outruns it and only the journal's
+/// back-pressure keeps the bound. Each trial harvests from nothing, kills once the
+/// `landed-log` fault's count reaches a random number of pipelines, reads how many had
+/// landed when the process died (the log's final length), and resumes: what `--resume`
+/// keeps is at least that many less the bound. `GRANARY_KILL_TRIALS` sets the number of
+/// trials (default 6), `GRANARY_KILL_SEED` the draws.
+#[test]
+fn sigkill_at_random_points_of_progress_loses_at_most_two_flushes_plus_one_per_thread() {
+    const FLUSH: usize = 15;
+    const THREADS: usize = 2;
+    let trials: usize = std::env::var("GRANARY_KILL_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+    let mut rng: u64 =
+        std::env::var("GRANARY_KILL_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x9e37_79b9_7f4a_7c15);
+    let dir = common::tempdir();
+    let n = Script::load(Path::new(EXAMPLE)).unwrap().pipelines.len();
+    let out = dir.path().join("k.granary");
+    let log = dir.path().join("landed");
+    let mut worst = 0;
+    for trial in 0..trials {
+        let _ = std::fs::remove_file(&out);
+        let _ = std::fs::remove_file(journal_path(&out));
+        std::fs::write(&log, b"").unwrap();
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let at = 1 + (rng % (n as u64 - 1)) as usize;
+        let mut child = granary()
+            .args(["harvest", EXAMPLE, "-q", "-o", out.to_str().unwrap(), "--check-outputs", "off"])
+            .args(["--flush-every", &FLUSH.to_string(), "-j", &THREADS.to_string()])
+            .env("GRANARY_FAULT", format!("slow-write:40,landed-log:{}", log.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let killed = loop {
+            if child.try_wait().unwrap().is_some() {
+                break false;
+            }
+            if std::fs::metadata(&log).unwrap().len() as usize >= at {
+                child.kill().unwrap(); // SIGKILL
+                child.wait().unwrap();
+                break true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        assert!(killed, "trial {trial}: the harvest finished before {at} pipelines had landed");
+        let landed = std::fs::metadata(&log).unwrap().len() as usize;
+        assert!(!out.exists(), "a killed harvest writes no archive");
+        let s = harvest_json(Path::new(EXAMPLE), &out, &["--resume", "--check-outputs", "off", "-q"]);
+        let kept = s["resumed"].as_u64().unwrap() as usize;
+        let lost = landed.saturating_sub(kept);
+        eprintln!("trial {trial}: killed after {at} (had landed {landed}), --resume kept {kept}, lost {lost}");
+        assert!(
+            lost <= 2 * FLUSH + THREADS,
+            "trial {trial}: {landed} pipelines had landed, the journal kept {kept}: lost {lost} > 2×{FLUSH} + {THREADS}"
+        );
+        assert_eq!(s["succeeded"].as_u64().unwrap() as usize, n, "{s}");
+        worst = worst.max(lost);
+    }
+    eprintln!("random-point kill test: {trials} trials, worst loss {worst} pipelines (bound {})", 2 * FLUSH + THREADS);
+}
+
 /// `granary salvage` of a harvest with one damaged pipeline record: exit 1, the JSON report
 /// counts every other pipeline recovered and the one lost, and the output verifies without it.
 /// (Salvage of cut files is tested on the library: `granary-archive/tests/reader.rs`.)

@@ -37,6 +37,10 @@
 //! - `slow-write:MS` — every atomic file write sleeps `MS` milliseconds after writing half of
 //!   the temporary file (and every journal append pauses likewise), so that kill tests can land
 //!   in the middle of an archive write or a journal append.
+//! - `landed-log:PATH` — every pipeline that lands in a harvest's capture appends one byte
+//!   to `PATH` (the file's length counts them, written before the landing thread can be
+//!   held back by the journal), so a kill test can stop a harvest at a random point of its
+//!   progress and compare what it kept with what had landed.
 //! - `reached:DIR` — every fault above that a process carries out itself (abort, segv,
 //!   stack-overflow, hang, grow, panic, and hang-on-exit) first creates the empty file
 //!   `DIR/ACTION.PID.N` (`hang.1234.0`: the first fault process 1234 reached was a hang), so a
@@ -113,6 +117,8 @@ mod imp {
         pub device_fail: Vec<String>,
         /// `reached:DIR`: where markers of reached faults are created.
         pub reached: Option<std::path::PathBuf>,
+        /// `landed-log:PATH`: one byte appended per landed pipeline.
+        pub landed_log: Option<std::sync::Mutex<std::fs::File>>,
     }
 
     pub(super) fn faults() -> &'static Faults {
@@ -166,6 +172,13 @@ mod imp {
                     f.reached = Some(arg.into());
                     continue;
                 }
+                "landed-log" => {
+                    match std::fs::OpenOptions::new().create(true).append(true).open(arg) {
+                        Ok(file) => f.landed_log = Some(std::sync::Mutex::new(file)),
+                        Err(e) => eprintln!("granary fault: cannot open the landed log {arg}: {e}"),
+                    }
+                    continue;
+                }
                 // Read by granary-archive's durable writer and journal.
                 "slow-write" => continue,
                 _ => continue,
@@ -216,6 +229,19 @@ pub fn at_stage_function(entry_point: &str) {
     }
     #[cfg(not(feature = "fault"))]
     let _ = entry_point;
+}
+
+/// Appends a byte to the `landed-log` file, if there is one (called once per landed
+/// pipeline).
+#[inline(always)]
+pub fn at_landed() {
+    #[cfg(feature = "fault")]
+    if let Some(log) = &imp::faults().landed_log {
+        use std::io::Write;
+        if let Err(e) = crate::sync::lock_std(log).write_all(b".") {
+            eprintln!("granary fault: cannot append to the landed log: {e}");
+        }
+    }
 }
 
 /// Panics if a `panic-write` fault names `target`/`entry_point` (called inside that target's

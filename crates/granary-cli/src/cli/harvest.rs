@@ -41,7 +41,8 @@ pub struct HarvestArgs {
     #[arg(long, value_name = "NAME", default_value = "default", value_parser = parse_profile)]
     profile: &'static Profile,
     /// Every N compiled pipelines, append what is new to OUTPUT.journal while compiling
-    /// continues (a kill loses at most N pipelines; --resume replays the journal).
+    /// continues (a kill loses at most 2N landed pipelines plus one per thread: compiling
+    /// waits when the journal falls further behind; --resume replays the journal).
     #[arg(long, value_name = "N")]
     flush_every: Option<usize>,
     /// Keep the pipelines of an existing (verified) output archive and its journal that the

@@ -442,6 +442,7 @@ fn compile(
         lost: Mutex::new(std::collections::BTreeMap::new()),
         require_all_targets: opts.require_all_targets,
         interrupt: opts.interrupt.as_deref(),
+        gate: opts.flush_every.filter(|k| *k > 0).map(|k| sink::JournalGate::new(2 * k)),
     };
     let flusher = Mutex::new(flush::Flusher::new(
         opts.output.clone(),
@@ -454,11 +455,13 @@ fn compile(
     let mut workers_started = 0;
     let mut worker_caches = 0;
     let task_cpu = std::thread::scope(|s| {
-        let (capture, flusher, flush_errors) = (&*setup.capture, &flusher, &flush_errors);
+        let (capture, flusher, flush_errors, sink) = (&*setup.capture, &flusher, &flush_errors, &sink);
         s.spawn(move || {
             while flush_rx.recv().is_ok() {
                 while flush_rx.try_recv().is_ok() {} // coalesce queued requests
                 let t0 = Instant::now();
+                // Read before the snapshot: every pipeline this counts is in it.
+                let landed = sink.compiled.load(Ordering::SeqCst);
                 let (result, records) = {
                     let mut f = lock_std(flusher);
                     let before = f.flushes;
@@ -469,6 +472,12 @@ fn compile(
                     let n = result.as_ref().map_or(0, |n| *n);
                     let args = serde_json::json!({"entries": n, "records": records});
                     t.slice(trace::FLUSH, "journal flush", t0, Instant::now(), args);
+                }
+                if let Some(g) = &sink.gate {
+                    match &result {
+                        Ok(_) => g.advance(landed),
+                        Err(_) => g.open(),
+                    }
                 }
                 match result {
                     Ok(0) => {}
@@ -486,6 +495,9 @@ fn compile(
                 let mut f = lock_std(flusher);
                 let result = f.flush(capture);
                 f.close();
+                if let Some(g) = &sink.gate {
+                    g.open();
+                }
                 int.answer(InterruptReport {
                     journal: crate::archive::journal::journal_path(output),
                     appended: *result.as_ref().unwrap_or(&0),

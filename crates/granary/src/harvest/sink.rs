@@ -10,7 +10,7 @@ use crate::script::ScriptError;
 use crate::sync::lock_std;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Condvar, Mutex};
 
 /// Shared by all workers of one harvest.
 pub(crate) struct Sink<'a> {
@@ -29,6 +29,59 @@ pub(crate) struct Sink<'a> {
     /// The harvest's interrupt, if it can be interrupted: once requested, the in-process
     /// schedule takes no new task.
     pub interrupt: Option<&'a super::interrupt::Interrupt>,
+    /// With `--flush-every N`: holds a landing pipeline back while more than `2N` landed
+    /// pipelines are not yet journaled, so a kill loses at most that many (plus one landing
+    /// per thread).
+    pub gate: Option<JournalGate>,
+}
+
+/// Back-pressure from the journal onto compiling: the bound behind "a kill loses at most 2N
+/// pipelines". The flush thread reports how many landed pipelines its last flush made
+/// durable ([`JournalGate::advance`]); a thread whose pipeline lands while more than
+/// `limit` landed pipelines are not yet durable waits for the next flush to finish. A flush
+/// that fails, or an interrupt, opens the gate for good, so no thread ever waits for a
+/// journal that will not be written.
+///
+/// Thread-safe: any number of compile threads wait, one flush thread advances.
+pub(crate) struct JournalGate {
+    limit: usize,
+    state: Mutex<GateState>,
+    cv: Condvar,
+}
+
+struct GateState {
+    /// Landed pipelines (by the harvest's landing count) whose entries are durable.
+    journaled: usize,
+    /// Nobody waits any more (a flush failed, the harvest was interrupted).
+    open: bool,
+}
+
+impl JournalGate {
+    /// A gate that lets at most `limit` landed pipelines wait for the journal.
+    pub fn new(limit: usize) -> Self {
+        JournalGate { limit, state: Mutex::new(GateState { journaled: 0, open: false }), cv: Condvar::new() }
+    }
+
+    /// Waits while more than the limit of the first `landed` pipelines are not durable.
+    pub fn wait(&self, landed: usize) {
+        let mut st = lock_std(&self.state);
+        while !st.open && landed.saturating_sub(st.journaled) > self.limit {
+            st = self.cv.wait(st).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// The first `landed` pipelines are durable (a flush that began after they landed ended).
+    pub fn advance(&self, landed: usize) {
+        let mut st = lock_std(&self.state);
+        st.journaled = st.journaled.max(landed);
+        self.cv.notify_all();
+    }
+
+    /// Nobody waits for the journal again.
+    pub fn open(&self) {
+        lock_std(&self.state).open = true;
+        self.cv.notify_all();
+    }
 }
 
 impl Sink<'_> {
@@ -37,13 +90,18 @@ impl Sink<'_> {
         self.interrupt.is_some_and(|i| i.is_requested())
     }
 
-    /// One pipeline landed in the capture.
+    /// One pipeline landed in the capture (its entry is there: the flush thread reads this
+    /// count before its snapshot, so a count it reads covers entries it will find).
     pub fn compiled(&self) {
-        let n = self.compiled.fetch_add(1, Ordering::Relaxed) + 1;
+        let n = self.compiled.fetch_add(1, Ordering::SeqCst) + 1;
         if self.flush_every.is_some_and(|k| k > 0 && n.is_multiple_of(k)) {
             if let Some(tx) = lock_std(&self.flush_tx).as_ref() {
                 let _ = tx.send(());
             }
+        }
+        crate::fault::at_landed();
+        if let Some(g) = &self.gate {
+            g.wait(n);
         }
     }
     /// Pipeline `index` (named `name`) landed with `targets`, having lost `lost` (each stage
@@ -150,5 +208,33 @@ pub(crate) fn process_failure(index: usize, name: String, phase: &str, message: 
         target: None,
         function: None,
         pipelines_affected: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JournalGate;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A landing beyond the limit waits until a flush covers enough of it; one within the
+    /// limit does not wait; opening the gate releases every waiter for good.
+    #[test]
+    fn the_journal_gate_holds_back_only_beyond_its_limit() {
+        let gate = JournalGate::new(4);
+        gate.wait(4); // within the limit: returns at once
+        let released = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                gate.wait(7);
+                released.store(true, Ordering::SeqCst);
+            });
+            gate.advance(2); // 7 - 2 = 5 > 4: still held
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert!(!released.load(Ordering::SeqCst), "released before the journal caught up");
+            gate.advance(3); // 7 - 3 = 4: released
+        });
+        assert!(released.load(Ordering::SeqCst));
+        gate.open();
+        gate.wait(1_000_000); // open: never waits
     }
 }
