@@ -149,7 +149,17 @@ fn every_json_output_matches_its_schema() {
     assert!(failed["failures"][0]["cause"].as_str().is_some_and(|c| c.contains("unlit")), "{failed}");
 
     // The archive tools.
-    valid("ls", &["ls", &archive, "--json"], 0);
+    let listed = valid("ls", &["ls", &archive, "--json"], 0);
+    // A pipeline record damaged half-way through: one document, the error object, not the
+    // rows before it followed by an error.
+    let entries = listed["entries"].as_array().unwrap();
+    let middle = u128::from_str_radix(entries[entries.len() / 2]["key"].as_str().unwrap(), 16).unwrap();
+    let mut damaged = std::fs::read(&archive).unwrap();
+    let at = damaged.windows(16).position(|w| w == middle.to_le_bytes()).unwrap();
+    damaged[at + 1] ^= 0xff;
+    std::fs::write(p("damaged.granary"), &damaged).unwrap();
+    let e = valid("error", &["ls", &p("damaged.granary"), "--json"], 2);
+    assert!(e["error"]["message"].as_str().unwrap().contains("pipeline record"), "{e}");
     valid("verify", &["verify", &archive, "--json"], 0);
     valid("plan", &["plan", EXAMPLE, "--shards", "3", "--json"], 0);
     std::fs::copy(&archive, &copy).unwrap();

@@ -177,6 +177,31 @@ fn device_totals(devices: &[archive::DeviceRef<'_>]) -> anyhow::Result<Vec<(usiz
     Ok(totals)
 }
 
+/// Reads everything `ls --json` reads of every pipeline (records, stage records, outputs'
+/// places, layouts, device binary sets) without formatting any of it, so that an archive
+/// that fails part-way fails before the document starts: `--json` prints one complete
+/// document or the error object, never a cut one. (It does not hash the binaries, which is
+/// most of a row's cost.)
+fn check_rows(ar: &Archive, devices: &[archive::DeviceRef<'_>]) -> anyhow::Result<()> {
+    for p in ar.iter() {
+        let p = p?;
+        for s in p.stages()? {
+            for t in Target::ALL {
+                s.output(t)?;
+            }
+        }
+        p.layout()?;
+        for d in devices {
+            if let Some(set) = d.binaries(&p)? {
+                for b in set.iter() {
+                    b?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Pipeline `p`'s row of `ls --json`.
 fn json_row<'a>(
     p: &PipelineRef<'a>,
@@ -385,8 +410,9 @@ impl LayoutJson {
 
 /// `granary ls`. Streams: the table prints each row as it reads the pipeline (its record,
 /// stage records and labels, each checked; not its blobs, which `verify` checks), and `--json`
-/// writes its document row by row; only the labels (sorted by pipeline) and the per-device
-/// totals are held for the whole archive.
+/// writes its document row by row after a first pass that reads every row without writing
+/// (so a damaged archive gives the error object, not half a document); only the labels
+/// (sorted by pipeline) and the per-device totals are held for the whole archive.
 pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
     let ar = Archive::open(&a.archive)?;
     if let Some(format) = a.keys {
@@ -401,6 +427,7 @@ pub fn ls(a: LsArgs) -> anyhow::Result<i32> {
     let devices = ar.devices()?;
     let device_bytes = device_totals(&devices)?;
     if a.json {
+        check_rows(&ar, &devices)?;
         let devices_json: Vec<_> = devices
             .iter()
             .zip(&device_bytes)
