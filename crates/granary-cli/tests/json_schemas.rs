@@ -6,7 +6,7 @@
 //!
 //! The validator below implements the part of JSON Schema (2020-12) the schemas use: `type`
 //! (one or a list), `properties`, `required`, `additionalProperties` (`false` or a schema),
-//! `items`, `enum`, `const`, `minimum` and `$ref` to `#/$defs/NAME`.
+//! `items`, `enum`, `const`, `minimum`, `oneOf` and `$ref` to `#/$defs/NAME`.
 
 #[path = "../../granary/tests/common/mod.rs"]
 mod common;
@@ -33,6 +33,21 @@ fn check(root: &Value, schema: &Value, value: &Value, at: &str, errors: &mut Vec
         let def = &root["$defs"][name];
         assert!(!def.is_null(), "$ref to a missing definition {r}");
         return check(root, def, value, at, errors);
+    }
+    if let Some(branches) = schema.get("oneOf").and_then(Value::as_array) {
+        let results: Vec<Vec<String>> = branches
+            .iter()
+            .map(|b| {
+                let mut e = Vec::new();
+                check(root, b, value, at, &mut e);
+                e
+            })
+            .collect();
+        let passing = results.iter().filter(|e| e.is_empty()).count();
+        if passing != 1 {
+            let closest = results.iter().min_by_key(|e| e.len()).map(|e| e.join("; ")).unwrap_or_default();
+            errors.push(format!("{at}: matches {passing} of {} oneOf branches (nearest: {closest})", branches.len()));
+        }
     }
     if let Some(t) = schema.get("type") {
         let types: Vec<&str> = match t {
@@ -189,6 +204,13 @@ fn every_json_output_matches_its_schema() {
         0,
     );
     valid("stress", &["stress", "--mode", "rotate", "-j", "2", "--pipelines", "60", "--json"], 0);
+    let small = ["--pipelines", "100", "--vertex-functions", "20", "--max-run", "10"];
+    let b = valid(
+        "bench",
+        &[&["bench", "seed-scale"][..], &small, &["--threads", "1,2", "--lookups", "100", "--json"]].concat(),
+        0,
+    );
+    assert_eq!(b["report"], "seed-scale", "{b}");
     let foz = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/foz");
     if let Some(db) = std::fs::read_dir(&foz)
         .ok()
@@ -232,6 +254,9 @@ fn device_outputs_match_their_schemas() {
     );
     assert!(h["device"].is_object(), "{h}");
     valid("warm", &["warm", archive, "--json", "-j", "2"], 0);
+    let small = ["--pipelines", "30", "--vertex-functions", "10", "--max-run", "5", "-j", "2"];
+    let b = valid("bench", &[&["bench", "--backend", "vulkan", "--json"][..], &small].concat(), 0);
+    assert_eq!(b["report"], "vulkan", "{b}");
 }
 
 /// Every schema in docs/schemas is a JSON document naming its command and the version.
@@ -241,16 +266,27 @@ fn every_schema_names_its_command_and_version() {
     for e in std::fs::read_dir(schemas_dir()).unwrap() {
         let path = e.unwrap().path();
         let name = path.file_name().unwrap().to_str().unwrap().strip_suffix(".schema.json").unwrap().to_string();
-        let s = schema(&name);
-        assert_eq!(s["properties"]["schema_version"]["const"], 1, "{name}");
-        assert_eq!(s["additionalProperties"], false, "{name}: every field is declared");
-        if name != "error" {
-            assert_eq!(s["properties"]["command"]["const"], name, "{name}");
+        let root = schema(&name);
+        // A command with several documents (bench) lists them under oneOf.
+        let documents: Vec<&Value> = match root.get("oneOf").and_then(Value::as_array) {
+            Some(branches) => branches
+                .iter()
+                .map(|b| &root["$defs"][b["$ref"].as_str().unwrap().strip_prefix("#/$defs/").unwrap()])
+                .collect(),
+            None => vec![&root],
+        };
+        for s in documents {
+            assert_eq!(s["properties"]["schema_version"]["const"], 1, "{name}");
+            assert_eq!(s["additionalProperties"], false, "{name}: every field is declared");
+            if name != "error" {
+                assert_eq!(s["properties"]["command"]["const"], name, "{name}");
+            }
         }
         names.push(name);
     }
     names.sort();
     for needed in [
+        "bench",
         "devices",
         "error",
         "export-mtl4",
@@ -293,4 +329,9 @@ fn the_validator_refuses_what_the_schemas_forbid() {
     let mut version = good;
     version["schema_version"] = 2.into();
     assert!(errors(&version).iter().any(|e| e.contains("schema_version")));
+    // oneOf: a bench document that is neither report.
+    let bench = schema("bench");
+    let mut e = Vec::new();
+    check(&bench, &bench, &serde_json::json!({"schema_version": 1, "command": "bench", "report": "nope"}), "$", &mut e);
+    assert!(e.iter().any(|e| e.contains("matches 0 of 2 oneOf branches")), "{e:?}");
 }

@@ -103,7 +103,7 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
     let opts = BenchOptions { workload: a.size.options(), threads, repeat: a.repeat.max(1), lookups: a.lookups.max(1) };
     let r = run(&opts, &|l| eprintln!("bench: {l}"))?;
     if a.json {
-        super::output::print_json(&r)?;
+        print_report("seed-scale", &r)?;
         return Ok(0);
     }
     println!(
@@ -177,6 +177,17 @@ pub fn run_cli(a: BenchArgs) -> anyhow::Result<i32> {
 }
 
 /// `granary bench --backend vulkan`.
+/// Prints a bench report as `--json` (docs/schemas/bench.schema.json) with `report` saying
+/// which of the two it is: `seed-scale` (the front end's scaling, write latency and lookups)
+/// or `vulkan` (granary's schedule and the report's workaround on a driver).
+fn print_report<T: serde::Serialize>(report: &str, r: &T) -> anyhow::Result<()> {
+    let mut v = serde_json::to_value(r)?;
+    if let Some(fields) = v.as_object_mut() {
+        fields.insert("report".into(), report.into());
+    }
+    super::output::print_json(&v)
+}
+
 fn run_device_cli(a: DeviceBench) -> anyhow::Result<i32> {
     // Before any device is opened (and before any thread exists): no on-disk shader cache may
     // hand the second pass the first one's compiles.
@@ -188,7 +199,7 @@ fn run_device_cli(a: DeviceBench) -> anyhow::Result<i32> {
     let json = a.json;
     let r = device_report(a)?;
     if json {
-        super::output::print_json(&r)?;
+        print_report("vulkan", &r)?;
     } else {
         print_device(&r);
     }
