@@ -510,7 +510,7 @@ fn compile(
             None => {
                 let pipelines = selection.pipelines.len();
                 on_progress(Progress::Planned { pipelines, functions: plan.tasks.len().saturating_sub(pipelines) });
-                inprocess::run(plan, selection.script, &by_index, &setup.compiler, threads, &sink, tracer)
+                inprocess::run(plan, selection.script, &by_index, &setup.compiler, threads, sink, tracer)
             }
             Some(iso) => {
                 on_progress(Progress::Planned { pipelines: selection.pipelines.len(), functions: 0 });
@@ -524,7 +524,7 @@ fn compile(
                     opts.targets,
                     threads,
                     iso,
-                    &sink,
+                    sink,
                     tracer,
                 );
                 workers_started = iso_stats.workers_started;
