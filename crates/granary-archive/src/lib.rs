@@ -210,7 +210,10 @@ pub use journal::{
     journal_path, remove_journal, replay_journal, DamagedTail, Journal, JournalReplay, JOURNAL_HEADER_LEN,
 };
 #[cfg(feature = "write")]
-pub use merge::{check_unique_labels, merge, write_entries, write_shard_entries, writer_options_difference};
+pub use merge::{
+    check_unique_labels, merge, write_entries, write_shard_entries, writer_options_difference,
+    writer_options_differences, writer_options_parts,
+};
 #[cfg(feature = "write")]
 pub use salvage::{salvage, NothingRecovered, SalvageReport, SectionCut};
 #[cfg(feature = "write")]

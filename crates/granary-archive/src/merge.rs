@@ -82,15 +82,34 @@ fn incompatibility(a: &Archive, b: &Archive) -> Option<String> {
         .then(|| writer_options_difference(a.target_options_text(), b.target_options_text()))
 }
 
-/// Which settings differ between two writer options texts (`key=value` parts joined by `;`,
-/// as [`Archive::target_options_text`] gives them), in words: `requested targets spirv vs
-/// spirv,msl` when only the targets differ, else each differing setting with both values
-/// (`profile default vs vulkan1.3; spirv-version 1.3+caps=0x0 vs 1.6+caps=0x0`), long values
-/// shortened. A part without `=` is compared whole. Both texts equal: `no setting differs`.
+/// The settings of a writer options text (`key=value` parts joined by `;`, as
+/// [`Archive::target_options_text`] gives them) as `(key, value)` pairs in order; a part
+/// without `=` is a key with an empty value.
+pub fn writer_options_parts(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    text.split(';').filter(|p| !p.is_empty()).map(|p| p.split_once('=').unwrap_or((p, "")))
+}
+
+/// The settings that differ between two writer options texts, each as (key, its value in
+/// `a`, its value in `b`), `None` where a text lacks the key; keys in order of first
+/// appearance, `a`'s first.
+pub fn writer_options_differences<'t>(a: &'t str, b: &'t str) -> Vec<(&'t str, Option<&'t str>, Option<&'t str>)> {
+    let value = |t: &'t str, k: &str| writer_options_parts(t).find(|(key, _)| *key == k).map(|(_, v)| v);
+    let mut seen = std::collections::BTreeSet::new();
+    writer_options_parts(a)
+        .chain(writer_options_parts(b))
+        .map(|(k, _)| k)
+        .filter(|k| seen.insert(*k))
+        .map(|k| (k, value(a, k), value(b, k)))
+        .filter(|(_, va, vb)| va != vb)
+        .collect()
+}
+
+/// Which settings differ between two writer options texts ([`writer_options_differences`]),
+/// in words: `requested targets spirv vs spirv,msl` when only the targets differ, else each
+/// differing setting with both values (`profile default vs vulkan1.3; spirv-version
+/// 1.3+caps=0x0 vs 1.6+caps=0x0`), long values shortened. Both texts equal: `no setting
+/// differs`.
 pub fn writer_options_difference(a: &str, b: &str) -> String {
-    fn parts(t: &str) -> Vec<(&str, &str)> {
-        t.split(';').filter(|p| !p.is_empty()).map(|p| p.split_once('=').unwrap_or((p, ""))).collect()
-    }
     fn short(v: &str) -> String {
         const MAX: usize = 60;
         match v.char_indices().nth(MAX) {
@@ -99,20 +118,13 @@ pub fn writer_options_difference(a: &str, b: &str) -> String {
             None => v.to_string(),
         }
     }
-    let (pa, pb) = (parts(a), parts(b));
-    let value = |ps: &[(&str, &str)], k: &str| ps.iter().find(|(key, _)| *key == k).map(|(_, v)| v.to_string());
-    let mut keys: Vec<&str> = pa.iter().chain(&pb).map(|(k, _)| *k).collect();
-    let mut seen = std::collections::BTreeSet::new();
-    keys.retain(|k| seen.insert(*k));
-    let differing: Vec<(&str, Option<String>, Option<String>)> =
-        keys.into_iter().map(|k| (k, value(&pa, k), value(&pb, k))).filter(|(_, va, vb)| va != vb).collect();
-    match differing.as_slice() {
+    match writer_options_differences(a, b).as_slice() {
         [] => "no setting differs".into(),
         [("targets", Some(ta), Some(tb))] => format!("requested targets {ta} vs {tb}"),
         d => d
             .iter()
             .map(|(k, va, vb)| {
-                let v = |x: &Option<String>| x.as_deref().map_or("(absent)".into(), short);
+                let v = |x: &Option<&str>| x.map_or("(absent)".into(), short);
                 format!("{k} {} vs {}", v(va), v(vb))
             })
             .collect::<Vec<_>>()

@@ -56,24 +56,19 @@ fn options_refusal(theirs: &str, ours: &str) -> String {
     // What a profile name resolves to; the same name resolving differently is another build.
     const PROFILE_SETTINGS: [&str; 5] = ["spirv-env", "spirv-version", "msl-version", "hlsl-sm", "glsl-version"];
     let differing = granary_archive::writer_options_difference(theirs, ours);
-    let setting = |t: &str, k: &str| {
-        t.split(';').find_map(|p| p.strip_prefix(k).and_then(|v| v.strip_prefix('='))).map(str::to_string)
-    };
-    let differs = |k: &str| setting(theirs, k) != setting(ours, k);
-    let build_settings = theirs
-        .split(';')
-        .chain(ours.split(';'))
-        .filter_map(|p| p.split_once('=').map(|(k, _)| k))
-        .filter(|k| *k != "targets" && *k != "profile" && !PROFILE_SETTINGS.contains(k));
+    let keys: Vec<&str> = granary_archive::writer_options_differences(theirs, ours).iter().map(|d| d.0).collect();
+    let profile_differs = keys.contains(&"profile");
     let build_differs =
-        build_settings.into_iter().any(differs) || (!differs("profile") && PROFILE_SETTINGS.into_iter().any(differs));
+        keys.iter().any(|k| *k != "targets" && *k != "profile" && (!PROFILE_SETTINGS.contains(k) || !profile_differs));
+    let setting =
+        |k: &str| granary_archive::writer_options_parts(theirs).find(|(key, _)| *key == k).map(|(_, v)| v.to_string());
     if build_differs {
         return format!(
             "it was written by a granary build that writes its outputs differently ({differing}, archive vs \
              this build): harvest afresh without --resume"
         );
     }
-    let (targets, profile) = (setting(theirs, "targets"), setting(theirs, "profile"));
+    let (targets, profile) = (setting("targets"), setting("profile"));
     format!(
         "it was harvested with other options ({differing}, archive vs this command): resume with{}{}, or \
          harvest afresh without --resume",
