@@ -7,6 +7,8 @@
 //! specialization index past the blob index. Also: every struct of `native.rs` is specified in
 //! FORMAT §1.13 with its fields in declaration order.
 
+mod common;
+
 use granary_archive::native::{
     AttachmentDescription, AttachmentReference, ColorBlendAttachment, ColorBlendState, GraphicsState,
     InputAssemblyState, NativeLayout, NativePipeline, PushConstantRange, RasterizationState, RenderPassState,
@@ -15,9 +17,9 @@ use granary_archive::native::{
 };
 use granary_archive::{
     checksum64, encode, merge, replay_journal, salvage, write_entries, Archive, ArchiveError, ArchiveMeta, BindingKind,
-    Blob, ColorAttachment, Journal, LayoutBinding, PipelineEntry, PipelineKey, PipelineKind, PipelineLayout,
-    PrimitiveState, RenderState, Section, ShaderStage, StageBindingMap, StageEntry, StageKey, StageMask, StateKind,
-    Target, TargetOutputs, WriteEntry, FIXED_HEADER, SECTION_ROW,
+    Blob, Journal, LayoutBinding, PipelineEntry, PipelineKey, PipelineKind, PipelineLayout, RenderState, Section,
+    ShaderStage, StageBindingMap, StageEntry, StageKey, StageMask, StateKind, Target, TargetOutputs, WriteEntry,
+    FIXED_HEADER, SECTION_ROW,
 };
 use std::sync::Arc;
 
@@ -216,14 +218,7 @@ fn sample() -> Vec<WriteEntry> {
         Some(compute_state().encode()),
         &["compute/native", "compute/alias"],
     );
-    let portable = RenderState {
-        vertex_buffers: Vec::new(),
-        primitive: PrimitiveState::default(),
-        color_attachments: vec![ColorAttachment::unspecialized()],
-        depth_stencil: None,
-        sample_count: 1,
-        alpha_to_coverage: false,
-    };
+    let portable = common::unspecialized_render_state();
     let portable = write_entry(
         0x50,
         PipelineKind::Render,

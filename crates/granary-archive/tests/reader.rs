@@ -10,13 +10,13 @@
 //! different bytes and one label on two pipelines; salvage of a cut file recovers exactly the
 //! pipelines before the cut.
 
+mod common;
+
 use granary_archive::{
     checksum64, encode, merge, salvage, write_entries, Archive, ArchiveError, ArchiveMeta, BinarySet, BindingKind,
     Blob, DeviceBinaries, DeviceBinary, DeviceCache, DeviceIdentity, LayoutBinding, PipelineEntry, PipelineKey,
-    PipelineKind, PipelineLayout, RenderState, ShaderStage, StageEntry, StageKey, StageMask, Target, TargetOutputs,
-    WriteEntry,
+    PipelineKind, PipelineLayout, ShaderStage, StageEntry, StageKey, StageMask, Target, TargetOutputs, WriteEntry,
 };
-use granary_archive::{ColorAttachment, PrimitiveState};
 use granary_archive::{MslClass, SlotAssignment, StageBindingMap};
 use granary_archive::{Section, FIXED_HEADER, HEADER_LEN, SECTION_ROW};
 use std::sync::{Arc, OnceLock};
@@ -58,25 +58,14 @@ fn layout() -> PipelineLayout {
 }
 
 fn stage(key: u128, stage: ShaderStage, entry_point: &str) -> StageEntry {
-    let mut outputs = TargetOutputs::default();
-    outputs.0[Target::Spirv as usize] =
-        Some(Blob::new((0..64 + key as usize % 40).map(|i| (i as u128 ^ key) as u8).collect()));
-    outputs.0[Target::Glsl as usize] = Some(Blob::new(format!("#version 450\n// {entry_point} {key}\n").into_bytes()));
-    StageEntry { key: StageKey(key), stage, entry_point: entry_point.into(), outputs, specialization: None }
+    common::stage_with_outputs(key, stage, entry_point, 64 + key as usize % 40)
 }
 
 /// The shape of a small harvest: 3 runs of 8 render pipelines, each run sharing its vertex
 /// stage, every pipeline with a fragment stage of its own, SPIR-V and GLSL outputs, one
 /// shared render state and one shared layout blob, labels `v{run}/p{i}`.
 fn harvest_like() -> Vec<WriteEntry> {
-    let state = RenderState {
-        vertex_buffers: Vec::new(),
-        primitive: PrimitiveState::default(),
-        color_attachments: vec![ColorAttachment::unspecialized()],
-        depth_stencil: None,
-        sample_count: 1,
-        alpha_to_coverage: false,
-    };
+    let state = common::unspecialized_render_state();
     let state = Blob::new(state.encode().expect("a valid render state"));
     let layout = Blob::new(layout().encode());
     (0..3u128)

@@ -9,10 +9,11 @@
 //! of the originals restricted to them. Where nothing is recoverable the report says why, at
 //! the byte where the file ends.
 
+mod common;
+
 use granary_archive::{
-    encode, salvage, Archive, ArchiveMeta, BindingKind, Blob, ColorAttachment, LayoutBinding, PipelineEntry,
-    PipelineKey, PipelineKind, PipelineLayout, PrimitiveState, RenderState, Section, ShaderStage, StageEntry, StageKey,
-    StageMask, Target, TargetOutputs, WriteEntry, FIXED_HEADER, SECTION_ROW,
+    encode, salvage, Archive, ArchiveMeta, BindingKind, Blob, LayoutBinding, PipelineEntry, PipelineKey, PipelineKind,
+    PipelineLayout, Section, ShaderStage, StageEntry, StageMask, Target, WriteEntry, FIXED_HEADER, SECTION_ROW,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -22,25 +23,14 @@ fn meta() -> ArchiveMeta {
 }
 
 fn stage(key: u128, stage: ShaderStage, entry_point: &str) -> StageEntry {
-    let mut outputs = TargetOutputs::default();
-    let len = 200 + (key as usize * 37) % 900;
-    outputs.0[Target::Spirv as usize] = Some(Blob::new((0..len).map(|i| (i as u128 ^ key) as u8).collect()));
-    outputs.0[Target::Glsl as usize] = Some(Blob::new(format!("#version 450\n// {entry_point} {key}\n").into_bytes()));
-    StageEntry { key: StageKey(key), stage, entry_point: entry_point.into(), outputs, specialization: None }
+    common::stage_with_outputs(key, stage, entry_point, 200 + (key as usize * 37) % 900)
 }
 
 /// 4 runs of 10 render pipelines (each run sharing its vertex stage, every pipeline with a
 /// fragment stage of its own, SPIR-V and GLSL), a shared layout and state, and 4 compute
 /// pipelines; one label each, every fifth pipeline a second one.
 fn entries() -> Vec<WriteEntry> {
-    let state = RenderState {
-        vertex_buffers: Vec::new(),
-        primitive: PrimitiveState::default(),
-        color_attachments: vec![ColorAttachment::unspecialized()],
-        depth_stencil: None,
-        sample_count: 1,
-        alpha_to_coverage: false,
-    };
+    let state = common::unspecialized_render_state();
     let state = Blob::new(state.encode().expect("a valid render state"));
     let layout = PipelineLayout {
         bindings: vec![LayoutBinding {
