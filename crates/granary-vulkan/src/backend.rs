@@ -54,6 +54,9 @@ pub struct VulkanOptions {
     /// by default where the driver allows, so each capture is a real compile; on NVIDIA the
     /// internal cache also shares work between pipelines, see docs/BENCHMARKS.md).
     pub driver_internal_cache: bool,
+    /// Fetch every binary's bytes even when one of the same key and size was fetched before,
+    /// and count those whose bytes differ (`BackendReport::binary_key_mismatches`).
+    pub check_binary_keys: bool,
     /// Run under the Khronos validation layer: its WARNING and ERROR messages are collected,
     /// each with the pipeline whose creation it came from, into [`VulkanBackend::validation`]
     /// (`open` fails, naming the package, where the layer is not installed).
@@ -132,6 +135,7 @@ impl VulkanBackend {
                 pipeline_binaries: !options.no_pipeline_binaries,
                 libraries: !options.no_libraries,
                 internal_cache: options.driver_internal_cache,
+                check_binary_keys: options.check_binary_keys,
                 ..OpenOptions::default()
             },
         )?;
@@ -397,6 +401,7 @@ impl granary::backend::Backend for VulkanBackend {
     }
 
     fn report(&self) -> Option<BackendReport> {
+        let capture = self.gpu.capture_stats();
         Some(BackendReport {
             backend: "vulkan".into(),
             device: self.identity.describe(),
@@ -407,6 +412,10 @@ impl granary::backend::Backend for VulkanBackend {
             pipelines_shared: self.shared.load(Relaxed),
             shader_modules: self.module_count.load(Relaxed),
             driver_seconds: self.driver_nanos.load(Relaxed) as f64 / 1e9,
+            key_seconds: capture.key_seconds,
+            capture_seconds: capture.capture_seconds,
+            binary_fetches_skipped: capture.fetches_skipped,
+            binary_key_mismatches: capture.key_mismatches,
             binaries: self.binaries.load(Relaxed),
             binary_bytes: self.binary_bytes.load(Relaxed),
             in_workers: false,

@@ -169,7 +169,7 @@ impl App {
         // everything granary made from it is dropped (`finish` destroys it last).
         let driver = unsafe { Driver::borrowed(&self.instance) };
         let info = driver.physical_device(self.physical).expect("device info");
-        let enabled = OpenOptions { pipeline_binaries: false, libraries, internal_cache: false, features };
+        let enabled = OpenOptions { pipeline_binaries: false, libraries, features, ..OpenOptions::default() };
         // SAFETY: `self.device` was created from `info.handle` of this instance by `app_with`
         // with what `enabled` says (the features it enabled: all supported, or none; the
         // library extensions exactly when `libraries`), and outlives the returned value.

@@ -49,6 +49,86 @@ thread_local! {
     static BINARY_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// What capturing binaries on one device fetched and how long it took, summed over threads
+/// ([`Gpu::capture_stats`]).
+///
+/// Thread safety: plain data.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CaptureStats {
+    /// Seconds in `vkGetPipelineKeyKHR` of captured pipelines' create infos.
+    pub key_seconds: f64,
+    /// Seconds from a captured pipeline's creation to its binaries in memory:
+    /// `vkCreatePipelineBinariesKHR`, `vkGetPipelineBinaryDataKHR` (size and data), copying
+    /// and interning the bytes, destroying the binaries.
+    pub capture_seconds: f64,
+    /// Binaries whose bytes were fetched.
+    pub fetched: u64,
+    /// Binaries whose bytes were not fetched: a binary of the same key and size had been
+    /// fetched on this device before, and its bytes were used.
+    pub fetches_skipped: u64,
+    /// With [`OpenOptions::check_binary_keys`](super::OpenOptions::check_binary_keys): binaries
+    /// whose key and size equal an earlier binary's but whose bytes differ (0 means every
+    /// skipped fetch would have been exact).
+    pub key_mismatches: u64,
+}
+
+/// Binaries fetched on one device, by (key, size).
+type SeenBinaries = std::collections::HashMap<(Vec<u8>, usize), Arc<Blob>>;
+
+/// The capture bookkeeping of one [`Gpu`]: binaries fetched so far by key, and counters.
+///
+/// Thread safety: `Send + Sync`; one short lock around the map.
+pub(super) struct CaptureBook {
+    #[cfg_attr(not(feature = "capture"), allow(dead_code))]
+    check_keys: bool,
+    #[cfg_attr(not(feature = "capture"), allow(dead_code))]
+    seen: std::sync::Mutex<SeenBinaries>,
+    key_nanos: std::sync::atomic::AtomicU64,
+    capture_nanos: std::sync::atomic::AtomicU64,
+    fetched: std::sync::atomic::AtomicU64,
+    skipped: std::sync::atomic::AtomicU64,
+    mismatches: std::sync::atomic::AtomicU64,
+}
+
+impl CaptureBook {
+    pub(super) fn new(check_keys: bool) -> Self {
+        CaptureBook {
+            check_keys,
+            seen: Default::default(),
+            key_nanos: Default::default(),
+            capture_nanos: Default::default(),
+            fetched: Default::default(),
+            skipped: Default::default(),
+            mismatches: Default::default(),
+        }
+    }
+
+    /// Adds `t` to the time in `vkGetPipelineKeyKHR`.
+    pub(super) fn add_key_time(&self, t: std::time::Duration) {
+        self.key_nanos.fetch_add(t.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    #[cfg(feature = "capture")]
+    fn seen(&self) -> std::sync::MutexGuard<'_, SeenBinaries> {
+        self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Gpu {
+    /// What capturing binaries on this device has fetched and timed so far.
+    pub fn capture_stats(&self) -> CaptureStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = &self.capture;
+        CaptureStats {
+            key_seconds: c.key_nanos.load(Relaxed) as f64 / 1e9,
+            capture_seconds: c.capture_nanos.load(Relaxed) as f64 / 1e9,
+            fetched: c.fetched.load(Relaxed),
+            fetches_skipped: c.skipped.load(Relaxed),
+            key_mismatches: c.mismatches.load(Relaxed),
+        }
+    }
+}
+
 /// Pipeline binaries made from archived data ([`Gpu::binaries_from_data`]), destroyed on
 /// drop (a pipeline created from them does not need them afterwards).
 ///
@@ -244,6 +324,24 @@ impl Gpu {
         if !self.binaries {
             return Ok(Vec::new());
         }
+        let start = std::time::Instant::now();
+        // SAFETY: the caller's contract, passed on.
+        let r = unsafe { self.capture_timed(pipeline, intern) };
+        self.capture.capture_nanos.fetch_add(start.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+        r
+    }
+
+    /// [`capture`](Self::capture) of a binaries device, untimed.
+    ///
+    /// # Safety
+    ///
+    /// As [`capture`](Self::capture).
+    #[cfg(feature = "capture")]
+    unsafe fn capture_timed(
+        &self,
+        pipeline: vk::Pipeline,
+        intern: BlobInterner<'_>,
+    ) -> Result<Vec<RawBinary>, VulkanError> {
         let create = vk::PipelineBinaryCreateInfoKHR { pipeline, ..Default::default() };
         let mut handles = vk::PipelineBinaryHandlesInfoKHR::default();
         // SAFETY: the pipeline was created with CAPTURE_DATA and lives (the function's
@@ -297,12 +395,23 @@ impl Gpu {
         if size == 0 || size > MAX_BINARY_BYTES {
             return Err(VulkanError::call("vkGetPipelineBinaryDataKHR", format!("driver reported {size} bytes")));
         }
+        use std::sync::atomic::Ordering::Relaxed;
+        let key = key_bytes(&key, "vkGetPipelineBinaryDataKHR")?;
+        // A binary of this key and size was fetched before on this device: the key names the
+        // binary (the specification asks drivers to make it unique), so its bytes are those.
+        // With `check_keys` they are fetched anyway and compared.
+        let earlier = self.capture.seen().get(&(key.clone(), size)).cloned();
+        if let (Some(b), false) = (&earlier, self.capture.check_keys) {
+            self.capture.skipped.fetch_add(1, Relaxed);
+            return Ok((key, b.clone()));
+        }
+        let mut key_out = vk::PipelineBinaryKeyKHR::default();
         let data = BINARY_BUFFER.with_borrow_mut(|buf| {
             buf.clear();
             buf.resize(size, 0);
             let mut got = size;
             // SAFETY: `buf` has `size` writable bytes; the driver writes at most `got` of them.
-            let r = unsafe { get(self.device.handle(), &info, &mut key, &mut got, buf.as_mut_ptr().cast()) };
+            let r = unsafe { get(self.device.handle(), &info, &mut key_out, &mut got, buf.as_mut_ptr().cast()) };
             if r != vk::Result::SUCCESS {
                 return Err(VulkanError::call("vkGetPipelineBinaryDataKHR", r));
             }
@@ -314,6 +423,23 @@ impl Gpu {
             }
             Ok(intern(&buf[..size]))
         })?;
-        Ok((key_bytes(&key, "vkGetPipelineBinaryDataKHR")?, data))
+        self.capture.fetched.fetch_add(1, Relaxed);
+        let fetched_key = key_bytes(&key_out, "vkGetPipelineBinaryDataKHR")?;
+        if fetched_key != key {
+            // The data call's key is the binary's (as before any key was remembered); nothing
+            // is remembered under a key the driver did not repeat.
+            return Ok((fetched_key, data));
+        }
+        match earlier {
+            // Interned by content: equal bytes are the same blob.
+            Some(b) if !Arc::ptr_eq(&b, &data) => {
+                self.capture.mismatches.fetch_add(1, Relaxed);
+            }
+            Some(_) => {}
+            None => {
+                self.capture.seen().insert((key.clone(), size), data.clone());
+            }
+        }
+        Ok((key, data))
     }
 }

@@ -66,6 +66,11 @@ pub struct OpenOptions {
     /// device identity binaries are valid for, and a pipeline that needs one not enabled is
     /// refused naming it.
     pub features: DeviceFeatures,
+    /// At capture, fetch every binary's bytes even when a binary of the same key and size
+    /// was fetched before on this device, and count those whose bytes differ
+    /// ([`CaptureStats::key_mismatches`]). Off: such a binary's bytes are not fetched again
+    /// (the key names the binary; see [`CaptureStats::fetches_skipped`]).
+    pub check_binary_keys: bool,
 }
 
 impl OpenOptions {
@@ -94,7 +99,13 @@ impl Default for OpenOptions {
     /// Binaries and libraries where supported, the driver's internal cache off, every known
     /// feature.
     fn default() -> Self {
-        OpenOptions { pipeline_binaries: true, libraries: true, internal_cache: false, features: DeviceFeatures::KNOWN }
+        OpenOptions {
+            pipeline_binaries: true,
+            libraries: true,
+            internal_cache: false,
+            features: DeviceFeatures::KNOWN,
+            check_binary_keys: false,
+        }
     }
 }
 
@@ -123,6 +134,8 @@ pub struct Gpu {
     pub(super) eds3: u32,
     /// The native-pipeline extensions enabled (besides the library and binary ones).
     pub(super) extensions: Vec<&'static str>,
+    /// What capturing binaries on this device has fetched and timed.
+    pub(super) capture: super::binary::CaptureBook,
 }
 
 impl Gpu {
@@ -228,6 +241,7 @@ impl Gpu {
             features,
             eds3,
             extensions: native_ext,
+            capture: super::binary::CaptureBook::new(options.check_binary_keys),
         };
         // On error `gpu`'s Drop destroys the cache and the device.
         gpu.finish_open()
@@ -289,6 +303,7 @@ impl Gpu {
             features,
             eds3,
             extensions,
+            capture: super::binary::CaptureBook::new(enabled.check_binary_keys),
         }
         .finish_open()
     }

@@ -140,7 +140,7 @@ mod translate;
 
 #[cfg(feature = "capture")]
 pub use binary::BlobInterner;
-pub use binary::{Binaries, RawBinary};
+pub use binary::{Binaries, CaptureStats, RawBinary};
 pub use build::{entry_name, graphics_input, specialization_of};
 pub use cache::{Cache, MergedCache};
 pub use device::{Gpu, OpenOptions};

@@ -560,7 +560,14 @@ impl Gpu {
         call: &'static str,
         create: impl FnOnce(&T) -> Result<(Vec<vk::Pipeline>, S), E>,
     ) -> Result<(vk::Pipeline, Vec<u8>, Duration), VulkanError> {
-        let key = if capture { self.pipeline_key_of(info)? } else { Vec::new() };
+        let key = if capture {
+            let start = Instant::now();
+            let key = self.pipeline_key_of(info)?;
+            self.capture.add_key_time(start.elapsed());
+            key
+        } else {
+            Vec::new()
+        };
         let start = Instant::now();
         let r = create(info);
         let driver_time = start.elapsed();

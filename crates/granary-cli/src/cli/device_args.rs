@@ -37,6 +37,12 @@ pub struct DeviceArgs {
     /// (docs/BENCHMARKS.md measures both).
     #[arg(long)]
     pub driver_internal_cache: bool,
+    /// With --backend vulkan: fetch every captured binary's bytes, even when a binary of the
+    /// same key and size was fetched before on the device (by default its bytes are reused:
+    /// the key names the binary), and count keys whose bytes differ
+    /// (`binary_key_mismatches` in the summary). A check of the driver, for benchmarks.
+    #[arg(long)]
+    pub check_binary_keys: bool,
 }
 
 /// `--backend`.
@@ -70,9 +76,10 @@ impl DeviceArgs {
                     self.device.is_none()
                         && !self.no_pipeline_binaries
                         && !self.no_pipeline_libraries
-                        && !self.driver_internal_cache,
-                    "--device, --no-pipeline-binaries, --no-pipeline-libraries and --driver-internal-cache need \
-                     --backend vulkan"
+                        && !self.driver_internal_cache
+                        && !self.check_binary_keys,
+                    "--device, --no-pipeline-binaries, --no-pipeline-libraries, --driver-internal-cache and \
+                     --check-binary-keys need --backend vulkan"
                 );
                 Ok((None, None))
             }
@@ -86,6 +93,7 @@ impl DeviceArgs {
                     no_pipeline_binaries: self.no_pipeline_binaries,
                     no_libraries: self.no_pipeline_libraries,
                     driver_internal_cache: self.driver_internal_cache,
+                    check_binary_keys: self.check_binary_keys,
                     share_identical,
                     validate,
                 })
@@ -112,6 +120,9 @@ impl DeviceArgs {
             }
             if self.driver_internal_cache {
                 v.push("--driver-internal-cache".into());
+            }
+            if self.check_binary_keys {
+                v.push("--check-binary-keys".into());
             }
         }
         v

@@ -40,6 +40,17 @@ pub struct BackendReport {
     pub shader_modules: u64,
     /// Seconds spent inside the driver's pipeline-creation calls, summed over threads.
     pub driver_seconds: f64,
+    /// Seconds in `vkGetPipelineKeyKHR` for captured pipelines, summed over threads.
+    pub key_seconds: f64,
+    /// Seconds taking captured pipelines' binaries out of the driver (creating the binaries,
+    /// fetching and interning their bytes), summed over threads.
+    pub capture_seconds: f64,
+    /// Binaries whose bytes were not fetched because one of the same key and size had been
+    /// (`harvest --check-binary-keys` fetches them anyway).
+    pub binary_fetches_skipped: u64,
+    /// With `--check-binary-keys`: binaries whose key and size matched an earlier one but
+    /// whose bytes did not (0: skipping those fetches is exact on this device).
+    pub binary_key_mismatches: u64,
     /// Binaries captured.
     pub binaries: u64,
     /// Bytes of binary data captured (before deduplication in the archive).

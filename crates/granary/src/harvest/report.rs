@@ -363,6 +363,17 @@ impl HarvestSummary {
                     "  captured:              {} ({} binaries, {} bytes before deduplication)\n",
                     d.captures, d.binaries, d.binary_bytes
                 );
+                if d.binaries > 0 {
+                    let mismatches = if d.binary_key_mismatches > 0 {
+                        format!("; {} binaries with a seen key and size but other bytes", d.binary_key_mismatches)
+                    } else {
+                        String::new()
+                    };
+                    s += &format!(
+                        "  capture cost:          {:.3} s of thread time taking binaries out of the driver, {:.3} s in vkGetPipelineKeyKHR; {} binary fetches skipped (key and size seen before){mismatches}\n",
+                        d.capture_seconds, d.key_seconds, d.binary_fetches_skipped
+                    );
+                }
             }
         }
         s += &format!(
