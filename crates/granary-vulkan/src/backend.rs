@@ -57,6 +57,10 @@ pub struct VulkanOptions {
     /// Fetch every binary's bytes even when one of the same key and size was fetched before,
     /// and count those whose bytes differ (`BackendReport::binary_key_mismatches`).
     pub check_binary_keys: bool,
+    /// The capture experiment of `OpenOptions::capture_from_internal_cache`: compile with one
+    /// shared pipeline cache, then take each pipeline's binaries from the driver's internal
+    /// cache by create info (docs/BENCHMARKS.md).
+    pub capture_from_internal_cache: bool,
     /// Run under the Khronos validation layer: its WARNING and ERROR messages are collected,
     /// each with the pipeline whose creation it came from, into [`VulkanBackend::validation`]
     /// (`open` fails, naming the package, where the layer is not installed).
@@ -136,6 +140,7 @@ impl VulkanBackend {
                 libraries: !options.no_libraries,
                 internal_cache: options.driver_internal_cache,
                 check_binary_keys: options.check_binary_keys,
+                capture_from_internal_cache: options.capture_from_internal_cache,
                 ..OpenOptions::default()
             },
         )?;

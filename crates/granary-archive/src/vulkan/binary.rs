@@ -81,6 +81,9 @@ type SeenBinaries = std::collections::HashMap<(Vec<u8>, usize), Arc<Blob>>;
 pub(super) struct CaptureBook {
     #[cfg_attr(not(feature = "capture"), allow(dead_code))]
     check_keys: bool,
+    /// [`OpenOptions::capture_from_internal_cache`](super::OpenOptions::capture_from_internal_cache).
+    #[cfg_attr(not(feature = "capture"), allow(dead_code))]
+    pub(super) from_internal_cache: bool,
     #[cfg_attr(not(feature = "capture"), allow(dead_code))]
     seen: std::sync::Mutex<SeenBinaries>,
     key_nanos: std::sync::atomic::AtomicU64,
@@ -91,9 +94,10 @@ pub(super) struct CaptureBook {
 }
 
 impl CaptureBook {
-    pub(super) fn new(check_keys: bool) -> Self {
+    pub(super) fn new(check_keys: bool, from_internal_cache: bool) -> Self {
         CaptureBook {
             check_keys,
+            from_internal_cache,
             seen: Default::default(),
             key_nanos: Default::default(),
             capture_nanos: Default::default(),
@@ -343,12 +347,55 @@ impl Gpu {
         intern: BlobInterner<'_>,
     ) -> Result<Vec<RawBinary>, VulkanError> {
         let create = vk::PipelineBinaryCreateInfoKHR { pipeline, ..Default::default() };
+        // SAFETY: the caller's contract: a live pipeline created with CAPTURE_DATA.
+        unsafe { self.binaries_of(&create, intern) }
+    }
+
+    /// The experiment of [`OpenOptions::capture_from_internal_cache`](super::OpenOptions::capture_from_internal_cache):
+    /// the binaries of `info` from the driver's internal cache, copied out (timed as a
+    /// capture). `VK_PIPELINE_BINARY_MISSING_KHR` is an error naming it.
+    #[cfg(feature = "capture")]
+    pub(super) fn capture_from_internal_cache<T: PipelineCreateInfo>(
+        &self,
+        info: &T,
+        intern: BlobInterner<'_>,
+    ) -> Result<Vec<RawBinary>, VulkanError> {
+        let start = std::time::Instant::now();
+        let create_info = vk::PipelineCreateInfoKHR { next: (info as *const T as *mut T).cast(), ..Default::default() };
+        let create = vk::PipelineBinaryCreateInfoKHR { pipeline_create_info: &create_info, ..Default::default() };
+        // SAFETY: `create_info` points at `info`, a graphics or compute create info whose chain
+        // the caller keeps alive for this call (the trait admits only those); no pipeline
+        // handle is passed.
+        let r = unsafe { self.binaries_of(&create, intern) };
+        self.capture.capture_nanos.fetch_add(start.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+        r
+    }
+
+    /// `vkCreatePipelineBinariesKHR(create)` (count, then handles), each binary's bytes copied
+    /// out, the binaries destroyed.
+    ///
+    /// # Safety
+    ///
+    /// `create` is a valid `VkPipelineBinaryCreateInfoKHR` whose pointers and pipeline are
+    /// alive for this call.
+    #[cfg(feature = "capture")]
+    unsafe fn binaries_of(
+        &self,
+        create: &vk::PipelineBinaryCreateInfoKHR,
+        intern: BlobInterner<'_>,
+    ) -> Result<Vec<RawBinary>, VulkanError> {
+        let create = *create;
         let mut handles = vk::PipelineBinaryHandlesInfoKHR::default();
-        // SAFETY: the pipeline was created with CAPTURE_DATA and lives (the function's
-        // contract); a null
-        // `pipeline_binaries` asks for the count.
+        // SAFETY: `create` is valid with everything it points at alive (the function's
+        // contract); a null `pipeline_binaries` asks for the count.
         let r = unsafe { self.device.create_pipeline_binaries_khr(&create, None, &mut handles) };
-        r.map_err(|e| VulkanError::call("vkCreatePipelineBinariesKHR (count)", e))?;
+        let code = r.map_err(|e| VulkanError::call("vkCreatePipelineBinariesKHR (count)", e))?;
+        if code == vk::SuccessCode::PIPELINE_BINARY_MISSING_KHR {
+            return Err(VulkanError::call(
+                "vkCreatePipelineBinariesKHR",
+                "VK_PIPELINE_BINARY_MISSING_KHR: the driver's internal cache does not hold this pipeline",
+            ));
+        }
         let count = handles.pipeline_binary_count as usize;
         if count == 0 || count > MAX_BINARIES {
             return Err(VulkanError::call("vkCreatePipelineBinariesKHR", format!("driver reported {count} binaries")));

@@ -192,7 +192,9 @@ impl Gpu {
     /// Feature `capture`.
     #[cfg(feature = "capture")]
     pub fn cache_data(&self) -> Result<Vec<u8>, VulkanError> {
-        if self.cache.is_null() {
+        // A binaries device archives binaries, not cache data (its cache, if any, is the
+        // internal-cache experiment's compile cache).
+        if self.cache.is_null() || self.binaries {
             return Ok(Vec::new());
         }
         self.read_cache(self.cache)

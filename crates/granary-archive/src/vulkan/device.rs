@@ -71,6 +71,13 @@ pub struct OpenOptions {
     /// ([`CaptureStats::key_mismatches`]). Off: such a binary's bytes are not fetched again
     /// (the key names the binary; see [`CaptureStats::fetches_skipped`]).
     pub check_binary_keys: bool,
+    /// An experiment in capture (docs/BENCHMARKS.md): with pipeline binaries, compile each
+    /// captured pipeline with one shared `VkPipelineCache` and without `CAPTURE_DATA`, then
+    /// take its binaries from the driver's internal cache by create info
+    /// (`vkCreatePipelineBinariesKHR` with `pPipelineCreateInfo`); a pipeline the internal
+    /// cache does not hold fails (`VK_PIPELINE_BINARY_MISSING_KHR`). Leaves the internal cache
+    /// on and graphics pipeline libraries off.
+    pub capture_from_internal_cache: bool,
 }
 
 impl OpenOptions {
@@ -89,7 +96,9 @@ impl OpenOptions {
         }
         Ok((
             self.pipeline_binaries && info.supports.pipeline_binaries,
-            self.libraries && info.supports.graphics_pipeline_library,
+            self.libraries
+                && info.supports.graphics_pipeline_library
+                && !(self.capture_from_internal_cache && self.pipeline_binaries && info.supports.pipeline_binaries),
             self.features.intersection(info.identity.features).intersection(DeviceFeatures::KNOWN),
         ))
     }
@@ -105,6 +114,7 @@ impl Default for OpenOptions {
             internal_cache: false,
             features: DeviceFeatures::KNOWN,
             check_binary_keys: false,
+            capture_from_internal_cache: false,
         }
     }
 }
@@ -190,7 +200,7 @@ impl Gpu {
             tail = (&mut m5 as *mut vk::PhysicalDeviceMaintenance5Features).cast();
             pb.next = tail;
             tail = (&mut pb as *mut vk::PhysicalDevicePipelineBinaryFeaturesKHR).cast();
-            if info.supports.internal_cache_control && !options.internal_cache {
+            if info.supports.internal_cache_control && !options.internal_cache && !options.capture_from_internal_cache {
                 // Harvests measure (and capture) real compiles: the driver's own cache is off.
                 cache_control.next = tail as *const c_void;
                 tail = (&mut cache_control as *mut vk::DevicePipelineBinaryInternalCacheControlKHR).cast();
@@ -214,7 +224,8 @@ impl Gpu {
         // dynamic rendering was checked above).
         let device = unsafe { driver.instance().create_device(info.handle, &create, None) }
             .map_err(|e| VulkanError::call("vkCreateDevice", e))?;
-        let cache = if binaries {
+        let capture_internal = binaries && options.capture_from_internal_cache;
+        let cache = if binaries && !capture_internal {
             vk::PipelineCache::null()
         } else {
             let ci = vk::PipelineCacheCreateInfo::default();
@@ -241,7 +252,7 @@ impl Gpu {
             features,
             eds3,
             extensions: native_ext,
-            capture: super::binary::CaptureBook::new(options.check_binary_keys),
+            capture: super::binary::CaptureBook::new(options.check_binary_keys, capture_internal),
         };
         // On error `gpu`'s Drop destroys the cache and the device.
         gpu.finish_open()
@@ -303,7 +314,7 @@ impl Gpu {
             features,
             eds3,
             extensions,
-            capture: super::binary::CaptureBook::new(enabled.check_binary_keys),
+            capture: super::binary::CaptureBook::new(enabled.check_binary_keys, false),
         }
         .finish_open()
     }

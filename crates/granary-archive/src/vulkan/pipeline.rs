@@ -93,6 +93,14 @@ pub enum CreateMode<'a> {
     },
 }
 
+/// The interner of [`Gpu::probe`]: `Some` when a captured pipeline's binaries are taken from
+/// the driver's internal cache by create info (the experiment).
+type Probe<'a> = Option<&'a (dyn Fn(&[u8]) -> std::sync::Arc<crate::blob::Blob> + Sync)>;
+
+/// What [`Gpu::key_and_create`] returns: the pipeline, its key (at capture), the time in the
+/// create call, and the binaries the internal-cache experiment took (or its error).
+type Created = (vk::Pipeline, Vec<u8>, Duration, Option<Result<Vec<RawBinary>, VulkanError>>);
+
 /// Pipeline binary handles, in the driver's order, that the caller vouched for (see
 /// [`CheckedBinaries::new`]): the only way binaries reach a pipeline creation.
 ///
@@ -153,7 +161,11 @@ fn chain_of<'a>(
 ) -> (Chain<'a>, vk::PipelineCache) {
     match how {
         #[cfg(feature = "capture")]
-        CreateMode::Capture(_) => (Chain { capture: gpu.binaries, feedback: None, binaries: &[] }, gpu.cache),
+        // The internal-cache experiment compiles with the shared cache and no CAPTURE_DATA.
+        CreateMode::Capture(_) => (
+            Chain { capture: gpu.binaries && !gpu.capture.from_internal_cache, feedback: None, binaries: &[] },
+            gpu.cache,
+        ),
         CreateMode::Keep { binaries, cache } => (
             Chain { capture: false, feedback: Some(feedback), binaries: binaries.0 },
             // A pipeline made from binaries may not use a pipeline cache.
@@ -351,8 +363,9 @@ impl Gpu {
                 "a stage without a shader module and no binaries",
             ));
         }
-        let (handle, pipeline_key, driver_time) = self.with_graphics_info(input, chain, |info| {
-            self.key_and_create(chain.capture, info, "vkCreateGraphicsPipelines", |info| {
+        let probe = self.probe(how);
+        let (handle, pipeline_key, driver_time, probed) = self.with_graphics_info(input, chain, |info| {
+            self.key_and_create(chain.capture, probe, info, "vkCreateGraphicsPipelines", |info| {
                 // SAFETY: every pointer in `info` and its chain refers to a local of
                 // `with_graphics_info` (or to `input`/`how`, borrowed for the whole call),
                 // alive while this closure runs; modules, layout, binaries and cache are alive
@@ -363,7 +376,7 @@ impl Gpu {
             })
         })?;
         let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
-        self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags)
+        self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags, probed)
     }
 
     /// `vkGetPipelineKeyKHR` of the graphics pipeline `input` would be created with at run
@@ -430,14 +443,15 @@ impl Gpu {
         if chain.binaries.is_empty() && stage.module.is_none() {
             return Err(VulkanError::call("vkCreateComputePipelines", "no shader module and no binaries"));
         }
-        let (handle, pipeline_key, driver_time) = self.with_compute_info(stage, layout, chain, |info| {
-            self.key_and_create(chain.capture, info, "vkCreateComputePipelines", |info| {
+        let probe = self.probe(how);
+        let (handle, pipeline_key, driver_time, probed) = self.with_compute_info(stage, layout, chain, |info| {
+            self.key_and_create(chain.capture, probe, info, "vkCreateComputePipelines", |info| {
                 // SAFETY: as in `create_graphics`, for the compute create info.
                 unsafe { self.device.create_compute_pipelines(cache, &[*info], None) }
             })
         })?;
         let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
-        self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags)
+        self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags, probed)
     }
 
     /// `vkGetPipelineKeyKHR` of the compute pipeline as created at run time; as
@@ -469,9 +483,10 @@ impl Gpu {
         if input.stages.len() != input.state.stages.len() {
             return Err(VulkanError::call("vkCreate*Pipelines", "stage inputs and stage states differ in number"));
         }
-        let (handle, pipeline_key, driver_time) = match &input.state.graphics {
+        let probe = self.probe(how);
+        let (handle, pipeline_key, driver_time, probed) = match &input.state.graphics {
             Some(g) => super::native::with_graphics_info(input, g, chain, |info| {
-                self.key_and_create(chain.capture, info, "vkCreateGraphicsPipelines", |info| {
+                self.key_and_create(chain.capture, probe, info, "vkCreateGraphicsPipelines", |info| {
                     // SAFETY: every pointer in `info` and its chain refers to a local of
                     // `native::with_graphics_info` or to `input` (borrowed for the whole call),
                     // alive while this closure runs; modules, layout, render pass, binaries and
@@ -481,14 +496,14 @@ impl Gpu {
                 })
             })?,
             None => super::native::with_compute_info(input, chain, |info| {
-                self.key_and_create(chain.capture, info, "vkCreateComputePipelines", |info| {
+                self.key_and_create(chain.capture, probe, info, "vkCreateComputePipelines", |info| {
                     // SAFETY: as for the graphics case, for `native::with_compute_info`.
                     unsafe { self.device.create_compute_pipelines(cache, &[*info], None) }
                 })
             })?,
         };
         let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
-        self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags)
+        self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags, probed)
     }
 
     /// `vkGetPipelineKeyKHR` of the native pipeline `input` as created at run time; as
@@ -539,7 +554,7 @@ impl Gpu {
         // SAFETY: the caller's promise: a valid create info and chain.
         let (mut tail, cache) = unsafe { app_chain(self, info.next(), how, &mut feedback) };
         let own = info.with_next(tail.head(info.next()));
-        let (handle, _, driver_time) = self.key_and_create(false, &own, T::CALL, |info| {
+        let (handle, _, driver_time, _) = self.key_and_create(false, None, &own, T::CALL, |info| {
             // SAFETY: `own` is the application's valid create info with granary's binary and
             // feedback structures (locals of this call) in front of its chain; the caller keeps
             // its objects alive, the binaries are checked for this create info, the cache is
@@ -547,7 +562,7 @@ impl Gpu {
             unsafe { info.create(&self.device, cache) }
         })?;
         let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
-        self.finish(pipeline, how, Vec::new(), driver_time, feedback.flags)
+        self.finish(pipeline, how, Vec::new(), driver_time, feedback.flags, None)
     }
 
     /// With `capture`, the pipeline key of `info` (exactly the chain created with, stored beside
@@ -556,11 +571,12 @@ impl Gpu {
     fn key_and_create<T: super::binary::PipelineCreateInfo, S, E: std::fmt::Debug>(
         &self,
         capture: bool,
+        probe: Probe<'_>,
         info: &T,
         call: &'static str,
         create: impl FnOnce(&T) -> Result<(Vec<vk::Pipeline>, S), E>,
-    ) -> Result<(vk::Pipeline, Vec<u8>, Duration), VulkanError> {
-        let key = if capture {
+    ) -> Result<Created, VulkanError> {
+        let key = if capture || probe.is_some() {
             let start = Instant::now();
             let key = self.pipeline_key_of(info)?;
             self.capture.add_key_time(start.elapsed());
@@ -572,7 +588,22 @@ impl Gpu {
         let r = create(info);
         let driver_time = start.elapsed();
         let handle = r.map_err(|e| VulkanError::call(call, e))?.0.first().copied().unwrap_or_default();
-        Ok((handle, key, driver_time))
+        #[cfg(feature = "capture")]
+        let probed = probe.map(|intern| self.capture_from_internal_cache(info, intern));
+        #[cfg(not(feature = "capture"))]
+        let probed = probe.map(|_| Ok(Vec::new()));
+        Ok((handle, key, driver_time, probed))
+    }
+
+    /// With [`CreateMode::Capture`] under the internal-cache experiment
+    /// ([`OpenOptions::capture_from_internal_cache`](super::OpenOptions::capture_from_internal_cache)):
+    /// the interner to take the created pipeline's binaries from the internal cache with.
+    fn probe<'a>(&self, how: CreateMode<'a>) -> Probe<'a> {
+        match how {
+            #[cfg(feature = "capture")]
+            CreateMode::Capture(intern) if self.binaries && self.capture.from_internal_cache => Some(intern),
+            _ => None,
+        }
     }
 
     /// Captures (and destroys) or keeps a freshly created pipeline (`pipeline_key` is kept only
@@ -585,14 +616,20 @@ impl Gpu {
         pipeline_key: Vec<u8>,
         driver_time: Duration,
         feedback: vk::PipelineCreationFeedbackFlags,
+        probed: Option<Result<Vec<RawBinary>, VulkanError>>,
     ) -> Result<CreateOutcome, VulkanError> {
         match how {
             #[cfg(feature = "capture")]
             CreateMode::Capture(intern) => {
-                // SAFETY: `pipeline` was created on this device by this module with
-                // CAPTURE_DATA (`Chain::capture` on a binaries device; `capture` returns early
-                // otherwise) and is owned here until after the call.
-                let binaries = unsafe { self.capture(pipeline.handle, intern) }?;
+                let binaries = match probed {
+                    // The internal-cache experiment: taken by create info already (`pipeline`
+                    // drops, destroyed, on either outcome).
+                    Some(b) => b?,
+                    // SAFETY: `pipeline` was created on this device by this module with
+                    // CAPTURE_DATA (`Chain::capture` on a binaries device; `capture` returns
+                    // early otherwise) and is owned here until after the call.
+                    None => unsafe { self.capture(pipeline.handle, intern) }?,
+                };
                 let pipeline_key = if binaries.is_empty() { Vec::new() } else { pipeline_key };
                 // `pipeline` drops here: destroyed before returning.
                 Ok(CreateOutcome { binaries, pipeline_key, driver_time, pipeline: None, feedback: feedback.bits() })

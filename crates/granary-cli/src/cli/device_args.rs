@@ -43,6 +43,12 @@ pub struct DeviceArgs {
     /// (`binary_key_mismatches` in the summary). A check of the driver, for benchmarks.
     #[arg(long)]
     pub check_binary_keys: bool,
+    /// With --backend vulkan, an experiment in capture (docs/BENCHMARKS.md): compile each
+    /// pipeline with one shared VkPipelineCache and without CAPTURE_DATA, then take its
+    /// binaries from the driver's internal cache by create info; a pipeline the internal cache
+    /// does not hold fails. Graphics pipeline libraries off.
+    #[arg(long)]
+    pub capture_from_internal_cache: bool,
 }
 
 /// `--backend`.
@@ -77,9 +83,10 @@ impl DeviceArgs {
                         && !self.no_pipeline_binaries
                         && !self.no_pipeline_libraries
                         && !self.driver_internal_cache
-                        && !self.check_binary_keys,
-                    "--device, --no-pipeline-binaries, --no-pipeline-libraries, --driver-internal-cache and \
-                     --check-binary-keys need --backend vulkan"
+                        && !self.check_binary_keys
+                        && !self.capture_from_internal_cache,
+                    "--device, --no-pipeline-binaries, --no-pipeline-libraries, --driver-internal-cache, \
+                     --check-binary-keys and --capture-from-internal-cache need --backend vulkan"
                 );
                 Ok((None, None))
             }
@@ -94,6 +101,7 @@ impl DeviceArgs {
                     no_libraries: self.no_pipeline_libraries,
                     driver_internal_cache: self.driver_internal_cache,
                     check_binary_keys: self.check_binary_keys,
+                    capture_from_internal_cache: self.capture_from_internal_cache,
                     share_identical,
                     validate,
                 })
@@ -123,6 +131,9 @@ impl DeviceArgs {
             }
             if self.check_binary_keys {
                 v.push("--check-binary-keys".into());
+            }
+            if self.capture_from_internal_cache {
+                v.push("--capture-from-internal-cache".into());
             }
         }
         v
