@@ -54,9 +54,9 @@ pub struct VulkanOptions {
     /// by default where the driver allows, so each capture is a real compile; on NVIDIA the
     /// internal cache also shares work between pipelines, see docs/BENCHMARKS.md).
     pub driver_internal_cache: bool,
-    /// Fetch every binary's bytes even when one of the same key and size was fetched before,
-    /// and count those whose bytes differ (`BackendReport::binary_key_mismatches`).
-    pub check_binary_keys: bool,
+    /// Reuse the bytes of a binary whose key and size were fetched before on the device
+    /// instead of fetching them (`OpenOptions::reuse_binaries_by_key`: not exact on NVIDIA).
+    pub reuse_binaries_by_key: bool,
     /// The capture experiment of `OpenOptions::capture_from_internal_cache`: compile with one
     /// shared pipeline cache, then take each pipeline's binaries from the driver's internal
     /// cache by create info (docs/BENCHMARKS.md).
@@ -123,6 +123,7 @@ pub struct VulkanBackend {
     driver_nanos: AtomicU64,
     binaries: AtomicU64,
     binary_bytes: AtomicU64,
+    cache_hits: AtomicU64,
 }
 
 impl VulkanBackend {
@@ -139,7 +140,7 @@ impl VulkanBackend {
                 pipeline_binaries: !options.no_pipeline_binaries,
                 libraries: !options.no_libraries,
                 internal_cache: options.driver_internal_cache,
-                check_binary_keys: options.check_binary_keys,
+                reuse_binaries_by_key: options.reuse_binaries_by_key,
                 capture_from_internal_cache: options.capture_from_internal_cache,
                 ..OpenOptions::default()
             },
@@ -161,6 +162,7 @@ impl VulkanBackend {
             driver_nanos: AtomicU64::new(0),
             binaries: AtomicU64::new(0),
             binary_bytes: AtomicU64::new(0),
+            cache_hits: AtomicU64::new(0),
         })
     }
 
@@ -348,6 +350,10 @@ impl VulkanBackend {
         self.driver_nanos.fetch_add(created.driver_time.as_nanos() as u64, Relaxed);
         self.binaries.fetch_add(created.binaries.len() as u64, Relaxed);
         self.binary_bytes.fetch_add(created.binaries.iter().map(|(_, d)| d.bytes().len() as u64).sum(), Relaxed);
+        let (valid, hit) = (granary_archive::vulkan::FEEDBACK_VALID, granary_archive::vulkan::FEEDBACK_CACHE_HIT);
+        if created.feedback & valid != 0 && created.feedback & hit != 0 {
+            self.cache_hits.fetch_add(1, Relaxed);
+        }
         Ok(PipelineCapture { library, pipeline_key: created.pipeline_key, binaries: created.binaries })
     }
 }
@@ -423,6 +429,7 @@ impl granary::backend::Backend for VulkanBackend {
             binary_key_mismatches: capture.key_mismatches,
             binaries: self.binaries.load(Relaxed),
             binary_bytes: self.binary_bytes.load(Relaxed),
+            cache_hits: self.cache_hits.load(Relaxed),
             in_workers: false,
         })
     }

@@ -47,7 +47,7 @@ impl<'a> StageInput<'a> {
 pub(super) struct Chain<'a> {
     /// `VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR` (harvest on a binaries device).
     pub(super) capture: bool,
-    /// Creation feedback (run time).
+    /// Creation feedback (run time and capture alike).
     pub(super) feedback: Option<*mut vk::PipelineCreationFeedback>,
     /// Binaries to create from.
     pub(super) binaries: &'a [vk::PipelineBinaryKHR],

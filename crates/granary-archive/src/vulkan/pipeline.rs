@@ -162,8 +162,15 @@ fn chain_of<'a>(
     match how {
         #[cfg(feature = "capture")]
         // The internal-cache experiment compiles with the shared cache and no CAPTURE_DATA.
+        // Creation feedback is chained as at run time, so that the create info a cache entry
+        // or pipeline key comes from is the one `Keep` creates with (and the harvest counts
+        // its cache hits).
         CreateMode::Capture(_) => (
-            Chain { capture: gpu.binaries && !gpu.capture.from_internal_cache, feedback: None, binaries: &[] },
+            Chain {
+                capture: gpu.binaries && !gpu.capture.from_internal_cache,
+                feedback: Some(feedback),
+                binaries: &[],
+            },
             gpu.cache,
         ),
         CreateMode::Keep { binaries, cache } => (

@@ -45,12 +45,16 @@ pub struct BackendReport {
     /// Seconds taking captured pipelines' binaries out of the driver (creating the binaries,
     /// fetching and interning their bytes), summed over threads.
     pub capture_seconds: f64,
-    /// Binaries whose bytes were not fetched because one of the same key and size had been
-    /// (`harvest --check-binary-keys` fetches them anyway).
+    /// With `--reuse-binaries-by-key`: binaries whose bytes were not fetched because one of
+    /// the same key and size had been.
     pub binary_fetches_skipped: u64,
-    /// With `--check-binary-keys`: binaries whose key and size matched an earlier one but
-    /// whose bytes did not (0: skipping those fetches is exact on this device).
+    /// Fetched binaries whose key and size matched an earlier one but whose bytes did not
+    /// (so reusing by key would not be exact on this device).
     pub binary_key_mismatches: u64,
+    /// Pipelines whose creation feedback says a pipeline cache answered them
+    /// (`APPLICATION_PIPELINE_CACHE_HIT`: the cache-data capture's shared cache, or the
+    /// internal-cache experiment's).
+    pub cache_hits: u64,
     /// Binaries captured.
     pub binaries: u64,
     /// Bytes of binary data captured (before deduplication in the archive).

@@ -360,17 +360,20 @@ impl HarvestSummary {
                     self.threads
                 );
                 s += &format!(
-                    "  captured:              {} ({} binaries, {} bytes before deduplication)\n",
-                    d.captures, d.binaries, d.binary_bytes
+                    "  captured:              {} ({} binaries, {} bytes before deduplication; {} pipelines answered by a pipeline cache)\n",
+                    d.captures, d.binaries, d.binary_bytes, d.cache_hits
                 );
                 if d.binaries > 0 {
                     let mismatches = if d.binary_key_mismatches > 0 {
-                        format!("; {} binaries with a seen key and size but other bytes", d.binary_key_mismatches)
+                        format!(
+                            "; {} binaries with an earlier binary's key and size but other bytes",
+                            d.binary_key_mismatches
+                        )
                     } else {
                         String::new()
                     };
                     s += &format!(
-                        "  capture cost:          {:.3} s of thread time taking binaries out of the driver, {:.3} s in vkGetPipelineKeyKHR; {} binary fetches skipped (key and size seen before){mismatches}\n",
+                        "  capture cost:          {:.3} s of thread time taking binaries out of the driver, {:.3} s in vkGetPipelineKeyKHR; {} binary fetches skipped (--reuse-binaries-by-key){mismatches}\n",
                         d.capture_seconds, d.key_seconds, d.binary_fetches_skipped
                     );
                 }
