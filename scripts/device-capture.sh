@@ -19,7 +19,8 @@
 # reuse's archives from binaries at -j 1. The example: cap and base once each. With
 # VULKAN_TEST_BINARY, `tests/vulkan.rs` (release) runs last.
 #
-# PIPELINES, VERTEX_FUNCTIONS, MAX_RUN resize the workload (a quick check on lavapipe).
+# PIPELINES, VERTEX_FUNCTIONS, MAX_RUN resize the workload (a quick check on lavapipe, or
+# the full 33,000/16,000/1,000); SKIP lists step-name prefixes not to run ("internal reuse").
 # OUT/summary.txt has one line per step (wall, peak RSS and the JSON's main figures); every
 # JSON and stderr goes into OUT/all.tar.gz (only a few files come back from the device).
 set -uo pipefail
@@ -36,6 +37,7 @@ say() { echo "$*" | tee -a "$SUM"; }
 # step NAME CMD...: runs CMD with its JSON to raw/NAME.json, stderr to raw/NAME.err, timed.
 step() {
   local name=$1; shift
+  for s in ${SKIP:-}; do [[ $name == $s* ]] && return 0; done
   /usr/bin/time -f "%e %M" -o "$R/$name.time" timeout -k 5 "${STEP_TIMEOUT:-300}" "$@" > "$R/$name.json" 2> "$R/$name.err"
   local rc=$?
   say "$name: exit $rc, $(python3 - "$R/$name.json" "$R/$name.time" <<'EOF'
