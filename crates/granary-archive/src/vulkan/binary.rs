@@ -78,52 +78,6 @@ pub struct CaptureStats {
     pub key_mismatches: u64,
 }
 
-/// Binaries fetched on one device, by (key, size).
-type SeenBinaries = std::collections::HashMap<(Vec<u8>, usize), Arc<Blob>>;
-
-/// The capture bookkeeping of one [`Gpu`]: binaries fetched so far by key, and counters.
-///
-/// Thread safety: `Send + Sync`; one short lock around the map.
-pub(super) struct CaptureBook {
-    #[cfg_attr(not(feature = "capture"), allow(dead_code))]
-    reuse_by_key: bool,
-    /// [`OpenOptions::capture_from_internal_cache`](super::OpenOptions::capture_from_internal_cache).
-    #[cfg_attr(not(feature = "capture"), allow(dead_code))]
-    pub(super) from_internal_cache: bool,
-    #[cfg_attr(not(feature = "capture"), allow(dead_code))]
-    seen: std::sync::Mutex<SeenBinaries>,
-    key_nanos: std::sync::atomic::AtomicU64,
-    capture_nanos: std::sync::atomic::AtomicU64,
-    fetched: std::sync::atomic::AtomicU64,
-    skipped: std::sync::atomic::AtomicU64,
-    mismatches: std::sync::atomic::AtomicU64,
-}
-
-impl CaptureBook {
-    pub(super) fn new(reuse_by_key: bool, from_internal_cache: bool) -> Self {
-        CaptureBook {
-            reuse_by_key,
-            from_internal_cache,
-            seen: Default::default(),
-            key_nanos: Default::default(),
-            capture_nanos: Default::default(),
-            fetched: Default::default(),
-            skipped: Default::default(),
-            mismatches: Default::default(),
-        }
-    }
-
-    /// Adds `t` to the time in `vkGetPipelineKeyKHR`.
-    pub(super) fn add_key_time(&self, t: std::time::Duration) {
-        self.key_nanos.fetch_add(t.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    #[cfg(feature = "capture")]
-    fn seen(&self) -> std::sync::MutexGuard<'_, SeenBinaries> {
-        self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
 impl Gpu {
     /// What capturing binaries on this device has fetched and timed so far.
     pub fn capture_stats(&self) -> CaptureStats {

@@ -121,6 +121,52 @@ impl Default for OpenOptions {
     }
 }
 
+/// Binaries fetched on one device, by (key, size).
+type SeenBinaries = std::collections::HashMap<(Vec<u8>, usize), std::sync::Arc<crate::blob::Blob>>;
+
+/// The capture bookkeeping of one [`Gpu`]: binaries fetched so far by key, and counters.
+///
+/// Thread safety: `Send + Sync`; one short lock around the map.
+pub(super) struct CaptureBook {
+    #[cfg_attr(not(feature = "capture"), allow(dead_code))]
+    pub(super) reuse_by_key: bool,
+    /// [`OpenOptions::capture_from_internal_cache`](super::OpenOptions::capture_from_internal_cache).
+    #[cfg_attr(not(feature = "capture"), allow(dead_code))]
+    pub(super) from_internal_cache: bool,
+    #[cfg_attr(not(feature = "capture"), allow(dead_code))]
+    seen: std::sync::Mutex<SeenBinaries>,
+    pub(super) key_nanos: std::sync::atomic::AtomicU64,
+    pub(super) capture_nanos: std::sync::atomic::AtomicU64,
+    pub(super) fetched: std::sync::atomic::AtomicU64,
+    pub(super) skipped: std::sync::atomic::AtomicU64,
+    pub(super) mismatches: std::sync::atomic::AtomicU64,
+}
+
+impl CaptureBook {
+    pub(super) fn new(reuse_by_key: bool, from_internal_cache: bool) -> Self {
+        CaptureBook {
+            reuse_by_key,
+            from_internal_cache,
+            seen: Default::default(),
+            key_nanos: Default::default(),
+            capture_nanos: Default::default(),
+            fetched: Default::default(),
+            skipped: Default::default(),
+            mismatches: Default::default(),
+        }
+    }
+
+    /// Adds `t` to the time in `vkGetPipelineKeyKHR`.
+    pub(super) fn add_key_time(&self, t: std::time::Duration) {
+        self.key_nanos.fetch_add(t.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    #[cfg(feature = "capture")]
+    pub(super) fn seen(&self) -> std::sync::MutexGuard<'_, SeenBinaries> {
+        self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// One logical device with its pipeline cache.
 ///
 /// Thread safety: `Send + Sync`. Every method may be called from any number of threads at
@@ -147,7 +193,7 @@ pub struct Gpu {
     /// The native-pipeline extensions enabled (besides the library and binary ones).
     pub(super) extensions: Vec<&'static str>,
     /// What capturing binaries on this device has fetched and timed.
-    pub(super) capture: super::binary::CaptureBook,
+    pub(super) capture: CaptureBook,
 }
 
 impl Gpu {
@@ -254,7 +300,7 @@ impl Gpu {
             features,
             eds3,
             extensions: native_ext,
-            capture: super::binary::CaptureBook::new(options.reuse_binaries_by_key, capture_internal),
+            capture: CaptureBook::new(options.reuse_binaries_by_key, capture_internal),
         };
         // On error `gpu`'s Drop destroys the cache and the device.
         gpu.finish_open()
@@ -316,7 +362,7 @@ impl Gpu {
             features,
             eds3,
             extensions,
-            capture: super::binary::CaptureBook::new(enabled.reuse_binaries_by_key, false),
+            capture: CaptureBook::new(enabled.reuse_binaries_by_key, false),
         }
         .finish_open()
     }
