@@ -838,3 +838,48 @@ fn granary_validate_fails_on_any_unexpected_message_and_expected_ids_are_not_fai
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--validate needs --backend vulkan"));
 }
+
+/// Issue 24 item 4: `--capture` says what a harvest stored and why. `device` (the default) is
+/// the device's own kind; `cache` stores cache data anywhere; `binaries` is refused, exit 2,
+/// on a device without `VK_KHR_pipeline_binary`; `auto` there stores cache data saying why,
+/// and on a device with binaries measures both on a sample (each harvested and warmed) and
+/// stores the one its figures chose.
+#[test]
+fn capture_modes_say_what_they_stored_and_why() {
+    let Some(d) = device() else { return };
+    let dir = common::tempdir();
+    let out = dir.path().join("c.granary");
+    let out_s = out.to_str().unwrap();
+    let run = |extra: &[&str]| harvest(EXAMPLE, &out, &[&["--backend", "vulkan", "-j", "2"][..], extra].concat(), &[]);
+
+    let (code, s) = run(&[]);
+    assert!(code <= 1, "{s}");
+    assert_eq!(s["capture"]["asked"], "--capture device", "{s}");
+    assert_eq!(s["capture"]["mode"], s["device"]["captures"], "{s}");
+    assert!(s["capture"]["calibration"].is_null(), "{s}");
+
+    let (code, s) = run(&["--capture", "cache"]);
+    assert!(code <= 1, "{s}");
+    assert_eq!((&s["capture"]["mode"], &s["device"]["captures"]), (&"cache-data".into(), &"cache-data".into()), "{s}");
+
+    let (code, s) = run(&["--capture", "auto"]);
+    assert!(code <= 1, "{s}");
+    assert_eq!(s["capture"]["asked"], "--capture auto", "{s}");
+    assert_eq!(s["capture"]["mode"], s["device"]["captures"], "{s}");
+    if captures_binaries(&d) {
+        let c = &s["capture"]["calibration"];
+        for kind in ["binaries", "cache"] {
+            assert!(c[kind]["harvest_seconds"].as_f64().unwrap() > 0.0, "{s}");
+            assert!(c[kind]["warm_seconds"].as_f64().unwrap() > 0.0, "{s}");
+        }
+        assert!(c["pipelines"].as_u64().unwrap() > 0, "{s}");
+        let o = granary(&["harvest", EXAMPLE, "-o", out_s, "--backend", "vulkan", "--capture", "binaries", "-q"], &[]);
+        assert!(o.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&o.stderr));
+    } else {
+        assert!(s["capture"]["calibration"].is_null(), "{s}");
+        assert!(s["capture"]["reason"].as_str().unwrap().contains("no VK_KHR_pipeline_binary"), "{s}");
+        let o = granary(&["harvest", EXAMPLE, "-o", out_s, "--backend", "vulkan", "--capture", "binaries", "-q"], &[]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("no VK_KHR_pipeline_binary"));
+    }
+}

@@ -23,9 +23,19 @@ pub struct DeviceArgs {
     #[arg(long, value_name = "N|NAME")]
     pub device: Option<String>,
     /// With --backend vulkan: keep the driver's VkPipelineCache data even where
-    /// VK_KHR_pipeline_binary exists.
+    /// VK_KHR_pipeline_binary exists (the same as --capture cache).
     #[arg(long)]
     pub no_pipeline_binaries: bool,
+    /// With --backend vulkan: what to capture. device (the default): VK_KHR_pipeline_binary
+    /// binaries where the device has the extension, else VkPipelineCache data; binaries: the
+    /// binaries (refused on a device without them); cache: the cache data; auto (harvest):
+    /// measured on a sample of the script — both captures of about 64 pipelines, each archive
+    /// warmed once, the one that warms faster wins (the faster harvest on a tie); cache data
+    /// where the device has no binaries; with --resume, what the archive already holds.
+    /// Elsewhere auto is device. The harvest summary says what was chosen and why (on NVIDIA
+    /// 580 the cache data harvests and warms faster: docs/BENCHMARKS.md).
+    #[arg(long, value_enum, default_value = "device")]
+    pub capture: CaptureMode,
     /// With --backend vulkan: do not use graphics pipeline libraries even where the device has
     /// them, as on a device without them (pipelines with unspecialized colour attachments then
     /// fail, saying so).
@@ -49,6 +59,19 @@ pub struct DeviceArgs {
     /// does not hold fails. Graphics pipeline libraries off.
     #[arg(long)]
     pub capture_from_internal_cache: bool,
+}
+
+/// `--capture`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CaptureMode {
+    /// Binaries where the device has them, else cache data.
+    Device,
+    /// Chosen by measurement (harvest); elsewhere as `device`.
+    Auto,
+    /// `VK_KHR_pipeline_binary` binaries.
+    Binaries,
+    /// `VkPipelineCache` data.
+    Cache,
 }
 
 /// `--backend`.
@@ -81,12 +104,14 @@ impl DeviceArgs {
                 anyhow::ensure!(
                     self.device.is_none()
                         && !self.no_pipeline_binaries
+                        && matches!(self.capture, CaptureMode::Device | CaptureMode::Auto)
                         && !self.no_pipeline_libraries
                         && !self.driver_internal_cache
                         && !self.reuse_binaries_by_key
                         && !self.capture_from_internal_cache,
-                    "--device, --no-pipeline-binaries, --no-pipeline-libraries, --driver-internal-cache, \
-                     --reuse-binaries-by-key and --capture-from-internal-cache need --backend vulkan"
+                    "--device, --capture, --no-pipeline-binaries, --no-pipeline-libraries, \
+                     --driver-internal-cache, --reuse-binaries-by-key and --capture-from-internal-cache need \
+                     --backend vulkan"
                 );
                 Ok((None, None))
             }
@@ -95,9 +120,13 @@ impl DeviceArgs {
                     targets.contains(granary::descriptor::Target::Spirv),
                     "--backend vulkan creates pipelines from SPIR-V: add spirv to --targets"
                 );
+                anyhow::ensure!(
+                    !(self.no_pipeline_binaries && self.capture == CaptureMode::Binaries),
+                    "--no-pipeline-binaries and --capture binaries contradict each other"
+                );
                 let b = granary_vulkan::VulkanBackend::open(&granary_vulkan::VulkanOptions {
                     device: self.device.clone(),
-                    no_pipeline_binaries: self.no_pipeline_binaries,
+                    no_pipeline_binaries: self.no_pipeline_binaries || self.capture == CaptureMode::Cache,
                     no_libraries: self.no_pipeline_libraries,
                     driver_internal_cache: self.driver_internal_cache,
                     reuse_binaries_by_key: self.reuse_binaries_by_key,
@@ -106,6 +135,11 @@ impl DeviceArgs {
                     validate,
                 })
                 .context("cannot open the Vulkan device")?;
+                anyhow::ensure!(
+                    self.capture != CaptureMode::Binaries || b.captures_binaries(),
+                    "--capture binaries: the device has no VK_KHR_pipeline_binary (`granary devices` shows what it \
+                     supports); use --capture cache or auto"
+                );
                 let log = b.validation().cloned();
                 Ok((Some(Arc::new(b)), log))
             }
@@ -120,8 +154,11 @@ impl DeviceArgs {
             if let Some(d) = &self.device {
                 v.push(format!("--device={d}"));
             }
-            if self.no_pipeline_binaries {
+            if self.no_pipeline_binaries || self.capture == CaptureMode::Cache {
                 v.push("--no-pipeline-binaries".into());
+            }
+            if self.capture == CaptureMode::Binaries {
+                v.push("--capture=binaries".into());
             }
             if self.no_pipeline_libraries {
                 v.push("--no-pipeline-libraries".into());

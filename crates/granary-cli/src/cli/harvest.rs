@@ -193,7 +193,7 @@ fn worker_command(a: &HarvestArgs, validation: Vec<String>) -> anyhow::Result<Wo
     Ok(WorkerCommand { program, args, env: Vec::new() })
 }
 
-pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
+pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     anyhow::ensure!(threads >= 1, "-j must be at least 1");
     anyhow::ensure!(
@@ -216,7 +216,20 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         !validation.flag || a.device.backend == BackendKind::Vulkan,
         "--validate needs --backend vulkan (the none backend calls no driver)"
     );
+    let sample = super::capture::Sample {
+        script: &a.script.clone(),
+        output: &a.output.clone(),
+        resume: a.resume,
+        threads,
+        targets: a.targets.names(),
+        profile: a.profile.name,
+        announce: !a.quiet && !a.json,
+    };
+    let mut capture = super::capture::choose(&mut a.device, &sample)?;
     let (backend, log) = a.device.open_validated(a.targets, true, validation.on)?;
+    if let (Some(c), Some(b)) = (&mut capture, &backend) {
+        c.settle(b.report().as_ref());
+    }
     let worker_logs = match &log {
         Some(_) if a.isolate => Some(WorkerLogs::create()?),
         _ => None,
@@ -292,10 +305,16 @@ pub fn run(a: HarvestArgs) -> anyhow::Result<i32> {
         let report = finish();
         let mut v = serde_json::to_value(&summary)?;
         super::validation::add_report(report.as_ref(), &mut v);
+        if let Some(fields) = v.as_object_mut() {
+            fields.insert("capture".into(), serde_json::to_value(&capture)?);
+        }
         print_json(&v)?;
         report
     } else {
         eprint!("{}", summary.to_text());
+        if let Some(c) = &capture {
+            eprint!("{}", c.text());
+        }
         finish()
     };
     // Exit 1 when any pipeline failed, including a harvest in which every pipeline failed and

@@ -12,6 +12,7 @@
 mod output;
 
 mod bench;
+mod capture;
 mod device_args;
 mod devices;
 mod export_mtl4;

@@ -1,0 +1,265 @@
+//! `harvest --capture`: which of a device's captures (pipeline binaries or pipeline-cache
+//! data) this harvest stores, decided by measurement on a sample of the script (issue 24
+//! item 4), and the record of the choice the summary prints.
+//!
+//! The sample is one shard of the script (about [`SAMPLE`] pipelines), harvested twice by
+//! this binary as child processes — `--capture binaries` and `--capture cache`, output checks
+//! off — each into a temporary folder, and each archive warmed once at one thread
+//! (`granary warm -j 1`). The capture that warms faster wins, the faster harvest when the two
+//! warm within 5 % of each other: a player waits for the warm start, the build machine for
+//! the harvest. Without `VK_KHR_pipeline_binary` there is nothing to choose (cache data);
+//! with `--resume` of an archive that holds this device's capture already, the archive's kind
+//! is kept (a resume that switched would compile everything again).
+
+use super::device_args::{BackendKind, CaptureMode, DeviceArgs};
+use anyhow::Context as _;
+use std::path::Path;
+use std::process::Command;
+
+/// Pipelines in the calibration sample, about.
+pub const SAMPLE: usize = 64;
+
+/// Warm times within this fraction of each other are a tie.
+const TIE: f64 = 0.05;
+
+/// What `--capture` came to, and why: the summary's `capture` object.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CaptureChoice {
+    /// `pipeline-binaries` or `cache-data`.
+    pub mode: &'static str,
+    /// `--capture binaries`, `--capture cache` or `--capture auto`.
+    pub asked: &'static str,
+    /// Why, in words.
+    pub reason: String,
+    /// The measurement behind an `auto` choice (`null` when there was none).
+    pub calibration: Option<Calibration>,
+}
+
+/// One calibration: the sample and what each capture cost.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Calibration {
+    /// Pipelines in the sample (shard 0 of `shards`).
+    pub pipelines: u64,
+    /// Shards the script was cut into to take the sample.
+    pub shards: usize,
+    /// The binaries capture's harvest and warm.
+    pub binaries: Measured,
+    /// The cache-data capture's harvest and warm.
+    pub cache: Measured,
+}
+
+/// A capture's harvest and warm start on the sample.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Measured {
+    /// The sample's harvest wall time (its `wall_seconds`).
+    pub harvest_seconds: f64,
+    /// Warm start of the sample's archive at one thread (its `wall_seconds`).
+    pub warm_seconds: f64,
+    /// The warm's per-pipeline median, µs.
+    pub warm_p50_us: f64,
+}
+
+/// What a harvest needs to know to calibrate.
+pub struct Sample<'a> {
+    /// The pipelines script.
+    pub script: &'a Path,
+    /// The output archive (read with `--resume`).
+    pub output: &'a Path,
+    /// `--resume`.
+    pub resume: bool,
+    /// `-j`.
+    pub threads: usize,
+    /// `--targets`, as given.
+    pub targets: String,
+    /// `--profile`'s name.
+    pub profile: &'a str,
+    /// Say on standard error that a calibration runs (`harvest` without `-q` or `--json`).
+    pub announce: bool,
+}
+
+impl CaptureChoice {
+    fn new(binaries: bool, asked: &'static str, reason: impl Into<String>) -> Self {
+        CaptureChoice {
+            mode: if binaries { "pipeline-binaries" } else { "cache-data" },
+            asked,
+            reason: reason.into(),
+            calibration: None,
+        }
+    }
+
+    /// Takes the mode from the opened backend's report (`captures`), for the choices that left
+    /// it to the device.
+    pub fn settle(&mut self, report: Option<&granary::backend::BackendReport>) {
+        if let Some(r) = report {
+            self.mode = if r.captures == "pipeline-binaries" { "pipeline-binaries" } else { "cache-data" };
+        }
+    }
+
+    /// The summary's line.
+    pub fn text(&self) -> String {
+        format!("  capture:               {} ({}: {})\n", self.mode, self.asked, self.reason)
+    }
+}
+
+/// Resolves `device.capture` for a harvest (setting it to `Binaries` or `Cache`) and says why;
+/// `None` with `--backend none`.
+pub fn choose(device: &mut DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Option<CaptureChoice>> {
+    if device.backend != BackendKind::Vulkan {
+        return Ok(None);
+    }
+    if device.no_pipeline_binaries || device.capture == CaptureMode::Cache {
+        device.capture = CaptureMode::Cache;
+        let asked = if device.no_pipeline_binaries { "--no-pipeline-binaries" } else { "--capture cache" };
+        return Ok(Some(CaptureChoice::new(false, asked, "asked for")));
+    }
+    if device.capture == CaptureMode::Binaries {
+        return Ok(Some(CaptureChoice::new(true, "--capture binaries", "asked for")));
+    }
+    if device.capture == CaptureMode::Device {
+        // The mode is the opened device's (`settle`).
+        return Ok(Some(CaptureChoice::new(
+            true,
+            "--capture device",
+            "the default: binaries where the device has them",
+        )));
+    }
+    let asked = "--capture auto";
+    let has_binaries = match device_has_binaries(device.device.as_deref()) {
+        Ok(b) => b,
+        // Opening the backend reports the problem properly; nothing to measure here.
+        Err(e) => {
+            device.capture = CaptureMode::Device;
+            return Ok(Some(CaptureChoice::new(true, asked, format!("the device could not be inspected ({e:#})"))));
+        }
+    };
+    if !has_binaries {
+        device.capture = CaptureMode::Cache;
+        return Ok(Some(CaptureChoice::new(false, asked, "the device has no VK_KHR_pipeline_binary")));
+    }
+    if s.resume {
+        if let Some(binaries) = archived_kind(s.output) {
+            device.capture = if binaries { CaptureMode::Binaries } else { CaptureMode::Cache };
+            return Ok(Some(CaptureChoice::new(
+                binaries,
+                asked,
+                "--resume keeps the kind of capture the archive already holds",
+            )));
+        }
+    }
+    if s.announce {
+        eprintln!(
+            "granary: measuring both captures on a sample of the script (--capture auto; binaries or cache skips this)"
+        );
+    }
+    let c = calibrate(device, s).context("calibrating --capture auto (give --capture binaries or cache to skip it)")?;
+    let (b, k) = (&c.binaries, &c.cache);
+    let cache_wins = if (b.warm_seconds - k.warm_seconds).abs() <= TIE * b.warm_seconds.max(k.warm_seconds) {
+        k.harvest_seconds < b.harvest_seconds
+    } else {
+        k.warm_seconds < b.warm_seconds
+    };
+    let reason = format!(
+        "measured on {} pipelines (shard 0 of {}): warm at -j1 {:.1} ms from binaries vs {:.1} ms from cache data, \
+         harvest {:.2} s vs {:.2} s",
+        c.pipelines,
+        c.shards,
+        b.warm_seconds * 1e3,
+        k.warm_seconds * 1e3,
+        b.harvest_seconds,
+        k.harvest_seconds
+    );
+    device.capture = if cache_wins { CaptureMode::Cache } else { CaptureMode::Binaries };
+    let mut choice = CaptureChoice::new(!cache_wins, asked, reason);
+    choice.calibration = Some(c);
+    Ok(Some(choice))
+}
+
+/// Whether the selected device has `VK_KHR_pipeline_binary`.
+fn device_has_binaries(wanted: Option<&str>) -> anyhow::Result<bool> {
+    let driver = granary_archive::vulkan::Driver::load()?;
+    let info = granary_archive::vulkan::select_device(driver.physical_devices()?, wanted)?;
+    Ok(info.supports.pipeline_binaries)
+}
+
+/// With `--resume`: whether the existing archive's device sections hold binaries (`Some(true)`),
+/// only cache data (`Some(false)`), or there is no archive or no device section (`None`).
+fn archived_kind(output: &Path) -> Option<bool> {
+    let ar = granary_archive::Archive::open(output).ok()?;
+    let devices = ar.devices().ok()?;
+    if devices.is_empty() {
+        return None;
+    }
+    Some(devices.iter().any(|d| d.has_pipeline_binaries()))
+}
+
+/// Harvests the sample with each capture and warms each archive once.
+fn calibrate(device: &DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Calibration> {
+    let n = granary::script::Script::load(s.script).map(|sc| sc.pipelines.len()).unwrap_or(SAMPLE);
+    let shards = n.div_ceil(SAMPLE).max(1);
+    let dir = tempfile_dir()?;
+    let exe = std::env::current_exe().context("cannot find this granary binary")?;
+    let device_flags = |c: &mut Command| {
+        if let Some(d) = &device.device {
+            c.arg("--device").arg(d);
+        }
+        if device.no_pipeline_libraries {
+            c.arg("--no-pipeline-libraries");
+        }
+    };
+    let measure = |capture: &str| -> anyhow::Result<(Measured, u64)> {
+        let out = dir.path.join(format!("{capture}.granary"));
+        let mut h = Command::new(&exe);
+        h.args(["harvest"]).arg(s.script).arg("-o").arg(&out);
+        h.args(["--backend", "vulkan", "--capture", capture, "--json", "-q", "--check-outputs", "off"]);
+        h.args(["--shard", &format!("0/{shards}"), "-j", &s.threads.to_string(), "--targets", &s.targets]);
+        h.args(["--profile", s.profile]);
+        device_flags(&mut h);
+        if device.driver_internal_cache {
+            h.arg("--driver-internal-cache");
+        }
+        let harvest = run_json(&mut h, "the sample's harvest")?;
+        let mut w = Command::new(&exe);
+        w.arg("warm").arg(&out).args(["-j", "1", "--json"]);
+        device_flags(&mut w);
+        let warm = run_json(&mut w, "the sample's warm start")?;
+        let num = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+        Ok((
+            Measured {
+                harvest_seconds: num(&harvest["wall_seconds"]),
+                warm_seconds: num(&warm["wall_seconds"]),
+                warm_p50_us: num(&warm["per_pipeline_us"]["p50"]),
+            },
+            harvest["succeeded"].as_u64().unwrap_or(0),
+        ))
+    };
+    let (binaries, pipelines) = measure("binaries")?;
+    let (cache, _) = measure("cache")?;
+    Ok(Calibration { pipelines, shards, binaries, cache })
+}
+
+/// Runs `c` and parses its standard output as JSON; exit 0 or 1 (some pipelines failed) is a
+/// result, anything else an error with the child's last words.
+fn run_json(c: &mut Command, what: &str) -> anyhow::Result<serde_json::Value> {
+    let o = c.output().with_context(|| format!("cannot run {what}"))?;
+    let ok = matches!(o.status.code(), Some(0 | 1));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    anyhow::ensure!(ok, "{what} failed ({}): {}", o.status, stderr.lines().last().unwrap_or(""));
+    serde_json::from_slice(&o.stdout).with_context(|| format!("{what} printed no JSON"))
+}
+
+/// A temporary folder removed on drop.
+struct TempDir {
+    path: std::path::PathBuf,
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+fn tempfile_dir() -> anyhow::Result<TempDir> {
+    let path = std::env::temp_dir().join(format!("granary-capture-{}", std::process::id()));
+    std::fs::create_dir_all(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    Ok(TempDir { path })
+}
