@@ -32,8 +32,9 @@ pub struct DeviceArgs {
     /// measured on a sample of the script — both captures of about 64 pipelines, each archive
     /// warmed once, the one that warms faster wins (the faster harvest on a tie); cache data
     /// where the device has no binaries; with --resume, what the archive already holds.
-    /// Elsewhere auto is device. The harvest summary says what was chosen and why (on NVIDIA
-    /// 580 the cache data harvests and warms faster: docs/BENCHMARKS.md).
+    /// Elsewhere auto is device. The harvest summary says what was chosen and why. On NVIDIA
+    /// 580 the cache data harvests and warms faster at 2,000 pipelines and more, but the
+    /// 64-pipeline sample favours binaries: give --capture cache there (docs/BENCHMARKS.md).
     #[arg(long, value_enum, default_value = "device")]
     pub capture: CaptureMode,
     /// With --backend vulkan: do not use graphics pipeline libraries even where the device has
