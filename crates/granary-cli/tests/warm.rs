@@ -205,10 +205,14 @@ fn warm_seeds_its_cache_with_every_cache_blob_of_the_device() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!((w["cache_seeded"].as_bool(), w["cache_blobs"].as_u64()), (Some(true), Some(caches as u64)), "{w:#}");
     assert_eq!((w["created"].as_u64(), w["failed"].as_u64()), (Some(EXAMPLE_PIPELINES), Some(0)));
-    // An application's own cache file replaces the archive's blobs.
+    // An application's own cache file joins the archive's blobs (merged, not instead);
+    // with --source spirv it is the only seed.
     let file = dir.path().join("app.cache");
     std::fs::write(&file, first.data.bytes()).unwrap();
     let (code, w, stderr) = warm(&two, &["--source", "cache", "--pipeline-cache-in", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(w["cache_blobs"].as_u64(), Some(caches as u64 + 1), "{w:#}");
+    let (code, w, stderr) = warm(&two, &["--source", "spirv", "--pipeline-cache-in", file.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(w["cache_blobs"].as_u64(), Some(1), "{w:#}");
 

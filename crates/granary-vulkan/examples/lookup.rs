@@ -88,11 +88,11 @@ fn harvest(backend: Arc<VulkanBackend>, path: &std::path::Path) -> Result<(), Bo
 /// Step 2, the engine at run time. Returns what it printed.
 fn run_time(backend: &VulkanBackend, path: &std::path::Path) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     let mut out = Vec::new();
-    let archive = granary_archive::Archive::open(path)?;
+    let archive = std::sync::Arc::new(granary_archive::Archive::open(path)?);
     // The engine's device (here the one the harvest ran on; a game wraps its own with
     // `Gpu::borrowed`) and the loader for the archive on it.
     let gpu = backend.gpu().clone();
-    let loader = PipelineLoader::new(&archive, gpu.clone(), LoaderOptions::default())?;
+    let loader = PipelineLoader::new(archive.clone(), gpu.clone(), LoaderOptions::default())?;
     let device = gpu.raw_device();
 
     // The engine creates its objects as usual and records each with its create info.

@@ -195,14 +195,14 @@ impl App {
 #[test]
 fn the_loader_creates_every_pipeline_on_the_applications_device_from_four_threads() {
     let Some(app) = app() else { return };
-    let archive = example_archive();
+    let archive = Arc::new(example_archive());
     let handed_over = Mutex::new(Vec::new());
     {
         // Only what the application enabled: no pipeline binaries, no libraries (pipelines
         // archived with unspecialized colour output are then created whole, with the link
         // format), every core feature the device has.
         let gpu = app.gpu(false);
-        let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default()).expect("loader");
+        let loader = PipelineLoader::new(archive.clone(), gpu, LoaderOptions::default()).expect("loader");
         assert!(loader.mismatch().expect("no device section").to_string().contains("holds no driver binaries"));
         assert!(!loader.has_binaries());
 
@@ -226,9 +226,11 @@ fn the_loader_creates_every_pipeline_on_the_applications_device_from_four_thread
                     if i.is_multiple_of(2) {
                         // The application takes every other pipeline over; the rest are
                         // destroyed by the loader's `Pipeline` when dropped here.
-                        let (pipeline, libraries) = made.pipeline.into_raw();
-                        assert!(libraries.is_empty(), "nothing is linked on this device");
-                        handed_over.lock().unwrap().push(pipeline);
+                        let layout = made.pipeline.layout().expect("the loader's pipelines hold their layout");
+                        let (pipeline, retained) = made.pipeline.into_raw();
+                        assert!(retained.is_unlinked(), "nothing is linked on this device");
+                        assert_eq!(retained.layout(), Some(layout));
+                        handed_over.lock().unwrap().push((pipeline, retained));
                     }
                 });
             }
@@ -240,17 +242,24 @@ fn the_loader_creates_every_pipeline_on_the_applications_device_from_four_thread
         // By label, and a label the archive does not have.
         let first = archive.labels().expect("labels")[0].0.to_string();
         let by_label = loader.load_label(&first).expect("by label");
-        handed_over.lock().unwrap().push(by_label.pipeline.into_raw().0);
+        handed_over.lock().unwrap().push(by_label.pipeline.into_raw());
         assert!(matches!(loader.load_label("no/such/pipeline"), Err(LoadError::NotFound(_))));
-    } // the loader, its modules, layouts and cache, the Gpu and the Driver are dropped here
+        let stats = loader.stats();
+        assert_eq!(stats.from_binaries + stats.cache_hits + stats.compiled, archive.len() as u64 + 1);
+        assert_eq!((stats.failed, stats.not_found, stats.in_flight), (0, 1, 0));
+        assert!(stats.compile_latency.count > 0 && stats.compile_latency.p50 <= stats.compile_latency.p99);
+    } // the loader, its modules and cache are dropped here; the layouts the handed-over
+      // pipelines were made with live on in their `Retained`, with the Gpu and the Driver
     let handed_over = handed_over.into_inner().unwrap();
     assert_eq!(handed_over.len(), archive.len().div_ceil(2) + 1);
     // SAFETY: the pipelines were handed over with `into_raw` and no command buffer used
-    // them; granary's objects are gone (dropped above), so the device and instance are the
-    // application's alone to destroy, in that order.
+    // them; each is destroyed before its `Retained` (its layout) is dropped, and then
+    // granary's objects are gone, so the device and instance are the application's alone to
+    // destroy, in that order.
     unsafe {
-        for p in handed_over {
+        for (p, retained) in handed_over {
             app.device.destroy_pipeline(p, None);
+            drop(retained);
         }
     }
     app.finish();
@@ -259,7 +268,7 @@ fn the_loader_creates_every_pipeline_on_the_applications_device_from_four_thread
 #[test]
 fn a_pipeline_needing_a_feature_the_application_did_not_enable_is_refused_naming_it() {
     let Some(app) = app_with(false, false) else { return };
-    let archive = example_archive();
+    let archive = Arc::new(example_archive());
     let (mut made, mut refused) = (0, Vec::new());
     {
         let gpu = app.gpu(false);
@@ -269,7 +278,7 @@ fn a_pipeline_needing_a_feature_the_application_did_not_enable_is_refused_naming
         let spirv: Vec<u8> = words[..9].iter().flat_map(|w| w.to_le_bytes()).collect();
         let e = gpu.module(&spirv).err().expect("refused").to_string();
         assert!(e.contains("shaderClipDistance (the SPIR-V declares capability ClipDistance)"), "{e}");
-        let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default()).expect("loader");
+        let loader = PipelineLoader::new(archive.clone(), gpu, LoaderOptions::default()).expect("loader");
         for i in 0..archive.len() {
             match loader.load(&archive.pipeline(i).expect("record")) {
                 Ok(_) => made += 1,
@@ -289,11 +298,11 @@ fn a_pipeline_needing_a_feature_the_application_did_not_enable_is_refused_naming
 #[test]
 fn a_linked_pipeline_keeps_its_libraries_alive_after_the_loader_and_into_raw() {
     let Some(app) = app_with(true, true) else { return };
-    let archive = example_archive();
+    let archive = Arc::new(example_archive());
     let mut handed_over = Vec::new();
     {
         let gpu = app.gpu(true);
-        let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default()).expect("loader");
+        let loader = PipelineLoader::new(archive.clone(), gpu, LoaderOptions::default()).expect("loader");
         let mut linked = 0;
         for i in 0..archive.len() {
             let made = loader.load(&archive.pipeline(i).expect("record")).expect("created");
@@ -301,7 +310,7 @@ fn a_linked_pipeline_keeps_its_libraries_alive_after_the_loader_and_into_raw() {
             if made.linked {
                 linked += 1;
                 let (pipeline, libraries) = made.pipeline.into_raw();
-                assert!(!libraries.is_empty(), "a linked pipeline hands over its libraries");
+                assert!(!libraries.is_unlinked(), "a linked pipeline hands over its libraries");
                 handed_over.push((pipeline, libraries));
             }
         }
@@ -316,5 +325,227 @@ fn a_linked_pipeline_keeps_its_libraries_alive_after_the_loader_and_into_raw() {
             drop(libraries);
         }
     }
+    app.finish();
+}
+
+/// The engine-shaped path on the application's device: a progressive warm-up over the
+/// example, driven by owned workers and by `pump`, deduplicated, every pipeline ready; then a
+/// loader for a "patched" archive replaces the first while pipelines from the first live on
+/// (held by `Arc<Loaded>` after their loader, warm-up and archive handle are dropped); then
+/// workers shut down with creations in flight. The validation layer (under
+/// `GRANARY_VALIDATE=1`) sees every object destroyed in order, before the device.
+#[test]
+fn a_progressive_warmup_creates_every_pipeline_and_a_patched_archive_replaces_it_while_pipelines_live() {
+    use granary_archive::vulkan::{Priority, Status, Warmup};
+    use std::time::Duration;
+    let Some(app) = app_with(true, true) else { return };
+    let example = example_archive();
+    let count = example.len();
+    let mut kept = Vec::new();
+    {
+        let gpu = app.gpu(true);
+        let loader = PipelineLoader::new(example, gpu.clone(), LoaderOptions::default()).expect("loader");
+        let warmup = Warmup::new(Arc::new(loader));
+        // Everything at low priority, then one pipeline wanted now.
+        let all = warmup.request_prefix("", Priority::LOW).expect("labels");
+        assert_eq!(all.len(), warmup.loader().archive().labels().expect("labels").len());
+        let first_label = warmup.loader().archive().labels().expect("labels")[0].0.to_string();
+        let wanted = warmup.request_labels(&[first_label.as_str()], Priority::CRITICAL).remove(0).expect("label");
+        assert!(matches!(warmup.try_get(&wanted), Status::Pending));
+        // The wanted one runs first: a zero-budget pump creates exactly it.
+        assert_eq!(warmup.pump(Duration::ZERO).finished, 1);
+        assert!(matches!(warmup.try_get(&wanted), Status::Ready(_)), "the CRITICAL request was not first");
+        // The rest by two owned workers; a loading screen waits.
+        let workers = warmup.spawn_workers(2).expect("threads");
+        assert!(warmup.wait(&all, Duration::from_secs(600)), "{:?}", warmup.progress());
+        drop(workers);
+        let progress = warmup.progress();
+        assert!(progress.done());
+        assert_eq!((progress.failed, progress.absent), (0, 0), "{progress:?}");
+        // Labels of identical pipelines share an entry: distinct requests ≤ pipelines.
+        assert!(progress.requested as usize <= count && progress.ready == progress.requested);
+        assert!(warmup.stats().deduplicated >= 1, "the wanted label was asked for twice");
+        assert_eq!(warmup.stats().requested_too_late, 1, "only the wanted one was polled early");
+        let stats = warmup.loader().stats();
+        assert_eq!(stats.from_binaries + stats.cache_hits + stats.compiled, progress.ready);
+        for t in &all {
+            match warmup.try_get(t) {
+                Status::Ready(l) => kept.push(l),
+                other => panic!("{other:?}"),
+            }
+        }
+        // The patched archive: the same example, read again (a game would open the new file).
+        let patched = Arc::new(example_archive());
+        let loader2 = PipelineLoader::new(patched.clone(), gpu, LoaderOptions::default()).expect("loader");
+        drop(warmup); // the first loader, its archive and warm-up go; `kept` holds their pipelines
+        let warmup2 = Warmup::new(Arc::new(loader2));
+        let tickets = warmup2.request_prefix("", Priority::NORMAL).expect("labels");
+        // Shut down with work in flight: workers stop after the creation each is in.
+        let workers = warmup2.spawn_workers(2).expect("threads");
+        while warmup2.stats().in_flight == 0 && !warmup2.progress().done() {
+            std::thread::yield_now();
+        }
+        workers.shutdown();
+        assert_eq!(warmup2.stats().in_flight, 0);
+        let after = warmup2.progress();
+        assert!(after.ready >= 1, "{after:?}");
+        // What is left is finished by the engine's own pumping.
+        while warmup2.pump(Duration::from_millis(50)).more {}
+        assert!(warmup2.wait(&tickets, Duration::ZERO));
+        // Each pipeline of the first loader is still alive and bound to a live layout.
+        for l in &kept {
+            assert!(l.pipeline.layout().is_some());
+        }
+    } // the second warm-up and loader go here
+    drop(kept); // the last pipelines of the first archive, then their layouts and libraries
+    app.finish();
+}
+
+/// The engine's layouts: made by the application from the request's description, with every
+/// binding visible to vertex, fragment and compute (a superset of the stages, as engines use
+/// to make layouts set-compatible across pipelines); kept for the application to destroy.
+struct EngineLayoutSource {
+    device: Device,
+    made: Mutex<Vec<(vk::PipelineLayout, Vec<vk::DescriptorSetLayout>)>>,
+}
+
+const ENGINE_STAGES: vk::ShaderStageFlags = vk::ShaderStageFlags::from_bits_truncate(
+    vk::ShaderStageFlags::VERTEX.bits() | vk::ShaderStageFlags::FRAGMENT.bits() | vk::ShaderStageFlags::COMPUTE.bits(),
+);
+
+// SAFETY: every handle returned is a pipeline layout of the loader's device (`device` is the
+// application's, which the loader wraps), made from the request's own bindings and push
+// constants with a superset of their stages, and destroyed by the test only after every
+// pipeline made with it.
+unsafe impl granary_archive::vulkan::LayoutSource for EngineLayoutSource {
+    fn layout(&self, request: granary_archive::vulkan::LayoutRequest<'_>) -> Result<vk::PipelineLayout, String> {
+        let granary_archive::vulkan::LayoutRequest::Script(desc) = request else {
+            return Err("this engine has only script layouts".into());
+        };
+        let mut sets = Vec::new();
+        for set in &desc.sets {
+            let bindings: Vec<vk::DescriptorSetLayoutBinding> = set
+                .iter()
+                .map(|b| vk::DescriptorSetLayoutBinding {
+                    binding: b.binding,
+                    descriptor_type: b.ty,
+                    descriptor_count: b.count,
+                    stage_flags: b.stages | ENGINE_STAGES,
+                    immutable_samplers: std::ptr::null(),
+                })
+                .collect();
+            let info = vk::DescriptorSetLayoutCreateInfo {
+                binding_count: bindings.len() as u32,
+                bindings: bindings.as_ptr(),
+                ..Default::default()
+            };
+            // SAFETY: `bindings` lives until the call returns; the device is alive.
+            sets.push(unsafe { self.device.create_descriptor_set_layout(&info, None) }.map_err(|e| e.to_string())?);
+        }
+        let ranges: Vec<vk::PushConstantRange> = desc
+            .push_constants
+            .iter()
+            .map(|(size, stages)| vk::PushConstantRange {
+                stage_flags: *stages | ENGINE_STAGES,
+                offset: 0,
+                size: *size,
+            })
+            .collect();
+        let info = vk::PipelineLayoutCreateInfo {
+            set_layout_count: sets.len() as u32,
+            set_layouts: sets.as_ptr(),
+            push_constant_range_count: ranges.len() as u32,
+            push_constant_ranges: ranges.as_ptr(),
+            ..Default::default()
+        };
+        // SAFETY: `sets` and `ranges` live until the call returns.
+        let layout = unsafe { self.device.create_pipeline_layout(&info, None) }.map_err(|e| e.to_string())?;
+        self.made.lock().unwrap().push((layout, sets));
+        Ok(layout)
+    }
+}
+
+/// The engine's own objects: its `VkPipelineCache` (the loader merges its seed into it,
+/// compiles into it, and never destroys it) and its pipeline layouts (asked once per distinct
+/// description, held by the pipelines made with them, never destroyed by granary). Under
+/// `GRANARY_VALIDATE=1` a destroy by granary would show as the application's own destroy of a
+/// destroyed handle at the end.
+#[test]
+fn the_engines_own_pipeline_cache_and_layouts_are_used_and_left_to_the_engine() {
+    use granary_archive::vulkan::{layout_desc, EngineCache, EngineLayouts, LoadErrorKind};
+    let Some(app) = app() else { return };
+    let archive = Arc::new(example_archive());
+    // SAFETY: a default pipeline cache (internally synchronized) of the application's device.
+    let cache = unsafe { app.device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) }
+        .expect("vkCreatePipelineCache");
+    // SAFETY: as above; nothing else uses the cache yet.
+    let seed = unsafe { app.device.get_pipeline_cache_data(cache) }.expect("cache data");
+    let source = Arc::new(EngineLayoutSource { device: app.device.clone(), made: Mutex::new(Vec::new()) });
+    let mut handed_over = Vec::new();
+    {
+        let gpu = app.gpu(false);
+        let options = LoaderOptions {
+            // SAFETY: `cache` is the application's internally synchronized cache of this
+            // device; no other thread touches it while the loader is made, and it is
+            // destroyed below only after the loader is dropped.
+            engine_cache: Some(unsafe { EngineCache::new(cache) }),
+            layouts: Some(EngineLayouts::new(source.clone())),
+            // The engine's own saved data, merged into its cache with the archive's (none here).
+            initial_cache: Some(seed),
+            ..LoaderOptions::default()
+        };
+        let loader = PipelineLoader::new(archive.clone(), gpu, options).expect("loader");
+        assert_eq!(loader.cache_blobs(), 1, "the engine's seed was merged into its cache");
+        let mut distinct = std::collections::HashSet::new();
+        for i in 0..archive.len() {
+            let p = archive.pipeline(i).expect("record");
+            distinct.insert(layout_desc(&p.layout().expect("layout").expect("has one")).expect("describable"));
+            let made = loader.load(&p).expect("created with the engine's layout");
+            let layout = made.pipeline.layout().expect("held");
+            assert!(source.made.lock().unwrap().iter().any(|(l, _)| *l == layout), "the engine's layout");
+            if i % 3 == 0 {
+                handed_over.push(made.pipeline.into_raw());
+            }
+        }
+        // One call per distinct description, however many pipelines share it.
+        assert_eq!(source.made.lock().unwrap().len(), distinct.len());
+        assert!(distinct.len() < archive.len());
+        // The loader reads the engine's cache back (the same handle).
+        // SAFETY: internally synchronized; no creation runs now.
+        let engine_data = unsafe { app.device.get_pipeline_cache_data(cache) }.expect("cache data");
+        assert_eq!(loader.cache_data().expect("cache data"), engine_data);
+    } // the loader is gone; the engine's cache and layouts are untouched
+      // A source that refuses: the pipeline fails with the kind that says so, nothing created.
+    {
+        struct Refuses;
+        // SAFETY: returns no handle.
+        unsafe impl granary_archive::vulkan::LayoutSource for Refuses {
+            fn layout(&self, _: granary_archive::vulkan::LayoutRequest<'_>) -> Result<vk::PipelineLayout, String> {
+                Err("no layout for this material".into())
+            }
+        }
+        let options =
+            LoaderOptions { layouts: Some(EngineLayouts::new(Arc::new(Refuses))), ..LoaderOptions::default() };
+        let loader = PipelineLoader::new(archive.clone(), app.gpu(false), options).expect("loader");
+        let e = loader.load(&archive.pipeline(0).expect("record")).err().expect("refused");
+        assert_eq!(e.kind(), LoadErrorKind::Layout);
+        assert!(e.to_string().contains("no layout for this material"), "{e}");
+    }
+    // SAFETY: the pipelines are the application's; each goes before its `Retained`, then the
+    // engine destroys its layouts and cache, which no granary object uses any more.
+    unsafe {
+        for (pipeline, retained) in handed_over {
+            app.device.destroy_pipeline(pipeline, None);
+            drop(retained);
+        }
+        for (layout, sets) in source.made.lock().unwrap().drain(..) {
+            app.device.destroy_pipeline_layout(layout, None);
+            for s in sets {
+                app.device.destroy_descriptor_set_layout(s, None);
+            }
+        }
+        app.device.destroy_pipeline_cache(cache, None);
+    }
+    drop(source);
     app.finish();
 }

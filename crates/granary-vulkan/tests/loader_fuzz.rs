@@ -112,8 +112,8 @@ fn craft(
 /// What loading every pipeline of `bytes` gives: `None` when the archive or the loader is
 /// refused, else the labels created.
 fn load_all(bytes: Vec<u8>, gpu: &Arc<Gpu>) -> Option<BTreeSet<String>> {
-    let archive = Archive::from_bytes(bytes).ok()?;
-    let loader = PipelineLoader::new(&archive, gpu.clone(), LoaderOptions::default()).ok()?;
+    let archive = Arc::new(Archive::from_bytes(bytes).ok()?);
+    let loader = PipelineLoader::new(archive.clone(), gpu.clone(), LoaderOptions::default()).ok()?;
     let labels: HashMap<usize, String> = archive.labels().ok()?.into_iter().map(|(l, i)| (i, l.to_string())).collect();
     let mut made = BTreeSet::new();
     for i in 0..archive.len() {

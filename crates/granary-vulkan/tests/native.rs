@@ -892,14 +892,14 @@ fn native_archive(pipelines: &[(&str, NativePipeline, Vec<Stage<'_>>)]) -> grana
 
 #[test]
 fn the_loader_creates_archived_native_pipelines_with_the_same_builder() {
-    use granary_archive::vulkan::{LoadError, LoaderOptions, PipelineLoader, Source};
+    use granary_archive::vulkan::{LoadError, LoadErrorKind, LoaderOptions, PipelineLoader, Source};
     let spec = red(0.5, 4);
     let constants = compute_constants(64, 7);
     let tess = with(4, |g| {
         g.input_assembly_state.as_mut().unwrap().topology = 10;
         g.tessellation_state = Some(TessellationState { flags: 0, patch_control_points: 3, domain_origin: Some(1) });
     });
-    let archive = native_archive(&[
+    let archive = Arc::new(native_archive(&[
         (
             "native/geometry",
             with(3, |_| {}),
@@ -920,10 +920,10 @@ fn the_loader_creates_archived_native_pipelines_with_the_same_builder() {
             ],
         ),
         ("native/compute", compute(None), vec![("fill.comp", ShaderStage::Compute, Some(&constants))]),
-    ]);
+    ]));
     let Some(fx) = Fixture::open(DeviceFeatures::KNOWN) else { return };
     {
-        let loader = PipelineLoader::new(&archive, fx.gpu.clone(), LoaderOptions::default()).expect("loader");
+        let loader = PipelineLoader::new(archive.clone(), fx.gpu.clone(), LoaderOptions::default()).expect("loader");
         for label in ["native/geometry", "native/tessellation", "native/compute"] {
             let made = loader.load_label(label).unwrap_or_else(|e| panic!("{label}: {e}"));
             assert_eq!(made.source, Source::Compiled, "{label}: lavapipe has no binaries to use");
@@ -934,10 +934,13 @@ fn the_loader_creates_archived_native_pipelines_with_the_same_builder() {
     // On a device without geometry shaders the pipeline is refused by name, before the driver.
     let without = DeviceFeatures::KNOWN.difference(DeviceFeatures::GEOMETRY_SHADER);
     let Some(fx) = Fixture::open(without) else { return };
-    let loader = PipelineLoader::new(&archive, fx.gpu.clone(), LoaderOptions::default()).expect("loader");
+    let loader = PipelineLoader::new(archive.clone(), fx.gpu.clone(), LoaderOptions::default()).expect("loader");
     match loader.load_label("native/geometry") {
-        Err(LoadError::Pipeline { pipeline, message }) => {
+        Err(LoadError::Pipeline { pipeline, message, kind, source, .. }) => {
             assert_eq!(pipeline, "native/geometry");
+            // Refused before any driver call: unsupported, no VkResult.
+            assert_eq!(kind, LoadErrorKind::Unsupported);
+            assert!(source.is_none());
             assert!(
                 message.contains("geometryShader (stages[1] is a geometry stage) feature not enabled"),
                 "{message}"
@@ -1473,7 +1476,7 @@ fn the_applications_own_create_info_finds_and_creates_its_harvested_pipeline() {
     let path = dir.path().join("app.granary");
     capture.write_archive(&path).expect("write");
     drop(compiler);
-    let archive = granary_archive::Archive::open(&path).expect("archive");
+    let archive = Arc::new(granary_archive::Archive::open(&path).expect("archive"));
     assert_eq!(archive.lookup_label("app/sampled").unwrap().expect("archived").key(), entry.key);
 
     // The application: its own objects, recorded from their create infos.
@@ -1487,7 +1490,7 @@ fn the_applications_own_create_info_finds_and_creates_its_harvested_pipeline() {
     );
     assert_eq!(*recorder.pipeline_layout(app.handles.layout).unwrap(), app_state().layout);
     {
-        let loader = PipelineLoader::new(&archive, gpu.clone(), LoaderOptions::default()).expect("loader");
+        let loader = PipelineLoader::new(archive.clone(), gpu.clone(), LoaderOptions::default()).expect("loader");
         let lookup = with_app_info(
             app.handles,
             |_| {},
@@ -1575,7 +1578,7 @@ fn the_applications_own_create_info_finds_and_creates_its_harvested_pipeline() {
     }
     // `require_binaries`: without binaries for it here, the create info is refused, not compiled.
     let strict = LoaderOptions { require_binaries: true, ..LoaderOptions::default() };
-    let loader = PipelineLoader::new(&archive, gpu.clone(), strict).expect("loader");
+    let loader = PipelineLoader::new(archive.clone(), gpu.clone(), strict).expect("loader");
     // SAFETY: as above.
     let made = with_app_info(app.handles, |_| {}, |info| unsafe { loader.create_graphics(&recorder, info) });
     if gpu.captures_binaries() {

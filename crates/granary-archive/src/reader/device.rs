@@ -10,11 +10,41 @@ use crate::device::{BINARY_SET_FLAGS, BINARY_SET_KEYED, MAX_BINARIES_PER_SET, MA
 pub struct DeviceRef<'a> {
     archive: &'a Archive,
     index: usize,
-    identity: DeviceIdentity,
+    identity: Arc<DeviceIdentity>,
     first_pipeline: usize,
     pipeline_count: usize,
     first_cache: usize,
     cache_count: usize,
+}
+
+/// A [`DeviceRef`] without its borrow of the archive, for a holder of an `Arc<Archive>` (the
+/// run-time loader) to [`attach`](Self::attach) again at each use without re-reading the
+/// device record.
+#[derive(Clone)]
+#[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
+pub(crate) struct DeviceSlot {
+    index: usize,
+    identity: Arc<DeviceIdentity>,
+    first_pipeline: usize,
+    pipeline_count: usize,
+    first_cache: usize,
+    cache_count: usize,
+}
+
+#[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
+impl DeviceSlot {
+    /// The section of `archive`, which must be the archive this slot was taken from.
+    pub(crate) fn attach<'a>(&self, archive: &'a Archive) -> DeviceRef<'a> {
+        DeviceRef {
+            archive,
+            index: self.index,
+            identity: self.identity.clone(),
+            first_pipeline: self.first_pipeline,
+            pipeline_count: self.pipeline_count,
+            first_cache: self.first_cache,
+            cache_count: self.cache_count,
+        }
+    }
 }
 
 /// One pipeline's driver binaries for one device, in the driver's order.
@@ -90,6 +120,7 @@ impl Archive {
         {
             return Err(ArchiveError::corrupt(at + 28, format!("device record {i}: invalid cache range")));
         }
+        let identity = Arc::new(identity);
         Ok(DeviceRef { archive: self, index: i, identity, first_pipeline, pipeline_count, first_cache, cache_count })
     }
 
@@ -110,7 +141,7 @@ impl Archive {
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => {
                     let d = self.device_at(mid)?;
-                    return Ok((d.identity == *identity).then_some(d));
+                    return Ok((*d.identity == *identity).then_some(d));
                 }
             }
         }
@@ -222,7 +253,7 @@ impl Archive {
     pub fn device_caches(&self) -> Result<Vec<DeviceCache>> {
         let mut out = Vec::new();
         for d in self.devices()? {
-            let identity = Arc::new(d.identity.clone());
+            let identity = d.identity.clone();
             for c in d.caches()? {
                 out.push(DeviceCache { device: identity.clone(), data: Blob::new(c.to_vec()) });
             }
@@ -232,6 +263,19 @@ impl Archive {
 }
 
 impl<'a> DeviceRef<'a> {
+    /// This section without the archive borrow.
+    #[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
+    pub(crate) fn slot(&self) -> DeviceSlot {
+        DeviceSlot {
+            index: self.index,
+            identity: self.identity.clone(),
+            first_pipeline: self.first_pipeline,
+            pipeline_count: self.pipeline_count,
+            first_cache: self.first_cache,
+            cache_count: self.cache_count,
+        }
+    }
+
     /// Position in the device table.
     pub fn index(&self) -> usize {
         self.index
@@ -358,7 +402,7 @@ impl PipelineRef<'_> {
         for d in self.archive.devices()? {
             if let Some(set) = d.binaries(self)? {
                 out.push(DeviceBinaries {
-                    device: Arc::new(d.identity.clone()),
+                    device: d.identity.clone(),
                     set: Arc::new(owned_set(self.archive, &set, &mut cache)?),
                 });
             }

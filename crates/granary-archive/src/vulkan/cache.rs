@@ -4,7 +4,9 @@
 //! # Object lifetime rules
 //!
 //! A [`Cache`] owns its `VkPipelineCache` and destroys it in `Drop`; every creation using it
-//! borrows the value, so none can still run. The device's own harvest cache is owned by
+//! borrows the value, so none can still run. The one exception is the engine's own cache
+//! ([`EngineCache`]), which a `Cache` only holds: granary merges into it
+//! while the loader is made and creates into it, and never destroys it. The device's own harvest cache is owned by
 //! [`Gpu`] and destroyed in its `Drop`.
 //!
 //! # External synchronization
@@ -106,6 +108,38 @@ pub fn check_header(data: &[u8], device: &DeviceIdentity) -> Result<(), String> 
     Ok(())
 }
 
+/// The engine's own `VkPipelineCache`, for [`LoaderOptions::engine_cache`](super::LoaderOptions::engine_cache).
+///
+/// Thread safety: a plain handle (`Copy`, `Send + Sync`); what may use it when is the
+/// contract of [`EngineCache::new`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineCache(vk::PipelineCache);
+
+impl EngineCache {
+    /// Wraps the engine's pipeline cache `handle`.
+    ///
+    /// # Safety
+    ///
+    /// - `handle` is a `VkPipelineCache` of the device of every [`Gpu`] a loader with these
+    ///   options is made for;
+    /// - it was created without `VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT`:
+    ///   granary creates pipelines into it from any number of threads at once;
+    /// - while [`PipelineLoader::new`](super::PipelineLoader::new) runs with it, no other thread uses it: the archive's
+    ///   cache data is merged into it (`vkMergePipelineCaches`, whose destination must be
+    ///   externally synchronized);
+    /// - it stays valid until every loader made with it is dropped (with every
+    ///   [`Warmup`](super::Warmup) and [`AppLookup`](super::AppLookup) over one); granary
+    ///   never destroys it.
+    pub unsafe fn new(handle: vk::PipelineCache) -> Self {
+        EngineCache(handle)
+    }
+
+    /// The handle.
+    pub fn handle(self) -> vk::PipelineCache {
+        self.0
+    }
+}
+
 /// What [`Gpu::pipeline_cache_merged`] made.
 pub struct MergedCache {
     /// The cache.
@@ -123,6 +157,9 @@ pub struct MergedCache {
 pub struct Cache {
     gpu: Arc<Gpu>,
     pub(super) handle: vk::PipelineCache,
+    /// Whether this value created the cache and destroys it (`false`: the engine's own,
+    /// [`EngineCache`]).
+    owned: bool,
 }
 
 impl Cache {
@@ -134,6 +171,9 @@ impl Cache {
 
 impl Drop for Cache {
     fn drop(&mut self) {
+        if !self.owned {
+            return; // The engine's: it destroys it after every loader made with it.
+        }
         // SAFETY: no creation can still use the cache: every user borrows this value.
         unsafe { self.gpu.device.destroy_pipeline_cache(self.handle, None) }
     }
@@ -157,7 +197,7 @@ impl Gpu {
         // no flags: internally synchronized.
         let handle = unsafe { self.device.create_pipeline_cache(&info, None) }
             .map_err(|e| VulkanError::call("vkCreatePipelineCache", e))?;
-        Ok(Cache { gpu: self.clone(), handle })
+        Ok(Cache { gpu: self.clone(), handle, owned: true })
     }
 
     /// A cache seeded with every blob of `blobs` whose header matches this device: the first
@@ -165,6 +205,21 @@ impl Gpu {
     /// adds to it (an archive holds several blobs for one device where shards or `--isolate`
     /// workers each wrote one).
     pub fn pipeline_cache_merged(self: &Arc<Self>, blobs: &[&[u8]]) -> Result<MergedCache, VulkanError> {
+        self.merged(None, blobs)
+    }
+
+    /// Like [`pipeline_cache_merged`](Self::pipeline_cache_merged), into `engine` (the
+    /// application's own cache) instead of a new one: every blob whose header matches is
+    /// merged into it.
+    pub(super) fn engine_cache_merged(
+        self: &Arc<Self>,
+        engine: EngineCache,
+        blobs: &[&[u8]],
+    ) -> Result<MergedCache, VulkanError> {
+        self.merged(Some(engine), blobs)
+    }
+
+    fn merged(self: &Arc<Self>, engine: Option<EngineCache>, blobs: &[&[u8]]) -> Result<MergedCache, VulkanError> {
         let mut skipped = Vec::new();
         let mut good: Vec<&[u8]> = Vec::new();
         for (i, b) in blobs.iter().enumerate() {
@@ -173,14 +228,21 @@ impl Gpu {
                 Err(why) => skipped.push((i, why)),
             }
         }
-        let cache = self.pipeline_cache(good.first().copied().unwrap_or_default())?;
-        if good.len() > 1 {
-            let sources = good[1..].iter().map(|b| self.pipeline_cache(b)).collect::<Result<Vec<_>, _>>()?;
+        let (cache, rest) = match engine {
+            Some(e) => (Cache { gpu: self.clone(), handle: e.handle(), owned: false }, &good[..]),
+            None => {
+                (self.pipeline_cache(good.first().copied().unwrap_or_default())?, good.get(1..).unwrap_or_default())
+            }
+        };
+        if !rest.is_empty() {
+            let sources = rest.iter().map(|b| self.pipeline_cache(b)).collect::<Result<Vec<_>, _>>()?;
             let handles: Vec<vk::PipelineCache> = sources.iter().map(|c| c.handle).collect();
-            // SAFETY: the destination was created just above and has not been handed out, so
-            // no other thread can use it (the spec requires host access to it be externally
-            // synchronized); the sources are distinct caches of this device (each `Cache`
-            // owns its handle), alive until `sources` drops after the call.
+            // SAFETY: the destination is a cache of this device that no other thread uses
+            // during this call (the spec requires host access to it be externally
+            // synchronized): one created just above and not handed out yet, or the engine's,
+            // whose `EngineCache::new` contract promises no other use while a loader is made
+            // with it. The sources are distinct caches of this device, created here, alive
+            // until `sources` drops after the call.
             unsafe { self.device.merge_pipeline_caches(cache.handle, &handles) }
                 .map_err(|e| VulkanError::call("vkMergePipelineCaches", e))?;
         }

@@ -1,7 +1,13 @@
 //! Errors of the Vulkan layer (loading, devices, driver calls).
 
+use vulkanalia::vk;
+
 /// Why a Vulkan operation failed.
+///
+/// New variants may be added: match with a wildcard arm. [`result`](Self::result) gives the
+/// driver's `VkResult` where a call returned one.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum VulkanError {
     /// No Vulkan loader library could be opened (no driver installed).
     NoLoader {
@@ -12,11 +18,14 @@ pub enum VulkanError {
     },
     /// The loader found no Vulkan driver (ICD) for this machine.
     NoDriver,
-    /// A Vulkan call returned an error code.
+    /// A Vulkan call returned an error code, or granary refused to make it (then `result` is
+    /// `None` and `code` says why).
     Call {
         /// The Vulkan command.
         call: &'static str,
-        /// The result code's name.
+        /// The driver's result code, where it returned one.
+        result: Option<vk::Result>,
+        /// The result code's name (`ERROR_OUT_OF_DEVICE_MEMORY`), or why granary did not call.
         code: String,
     },
     /// `--device` named no device.
@@ -62,7 +71,7 @@ impl std::fmt::Display for VulkanError {
                  `apt-get install mesa-vulkan-drivers` for the CPU driver lavapipe) or point VK_DRIVER_FILES at \
                  a driver's ICD JSON file",
             ),
-            VulkanError::Call { call, code } => write!(f, "{call} failed: {code}"),
+            VulkanError::Call { call, code, .. } => write!(f, "{call} failed: {code}"),
             VulkanError::NoSuchDevice { wanted, available } => {
                 write!(f, "no Vulkan device matches '{wanted}'; devices: {available}")
             }
@@ -83,8 +92,49 @@ impl std::fmt::Display for VulkanError {
 impl std::error::Error for VulkanError {}
 
 impl VulkanError {
-    /// A failed call.
-    pub(crate) fn call(call: &'static str, code: impl std::fmt::Debug) -> Self {
-        VulkanError::Call { call, code: format!("{code:?}") }
+    /// A failed call: `code` is the driver's result (`vk::Result`, `vk::ErrorCode`) or why
+    /// granary did not make it (a string).
+    pub(crate) fn call(call: &'static str, code: impl CallCode) -> Self {
+        let (result, code) = code.parts();
+        VulkanError::Call { call, result, code }
+    }
+
+    /// The driver's `VkResult`, where a call returned one (`None` for every other failure).
+    pub fn result(&self) -> Option<vk::Result> {
+        match self {
+            VulkanError::Call { result, .. } => *result,
+            VulkanError::NoDriver => Some(vk::Result::ERROR_INCOMPATIBLE_DRIVER),
+            _ => None,
+        }
+    }
+}
+
+/// What a failed call's code may be: the driver's result, or granary's reason for not calling.
+pub(crate) trait CallCode {
+    /// The result, if the driver returned one, and the text for the message.
+    fn parts(self) -> (Option<vk::Result>, String);
+}
+
+impl CallCode for vk::Result {
+    fn parts(self) -> (Option<vk::Result>, String) {
+        (Some(self), format!("{self:?}"))
+    }
+}
+
+impl CallCode for vk::ErrorCode {
+    fn parts(self) -> (Option<vk::Result>, String) {
+        (Some(vk::Result::from(self)), format!("{self:?}"))
+    }
+}
+
+impl CallCode for &str {
+    fn parts(self) -> (Option<vk::Result>, String) {
+        (None, self.to_string())
+    }
+}
+
+impl CallCode for String {
+    fn parts(self) -> (Option<vk::Result>, String) {
+        (None, self)
     }
 }

@@ -53,21 +53,33 @@ pub struct DriverLayout {
     pub(super) handle: vk::PipelineLayout,
     /// The immutable samplers the set layouts were made with (destroyed after them).
     _samplers: Vec<Arc<Sampler>>,
+    /// Whether this value made the handles and destroys them (`false`: the engine's layout,
+    /// from a [`LayoutSource`](super::LayoutSource), never destroyed here).
+    owned: bool,
 }
 
 impl DriverLayout {
-    /// The `VkPipelineLayout` (owned by this value).
+    /// The `VkPipelineLayout` (owned by this value unless [`is_engines`](Self::is_engines)).
     pub fn handle(&self) -> vk::PipelineLayout {
         self.handle
     }
-    /// The descriptor-set layouts, by set index (owned by this value).
+    /// The descriptor-set layouts, by set index (owned by this value); empty for the
+    /// engine's own layout.
     pub fn set_layouts(&self) -> &[vk::DescriptorSetLayout] {
         &self.sets
+    }
+    /// Whether the layout is the engine's own (from a [`LayoutSource`](super::LayoutSource)):
+    /// granary never destroys it.
+    pub fn is_engines(&self) -> bool {
+        !self.owned
     }
 }
 
 impl Drop for DriverLayout {
     fn drop(&mut self) {
+        if !self.owned {
+            return; // The engine's: it destroys it after every pipeline made with it.
+        }
         // SAFETY: as for `Module`; the pipeline layout goes before the set layouts it uses.
         unsafe {
             if !self.handle.is_null() {
@@ -125,6 +137,13 @@ impl Gpu {
         Ok(())
     }
 
+    /// The engine's own pipeline layout `handle`, held (never destroyed) for the pipelines
+    /// created with it. Makes no Vulkan call; what `handle` must be is the
+    /// [`LayoutSource`](super::LayoutSource) contract.
+    pub(super) fn engine_layout(self: &Arc<Self>, handle: vk::PipelineLayout) -> DriverLayout {
+        DriverLayout { gpu: self.clone(), sets: Vec::new(), handle, _samplers: Vec::new(), owned: false }
+    }
+
     /// Creates descriptor-set layouts and a pipeline layout, after [`check_layout`](Self::check_layout).
     pub fn layout(self: &Arc<Self>, desc: &LayoutDesc) -> Result<DriverLayout, VulkanError> {
         self.check_layout(desc)
@@ -134,6 +153,7 @@ impl Gpu {
             sets: Vec::new(),
             handle: vk::PipelineLayout::null(),
             _samplers: Vec::new(),
+            owned: true,
         };
         for set in &desc.sets {
             let bindings: Vec<vk::DescriptorSetLayoutBinding> = set
@@ -388,6 +408,7 @@ impl Gpu {
             sets: Vec::new(),
             handle: vk::PipelineLayout::null(),
             _samplers: Vec::new(),
+            owned: true,
         };
         for (si, set) in l.set_layouts.iter().enumerate() {
             let mut handles: Vec<Vec<vk::Sampler>> = Vec::with_capacity(set.bindings.len());

@@ -2,20 +2,20 @@
 
 use super::binary::Binaries;
 use super::build::{color_output, entry_name, graphics_input};
-use super::cache::Cache;
+use super::cache::{Cache, EngineCache};
 use super::device::Gpu;
 use super::error::VulkanError;
 use super::handles::{DriverLayout, Module};
 use super::native::{NativeInput, NativeObjects, StageInput};
 use super::pipeline::{CheckedBinaries, CreateMode, CreateOutcome, GraphicsInput, Pipeline};
 use super::shared::Shared;
+use super::stats::Outcome;
 use super::translate::{layout_desc, stage_flag, LayoutDesc};
 use crate::device::DeviceIdentity;
 use crate::error::ArchiveError;
 use crate::key::{PipelineKey, StageKey};
 use crate::native::{NativePipeline, Specialization};
-use crate::reader::DeviceMismatch;
-use crate::reader::{Archive, DeviceRef, PipelineRef};
+use crate::reader::{Archive, DeviceMismatch, DeviceRef, DeviceSlot, PipelineRef};
 use crate::render_state::TextureFormat;
 use crate::types::{PipelineKind, Target};
 use std::sync::Arc;
@@ -63,11 +63,32 @@ pub struct LoaderOptions {
     /// of resident memory over 33,000 pipelines for no speed (docs/BENCHMARKS.md). 0 shares
     /// every binary.
     pub share_binaries_from: usize,
-    /// Seed the compile path's `VkPipelineCache` with these bytes instead (e.g. a file the
-    /// application saved with `vkGetPipelineCacheData`). Their header must match the device
+    /// Create a pipeline archived as a library from its binaries even when its set carries a
+    /// binary that other pipelines' sets carry too (default `false`). NVIDIA 580.159 attaches
+    /// one shared "dictionary" binary to most pipelines compiled after its first thousand or
+    /// so, and linking a library made from such a set crashes that driver (SIGSEGV in
+    /// `vkCreateGraphicsPipelines`, docs/BENCHMARKS.md). So by default the loader recognises
+    /// such a set by its content — a binary of at least [`DICTIONARY_MIN_BYTES`] whose blob
+    /// another set of this device also references — and compiles that library's part from SPIR-V instead (with the loader's
+    /// pipeline cache), saying so in [`Loaded::fallback_reason`]. Sets of whole pipelines are
+    /// never affected.
+    pub link_shared_library_binaries: bool,
+    /// Seed the compile path's `VkPipelineCache` with these bytes too (e.g. a file the
+    /// application saved with `vkGetPipelineCacheData`), merged with the archive's data for
+    /// this device when [`use_archive_cache`](Self::use_archive_cache) is on. Their header must match the device
     /// (vendor, device, `pipelineCacheUUID`): otherwise [`PipelineLoader::new`] fails with
     /// [`LoadError::Cache`] naming the field, and no byte reaches the driver.
     pub initial_cache: Option<Vec<u8>>,
+    /// Create into the engine's own `VkPipelineCache` instead of one the loader makes: the
+    /// archive's cache data for this device and [`initial_cache`](Self::initial_cache) are
+    /// merged into it when the loader is made, every compile goes through it, and the
+    /// engine saves it with `vkGetPipelineCacheData` as before. Default `None`.
+    pub engine_cache: Option<EngineCache>,
+    /// Take pipeline layouts from the engine instead of creating granary's own: the loader
+    /// asks once per distinct layout description and holds the handle (never destroying it)
+    /// in every pipeline made with it. Default `None`: granary creates each layout and keeps
+    /// it alive as long as a pipeline made with it lives.
+    pub layouts: Option<EngineLayouts>,
     /// Refuse the archive unless it is signed by this key (feature `sign`): checked in
     /// [`PipelineLoader::new`], over every byte of the archive, before any byte of it reaches
     /// the driver. `None` (the default) loads unsigned archives.
@@ -84,11 +105,70 @@ impl Default for LoaderOptions {
             require_binaries: false,
             library_binaries: true,
             share_binaries_from: 64 << 10,
+            link_shared_library_binaries: false,
             use_archive_cache: true,
             initial_cache: None,
+            engine_cache: None,
+            layouts: None,
             #[cfg(feature = "sign")]
             require_signature: None,
         }
+    }
+}
+
+/// What layout the loader needs: the description a pipeline was archived with.
+///
+/// Thread safety: borrowed plain data.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum LayoutRequest<'a> {
+    /// A pipeline harvested from a granary script: its resource layout as Vulkan sees it
+    /// (one binding list per set, the push-constant range).
+    Script(&'a LayoutDesc),
+    /// A Vulkan-native pipeline: the application's own layout, as recorded.
+    Native(&'a crate::native::NativeLayout),
+}
+
+/// The engine's pipeline layouts ([`LoaderOptions::layouts`]), asked by description.
+///
+/// # Safety
+///
+/// For every `Ok(handle)` [`layout`](Self::layout) returns:
+/// - `handle` is a valid `VkPipelineLayout` of the loader's device;
+/// - it is compatible with the request as the Vulkan specification requires of a pipeline's
+///   layout against its shaders: every binding of the request exists in the same set with
+///   the same descriptor type, at least its count and a superset of its stage flags, and the
+///   push-constant ranges cover the request's bytes and stages (a native request's layout is
+///   the application's own: return the layout its create info named, or one identical to it);
+/// - it stays valid until every pipeline (and pipeline library) the loader created with it
+///   is destroyed: granary holds it in each such [`Pipeline`](super::Pipeline) (and
+///   [`Retained`](super::Retained) after `into_raw`) and never destroys it.
+///
+/// Thread safety: `Send + Sync`; `layout` may be called from any number of threads at once,
+/// once per distinct request (the loader keeps the answer; an error only until the next
+/// request for it).
+pub unsafe trait LayoutSource: Send + Sync {
+    /// The engine's layout for `request`, or why there is none (the pipeline then fails with
+    /// [`LoadErrorKind::Layout`]).
+    fn layout(&self, request: LayoutRequest<'_>) -> Result<vk::PipelineLayout, String>;
+}
+
+/// A shared [`LayoutSource`], for [`LoaderOptions::layouts`].
+///
+/// Thread safety: `Send + Sync`, `Clone` (an `Arc`).
+#[derive(Clone)]
+pub struct EngineLayouts(Arc<dyn LayoutSource>);
+
+impl EngineLayouts {
+    /// Wraps `source`.
+    pub fn new(source: Arc<dyn LayoutSource>) -> Self {
+        EngineLayouts(source)
+    }
+}
+
+impl std::fmt::Debug for EngineLayouts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EngineLayouts(..)")
     }
 }
 
@@ -139,8 +219,13 @@ pub struct Loaded {
     pub feedback: u32,
 }
 
-/// Why a pipeline could not be created.
+/// Why a pipeline could not be created. [`kind`](Self::kind) says it for code,
+/// [`vk_result`](Self::vk_result) gives the driver's `VkResult` where there is one, and
+/// [`source`](std::error::Error::source) the error underneath.
+///
+/// New variants may be added: match with a wildcard arm, or match on [`kind`](Self::kind).
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum LoadError {
     /// The archive is damaged where this pipeline lives.
     Archive(ArchiveError),
@@ -159,9 +244,138 @@ pub enum LoadError {
     Pipeline {
         /// The pipeline's label (or key).
         pipeline: String,
+        /// What kind of failure ([`LoadErrorKind::Unsupported`], [`MissingSpirv`](LoadErrorKind::MissingSpirv),
+        /// [`BinariesUnusable`](LoadErrorKind::BinariesUnusable), or a driver failure's kind).
+        kind: LoadErrorKind,
         /// What went wrong.
         message: String,
+        /// The driver call's error, where one failed.
+        source: Option<VulkanError>,
     },
+    /// [`PipelineLoader::load_if_cheap`]: the pipeline would have to be compiled (no usable
+    /// binaries for it on this device, or the driver reported that creating it needs a compile).
+    WouldCompile(String),
+}
+
+/// What kind of failure a [`LoadError`] is, for code that reacts to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LoadErrorKind {
+    /// The archive is damaged where the pipeline lives.
+    Archive,
+    /// No pipeline has this label or key.
+    NotFound,
+    /// The archive holds nothing for this device and compiling was not allowed.
+    DeviceMismatch,
+    /// The loader's pipeline cache could not be made.
+    Cache,
+    /// The application's create info cannot be said in granary's state.
+    CreateInfo,
+    /// The device lacks a feature, limit or extension the pipeline needs, or its state is
+    /// one the loader cannot create (refused before any driver call).
+    Unsupported,
+    /// A stage has no SPIR-V in the archive to compile from.
+    MissingSpirv,
+    /// The archive's binaries cannot be used (damaged, refused by the driver, another
+    /// pipeline key, none for this device) and compiling was not allowed.
+    BinariesUnusable,
+    /// Only cheap creation was asked for, and this one needs a compile.
+    WouldCompile,
+    /// The driver ran out of host or device memory.
+    OutOfMemory,
+    /// The device was lost.
+    DeviceLost,
+    /// Any other driver failure (see [`LoadError::vk_result`]).
+    Driver,
+    /// The engine's [`LayoutSource`] gave no layout.
+    Layout,
+}
+
+impl LoadErrorKind {
+    /// The kind of a driver call's failure: out of memory, device lost, or another driver error.
+    pub fn of_driver(e: &VulkanError) -> LoadErrorKind {
+        match e.result() {
+            Some(vk::Result::ERROR_OUT_OF_HOST_MEMORY | vk::Result::ERROR_OUT_OF_DEVICE_MEMORY) => {
+                LoadErrorKind::OutOfMemory
+            }
+            Some(vk::Result::ERROR_DEVICE_LOST) => LoadErrorKind::DeviceLost,
+            _ => LoadErrorKind::Driver,
+        }
+    }
+}
+
+impl LoadError {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> LoadErrorKind {
+        match self {
+            LoadError::Archive(_) => LoadErrorKind::Archive,
+            LoadError::NotFound(_) => LoadErrorKind::NotFound,
+            LoadError::Mismatch(_) => LoadErrorKind::DeviceMismatch,
+            LoadError::Cache(_) => LoadErrorKind::Cache,
+            LoadError::CreateInfo(_) => LoadErrorKind::CreateInfo,
+            LoadError::Pipeline { kind, .. } => *kind,
+            LoadError::WouldCompile(_) => LoadErrorKind::WouldCompile,
+        }
+    }
+
+    /// The driver's `VkResult`, where a driver call failed.
+    pub fn vk_result(&self) -> Option<vk::Result> {
+        match self {
+            LoadError::Cache(e) => e.result(),
+            LoadError::Pipeline { source: Some(e), .. } => e.result(),
+            _ => None,
+        }
+    }
+}
+
+/// A failure inside the loader before it has the pipeline's name: a whole [`LoadError`], or
+/// a kind, a message and the driver's error. Plain strings are [`LoadErrorKind::Unsupported`].
+#[derive(Debug)]
+pub(super) enum Fail {
+    /// Already a whole error (archive damage, not found, device mismatch).
+    Load(LoadError),
+    /// A failure of this pipeline, to be named.
+    Here { kind: LoadErrorKind, message: String, source: Option<VulkanError> },
+}
+
+impl From<String> for Fail {
+    fn from(message: String) -> Self {
+        Fail::Here { kind: LoadErrorKind::Unsupported, message, source: None }
+    }
+}
+
+impl From<VulkanError> for Fail {
+    fn from(e: VulkanError) -> Self {
+        Fail::Here { kind: LoadErrorKind::of_driver(&e), message: e.to_string(), source: Some(e) }
+    }
+}
+
+impl From<LoadError> for Fail {
+    fn from(e: LoadError) -> Self {
+        Fail::Load(e)
+    }
+}
+
+impl From<ArchiveError> for Fail {
+    fn from(e: ArchiveError) -> Self {
+        Fail::Load(LoadError::Archive(e))
+    }
+}
+
+impl Fail {
+    /// A failure of `kind`.
+    pub(super) fn of(kind: LoadErrorKind, message: impl Into<String>) -> Self {
+        Fail::Here { kind, message: message.into(), source: None }
+    }
+
+    /// The [`LoadError`] for the pipeline `name` names.
+    pub(super) fn named(self, name: impl FnOnce() -> String) -> LoadError {
+        match self {
+            Fail::Load(e) => e,
+            Fail::Here { kind: LoadErrorKind::WouldCompile, .. } => LoadError::WouldCompile(name()),
+            Fail::Here { kind, message, source } => LoadError::Pipeline { pipeline: name(), kind, message, source },
+        }
+    }
 }
 
 impl std::fmt::Display for LoadError {
@@ -172,18 +386,34 @@ impl std::fmt::Display for LoadError {
             LoadError::Mismatch(m) => write!(f, "{m}"),
             LoadError::Cache(e) => write!(f, "{e}"),
             LoadError::CreateInfo(e) => write!(f, "the application's create info: {e}"),
-            LoadError::Pipeline { pipeline, message } => write!(f, "pipeline '{pipeline}': {message}"),
+            LoadError::Pipeline { pipeline, message, .. } => write!(f, "pipeline '{pipeline}': {message}"),
+            LoadError::WouldCompile(what) => write!(f, "pipeline '{what}' would need a compile"),
         }
     }
 }
 
-impl std::error::Error for LoadError {}
+impl std::error::Error for LoadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LoadError::Archive(e) => Some(e),
+            LoadError::Mismatch(e) => Some(e),
+            LoadError::Cache(e) => Some(e),
+            LoadError::CreateInfo(e) => Some(e),
+            LoadError::Pipeline { source: Some(e), .. } => Some(e),
+            _ => None,
+        }
+    }
+}
 
 impl From<ArchiveError> for LoadError {
     fn from(e: ArchiveError) -> Self {
         LoadError::Archive(e)
     }
 }
+
+/// The smallest shared binary taken for NVIDIA's dictionary: the dictionary measures 125–710 KB
+/// on NVIDIA 580, the code binaries of one pipeline 1–30 KB (docs/BENCHMARKS.md).
+pub const DICTIONARY_MIN_BYTES: usize = 64 << 10;
 
 /// A distinct archived binary: its key and its blob index.
 type BinaryId = (Vec<u8>, usize);
@@ -201,11 +431,21 @@ type BinaryId = (Vec<u8>, usize);
 /// Thread safety: `Send + Sync`. [`load`](Self::load) may run from any number of threads at
 /// once: shader modules and layouts are created once per loader (other callers wait on a
 /// once-cell) and shared; the compile path's `VkPipelineCache` is internally synchronized.
-pub struct PipelineLoader<'a> {
-    pub(super) archive: &'a Archive,
+/// The driver itself may serialize creation (NVIDIA 580 does, docs/BENCHMARKS.md), so a
+/// background warm-up and a render thread calling `load` at once can wait on each other: a
+/// frame should never call `load`, but [`Warmup::try_get`](super::Warmup::try_get), which
+/// never waits.
+///
+/// Ownership: the loader holds its archive by `Arc`, so an engine keeps it in a plain struct,
+/// and may replace it with a loader for a patched archive while pipelines made by this one
+/// live on: every [`Pipeline`] holds what it needs (its device, its layout, the libraries it
+/// was linked from) by `Arc`, never the loader.
+pub struct PipelineLoader {
+    pub(super) archive: Arc<Archive>,
     pub(super) gpu: Arc<Gpu>,
     identity: DeviceIdentity,
-    pub(super) device: Result<DeviceRef<'a>, DeviceMismatch>,
+    /// This device's section of the archive, or why there is none.
+    device: Result<DeviceSlot, DeviceMismatch>,
     /// Whether this device's section holds binaries this device may take: its global key
     /// equals this device's, non-empty, and the device has `VK_KHR_pipeline_binary` on.
     pub(super) binaries_ok: bool,
@@ -217,6 +457,8 @@ pub struct PipelineLoader<'a> {
     skipped_caches: Vec<(usize, String)>,
     /// Pipelines whose binaries were not used because the pipeline key differed or was absent.
     pub(super) key_mismatches: std::sync::atomic::AtomicU64,
+    /// What every load did: counts and latencies per source.
+    pub(super) stats: super::stats::LoaderCounters,
     pub(super) options: LoaderOptions,
     modules: Shared<StageKey, Module>,
     layouts: Shared<LayoutDesc, DriverLayout>,
@@ -226,12 +468,17 @@ pub struct PipelineLoader<'a> {
     outputs: Shared<Vec<u64>, Pipeline>,
     /// Native pipelines' layouts, render passes and immutable samplers, by content.
     native: NativeObjects,
+    /// The blobs of this device's section that more than one binary set references (made on
+    /// the first library set loaded; see [`LoaderOptions::link_shared_library_binaries`]).
+    shared_blobs: std::sync::OnceLock<Result<std::collections::HashSet<usize>, String>>,
 }
 
-impl<'a> PipelineLoader<'a> {
-    /// A loader for `archive` on `gpu`. Fails only if the archive's device table is damaged or
-    /// the pipeline cache cannot be created.
-    pub fn new(archive: &'a Archive, gpu: Arc<Gpu>, options: LoaderOptions) -> Result<Self, LoadError> {
+impl PipelineLoader {
+    /// A loader for `archive` (an `Archive` or an `Arc<Archive>` the caller shares) on `gpu`.
+    /// Fails only if the archive's device table is damaged or the pipeline cache cannot be
+    /// created.
+    pub fn new(archive: impl Into<Arc<Archive>>, gpu: Arc<Gpu>, options: LoaderOptions) -> Result<Self, LoadError> {
+        let archive: Arc<Archive> = archive.into();
         #[cfg(feature = "sign")]
         if let Some(key) = &options.require_signature {
             // Unsigned, another key's, or any byte changed: refused before anything else.
@@ -250,18 +497,23 @@ impl<'a> PipelineLoader<'a> {
         }
         // Every blob the archive holds for this device (one per shard or `--isolate` worker
         // that wrote one), merged into one cache.
-        let initial: Vec<&[u8]> = match (&options.initial_cache, &device) {
-            (Some(bytes), _) => vec![bytes.as_slice()],
-            (None, Ok(d)) if options.use_archive_cache => d.caches()?,
+        let mut initial: Vec<&[u8]> = match &device {
+            Ok(d) if options.use_archive_cache => d.caches()?,
             _ => Vec::new(),
         };
+        // The application's own data joins the archive's (merged, not instead).
+        initial.extend(options.initial_cache.as_deref());
         let initial: Vec<&[u8]> = initial.into_iter().filter(|b| !b.is_empty()).collect();
         if let Some(bytes) = options.initial_cache.as_deref().filter(|b| !b.is_empty()) {
             // The caller's own file: a header for another device is an error, not a skip.
             super::cache::check_header(bytes, &identity)
                 .map_err(|why| LoadError::Cache(VulkanError::CacheHeader { why }))?;
         }
-        let merged = gpu.pipeline_cache_merged(&initial).map_err(LoadError::Cache)?;
+        let merged = match options.engine_cache {
+            Some(engine) => gpu.engine_cache_merged(engine, &initial),
+            None => gpu.pipeline_cache_merged(&initial),
+        }
+        .map_err(LoadError::Cache)?;
         let (cache, seeded, skipped_caches) = (merged.cache, merged.seeded, merged.skipped);
         // Binaries only from a section whose global key is this device's, never empty: an
         // archive found by the keyless identity holds cache data only.
@@ -269,6 +521,7 @@ impl<'a> PipelineLoader<'a> {
             && device.as_ref().is_ok_and(|d| {
                 d.has_pipeline_binaries() && d.identity().binary_global_key.as_slice() == gpu.global_key()
             });
+        let device = device.map(|d| d.slot());
         Ok(PipelineLoader {
             archive,
             gpu,
@@ -279,13 +532,65 @@ impl<'a> PipelineLoader<'a> {
             seeded,
             skipped_caches,
             key_mismatches: Default::default(),
+            stats: Default::default(),
             options,
             modules: Shared::default(),
             layouts: Shared::default(),
             binaries: Shared::default(),
             outputs: Shared::default(),
             native: NativeObjects::default(),
+            shared_blobs: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Whether `set` carries a binary of at least [`DICTIONARY_MIN_BYTES`] whose blob another
+    /// binary set of this device's section also references (NVIDIA's dictionary). Small
+    /// shared binaries — one library part's code, shared by the libraries of one vertex
+    /// function — link fine and are not counted (on NVIDIA the example's 202 libraries share
+    /// such binaries, and linking them from binaries is 47 times faster than compiling). One pass over the section's binary records on
+    /// the first call, then a hash lookup per binary.
+    fn carries_shared_binary(&self, set: &crate::reader::BinarySetRef<'_>) -> Result<bool, String> {
+        let shared = self.shared_blobs.get_or_init(|| {
+            let d = self.section().map_err(|m| m.to_string())?;
+            let mut seen = std::collections::HashSet::new();
+            let mut shared = std::collections::HashSet::new();
+            for j in 0..d.pipeline_count() {
+                let (_, s) = d.pipeline_binaries(j).map_err(|e| e.to_string())?;
+                for i in 0..s.len() {
+                    let (blob, _) = s.record(i).map_err(|e| e.to_string())?;
+                    if self.archive.blob_len(blob).map_err(|e| e.to_string())? < DICTIONARY_MIN_BYTES {
+                        continue;
+                    }
+                    if !seen.insert(blob) {
+                        shared.insert(blob);
+                    }
+                }
+            }
+            Ok(shared)
+        });
+        let shared = shared.as_ref().map_err(Clone::clone)?;
+        for i in 0..set.len() {
+            let (blob, _) = set.record(i).map_err(|e| e.to_string())?;
+            if shared.contains(&blob) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The archive this loader reads.
+    pub fn archive(&self) -> &Arc<Archive> {
+        &self.archive
+    }
+
+    /// The device this loader creates on.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// This device's section of the archive, or why there is none.
+    pub(super) fn section(&self) -> Result<DeviceRef<'_>, &DeviceMismatch> {
+        self.device.as_ref().map(|s| s.attach(&self.archive))
     }
 
     /// This device's identity.
@@ -317,8 +622,15 @@ impl<'a> PipelineLoader<'a> {
         self.key_mismatches.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// What the loader has done so far: pipelines from binaries, cache hits, compiles,
+    /// failures, not found, in flight, latency percentiles per source, bytes of shared
+    /// binaries held. A handful of relaxed atomic loads: cheap enough to poll every frame.
+    pub fn stats(&self) -> super::stats::LoaderStats {
+        self.stats.snapshot(self.key_mismatches())
+    }
+
     /// How many blobs of pipeline-cache data seeded the compile path's pipeline cache: the
-    /// archive's for this device (all of them, merged), or [`LoaderOptions::initial_cache`].
+    /// archive's for this device (all of them, merged), and [`LoaderOptions::initial_cache`].
     pub fn cache_blobs(&self) -> usize {
         self.seeded
     }
@@ -330,14 +642,28 @@ impl<'a> PipelineLoader<'a> {
 
     /// Creates the pipeline labelled `label`.
     pub fn load_label(&self, label: &str) -> Result<Loaded, LoadError> {
-        let p = self.archive.lookup_label(label)?.ok_or_else(|| LoadError::NotFound(format!("labelled '{label}'")))?;
+        let p = self.archive.lookup_label(label)?;
+        let p = self.found(p, || format!("labelled '{label}'"))?;
         self.load(&p)
     }
 
     /// Creates the pipeline with `key`.
     pub fn load_key(&self, key: PipelineKey) -> Result<Loaded, LoadError> {
-        let p = self.archive.get(key)?.ok_or_else(|| LoadError::NotFound(format!("with key {}", key.to_hex())))?;
+        let p = self.archive.get(key)?;
+        let p = self.found(p, || format!("with key {}", key.to_hex()))?;
         self.load(&p)
+    }
+
+    /// `p`, or [`LoadError::NotFound`] (counted).
+    fn found<'s>(
+        &self,
+        p: Option<PipelineRef<'s>>,
+        what: impl FnOnce() -> String,
+    ) -> Result<PipelineRef<'s>, LoadError> {
+        p.ok_or_else(|| {
+            self.stats.not_found();
+            LoadError::NotFound(what())
+        })
     }
 
     /// Creates `pipeline`: from this device's binaries where the archive has them and their
@@ -345,46 +671,78 @@ impl<'a> PipelineLoader<'a> {
     /// compiling its SPIR-V with the loader's pipeline cache. A pipeline that needs a feature
     /// or limit the device lacks is refused before any driver call. A pipeline archived with a
     /// native Vulkan state (`GNV1`) is created from that state, with its stages'
-    /// `VkSpecializationInfo`, by the same builder the harvest captured it with.
+    /// `VkSpecializationInfo`, by the same builder the harvest captured it with. Pipelines
+    /// archived as libraries are linked with [`LoaderOptions::link_formats`].
     pub fn load(&self, p: &PipelineRef<'_>) -> Result<Loaded, LoadError> {
+        self.load_with(p, &self.options.link_formats, false)
+    }
+
+    /// [`load`](Self::load), linking a pipeline archived as a library with `link_formats`
+    /// (colour attachment `i` takes `link_formats[i]`, or the last one given) instead of the
+    /// loader's.
+    pub fn load_formats(&self, p: &PipelineRef<'_>, link_formats: &[TextureFormat]) -> Result<Loaded, LoadError> {
+        self.load_with(p, link_formats, false)
+    }
+
+    /// [`load_formats`](Self::load_formats), but only if it costs no compile: from this
+    /// device's binaries (their key checked), else [`LoadError::WouldCompile`] and no pipeline
+    /// is created. (A pipeline archived as a library is created from its binaries and
+    /// fast-linked with a fragment-output part, which is created once per output state.)
+    pub fn load_if_cheap(&self, p: &PipelineRef<'_>, link_formats: &[TextureFormat]) -> Result<Loaded, LoadError> {
+        self.load_with(p, link_formats, true)
+    }
+
+    fn load_with(&self, p: &PipelineRef<'_>, formats: &[TextureFormat], cheap: bool) -> Result<Loaded, LoadError> {
         let start = Instant::now();
         let name = || self.name(p);
         let _validation_scope = super::validation::enter(&name); // messages of this pipeline's calls are its
-        let fail = |message: String| LoadError::Pipeline { pipeline: name(), message };
+        let _in_flight = self.stats.start();
+        let made = self.create(p, formats, cheap, start).map_err(|f| f.named(name));
+        self.stats.finish(outcome(&made), start.elapsed());
+        made
+    }
+
+    fn create(
+        &self,
+        p: &PipelineRef<'_>,
+        formats: &[TextureFormat],
+        cheap: bool,
+        start: Instant,
+    ) -> Result<Loaded, Fail> {
         let stages = p.stages()?;
         // Each stage's VkSpecializationInfo, decoded and checked before anything reaches the
         // driver (a bad one names the stage).
         let mut specializations = Vec::with_capacity(stages.len());
         for s in &stages {
             let bytes = s.specialization_bytes()?;
-            specializations.push(super::build::specialization_of(bytes, s.stage, s.entry_point).map_err(fail)?);
+            specializations.push(super::build::specialization_of(bytes, s.stage, s.entry_point)?);
         }
         if let Some(native) = p.native_state()? {
-            return self.load_native(p, &native, &stages, &specializations, start);
+            return self.create_native(p, &native, &stages, &specializations, cheap, start);
         }
-        let archived_layout = p.layout()?.ok_or_else(|| fail("archived without a resource layout".into()))?;
-        let layout = self.layout(&archived_layout).map_err(fail)?;
+        let archived_layout = p.layout()?.ok_or_else(|| "archived without a resource layout".to_string())?;
+        let layout = self.layout(&archived_layout)?;
         let state = match p.kind() {
-            PipelineKind::Render => Some(p.state()?.ok_or_else(|| fail("archived without its render state".into()))?),
+            PipelineKind::Render => Some(p.state()?.ok_or_else(|| "archived without its render state".to_string())?),
             PipelineKind::Compute => None,
         };
-        super::feature_check::check_features(&self.gpu, &archived_layout, state.as_ref()).map_err(fail)?;
-        let (set, mut fallback_reason) = self.binary_set(p, true)?;
+        super::feature_check::check_features(&self.gpu, &archived_layout, state.as_ref())?;
+        let (set, mut fallback_reason) = self.binary_set(p, true, cheap)?;
 
         // Modules always: the pipeline key is computed over the shader code.
         let modules: Vec<Arc<Module>> =
             stages.iter().map(|s| self.module(s.key, s.output(Target::Spirv)?, s)).collect::<Result<_, _>>()?;
-        let stage_info = stage_inputs(&stages, &modules, &specializations, None).map_err(fail)?;
-        // Binaries made for this pipeline alone, destroyed when it exists (end of `load`).
+        let stage_info = stage_inputs(&stages, &modules, &specializations, None)?;
+        // Binaries made for this pipeline alone, destroyed when it exists (end of `create`).
         let mut _own = Vec::new();
         let mut take = |set: Option<crate::reader::BinarySetRef<'_>>,
                         key: &dyn Fn() -> Result<Vec<u8>, VulkanError>|
-         -> Result<Option<Vec<vk::PipelineBinaryKHR>>, LoadError> {
-            self.take_binaries(set, key, &mut _own, &mut fallback_reason).map_err(fail)
+         -> Result<Option<Vec<vk::PipelineBinaryKHR>>, Fail> {
+            self.take_binaries(set, key, &mut _own, &mut fallback_reason, cheap)
         };
-        let (created, linked, made) = match &state {
+        let (mut created, linked, made) = match &state {
             None => {
-                let stage = stage_info.first().ok_or_else(|| fail("a compute pipeline without a stage".into()))?;
+                let stage = stage_info.first().ok_or_else(|| "a compute pipeline without a stage".to_string())?;
                 let made = take(set, &|| self.gpu.compute_key(stage, &layout))?;
                 let handles = made.as_deref().unwrap_or_default();
                 // SAFETY: `checked_binaries` made these handles from hash-checked bytes of this
@@ -392,25 +750,25 @@ impl<'a> PipelineLoader<'a> {
                 // equals `compute_key` of exactly this create info.
                 let binaries = unsafe { CheckedBinaries::new(handles) };
                 let how = CreateMode::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
-                (self.gpu.create_compute(stage, &layout, how).map_err(|e| fail(e.to_string()))?, false, made)
+                (self.gpu.create_compute(stage, &layout, how)?, false, made)
             }
             Some(state) => {
                 let library = match &set {
                     Some(s) => s.flags() & crate::device::BINARY_SET_LIBRARY != 0,
                     None => state.is_unspecialized() && self.gpu.libraries(),
                 };
-                let formats: &[TextureFormat] = if library { &[] } else { &self.options.link_formats };
-                let input = graphics_input(&self.gpu, state, stage_info, &layout, library, formats).map_err(fail)?;
+                let whole_formats: &[TextureFormat] = if library { &[] } else { formats };
+                let input = graphics_input(&self.gpu, state, stage_info, &layout, library, whole_formats)?;
                 let made = take(set, &|| self.gpu.graphics_key(&input))?;
                 let handles = made.as_deref().unwrap_or_default();
                 // SAFETY: as for compute, with `graphics_key` of exactly `input`.
                 let binaries = unsafe { CheckedBinaries::new(handles) };
                 let how = CreateMode::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
-                let created = self.gpu.create_graphics(&input, how).map_err(|e| fail(e.to_string()))?;
+                let created = self.gpu.create_graphics(&input, how)?;
                 if library {
-                    let lib = created.pipeline.ok_or_else(|| fail("the driver returned no library".into()))?;
-                    let (output, output_time) = self.fragment_output(state, &input).map_err(fail)?;
-                    let mut linked = self.gpu.link(Arc::new(lib), output, &layout).map_err(|e| fail(e.to_string()))?;
+                    let lib = created.pipeline.ok_or_else(|| "the driver returned no library".to_string())?;
+                    let (output, output_time) = self.fragment_output(state, &input, formats)?;
+                    let mut linked = self.gpu.link(Arc::new(lib), output, &layout)?;
                     linked.driver_time += created.driver_time + output_time;
                     linked.feedback = created.feedback;
                     (linked, true, made)
@@ -419,68 +777,73 @@ impl<'a> PipelineLoader<'a> {
                 }
             }
         };
-        finish_load(created, linked, made, fallback_reason, start).map_err(fail)
+        if let Some(pipeline) = created.pipeline.as_mut() {
+            pipeline.layout = Some(layout);
+        }
+        Ok(finish_load(created, linked, made, fallback_reason, start)?)
     }
 
     /// A pipeline archived with its native Vulkan state: checked (structure, features,
     /// limits) before any driver call, its layout, render pass and immutable samplers from
     /// [`NativeObjects`], its stages with their specializations, then created from this
     /// device's binaries (key checked) or compiled, with the same builder the harvest used.
-    fn load_native(
+    fn create_native(
         &self,
         p: &PipelineRef<'_>,
         state: &NativePipeline,
         stages: &[crate::reader::StageRef<'_>],
         specializations: &[Option<Specialization>],
+        cheap: bool,
         start: Instant,
-    ) -> Result<Loaded, LoadError> {
-        let fail = |message: String| LoadError::Pipeline { pipeline: self.name(p), message };
+    ) -> Result<Loaded, Fail> {
         let kinds: Vec<crate::types::ShaderStage> = stages.iter().map(|s| s.stage).collect();
-        super::native::check_structure(state, &kinds).map_err(fail)?;
-        super::feature_check::check_native(&self.gpu, state, &kinds).map_err(fail)?;
-        let (set, mut fallback_reason) = self.binary_set(p, false)?;
-        let layout = self.native.layout(&self.gpu, &state.layout).map_err(fail)?;
+        super::native::check_structure(state, &kinds)?;
+        super::feature_check::check_native(&self.gpu, state, &kinds)?;
+        let (set, mut fallback_reason) = self.binary_set(p, false, cheap)?;
+        let layout = self.native_layout(&state.layout)?;
         let render_pass = match state.graphics.as_ref().and_then(|g| g.render_pass.as_ref()) {
-            Some(rp) => Some(self.native.render_pass(&self.gpu, rp).map_err(fail)?),
+            Some(rp) => Some(self.native.render_pass(&self.gpu, rp)?),
             None => None,
         };
         let modules: Vec<Arc<Module>> =
             stages.iter().map(|s| self.module(s.key, s.output(Target::Spirv)?, s)).collect::<Result<_, _>>()?;
         let input = NativeInput {
-            stages: stage_inputs(stages, &modules, specializations, Some(state)).map_err(fail)?,
+            stages: stage_inputs(stages, &modules, specializations, Some(state))?,
             state,
             layout: &layout,
             render_pass: render_pass.as_deref(),
         };
         let mut own = Vec::new();
-        let made =
-            self.take_binaries(set, &|| self.gpu.native_key(&input), &mut own, &mut fallback_reason).map_err(fail)?;
+        let made = self.take_binaries(set, &|| self.gpu.native_key(&input), &mut own, &mut fallback_reason, cheap)?;
         let handles = made.as_deref().unwrap_or_default();
         // SAFETY: `take_binaries` made these handles from hash-checked bytes of this device's
         // own section (`binaries_ok`), for a set whose archived pipeline key equals
         // `native_key` of exactly this create info.
         let binaries = unsafe { CheckedBinaries::new(handles) };
         let how = CreateMode::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
-        let created = self.gpu.create_native(&input, how).map_err(|e| fail(e.to_string()))?;
+        let mut created = self.gpu.create_native(&input, how)?;
         drop(own);
-        finish_load(created, false, made, fallback_reason, start).map_err(fail)
+        if let Some(pipeline) = created.pipeline.as_mut() {
+            pipeline.layout = Some(layout.clone());
+        }
+        Ok(finish_load(created, false, made, fallback_reason, start)?)
     }
 
     /// This device's binary set for `p`, if it may be used, and why not where the archive has
     /// one that is not (a library set on a device without libraries; `portable` only). Errors
-    /// with `require_binaries` when there is none, and with a device mismatch when compiling is
-    /// not allowed.
+    /// with `require_binaries` (or `cheap`) when there is none, and with a device mismatch
+    /// when compiling is not allowed.
     fn binary_set(
         &self,
         p: &PipelineRef<'_>,
         portable: bool,
-    ) -> Result<(Option<crate::reader::BinarySetRef<'a>>, Option<String>), LoadError> {
-        let fail = |message: String| LoadError::Pipeline { pipeline: self.name(p), message };
+        cheap: bool,
+    ) -> Result<(Option<crate::reader::BinarySetRef<'_>>, Option<String>), Fail> {
         // Binaries: only from this device's own section (same identity and global key).
-        let set = match &self.device {
+        let set = match self.section() {
             Ok(d) if self.options.use_binaries && self.binaries_ok => d.binaries(p)?,
             Ok(_) => None,
-            Err(m) if !self.options.fallback_compile => return Err(LoadError::Mismatch(m.clone())),
+            Err(m) if !self.options.fallback_compile && !cheap => return Err(LoadError::Mismatch(m.clone()).into()),
             Err(_) => None,
         };
         let mut fallback_reason = None;
@@ -493,6 +856,19 @@ impl<'a> PipelineLoader<'a> {
                 declined = true;
                 None
             }
+            Some(s)
+                if is_library(&s)
+                    && !self.options.link_shared_library_binaries
+                    && self.carries_shared_binary(&s)? =>
+            {
+                fallback_reason = Some(
+                    "archived as a graphics pipeline library whose binaries include one other pipelines share \
+                     (NVIDIA's dictionary: linking such a library crashes NVIDIA 580): its library part compiled \
+                     from SPIR-V (LoaderOptions::link_shared_library_binaries)"
+                        .to_string(),
+                );
+                None
+            }
             Some(s) if is_library(&s) && !self.gpu.libraries() => {
                 fallback_reason = Some(
                     "archived as a graphics pipeline library, and this device has no graphics pipeline libraries: \
@@ -503,11 +879,17 @@ impl<'a> PipelineLoader<'a> {
             }
             other => other,
         };
+        if set.is_none() && cheap {
+            return Err(Fail::of(LoadErrorKind::WouldCompile, "no usable binaries on this device"));
+        }
         if set.is_none() && fallback_reason.is_none() && !declined && self.options.require_binaries {
-            return Err(fail(match &self.device {
-                Ok(_) if !self.gpu.captures_binaries() => "this device has no VK_KHR_pipeline_binary".into(),
-                _ => "the archive holds no binaries for this pipeline on this device".into(),
-            }));
+            return Err(Fail::of(
+                LoadErrorKind::BinariesUnusable,
+                match self.section() {
+                    Ok(_) if !self.gpu.captures_binaries() => "this device has no VK_KHR_pipeline_binary",
+                    _ => "the archive holds no binaries for this pipeline on this device",
+                },
+            ));
         }
         Ok((set, fallback_reason))
     }
@@ -522,18 +904,20 @@ impl<'a> PipelineLoader<'a> {
         key: &dyn Fn() -> Result<Vec<u8>, VulkanError>,
         own: &mut Vec<Binaries>,
         fallback_reason: &mut Option<String>,
-    ) -> Result<Option<Vec<vk::PipelineBinaryKHR>>, String> {
+        cheap: bool,
+    ) -> Result<Option<Vec<vk::PipelineBinaryKHR>>, Fail> {
         let Some(set) = set else { return Ok(None) };
         match self.checked_binaries(&set, key) {
             Ok((handles, mine)) => {
                 *own = mine;
                 Ok(Some(handles))
             }
+            Err(reason) if cheap => Err(Fail::of(LoadErrorKind::WouldCompile, reason)),
             Err(reason) if self.options.fallback_compile => {
                 *fallback_reason = Some(reason);
                 Ok(None)
             }
-            Err(reason) => Err(reason),
+            Err(reason) => Err(Fail::of(LoadErrorKind::BinariesUnusable, reason)),
         }
     }
 
@@ -575,8 +959,9 @@ impl<'a> PipelineLoader<'a> {
         &self,
         state: &crate::render_state::RenderState,
         input: &GraphicsInput<'_>,
+        formats: &[TextureFormat],
     ) -> Result<(Arc<Pipeline>, Duration), String> {
-        let output = color_output(&self.gpu, state, &self.options.link_formats)?;
+        let output = color_output(&self.gpu, state, formats)?;
         let mut key = vec![
             u64::from(input.samples.bits()),
             u64::from(input.alpha_to_coverage),
@@ -641,6 +1026,7 @@ impl<'a> PipelineLoader<'a> {
             }
             let made = self.binaries.get_or_try((key.to_vec(), blob), || {
                 let (_, data) = self.archive.blob(blob).map_err(damaged)?;
+                self.stats.shared_binary(data.len());
                 // SAFETY: as above: hash-checked bytes from this device's own section.
                 unsafe { self.gpu.binaries_from_data(&[(key, data)]) }
                     .map_err(|e| format!("the driver refused the binaries: {e}"))
@@ -661,21 +1047,44 @@ impl<'a> PipelineLoader<'a> {
         key: StageKey,
         spirv: Option<&[u8]>,
         s: &crate::reader::StageRef<'_>,
-    ) -> Result<Arc<Module>, LoadError> {
-        self.modules
-            .get_or_try(key, || {
-                let spirv = spirv.ok_or_else(|| {
-                    format!("{} function '{}' has no SPIR-V in the archive to compile from", s.stage, s.entry_point)
-                })?;
-                self.gpu.module(spirv).map_err(|e| e.to_string())
-            })
-            .map_err(|message| LoadError::Pipeline { pipeline: format!("stage {}", key.to_hex()), message })
+    ) -> Result<Arc<Module>, Fail> {
+        let spirv = spirv.ok_or_else(|| {
+            Fail::of(
+                LoadErrorKind::MissingSpirv,
+                format!("{} function '{}' has no SPIR-V in the archive to compile from", s.stage, s.entry_point),
+            )
+        })?;
+        // The module is shared (a once-cell keeps the message only): a driver failure here is
+        // `Driver` with the message, without the `VulkanError`.
+        self.modules.get_or_try(key, || self.gpu.module(spirv).map_err(|e| e.to_string())).map_err(|message| {
+            Fail::of(
+                LoadErrorKind::Driver,
+                format!("{} function '{}' (stage {}): {message}", s.stage, s.entry_point, key.to_hex()),
+            )
+        })
     }
 
-    fn layout(&self, layout: &crate::layout::PipelineLayout) -> Result<Arc<DriverLayout>, String> {
+    fn layout(&self, layout: &crate::layout::PipelineLayout) -> Result<Arc<DriverLayout>, Fail> {
         let desc = layout_desc(layout)?;
+        if let Some(engine) = &self.options.layouts {
+            return self
+                .layouts
+                .get_or_try(desc.clone(), || Ok(self.gpu.engine_layout(engine.0.layout(LayoutRequest::Script(&desc))?)))
+                .map_err(|why| Fail::of(LoadErrorKind::Layout, format!("the engine's layout source: {why}")));
+        }
         self.gpu.check_layout(&desc)?;
-        self.layouts.get_or_try(desc.clone(), || self.gpu.layout(&desc).map_err(|e| e.to_string()))
+        Ok(self.layouts.get_or_try(desc.clone(), || self.gpu.layout(&desc).map_err(|e| e.to_string()))?)
+    }
+
+    /// The pipeline layout of a native pipeline's `layout`: the engine's, or granary's own.
+    fn native_layout(&self, layout: &crate::native::NativeLayout) -> Result<Arc<DriverLayout>, Fail> {
+        match &self.options.layouts {
+            Some(engine) => self
+                .native
+                .engine_layout(layout, || Ok(self.gpu.engine_layout(engine.0.layout(LayoutRequest::Native(layout))?)))
+                .map_err(|why| Fail::of(LoadErrorKind::Layout, format!("the engine's layout source: {why}"))),
+            None => Ok(self.native.layout(&self.gpu, layout)?),
+        }
     }
 }
 
@@ -700,6 +1109,20 @@ fn stage_inputs<'m>(
         });
     }
     Ok(out)
+}
+
+/// How `made` counts in the loader's statistics.
+pub(super) fn outcome(made: &Result<Loaded, LoadError>) -> Outcome {
+    match made {
+        Ok(l) => match l.source {
+            Source::Binaries => Outcome::Binaries,
+            Source::CacheHit => Outcome::CacheHit,
+            Source::Compiled => Outcome::Compiled,
+        },
+        Err(LoadError::NotFound(_)) => Outcome::NotFound,
+        Err(LoadError::WouldCompile(_)) => Outcome::Declined,
+        Err(_) => Outcome::Failed,
+    }
 }
 
 /// The [`Loaded`] of a created pipeline: made from binaries (`made`), a cache hit, or a compile.

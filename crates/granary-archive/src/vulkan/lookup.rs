@@ -13,7 +13,7 @@
 
 use super::error::VulkanError;
 use super::inverse::{compute_pipeline, graphics_pipeline, AppPipeline};
-use super::loader::{finish_load, LoadError, Loaded, PipelineLoader};
+use super::loader::{finish_load, Fail, LoadError, LoadErrorKind, Loaded, PipelineLoader};
 use super::pipeline::{CheckedBinaries, CreateMode, CreateOutcome};
 use super::recorder::ObjectRecorder;
 use crate::key::PipelineKey;
@@ -82,7 +82,7 @@ enum AppInfo<'i> {
     Compute(&'i vk::ComputePipelineCreateInfo),
 }
 
-impl<'a> PipelineLoader<'a> {
+impl PipelineLoader {
     /// What the archive holds for the application's graphics create info `info`, whose render
     /// pass, pipeline layout (with its set layouts and immutable samplers) and shader modules
     /// `recorder` knows: its granary key and the [`Offer`]. Makes no object; calls only
@@ -166,7 +166,7 @@ impl<'a> PipelineLoader<'a> {
         &self,
         recorder: &ObjectRecorder,
         info: AppInfo<'_>,
-    ) -> Result<(AppLookup, Option<crate::reader::BinarySetRef<'a>>), LoadError> {
+    ) -> Result<(AppLookup, Option<crate::reader::BinarySetRef<'_>>), LoadError> {
         let app: AppPipeline = match info {
             // SAFETY: the caller's promise: a valid create info.
             AppInfo::Graphics(g) => unsafe { graphics_pipeline(recorder, g) },
@@ -178,11 +178,11 @@ impl<'a> PipelineLoader<'a> {
         let Some(p) = self.archive.get(key)? else {
             return Ok((AppLookup { key, offer: Offer::NotArchived }, None));
         };
-        let set = match &self.device {
+        let set = match self.section() {
             Ok(d) if self.options.use_binaries && self.binaries_ok => d.binaries(&p)?.filter(|s| !s.is_empty()),
             _ => None,
         };
-        let no_set = || match &self.device {
+        let no_set = || match self.section() {
             Err(m) => m.to_string(),
             Ok(_) if !self.options.use_binaries => "LoaderOptions::use_binaries is off".into(),
             Ok(_) if !self.gpu.captures_binaries() => "this device has no VK_KHR_pipeline_binary".into(),
@@ -197,7 +197,7 @@ impl<'a> PipelineLoader<'a> {
             (Some(_), AppInfo::Compute(c)) => Some(unsafe { self.gpu.app_key(c) }),
         }
         .transpose()
-        .map_err(|e: VulkanError| LoadError::Pipeline { pipeline: key.to_hex(), message: e.to_string() })?;
+        .map_err(|e: VulkanError| Fail::from(e).named(|| key.to_hex()))?;
         let offer = decide(set.as_ref().map(|s| s.pipeline_key()), driver.as_deref(), no_set);
         if matches!(offer, Offer::Cache { .. }) && set.is_some() {
             // Binaries the archive has but this create info's key does not match.
@@ -215,7 +215,7 @@ impl<'a> PipelineLoader<'a> {
         // SAFETY: the caller's promise, passed on.
         let (lookup, set) = unsafe { self.lookup_app(recorder, info)? };
         let name = lookup.key.to_hex();
-        let fail = |message: String| LoadError::Pipeline { pipeline: name.clone(), message };
+        let fail = |f: Fail| f.named(|| name.clone());
         let scope_name = || name.clone();
         let _validation_scope = super::validation::enter(&scope_name);
         let fallback_reason = match &lookup.offer {
@@ -224,14 +224,17 @@ impl<'a> PipelineLoader<'a> {
             }
             Offer::Binaries => None,
             Offer::Cache { why } if self.options.require_binaries => {
-                return Err(fail(format!("LoaderOptions::require_binaries, and no binaries here: {why}")))
+                return Err(fail(Fail::of(
+                    LoadErrorKind::BinariesUnusable,
+                    format!("LoaderOptions::require_binaries, and no binaries here: {why}"),
+                )))
             }
             Offer::Cache { why } => {
-                let mismatched = why.starts_with("pipeline key differs") || self.device.is_err();
+                let mismatched = why.starts_with("pipeline key differs") || self.mismatch().is_some();
                 if mismatched && !self.options.fallback_compile {
-                    return Err(match &self.device {
+                    return Err(match self.section() {
                         Err(m) => LoadError::Mismatch(m.clone()),
-                        Ok(_) => fail(why.clone()),
+                        Ok(_) => fail(Fail::of(LoadErrorKind::BinariesUnusable, why.clone())),
                     });
                 }
                 // A missing set is no fallback (as `load` reports it); a refused one is.
@@ -241,7 +244,7 @@ impl<'a> PipelineLoader<'a> {
         let mut own = Vec::new();
         let made = match set {
             Some(set) => {
-                let (handles, mine) = self.binary_handles(&set).map_err(&fail)?;
+                let (handles, mine) = self.binary_handles(&set).map_err(|e| fail(e.into()))?;
                 own = mine;
                 Some(handles)
             }
@@ -261,9 +264,11 @@ impl<'a> PipelineLoader<'a> {
             // SAFETY: as above.
             AppInfo::Compute(c) => unsafe { self.gpu.create_app(c, how) },
         };
-        let created = created.map_err(|e| fail(e.to_string()))?;
+        let created = created.map_err(|e| fail(e.into()))?;
         drop(own);
-        finish_load(created, false, made, fallback_reason, start).map_err(fail)
+        let loaded = finish_load(created, false, made, fallback_reason, start).map_err(|e| fail(e.into()));
+        self.stats.finish(super::loader::outcome(&loaded), start.elapsed());
+        loaded
     }
 }
 

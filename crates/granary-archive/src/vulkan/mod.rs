@@ -57,7 +57,7 @@
 //! // SAFETY: `device` was created from `physical` of `instance` with what `enabled` says, and
 //! // outlives the loader.
 //! let gpu = unsafe { Gpu::borrowed(driver, info, device, enabled)? };
-//! let loader = PipelineLoader::new(&archive, gpu, LoaderOptions::default())?;
+//! let loader = PipelineLoader::new(archive, gpu, LoaderOptions::default())?;
 //! if let Some(why) = loader.mismatch() {
 //!     // "built for NVIDIA H200 … 580.159.04 …, this device is …: driver_version … vs …"
 //!     eprintln!("compiling from SPIR-V: {why}");
@@ -76,7 +76,7 @@
 //! | `instance` | [`Driver`], [`PhysicalInfo`] | loader, instance, physical-device queries (extensions, features, limits, identity) |
 //! | `device` | [`Gpu`], [`OpenOptions`] | `vkCreateDevice` with its feature chain, the global pipeline key |
 //! | `handles` | [`Module`], [`DriverLayout`], [`Sampler`], [`RenderPass`] | shader modules, descriptor-set and pipeline layouts (also a native state's, with binding flags and immutable samplers), samplers, render passes (`vkCreateRenderPass2`) |
-//! | `pipeline` | [`Pipeline`], [`LinkedLibraries`], [`GraphicsInput`], [`CreateMode`] | create-info building, pipeline creation, libraries and linking, `vkGetPipelineKeyKHR` of a create info |
+//! | `pipeline` | [`Pipeline`], [`Retained`], [`GraphicsInput`], [`CreateMode`] | create-info building, pipeline creation, libraries and linking, `vkGetPipelineKeyKHR` of a create info |
 //! | `binary` | [`Binaries`] | pipeline binaries: capture, read, create from checked data |
 //! | `cache` | [`Cache`] | pipeline caches: header checks, create, merge, read (with retries) |
 //! | `validation` | the debug messenger | `VK_EXT_debug_utils` |
@@ -94,9 +94,12 @@
 //!    set layouts were made with.
 //! 3. At capture, pipelines and binaries never outlive the creating call.
 //! 4. A linked pipeline holds the libraries it was linked from until it is destroyed (also
-//!    after [`Pipeline::into_raw`], through [`LinkedLibraries`]).
+//!    after [`Pipeline::into_raw`], through [`Retained`]).
 //! 5. Borrowed instances and devices are the application's: `unsafe` constructors whose
 //!    `# Safety` sections say what it promises.
+//! 6. A pipeline the loader made holds its pipeline layout until it is destroyed (through
+//!    [`Retained`] after `into_raw`): dropping the loader never destroys a layout a live
+//!    pipeline was created with, with or without `maintenance4`.
 
 // The modules that call the driver (`allow(unsafe_code)`); every other module of the crate
 // denies `unsafe`.
@@ -135,14 +138,17 @@ mod native;
 // feature): not API.
 #[doc(hidden)]
 pub mod probe;
+mod retire;
 mod shared;
+mod stats;
 mod translate;
+mod warmup;
 
 #[cfg(feature = "capture")]
 pub use binary::BlobInterner;
 pub use binary::{Binaries, CaptureStats, RawBinary};
 pub use build::{entry_name, graphics_input, specialization_of};
-pub use cache::{Cache, MergedCache};
+pub use cache::{Cache, EngineCache, MergedCache};
 pub use device::{Gpu, OpenOptions};
 pub use devices::{identity_of, list_devices, select_device, DeviceInfo};
 pub use error::VulkanError;
@@ -151,18 +157,22 @@ pub use features::{from_vk as device_features_of, Limits};
 pub use handles::{DriverLayout, Module, RenderPass, Sampler};
 pub use instance::{api_string, Driver, PhysicalInfo, Supports};
 pub use inverse::{compute_pipeline, graphics_pipeline, AppPipeline, AppStage};
-pub use loader::{LoadError, Loaded, LoaderOptions, PipelineLoader, Source, FEEDBACK_CACHE_HIT, FEEDBACK_VALID};
+pub use loader::{
+    EngineLayouts, LayoutRequest, LayoutSource, LoadError, LoadErrorKind, Loaded, LoaderOptions, PipelineLoader,
+    Source, DICTIONARY_MIN_BYTES, FEEDBACK_CACHE_HIT, FEEDBACK_VALID,
+};
 pub use lookup::{AppLookup, Offer};
 pub use native::{check_structure, NativeInput, NativeObjects, StageInput};
-pub use pipeline::{
-    CheckedBinaries, CreateMode, CreateOutcome, DepthStencil, GraphicsInput, LinkedLibraries, Pipeline,
-};
+pub use pipeline::{CheckedBinaries, CreateMode, CreateOutcome, DepthStencil, GraphicsInput, Pipeline, Retained};
 pub use recorder::{CreateInfoError, ObjectRecorder};
+pub use retire::RetireQueue;
 pub use shared::Shared;
+pub use stats::{Latency, LoaderStats};
 pub use translate::{layout_desc, stage_flag, LayoutDesc, SetBinding};
 /// The Vulkan bindings this module speaks (vulkanalia), for callers that wrap their own
 /// instance and device.
 pub use vulkanalia;
+pub use warmup::{Priority, Status, Ticket, Warmup, WarmupProgress, WarmupStats, Workers};
 
 // `Driver`, `Gpu`, `Module` and `DriverLayout` are `Send + Sync` without any `unsafe impl`:
 // Vulkan handles are plain integers in vulkanalia and its `Instance`/`Device` are `Send + Sync`;
@@ -178,5 +188,7 @@ const _: () = {
     assert_send_sync::<Cache>();
     assert_send_sync::<ObjectRecorder>();
     assert_send_sync::<AppPipeline>();
-    assert_send_sync::<PipelineLoader<'static>>();
+    assert_send_sync::<PipelineLoader>();
+    assert_send_sync::<Warmup>();
+    assert_send_sync::<RetireQueue<Pipeline>>();
 };

@@ -739,6 +739,7 @@ fn bytes_of<T: Codec>(v: &T) -> Vec<u8> {
 pub struct NativeObjects {
     samplers: Shared<Vec<u8>, Sampler>,
     layouts: Shared<Vec<u8>, DriverLayout>,
+    engine_layouts: Shared<Vec<u8>, DriverLayout>,
     render_passes: Shared<Vec<u8>, RenderPass>,
 }
 
@@ -751,6 +752,16 @@ impl NativeObjects {
                 |s: &SamplerState| self.samplers.get_or_try(bytes_of(s), || gpu.sampler(s).map_err(|e| e.to_string()));
             gpu.native_layout(layout, &sampler).map_err(|e| e.to_string())
         })
+    }
+
+    /// The engine's layout for `layout` (from `make`), asked once per content; held apart
+    /// from granary's own.
+    pub fn engine_layout(
+        &self,
+        layout: &NativeLayout,
+        make: impl FnOnce() -> Result<DriverLayout, String>,
+    ) -> Result<Arc<DriverLayout>, String> {
+        self.engine_layouts.get_or_try(bytes_of(layout), make)
     }
 
     /// The render pass of `rp` on `gpu`, made once per content.

@@ -10,7 +10,7 @@
 //!   library for as long as it lives: the specification requires the application to keep a
 //!   library alive while any pipeline linked with it exists. Its `Drop` destroys the linked
 //!   pipeline first; the libraries go when their last user does. [`Pipeline::into_raw`]
-//!   hands the libraries over with the handle ([`LinkedLibraries`]), to be dropped only after
+//!   hands the libraries over with the handle ([`Retained`], with its layout), to be dropped only after
 //!   the application destroyed the pipeline.
 //! - Fragment-output libraries ([`Gpu::fragment_output`]) are ordinary [`Pipeline`]s, shared
 //!   (`Arc`) by every pipeline linked with them; the loader caches one per output state.
@@ -382,7 +382,7 @@ impl Gpu {
                 unsafe { self.device.create_graphics_pipelines(cache, &[*info], None) }
             })
         })?;
-        let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
+        let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new(), layout: None };
         self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags, probed)
     }
 
@@ -457,7 +457,7 @@ impl Gpu {
                 unsafe { self.device.create_compute_pipelines(cache, &[*info], None) }
             })
         })?;
-        let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
+        let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new(), layout: None };
         self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags, probed)
     }
 
@@ -509,7 +509,7 @@ impl Gpu {
                 })
             })?,
         };
-        let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
+        let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new(), layout: None };
         self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags, probed)
     }
 
@@ -568,14 +568,14 @@ impl Gpu {
             // alive.
             unsafe { info.create(&self.device, cache) }
         })?;
-        let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new() };
+        let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new(), layout: None };
         self.finish(pipeline, how, Vec::new(), driver_time, feedback.flags, None)
     }
 
     /// With `capture`, the pipeline key of `info` (exactly the chain created with, stored beside
     /// the binaries); then `create(info)`, timed. Returns the pipeline, the key (empty without
     /// `capture`) and the time inside the driver's create call.
-    fn key_and_create<T: super::binary::PipelineCreateInfo, S, E: std::fmt::Debug>(
+    fn key_and_create<T: super::binary::PipelineCreateInfo, S, E: super::error::CallCode>(
         &self,
         capture: bool,
         probe: Probe<'_>,
@@ -702,8 +702,12 @@ impl Gpu {
         // until the call returns. A fragment-output library uses no shader and no layout.
         let r = unsafe { self.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
         let handle = r.map_err(|e| VulkanError::call("vkCreateGraphicsPipelines (fragment output)", e))?.0;
-        let pipeline =
-            Pipeline { gpu: self.clone(), handle: handle.first().copied().unwrap_or_default(), libraries: Vec::new() };
+        let pipeline = Pipeline {
+            gpu: self.clone(),
+            handle: handle.first().copied().unwrap_or_default(),
+            libraries: Vec::new(),
+            layout: None,
+        };
         Ok((pipeline, start.elapsed()))
     }
 
@@ -747,6 +751,7 @@ impl Gpu {
                 gpu: self.clone(),
                 handle: handle.unwrap_or_default(),
                 libraries: vec![library, output],
+                layout: None,
             }),
             feedback: feedback.flags.bits(),
         })
@@ -764,21 +769,36 @@ pub struct Pipeline {
     pub(super) handle: vk::Pipeline,
     /// The libraries this pipeline was linked from, kept alive as long as it is.
     pub(super) libraries: Vec<Arc<Pipeline>>,
+    /// The layout it was created with (set by the loader), kept alive as long as it is: a
+    /// command buffer binding descriptor sets for it uses a compatible layout, and without
+    /// `maintenance4` a layout must outlive the pipelines made with it.
+    pub(super) layout: Option<Arc<super::handles::DriverLayout>>,
 }
 
-/// The graphics pipeline libraries a pipeline handed over with [`Pipeline::into_raw`] was
-/// linked from. Keep this value until the application has destroyed that pipeline
-/// (`vkDestroyPipeline`), then drop it: the specification requires a library to outlive every
-/// pipeline linked with it. Empty for a pipeline that was not linked.
+/// What a pipeline handed over with [`Pipeline::into_raw`] still needs: the graphics pipeline
+/// libraries it was linked from and the pipeline layout it was created with. Keep this value
+/// until the application has destroyed that pipeline (`vkDestroyPipeline`), then drop it: the
+/// specification requires a library to outlive every pipeline linked with it, and (without
+/// `maintenance4`) a layout to outlive the pipelines created with it.
 ///
 /// Thread safety: `Send + Sync`.
-#[must_use = "the libraries must outlive the pipeline linked from them"]
-pub struct LinkedLibraries(#[allow(dead_code)] Vec<Arc<Pipeline>>);
+#[must_use = "the libraries and layout must outlive the pipeline made from them"]
+pub struct Retained {
+    #[allow(dead_code)]
+    libraries: Vec<Arc<Pipeline>>,
+    layout: Option<Arc<super::handles::DriverLayout>>,
+}
 
-impl LinkedLibraries {
+impl Retained {
     /// Whether the pipeline was linked from no library.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+    pub fn is_unlinked(&self) -> bool {
+        self.libraries.is_empty()
+    }
+
+    /// The pipeline layout the pipeline was created with (bind descriptor sets with it, or
+    /// with a layout compatible with it), if the loader made it.
+    pub fn layout(&self) -> Option<vk::PipelineLayout> {
+        self.layout.as_ref().map(|l| l.handle)
     }
 }
 
@@ -791,11 +811,17 @@ impl Pipeline {
     pub fn is_linked(&self) -> bool {
         !self.libraries.is_empty()
     }
+    /// The pipeline layout it was created with, kept alive as long as this value (set for
+    /// pipelines the loader made; `None` for a pipeline made from the application's own create
+    /// info, whose layout is the application's).
+    pub fn layout(&self) -> Option<vk::PipelineLayout> {
+        self.layout.as_ref().map(|l| l.handle)
+    }
     /// Hands the pipeline over to the caller, who must destroy it (`vkDestroyPipeline`)
-    /// before the device, and before dropping the returned [`LinkedLibraries`].
-    pub fn into_raw(mut self) -> (vk::Pipeline, LinkedLibraries) {
+    /// before the device, and before dropping the returned [`Retained`].
+    pub fn into_raw(mut self) -> (vk::Pipeline, Retained) {
         let handle = std::mem::take(&mut self.handle);
-        (handle, LinkedLibraries(std::mem::take(&mut self.libraries)))
+        (handle, Retained { libraries: std::mem::take(&mut self.libraries), layout: self.layout.take() })
     }
 }
 

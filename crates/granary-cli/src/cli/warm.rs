@@ -55,8 +55,9 @@ pub struct WarmArgs {
     /// version, a damaged binary, one the driver refuses): fail, or compile from SPIR-V.
     #[arg(long, value_enum, default_value = "fail")]
     fallback: FallbackArg,
-    /// Seed the compile path's VkPipelineCache with this file (vkGetPipelineCacheData bytes).
-    /// Its header must be this device's (vendor, device, pipelineCacheUUID): otherwise warm
+    /// Seed the compile path's VkPipelineCache with this file (vkGetPipelineCacheData bytes),
+    /// merged with the archive's pipeline-cache data where --source uses it (auto, cache);
+    /// with --source spirv it is the only seed. Its header must be this device's (vendor, device, pipelineCacheUUID): otherwise warm
     /// stops, naming the field (exit 2), and the driver never sees the bytes.
     #[arg(long, value_name = "FILE")]
     pipeline_cache_in: Option<PathBuf>,
@@ -77,9 +78,11 @@ pub struct WarmArgs {
     /// time is reported, the per-pipeline figures are the last pass's.
     #[arg(long, default_value_t = 1)]
     repeat: usize,
-    /// Pipelines archived as libraries: create them from their binaries and link (binaries),
-    /// or compile their library part from SPIR-V and link (compile; the workaround for a
-    /// driver that crashes linking libraries made from binaries, docs/BENCHMARKS.md).
+    /// Pipelines archived as libraries: create them from their binaries and link (binaries;
+    /// except a library whose binaries include one of 64 KiB or more that other pipelines
+    /// share, NVIDIA's dictionary, whose part is compiled: linking it crashes NVIDIA 580), from every set's
+    /// binaries, shared ones too (binaries-all), or compile every library part from SPIR-V
+    /// and link (compile). docs/BENCHMARKS.md has the driver bug.
     #[arg(long, value_enum, default_value = "binaries")]
     libraries: LibrariesArg,
     /// Open the device without graphics pipeline libraries (as an application that does not
@@ -112,6 +115,7 @@ enum SourceArg {
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum LibrariesArg {
     Binaries,
+    BinariesAll,
     Compile,
 }
 
@@ -147,7 +151,7 @@ struct Pass {
     cpu: Duration,
 }
 
-fn pass(loader: &PipelineLoader<'_>, archive: &Archive, threads: usize, trace: bool) -> Pass {
+fn pass(loader: &PipelineLoader, archive: &Archive, threads: usize, trace: bool) -> Pass {
     let n = archive.len();
     let out = Mutex::new(Vec::with_capacity(n));
     let timing = granary_lab::bench::parallel(n, threads, |i| {
@@ -205,7 +209,8 @@ pub fn run(a: WarmArgs) -> anyhow::Result<i32> {
 
 /// The command on `driver`: its exit status and, with `--json`, what to print.
 fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_json::Value>)> {
-    let archive = Archive::open(&a.archive).with_context(|| format!("opening {}", a.archive.display()))?;
+    let archive =
+        std::sync::Arc::new(Archive::open(&a.archive).with_context(|| format!("opening {}", a.archive.display()))?);
     let info = select_device(driver.physical_devices()?, a.device.as_deref())?;
     // The compile paths open the device as an application without granary would: without
     // VK_KHR_pipeline_binary (the baseline a developer writes uses a VkPipelineCache only).
@@ -225,7 +230,8 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
         use_binaries: matches!(a.source, SourceArg::Auto | SourceArg::Binaries),
         fallback_compile: a.fallback == FallbackArg::Compile || matches!(a.source, SourceArg::Cache | SourceArg::Spirv),
         require_binaries: a.source == SourceArg::Binaries && a.fallback == FallbackArg::Fail,
-        library_binaries: a.libraries == LibrariesArg::Binaries,
+        library_binaries: a.libraries != LibrariesArg::Compile,
+        link_shared_library_binaries: a.libraries == LibrariesArg::BinariesAll,
         share_binaries_from: a.share_binaries_from,
         use_archive_cache: matches!(a.source, SourceArg::Auto | SourceArg::Cache),
         initial_cache,
@@ -233,12 +239,13 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
             Some(p) => Some(granary_archive::PublicKey::read(p).with_context(|| format!("reading {}", p.display()))?),
             None => None,
         },
+        ..LoaderOptions::default()
     };
     let threads = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
 
     // The identity check comes before any pipeline: an archive for another device or driver
     // is reported as such, and (without --fallback compile) nothing is created.
-    let probe = PipelineLoader::new(&archive, gpu.clone(), options.clone())?;
+    let probe = PipelineLoader::new(archive.clone(), gpu.clone(), options.clone())?;
     let mismatch = probe.mismatch().map(|m| m.to_string());
     let has_binaries = probe.has_binaries();
     let cache_blobs = probe.cache_blobs();
@@ -288,7 +295,7 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
     for _ in 0..a.repeat.max(1) {
         let loader = match probe.take() {
             Some(l) => l,
-            None => PipelineLoader::new(&archive, gpu.clone(), options.clone())?,
+            None => PipelineLoader::new(archive.clone(), gpu.clone(), options.clone())?,
         };
         let p = pass(&loader, &archive, threads, a.trace_each);
         key_mismatches = loader.key_mismatches();

@@ -1,0 +1,782 @@
+//! [`Warmup`]: progressive pipeline creation that never blocks the caller.
+//!
+//! An engine asks for pipelines ([`Warmup::request`], by key, label, label prefix or list) with
+//! a [`Priority`] and gets a [`Ticket`]; the frame asks [`Warmup::try_get`], which never waits
+//! and never compiles; the engine's own job system runs the creations with
+//! [`Warmup::pump`] (for at most a time budget, spawning nothing), or [`Warmup::spawn_workers`]
+//! owns threads that do. A loading screen waits with [`Warmup::wait`].
+//!
+//! Invariants:
+//! - A request is deduplicated by (pipeline key, link formats): asking again returns the same
+//!   ticket (raising its priority if the new one is higher), so a pipeline is created once.
+//! - The queue runs the highest priority first, first come first served within a priority;
+//!   [`Warmup::boost`] moves a queued request up.
+//! - `try_get` reads one atomic and a once-cell: it takes no lock, so a creation in flight on
+//!   another thread (the driver may hold its own lock for milliseconds) cannot delay it.
+//! - The queue's lock is held only to push and pop, never during a creation.
+//! - A ticket's result is set once and kept: the pipeline lives as long as the `Warmup` or
+//!   any `Arc<Loaded>` handed out, whichever is longer.
+
+use super::loader::{LoadError, Loaded, PipelineLoader};
+use crate::key::PipelineKey;
+use crate::render_state::TextureFormat;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How soon a request should run: higher first. Requests of one priority run in the order
+/// they were made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Priority(pub u32);
+
+impl Priority {
+    /// Background warm-up of what may be needed later.
+    pub const LOW: Priority = Priority(0);
+    /// The default.
+    pub const NORMAL: Priority = Priority(100);
+    /// Needed soon (the next level, the next area).
+    pub const HIGH: Priority = Priority(200);
+    /// A draw is waiting for it now.
+    pub const CRITICAL: Priority = Priority(300);
+}
+
+/// One requested pipeline: poll it with [`Warmup::try_get`]. Cloning is cheap (an `Arc`).
+///
+/// Thread safety: `Send + Sync`.
+#[derive(Clone)]
+pub struct Ticket(Arc<Slot<Arc<Loaded>>>);
+
+impl Ticket {
+    /// The pipeline's key.
+    pub fn key(&self) -> PipelineKey {
+        self.0.request.key
+    }
+}
+
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ticket").field("key", &self.0.request.key.to_hex()).finish()
+    }
+}
+
+/// Where a request stands ([`Warmup::try_get`]).
+#[derive(Clone)]
+pub enum Status {
+    /// Created: bind `Loaded::pipeline`.
+    Ready(Arc<Loaded>),
+    /// Queued or being created.
+    Pending,
+    /// Creating it failed (the error says why; [`LoadError::kind`] for code).
+    Failed(Arc<LoadError>),
+    /// The archive holds no pipeline with this key.
+    Absent,
+}
+
+impl std::fmt::Debug for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Status::Ready(l) => write!(f, "Ready({:?})", l.source),
+            Status::Pending => f.write_str("Pending"),
+            Status::Failed(e) => write!(f, "Failed({e})"),
+            Status::Absent => f.write_str("Absent"),
+        }
+    }
+}
+
+/// How far a warm-up has come ([`Warmup::progress`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WarmupProgress {
+    /// Distinct requests made.
+    pub requested: u64,
+    /// Created.
+    pub ready: u64,
+    /// Failed.
+    pub failed: u64,
+    /// Not in the archive.
+    pub absent: u64,
+}
+
+impl WarmupProgress {
+    /// Requests not finished yet (queued or being created).
+    pub fn pending(&self) -> u64 {
+        self.requested - self.ready - self.failed - self.absent
+    }
+
+    /// Whether every request has finished.
+    pub fn done(&self) -> bool {
+        self.pending() == 0
+    }
+}
+
+/// The warm-up's own counters ([`Warmup::stats`]); the loader's are in
+/// [`PipelineLoader::stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WarmupStats {
+    /// Where the requests stand.
+    pub progress: WarmupProgress,
+    /// Requests whose first `try_get` found them not ready (each counted once): a frame that
+    /// needed a pipeline before the warm-up had it.
+    pub requested_too_late: u64,
+    /// Requests being created now.
+    pub in_flight: u64,
+    /// Requests made again for a pipeline already requested (deduplicated).
+    pub deduplicated: u64,
+}
+
+/// What one [`Warmup::pump`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pumped {
+    /// Requests finished by this call (created, failed or absent).
+    pub finished: usize,
+    /// Whether requests are still queued.
+    pub more: bool,
+}
+
+/// Progressive, deduplicated, prioritized creation of an archive's pipelines on top of a
+/// [`PipelineLoader`]; see the module's invariants.
+///
+/// Thread safety: `Send + Sync`, and `Clone` (a handle: clones share one queue). Every method
+/// may be called from any thread; [`pump`](Self::pump) from any number at once.
+///
+/// ```no_run
+/// # use granary_archive::vulkan::{PipelineLoader, Priority, Status, Warmup};
+/// # use std::{sync::Arc, time::Duration};
+/// # fn f(loader: PipelineLoader) {
+/// let warmup = Warmup::new(Arc::new(loader));
+/// let tickets = warmup.request_prefix("forest/", Priority::NORMAL).unwrap();
+/// // Each frame, on a job thread: at most 2 ms of creation.
+/// warmup.pump(Duration::from_millis(2));
+/// // On the render thread: never waits.
+/// match warmup.try_get(&tickets[0]) {
+///     Status::Ready(p) => { /* bind p.pipeline.handle() */ }
+///     Status::Pending => { warmup.boost(&tickets[0], Priority::CRITICAL); /* skip the draw */ }
+///     Status::Failed(_) | Status::Absent => { /* the engine's own fallback */ }
+/// }
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Warmup {
+    core: Arc<Core<PipelineLoader>>,
+}
+
+impl Warmup {
+    /// A warm-up over `loader` with an empty queue.
+    pub fn new(loader: Arc<PipelineLoader>) -> Self {
+        Warmup { core: Arc::new(Core::new(loader)) }
+    }
+
+    /// The loader it creates with.
+    pub fn loader(&self) -> &Arc<PipelineLoader> {
+        &self.core.creator
+    }
+
+    /// Asks for the pipeline with `key`, linked (if it was archived as a library) with the
+    /// loader's [`link_formats`](super::LoaderOptions::link_formats). Never blocks on a
+    /// creation; returns the existing ticket if it was asked for before.
+    pub fn request(&self, key: PipelineKey, priority: Priority) -> Ticket {
+        let formats = self.core.creator.options.link_formats.clone();
+        self.request_formats(key, formats, priority)
+    }
+
+    /// [`request`](Self::request) with link formats of its own (one request per distinct
+    /// key and formats).
+    pub fn request_formats(&self, key: PipelineKey, link_formats: Vec<TextureFormat>, priority: Priority) -> Ticket {
+        Ticket(self.core.request(Request { key, formats: link_formats }, priority))
+    }
+
+    /// Asks for every pipeline whose label starts with `prefix` (all of them for `""`), in
+    /// label order. Fails only if the archive's label index is damaged.
+    pub fn request_prefix(&self, prefix: &str, priority: Priority) -> Result<Vec<Ticket>, LoadError> {
+        let archive = self.core.creator.archive.clone();
+        let mut keys = Vec::new();
+        for (label, index) in archive.labels()? {
+            if label.starts_with(prefix) {
+                keys.push(archive.pipeline(index)?.key());
+            }
+        }
+        Ok(keys.into_iter().map(|k| self.request(k, priority)).collect())
+    }
+
+    /// Asks for the pipelines labelled `labels`, in that order (each one's ticket, or
+    /// [`LoadError::NotFound`] for a label the archive does not hold).
+    pub fn request_labels<S: AsRef<str>>(&self, labels: &[S], priority: Priority) -> Vec<Result<Ticket, LoadError>> {
+        let archive = self.core.creator.archive.clone();
+        labels
+            .iter()
+            .map(|l| {
+                let l = l.as_ref();
+                match archive.lookup_label(l)? {
+                    Some(p) => Ok(self.request(p.key(), priority)),
+                    None => Err(LoadError::NotFound(format!("labelled '{l}'"))),
+                }
+            })
+            .collect()
+    }
+
+    /// Raises a queued request to `priority` (a lower one, or a request already running or
+    /// done, is left as it is).
+    pub fn boost(&self, ticket: &Ticket, priority: Priority) {
+        self.core.boost(&ticket.0, priority)
+    }
+
+    /// Where the request stands, without waiting and without creating anything: one atomic
+    /// load and a once-cell read, no lock.
+    pub fn try_get(&self, ticket: &Ticket) -> Status {
+        match self.core.try_get(&ticket.0) {
+            Got::Ready(l) => Status::Ready(l.clone()),
+            Got::Pending => Status::Pending,
+            Got::Failed(e) => Status::Failed(e.clone()),
+            Got::Absent => Status::Absent,
+        }
+    }
+
+    /// Runs queued creations, highest priority first, until the queue is empty or `budget`
+    /// has passed, checked after each creation: a creation cannot be interrupted, so the last
+    /// one may end past the budget, and one runs even with a zero budget (`pump(ZERO)` is
+    /// "create the most urgent pipeline"). Spawns nothing; may run on any number of threads at
+    /// once.
+    pub fn pump(&self, budget: Duration) -> Pumped {
+        self.core.pump(budget)
+    }
+
+    /// Waits until every ticket has finished or `timeout` has passed; `true` if all finished.
+    /// For loading screens: never call it on a frame's path.
+    pub fn wait(&self, tickets: &[Ticket], timeout: Duration) -> bool {
+        let slots: Vec<&Slot<Arc<Loaded>>> = tickets.iter().map(|t| &*t.0).collect();
+        self.core.wait(&slots, timeout)
+    }
+
+    /// Where every request made so far stands.
+    pub fn progress(&self) -> WarmupProgress {
+        self.core.progress()
+    }
+
+    /// The warm-up's counters (cheap: relaxed atomic loads).
+    pub fn stats(&self) -> WarmupStats {
+        self.core.stats()
+    }
+
+    /// Threads that pump this warm-up until the returned [`Workers`] is dropped or
+    /// [`shut down`](Workers::shutdown): each waits for work, runs one creation at a time and
+    /// never spins. For an engine without a job system of its own.
+    pub fn spawn_workers(&self, threads: usize) -> std::io::Result<Workers> {
+        self.core.clone().spawn(threads)
+    }
+}
+
+/// Worker threads of [`Warmup::spawn_workers`]. Dropping it stops them: each finishes the
+/// creation it is in (a driver call cannot be interrupted) and exits; queued requests stay
+/// queued for [`Warmup::pump`] or new workers.
+pub struct Workers {
+    stop: Arc<AtomicBool>,
+    wake: Arc<dyn Fn() + Send + Sync>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Workers {
+    /// Stops the threads and waits for them (what drop does).
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        (self.wake)();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scheduling core, generic over what creates, so that its invariants are tested without a
+// driver (a creator that sleeps or blocks).
+
+/// What the core asks for: a pipeline key and the link formats.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Request {
+    pub(super) key: PipelineKey,
+    pub(super) formats: Vec<TextureFormat>,
+}
+
+/// What creates a request's value.
+pub(super) trait Create: Send + Sync + 'static {
+    type Out: Send + Sync + 'static;
+    /// Creates it; [`LoadError::NotFound`] makes the request absent.
+    fn create(&self, request: &Request) -> Result<Self::Out, LoadError>;
+}
+
+impl Create for PipelineLoader {
+    type Out = Arc<Loaded>;
+    fn create(&self, request: &Request) -> Result<Arc<Loaded>, LoadError> {
+        let p = self.archive.get(request.key)?;
+        let p = p.ok_or_else(|| LoadError::NotFound(format!("with key {}", request.key.to_hex())))?;
+        self.load_formats(&p, &request.formats).map(Arc::new)
+    }
+}
+
+const QUEUED: u8 = 0;
+const RUNNING: u8 = 1;
+const DONE: u8 = 2;
+
+/// One request's state.
+pub(super) struct Slot<O> {
+    request: Request,
+    priority: AtomicU32,
+    state: AtomicU8,
+    late: AtomicBool,
+    result: OnceLock<Result<O, Arc<LoadError>>>,
+}
+
+/// A queue entry (lazily deleted: an entry whose priority is no longer its slot's, or whose
+/// slot is not queued, is skipped).
+struct Queued<O> {
+    priority: u32,
+    seq: u64,
+    slot: Arc<Slot<O>>,
+}
+
+impl<O> PartialEq for Queued<O> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.priority, self.seq) == (other.priority, other.seq)
+    }
+}
+impl<O> Eq for Queued<O> {}
+impl<O> PartialOrd for Queued<O> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<O> Ord for Queued<O> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // Max-heap: higher priority first, then the earlier request.
+        self.priority.cmp(&other.priority).then(other.seq.cmp(&self.seq))
+    }
+}
+
+struct Queue<O> {
+    heap: BinaryHeap<Queued<O>>,
+    slots: HashMap<Request, Arc<Slot<O>>>,
+    seq: u64,
+}
+
+/// What `try_get` found.
+pub(super) enum Got<'s, O> {
+    Ready(&'s O),
+    Pending,
+    Failed(&'s Arc<LoadError>),
+    Absent,
+}
+
+pub(super) struct Core<C: Create> {
+    pub(super) creator: Arc<C>,
+    queue: Mutex<Queue<C::Out>>,
+    /// Signalled when a request is queued, when one finishes, and on shutdown.
+    changed: Condvar,
+    requested: AtomicU64,
+    ready: AtomicU64,
+    failed: AtomicU64,
+    absent: AtomicU64,
+    late: AtomicU64,
+    running: AtomicU64,
+    deduplicated: AtomicU64,
+}
+
+impl<C: Create> Core<C> {
+    pub(super) fn new(creator: Arc<C>) -> Self {
+        Core {
+            creator,
+            queue: Mutex::new(Queue { heap: BinaryHeap::new(), slots: HashMap::new(), seq: 0 }),
+            changed: Condvar::new(),
+            requested: AtomicU64::new(0),
+            ready: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            absent: AtomicU64::new(0),
+            late: AtomicU64::new(0),
+            running: AtomicU64::new(0),
+            deduplicated: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queue<C::Out>> {
+        // A panic while holding the lock leaves the queue consistent (every change is one
+        // push or pop), so a poisoned lock is taken as it is.
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn request(&self, request: Request, priority: Priority) -> Arc<Slot<C::Out>> {
+        let mut q = self.lock();
+        if let Some(slot) = q.slots.get(&request).cloned() {
+            self.deduplicated.fetch_add(1, Ordering::Relaxed);
+            drop(q);
+            self.boost(&slot, priority);
+            return slot;
+        }
+        let slot = Arc::new(Slot {
+            request: request.clone(),
+            priority: AtomicU32::new(priority.0),
+            state: AtomicU8::new(QUEUED),
+            late: AtomicBool::new(false),
+            result: OnceLock::new(),
+        });
+        q.seq += 1;
+        let seq = q.seq;
+        q.heap.push(Queued { priority: priority.0, seq, slot: slot.clone() });
+        q.slots.insert(request, slot.clone());
+        self.requested.fetch_add(1, Ordering::Relaxed);
+        drop(q);
+        self.changed.notify_all();
+        slot
+    }
+
+    pub(super) fn boost(&self, slot: &Arc<Slot<C::Out>>, priority: Priority) {
+        let mut q = self.lock();
+        if slot.state.load(Ordering::Acquire) != QUEUED || slot.priority.load(Ordering::Relaxed) >= priority.0 {
+            return;
+        }
+        slot.priority.store(priority.0, Ordering::Relaxed);
+        q.seq += 1;
+        let seq = q.seq;
+        q.heap.push(Queued { priority: priority.0, seq, slot: slot.clone() });
+    }
+
+    pub(super) fn try_get<'s>(&self, slot: &'s Slot<C::Out>) -> Got<'s, C::Out> {
+        match slot.result.get() {
+            Some(Ok(v)) => Got::Ready(v),
+            Some(Err(e)) if matches!(**e, LoadError::NotFound(_)) => Got::Absent,
+            Some(Err(e)) => Got::Failed(e),
+            None => {
+                if !slot.late.swap(true, Ordering::Relaxed) {
+                    self.late.fetch_add(1, Ordering::Relaxed);
+                }
+                Got::Pending
+            }
+        }
+    }
+
+    /// The next queued slot, marked running; `None` when the queue is empty.
+    fn pop(&self, q: &mut Queue<C::Out>) -> Option<Arc<Slot<C::Out>>> {
+        while let Some(e) = q.heap.pop() {
+            if e.priority != e.slot.priority.load(Ordering::Relaxed) {
+                continue; // an older entry of a boosted request
+            }
+            if e.slot.state.compare_exchange(QUEUED, RUNNING, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                return Some(e.slot);
+            }
+        }
+        None
+    }
+
+    /// Creates `slot`'s value and publishes it. A panic in the creator (code we do not control)
+    /// is the request's failure, not the caller's.
+    fn run(&self, slot: &Slot<C::Out>) {
+        self.running.fetch_add(1, Ordering::Relaxed);
+        let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.creator.create(&slot.request)))
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                Err(LoadError::Pipeline {
+                    pipeline: slot.request.key.to_hex(),
+                    kind: super::loader::LoadErrorKind::Driver,
+                    message: format!("creation panicked: {what}"),
+                    source: None,
+                })
+            });
+        let counter = match &made {
+            Ok(_) => &self.ready,
+            Err(LoadError::NotFound(_)) => &self.absent,
+            Err(_) => &self.failed,
+        };
+        let _ = slot.result.set(made.map_err(Arc::new));
+        slot.state.store(DONE, Ordering::Release);
+        counter.fetch_add(1, Ordering::Relaxed);
+        self.running.fetch_sub(1, Ordering::Relaxed);
+        // Under the lock, so that a waiter between its check and its wait cannot miss it.
+        drop(self.lock());
+        self.changed.notify_all();
+    }
+
+    pub(super) fn pump(&self, budget: Duration) -> Pumped {
+        let start = Instant::now();
+        let mut finished = 0;
+        loop {
+            let Some(slot) = self.pop(&mut self.lock()) else { break };
+            self.run(&slot);
+            finished += 1;
+            if start.elapsed() >= budget {
+                break;
+            }
+        }
+        Pumped { finished, more: !self.lock().heap.is_empty() }
+    }
+
+    pub(super) fn wait(&self, slots: &[&Slot<C::Out>], timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut q = self.lock();
+        loop {
+            if slots.iter().all(|s| s.state.load(Ordering::Acquire) == DONE) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            q = self.changed.wait_timeout(q, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+
+    pub(super) fn progress(&self) -> WarmupProgress {
+        // `requested` last: a request finishing between the loads is never counted before
+        // it was requested.
+        let (ready, failed, absent) = (
+            self.ready.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed),
+            self.absent.load(Ordering::Relaxed),
+        );
+        let requested = self.requested.load(Ordering::Relaxed).max(ready + failed + absent);
+        WarmupProgress { requested, ready, failed, absent }
+    }
+
+    pub(super) fn stats(&self) -> WarmupStats {
+        WarmupStats {
+            progress: self.progress(),
+            requested_too_late: self.late.load(Ordering::Relaxed),
+            in_flight: self.running.load(Ordering::Relaxed),
+            deduplicated: self.deduplicated.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The worker loop: waits for work, runs it, until `stop`.
+    fn work(&self, stop: &AtomicBool) {
+        loop {
+            let slot = {
+                let mut q = self.lock();
+                loop {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    if let Some(s) = self.pop(&mut q) {
+                        break s;
+                    }
+                    q = self.changed.wait(q).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            self.run(&slot);
+        }
+    }
+
+    fn spawn(self: Arc<Self>, threads: usize) -> std::io::Result<Workers> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let core = self.clone();
+        let wake: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
+            drop(core.lock());
+            core.changed.notify_all();
+        });
+        let mut workers = Workers { stop: stop.clone(), wake, threads: Vec::new() };
+        for i in 0..threads.max(1) {
+            let (core, stop) = (self.clone(), stop.clone());
+            let t = std::thread::Builder::new().name(format!("granary-warmup-{i}")).spawn(move || core.work(&stop))?;
+            workers.threads.push(t);
+        }
+        Ok(workers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A creator that records the order it was asked in, sleeps `sleep`, and can be held at a
+    /// gate; key bytes starting with 0xab are absent, 0xee fail, 0xff panic.
+    #[derive(Default)]
+    struct Fake {
+        order: Mutex<Vec<u8>>,
+        sleep: Duration,
+        gate: Mutex<bool>,
+        opened: Condvar,
+        calls: AtomicUsize,
+    }
+
+    impl Fake {
+        fn open(&self) {
+            *self.gate.lock().unwrap() = true;
+            self.opened.notify_all();
+        }
+    }
+
+    impl Create for Fake {
+        type Out = u8;
+        fn create(&self, r: &Request) -> Result<u8, LoadError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let mut open = self.gate.lock().unwrap();
+            while !*open {
+                open = self.opened.wait(open).unwrap();
+            }
+            drop(open);
+            std::thread::sleep(self.sleep);
+            let b = r.key.0 as u8;
+            self.order.lock().unwrap().push(b);
+            match b {
+                0xab => Err(LoadError::NotFound("absent".into())),
+                0xee => Err(LoadError::WouldCompile("failed".into())),
+                0xff => panic!("the driver crashed"),
+                _ => Ok(b),
+            }
+        }
+    }
+
+    fn req(b: u8) -> Request {
+        Request { key: PipelineKey(u128::from(b)), formats: Vec::new() }
+    }
+
+    fn core(sleep: Duration, open: bool) -> Arc<Core<Fake>> {
+        let fake = Fake { sleep, ..Fake::default() };
+        *fake.gate.lock().unwrap() = open;
+        Arc::new(Core::new(Arc::new(fake)))
+    }
+
+    #[test]
+    fn the_highest_priority_runs_first_then_first_come_first_served_and_boost_moves_a_request_up() {
+        let c = core(Duration::ZERO, true);
+        let _a = c.request(req(1), Priority::LOW);
+        let _b = c.request(req(2), Priority::NORMAL);
+        let _c = c.request(req(3), Priority::HIGH);
+        let _d = c.request(req(4), Priority::NORMAL);
+        let e = c.request(req(5), Priority::LOW);
+        c.boost(&e, Priority::CRITICAL);
+        // A lower boost changes nothing.
+        c.boost(&e, Priority::LOW);
+        let p = c.pump(Duration::from_secs(10));
+        assert_eq!(p, Pumped { finished: 5, more: false });
+        assert_eq!(*c.creator.order.lock().unwrap(), vec![5, 3, 2, 4, 1]);
+    }
+
+    #[test]
+    fn a_request_made_twice_is_created_once_and_asked_again_it_is_raised() {
+        let c = core(Duration::ZERO, true);
+        let a = c.request(req(1), Priority::LOW);
+        let _b = c.request(req(2), Priority::NORMAL);
+        let again = c.request(req(1), Priority::HIGH);
+        assert!(Arc::ptr_eq(&a, &again));
+        // Other link formats are another request.
+        let other = c.request(Request { formats: vec![TextureFormat::Bgra8unorm], ..req(1) }, Priority::LOW);
+        assert!(!Arc::ptr_eq(&a, &other));
+        c.pump(Duration::from_secs(10));
+        assert_eq!(*c.creator.order.lock().unwrap(), vec![1, 2, 1]);
+        assert_eq!(c.creator.calls.load(Ordering::SeqCst), 3);
+        let s = c.stats();
+        assert_eq!((s.progress.requested, s.progress.ready, s.deduplicated), (3, 3, 1));
+    }
+
+    #[test]
+    fn try_get_never_waits_while_a_creation_is_in_flight() {
+        // The creator is held at its gate (a driver call that takes as long as it likes).
+        let c = core(Duration::ZERO, false);
+        let t = c.request(req(7), Priority::NORMAL);
+        let pumper = {
+            let c = c.clone();
+            std::thread::spawn(move || c.pump(Duration::from_secs(60)))
+        };
+        while c.creator.calls.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        // The creation is in flight now; 10,000 polls, each timed.
+        let mut worst = Duration::ZERO;
+        for _ in 0..10_000 {
+            let start = Instant::now();
+            assert!(matches!(c.try_get(&t), Got::Pending));
+            worst = worst.max(start.elapsed());
+        }
+        // Not a speed target: a poll that waited on the creation would take until the gate
+        // opens, which it does only after this.
+        assert!(worst < Duration::from_secs(1), "a poll took {worst:?}");
+        assert_eq!(c.stats().in_flight, 1);
+        assert_eq!(c.stats().requested_too_late, 1, "counted once per request");
+        // Other requests can be made and boosted meanwhile (the queue's lock is free).
+        let u = c.request(req(8), Priority::LOW);
+        c.boost(&u, Priority::HIGH);
+        c.creator.open();
+        pumper.join().unwrap();
+        assert!(matches!(c.try_get(&t), Got::Ready(7)));
+        assert!(matches!(c.try_get(&u), Got::Ready(8)));
+    }
+
+    #[test]
+    fn pump_keeps_to_its_budget_and_wait_times_out_then_succeeds() {
+        let c = core(Duration::from_millis(20), true);
+        let tickets: Vec<_> = (1..=10).map(|b| c.request(req(b), Priority::NORMAL)).collect();
+        let p = c.pump(Duration::from_millis(30));
+        // Checked after each creation: the first ends at 20 ms, the second at 40 ms, past 30.
+        assert!((1..=2).contains(&p.finished), "{p:?}");
+        // A zero budget runs exactly one.
+        assert_eq!(c.pump(Duration::ZERO).finished, 1);
+        assert!(p.more);
+        let slots: Vec<&Slot<u8>> = tickets.iter().map(|t| &**t).collect();
+        assert!(!c.wait(&slots, Duration::from_millis(1)));
+        let pumper = {
+            let c = c.clone();
+            std::thread::spawn(move || c.pump(Duration::from_secs(60)))
+        };
+        assert!(c.wait(&slots, Duration::from_secs(60)));
+        pumper.join().unwrap();
+        assert!(c.progress().done());
+    }
+
+    #[test]
+    fn absent_failed_and_panicking_requests_are_told_apart_and_the_rest_go_on() {
+        let c = core(Duration::ZERO, true);
+        let absent = c.request(req(0xab), Priority::NORMAL);
+        let failed = c.request(req(0xee), Priority::NORMAL);
+        let panics = c.request(req(0xff), Priority::NORMAL);
+        let fine = c.request(req(1), Priority::NORMAL);
+        c.pump(Duration::from_secs(10));
+        assert!(matches!(c.try_get(&absent), Got::Absent));
+        assert!(matches!(c.try_get(&failed), Got::Failed(_)));
+        match c.try_get(&panics) {
+            Got::Failed(e) => assert!(e.to_string().contains("the driver crashed"), "{e}"),
+            _ => panic!("a panic is the request's failure"),
+        }
+        assert!(matches!(c.try_get(&fine), Got::Ready(1)));
+        let p = c.progress();
+        assert_eq!((p.requested, p.ready, p.failed, p.absent), (4, 1, 2, 1));
+    }
+
+    #[test]
+    fn workers_run_the_queue_and_shut_down_with_work_in_flight() {
+        let c = core(Duration::from_millis(5), false);
+        let tickets: Vec<_> = (1..=20).map(|b| c.request(req(b), Priority::NORMAL)).collect();
+        let workers = c.clone().spawn(3).unwrap();
+        while c.creator.calls.load(Ordering::SeqCst) < 3 {
+            std::thread::yield_now();
+        }
+        // Three creations are in flight (held at the gate); shut down while they are.
+        let shutting = std::thread::spawn(move || workers.shutdown());
+        std::thread::sleep(Duration::from_millis(20));
+        c.creator.open();
+        shutting.join().unwrap();
+        // The three in flight finished; the rest are still queued, and a pump finishes them.
+        let p = c.progress();
+        assert!(p.ready >= 3 && p.pending() > 0, "{p:?}");
+        assert_eq!(c.stats().in_flight, 0);
+        c.pump(Duration::from_secs(60));
+        let slots: Vec<&Slot<u8>> = tickets.iter().map(|t| &**t).collect();
+        assert!(c.wait(&slots, Duration::ZERO));
+        // New workers pick up new work, and wake for it.
+        let workers = c.clone().spawn(2).unwrap();
+        let late = c.request(req(42), Priority::NORMAL);
+        assert!(c.wait(&[&late], Duration::from_secs(60)));
+        drop(workers);
+    }
+}
