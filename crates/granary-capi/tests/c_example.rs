@@ -1,0 +1,142 @@
+//! The C API from C: `examples/warm.c` compiled by the system C compiler (`cc`, or `$CC`)
+//! against `include/granary.h` and the static library cargo built for this test
+//! (`libgranary_capi.a` beside the test binary's folder), linked with `-lvulkan`, and run on
+//! the bundled example's archive, once pumping on its own thread and once with two worker
+//! threads: every pipeline ready, nothing failed, the statistics consistent. Under
+//! `GRANARY_VALIDATE=1` the program runs under the Khronos validation layer and must see no
+//! message outside `GRANARY_VALIDATE_EXPECT`.
+//!
+//! Without a Vulkan driver (or without Vulkan's headers and `libvulkan.so`: Debian
+//! `libvulkan-dev`) it prints `SKIPPED` and passes, unless `GRANARY_REQUIRE_VULKAN=1`.
+//! Also: the header alone compiles as C99 and as C++11 with every warning an error.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The folder cargo put this crate's libraries in (`target/debug`): the test binary lives in
+/// its `deps/`.
+fn target_profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.parent().and_then(Path::parent).expect("target/PROFILE/deps/TEST").to_path_buf()
+}
+
+fn cc() -> String {
+    std::env::var("CC").unwrap_or_else(|_| "cc".to_string())
+}
+
+/// Whether a compiler's output says Vulkan's development files are missing.
+fn lacks_vulkan_sdk(stderr: &str) -> bool {
+    stderr.contains("vulkan/vulkan.h") || stderr.contains("-lvulkan")
+}
+
+/// Compiles `examples/warm.c`; `None` (after the skip rule) without Vulkan's headers.
+fn build_example(out: &Path) -> Option<PathBuf> {
+    let lib = target_profile_dir().join("libgranary_capi.a");
+    assert!(lib.is_file(), "{} is missing (the crate's staticlib)", lib.display());
+    let exe = out.join("warm");
+    let output = Command::new(cc())
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(crate_dir().join("include"))
+        .arg(crate_dir().join("examples/warm.c"))
+        .arg(&lib)
+        .args(["-lvulkan", "-lpthread", "-ldl", "-lm", "-o"])
+        .arg(&exe)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler `{}`: {e}", cc()));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        if lacks_vulkan_sdk(&stderr) {
+            common::no_driver(format!("no Vulkan headers or libvulkan.so (Debian: libvulkan-dev): {stderr}"));
+            return None;
+        }
+        panic!("examples/warm.c does not compile:\n{stderr}");
+    }
+    Some(exe)
+}
+
+/// The `key=value` pairs of the output line starting with `prefix`.
+fn values(stdout: &str, prefix: &str) -> std::collections::BTreeMap<String, u64> {
+    let line =
+        stdout.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no `{prefix}` line in:\n{stdout}"));
+    line[prefix.len()..]
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.parse().unwrap_or_else(|_| panic!("`{k}={v}` in `{line}`"))))
+        .collect()
+}
+
+#[test]
+fn the_c_example_warms_every_pipeline_pumping_and_with_workers() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let archive = dir.path().join("renderer.granary");
+    std::fs::write(&archive, common::example_archive_bytes()).expect("write the archive");
+    let Some(exe) = build_example(dir.path()) else { return };
+    for workers in [None, Some("2")] {
+        let mut run = Command::new(&exe);
+        run.arg(&archive);
+        if let Some(n) = workers {
+            run.args(["--workers", n]);
+        }
+        let output = run.output().expect("run the C example");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if output.status.code() == Some(77) {
+            common::no_driver(stdout.trim());
+            return;
+        }
+        assert!(output.status.success(), "warm.c failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}", output.status);
+        println!("{stdout}");
+        let warmup = values(&stdout, "warmup:");
+        let loader = values(&stdout, "loader:");
+        let tickets = values(&stdout, "tickets:");
+        let pipelines = stdout
+            .lines()
+            .find_map(|l| l.split("; ").nth(1)?.split(' ').next()?.parse::<u64>().ok())
+            .expect("the pipeline count on the `device:` line");
+        assert_eq!(pipelines, 335, "the bundled example");
+        assert_eq!(warmup["requested"], pipelines, "{stdout}");
+        assert_eq!(warmup["ready"], pipelines, "{stdout}");
+        assert_eq!((warmup["failed"], warmup["absent"], warmup["pending"]), (0, 0, 0), "{stdout}");
+        // The second request_prefix call asked for every pipeline again.
+        assert_eq!(warmup["deduplicated"], pipelines, "{stdout}");
+        assert_eq!((tickets["ready"], tickets["failed"], tickets["absent"]), (pipelines, 0, 0), "{stdout}");
+        assert_eq!((loader["failed"], loader["not_found"]), (0, 0), "{stdout}");
+        assert_eq!(loader["from_binaries"] + loader["cache_hits"] + loader["compiled"], pipelines, "{stdout}");
+        if std::env::var("GRANARY_VALIDATE").is_ok_and(|v| v == "1") {
+            assert_eq!(values(&stdout, "validation:")["unexpected"], 0, "{stdout}\n{stderr}");
+        }
+        // A ticket granary did not issue, a label and a key the archive does not hold.
+        assert_eq!(values(&stdout, "checks:")["failed"], 0, "{stdout}\n{stderr}");
+        // The log callback saw the loader being made.
+        assert!(stderr.contains("granary info: granary_loader_create:"), "{stderr}");
+    }
+}
+
+#[test]
+fn the_header_compiles_as_c99_and_as_cpp11_without_warnings() {
+    let header = crate_dir().join("include/granary.h");
+    let mut compilers = vec![(cc(), vec!["-x", "c", "-std=c99", "-pedantic"])];
+    if Command::new("c++").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        compilers.push(("c++".to_string(), vec!["-x", "c++", "-std=c++11", "-pedantic"]));
+    }
+    for (compiler, flags) in compilers {
+        let output = Command::new(&compiler)
+            .args(&flags)
+            .args(["-Wall", "-Wextra", "-Werror", "-fsyntax-only"])
+            .arg(&header)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run `{compiler}`: {e}"));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() && lacks_vulkan_sdk(&stderr) {
+            common::no_driver(format!("no Vulkan headers (Debian: libvulkan-dev): {stderr}"));
+            return;
+        }
+        assert!(output.status.success(), "{compiler} {flags:?} on granary.h:\n{stderr}");
+    }
+}
