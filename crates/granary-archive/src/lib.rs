@@ -131,6 +131,7 @@ mod layout;
 pub mod native;
 #[allow(unsafe_code)] // memory-maps the archive (`Archive::open`)
 mod reader;
+pub mod record;
 mod render_state;
 #[cfg(feature = "sign")]
 mod sign;

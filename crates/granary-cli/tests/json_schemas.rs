@@ -162,6 +162,19 @@ fn every_json_output_matches_its_schema() {
     std::fs::remove_file(broken.parent().unwrap().join("shaders/unlit.wgsl")).unwrap();
     let failed = valid("harvest", &["harvest", broken.to_str().unwrap(), "-o", &p("b.granary"), "--json", "-q"], 1);
     assert!(failed["failures"][0]["cause"].as_str().is_some_and(|c| c.contains("unlit")), "{failed}");
+    // --add-recorded: its `recorded` object (a use and a miss from a game's record).
+    let with_record = common::copy_example_as(dir.path(), "recorded", None);
+    let record = p("game.record");
+    {
+        let r = granary_archive::record::Recorder::open(Path::new(&record), Default::default()).unwrap();
+        let a = granary_archive::Archive::open(Path::new(&archive)).unwrap();
+        r.used(a.pipeline(0).unwrap().key(), None);
+        r.missed(Some(granary_archive::PipelineKey(1)), None);
+    }
+    let args = ["harvest", with_record.to_str().unwrap(), "-o", &p("r.granary"), "--json", "-q", "--add-recorded"];
+    let recorded = valid("harvest", &[&args[..], &[record.as_str()]].concat(), 0);
+    assert_eq!(recorded["recorded"]["labelled"], 1, "{recorded}");
+    assert_eq!(recorded["recorded"]["not_added"][0]["key"], format!("{:032x}", 1), "{recorded}");
 
     // The archive tools.
     let listed = valid("ls", &["ls", &archive, "--json"], 0);

@@ -549,3 +549,61 @@ fn the_engines_own_pipeline_cache_and_layouts_are_used_and_left_to_the_engine() 
     drop(source);
     app.finish();
 }
+
+/// The use recorder (issue 25 item 4) on a warm-up: a pipeline is recorded at the first
+/// `try_get` of its ticket, in the order the frame asks (not the order the warm-up created
+/// them in), each once; a blocking load by label records the label; a label and a key the
+/// archive lacks are recorded as misses.
+#[test]
+fn a_warmup_records_first_use_in_the_order_the_frame_asks_and_each_miss() {
+    use granary_archive::record::{read_record, Event, Recorder, RecorderOptions};
+    use granary_archive::vulkan::{Priority, Warmup};
+    use granary_archive::PipelineKey;
+    use std::time::Duration;
+    let Some(app) = app_with(true, true) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("game.record");
+    let example = example_archive();
+    let labels: Vec<String> = example.labels().expect("labels").iter().map(|(l, _)| l.to_string()).collect();
+    assert!(labels.len() >= 3);
+    let keys: Vec<PipelineKey> =
+        labels.iter().map(|l| example.lookup_label(l).expect("lookup").expect("labelled").key()).collect();
+    {
+        let recorder = Arc::new(Recorder::open(&path, RecorderOptions::default()).expect("recorder"));
+        let options = LoaderOptions { recorder: Some(recorder.clone()), ..LoaderOptions::default() };
+        let loader = PipelineLoader::new(example, app.gpu(true), options).expect("loader");
+        let warmup = Warmup::new(Arc::new(loader));
+        let tickets: Vec<_> =
+            warmup.request_labels(&labels[..3], Priority::NORMAL).into_iter().map(|t| t.expect("label")).collect();
+        while warmup.pump(Duration::from_millis(50)).more {}
+        assert!(warmup.wait(&tickets, Duration::ZERO));
+        // Created, never asked for by a frame: nothing recorded yet.
+        recorder.flush().unwrap();
+        assert!(read_record(&path).unwrap().events.is_empty(), "a warm-up's creations are not uses");
+        // The frame asks for the third, then the first, then both again.
+        for i in [2, 0, 2, 0] {
+            let _ = warmup.try_get(&tickets[i]);
+        }
+        drop(warmup.loader().load_label(&labels[1]).expect("blocking load"));
+        assert!(warmup.request_labels(&["not/in/the/archive"], Priority::NORMAL)[0].is_err());
+        let absent = warmup.request(PipelineKey(0x5eed), Priority::NORMAL);
+        while warmup.pump(Duration::from_millis(50)).more {}
+        let _ = warmup.try_get(&absent);
+        let _ = warmup.try_get(&absent);
+        assert_eq!(recorder.stats().events, 5, "{:?}", recorder.stats());
+    } // the loader and warm-up go, then the recorder, which appends what is left
+    let read = read_record(&path).expect("record");
+    assert_eq!(read.damaged_tail, None);
+    let key = |i: usize| keys[i];
+    assert_eq!(
+        read.events,
+        [
+            Event::Used { key: key(2), label: None },
+            Event::Used { key: key(0), label: None },
+            Event::Used { key: key(1), label: Some(labels[1].clone()) },
+            Event::Missed { key: None, label: Some("not/in/the/archive".into()) },
+            Event::Missed { key: Some(PipelineKey(0x5eed)), label: None },
+        ]
+    );
+    app.finish();
+}

@@ -1599,3 +1599,151 @@ fn the_applications_own_create_info_finds_and_creates_its_harvested_pipeline() {
     drop(backend);
     support::assert_clean(log);
 }
+
+/// The closed loop (issue 25 item 4): a loader with a use recorder records the create info the
+/// archive lacks (with its modules' SPIR-V), the pipeline it has and a label it lacks;
+/// `merge_recorded` (`granary harvest --add-recorded`) adds them to the script in first-use
+/// order; the harvest of the merged script holds the missed create info, which the loader then
+/// finds, and `recorded/` labels name both pipelines in the order they were first used.
+#[test]
+fn a_recorded_miss_is_added_to_the_script_and_found_after_the_next_harvest() {
+    use granary::capture::{Capture, CaptureMode};
+    use granary::compiler::{Compiler, CompilerOptions};
+    use granary::script::recorded::merge_recorded;
+    use granary::script::write::{pretty, Function, LibraryEntry, NativeStageEntry, Pipeline};
+    use granary::script::Script;
+    use granary_archive::record::{read_record, Event, Recorder, RecorderOptions};
+    use granary_archive::vulkan::{LoadError, LoaderOptions, Offer, PipelineLoader};
+    let Some(backend) = support::backend() else { return };
+    let backend = Arc::new(backend);
+    let log = backend.validation().cloned();
+    let gpu = backend.gpu().clone();
+    let dir = tempfile::tempdir().unwrap();
+
+    // The game's script: the application's pipeline, in the native form.
+    let script_path = dir.path().join("game.json");
+    let libraries: Vec<LibraryEntry> =
+        APP_STAGES.iter().map(|(name, _, _)| LibraryEntry::spirv(*name, &spirv(name))).collect();
+    let stages = || {
+        APP_STAGES.iter().map(|(name, stage, _)| NativeStageEntry::new(*stage, Function::library(*name, "main"), None))
+    };
+    let pipelines = [Pipeline::<()>::vulkan(Some("app/sampled".into()), stages().collect(), app_state())];
+    let text = pretty(&libraries, &pipelines).unwrap();
+    std::fs::write(&script_path, &text).unwrap();
+
+    // Harvests `text` into `out`: every pipeline of the script, as `granary harvest` would.
+    let harvest = |text: &str, out: &std::path::Path| -> (Arc<granary_archive::Archive>, granary_archive::KeyContext) {
+        let script = Script::parse(text, &script_path, dir.path()).expect("script");
+        let capture = Arc::new(Capture::new(CaptureMode::Outputs));
+        let compiler = Compiler::with_backend(
+            CompilerOptions { capture: Some(capture.clone()), ..Default::default() },
+            backend.clone(),
+        );
+        for p in &script.pipelines {
+            let d = p.descriptor.as_ref().expect("descriptor");
+            compiler.compile(d).unwrap_or_else(|e| panic!("{}: {e:?}", p.display_name()));
+        }
+        capture.write_archive(out).expect("write");
+        let ctx = compiler.key_context();
+        (Arc::new(granary_archive::Archive::open(out).expect("archive")), ctx)
+    };
+    let (archive, ctx) = harvest(&text, &dir.path().join("v1.granary"));
+    assert_eq!(archive.key_context(), ctx);
+
+    // The game, recording: the culled variant first (not archived), then the archived one,
+    // then a label nobody harvested.
+    let recorder = ObjectRecorder::keeping_code();
+    let app = AppObjects::create(&gpu, &recorder);
+    let record_path = dir.path().join("game.record");
+    let uses = Arc::new(Recorder::open(&record_path, RecorderOptions::default()).expect("recorder"));
+    let cull = |i: &mut vk::GraphicsPipelineCreateInfo| {
+        // SAFETY: `with_app_info`'s rasterization state, alive during the edit.
+        let r = Box::leak(Box::new(unsafe { *i.rasterization_state }));
+        r.cull_mode = vk::CullModeFlags::BACK;
+        i.rasterization_state = r;
+    };
+    let culled_key;
+    {
+        let options = LoaderOptions { recorder: Some(uses.clone()), ..LoaderOptions::default() };
+        let loader = PipelineLoader::new(archive.clone(), gpu.clone(), options).expect("loader");
+        // SAFETY: `with_app_info`'s create info: every pointer Vulkan reads is a local alive for
+        // the call, its objects are `app`'s, alive.
+        let culled = with_app_info(app.handles, cull, |info| unsafe { loader.lookup_graphics(&recorder, info) });
+        culled_key = culled.expect("lookup").key;
+        for _ in 0..3 {
+            // SAFETY: as above.
+            let made = with_app_info(app.handles, cull, |info| unsafe { loader.create_graphics(&recorder, info) });
+            assert!(matches!(made, Err(LoadError::NotFound(_))), "{:?}", made.err());
+            // SAFETY: as above.
+            let made = with_app_info(app.handles, |_| {}, |info| unsafe { loader.create_graphics(&recorder, info) });
+            drop(made.expect("the archived pipeline"));
+        }
+        assert!(matches!(loader.load_label("ui/never-harvested"), Err(LoadError::NotFound(_))));
+    }
+    let uses = Arc::into_inner(uses).expect("the loader is gone");
+    uses.flush().expect("flush");
+    let stats = uses.stats();
+    drop(uses);
+    assert_eq!((stats.events, stats.repeats, stats.dropped), (5, 4, 0), "{stats:?}");
+    let read = read_record(&record_path).expect("record");
+    assert_eq!(read.damaged_tail, None);
+    let kinds: Vec<&str> = read
+        .events
+        .iter()
+        .map(|e| match e {
+            Event::Module { .. } => "module",
+            Event::Described { key, .. } => {
+                assert_eq!(*key, culled_key);
+                "described"
+            }
+            Event::Used { key, .. } => {
+                assert_eq!(*key, archive.lookup_label("app/sampled").unwrap().unwrap().key());
+                "used"
+            }
+            Event::Missed { label, .. } => {
+                assert_eq!(label.as_deref(), Some("ui/never-harvested"));
+                "missed"
+            }
+            _ => "another kind",
+        })
+        .collect();
+    assert_eq!(kinds, ["module", "module", "described", "used", "missed"]);
+
+    // `--add-recorded`: merged into the script, which keeps its own text.
+    let script = Script::parse(&text, &script_path, dir.path()).expect("script");
+    let merged = merge_recorded(&text, &script, ctx, std::slice::from_ref(&read)).expect("merge");
+    assert_eq!((merged.described, merged.labelled, merged.libraries, merged.already), (1, 1, 0, 0));
+    assert_eq!(merged.not_added.len(), 1, "{:?}", merged.not_added);
+    assert!(merged.not_added[0].why.contains("label"), "{:?}", merged.not_added);
+    // The script's text is kept: the new entries go between its last pipeline and the `]`.
+    let cut = text.trim_end().trim_end_matches('}').trim_end().trim_end_matches(']').trim_end().len();
+    assert!(merged.text.starts_with(&text[..cut]) && merged.text.ends_with(&text[cut..]), "{}", merged.text);
+    // Merging again adds nothing.
+    let again_script = Script::parse(&merged.text, &script_path, dir.path()).expect("merged script");
+    let again = merge_recorded(&merged.text, &again_script, ctx, std::slice::from_ref(&read)).expect("merge again");
+    assert!(!again.changed() && again.already == 2, "{again:?}");
+    assert_eq!(again.text, merged.text);
+
+    // The next harvest holds the missed create info; the loader finds it by the create info.
+    let (archive2, _) = harvest(&merged.text, &dir.path().join("v2.granary"));
+    assert_eq!(archive2.lookup_label("recorded/000001").unwrap().expect("first used").key(), culled_key);
+    assert_eq!(
+        archive2.lookup_label("recorded/000002").unwrap().expect("second used").key(),
+        archive2.lookup_label("app/sampled").unwrap().unwrap().key(),
+        "a recorded use of a scripted pipeline is a second label of its entry"
+    );
+    assert_eq!(archive2.len(), 2);
+    let loader = PipelineLoader::new(archive2.clone(), gpu.clone(), LoaderOptions::default()).expect("loader");
+    // SAFETY: as above.
+    let found = with_app_info(app.handles, cull, |info| unsafe { loader.lookup_graphics(&recorder, info) }).unwrap();
+    assert_ne!(found.offer, Offer::NotArchived);
+    // SAFETY: as above.
+    let made = with_app_info(app.handles, cull, |info| unsafe { loader.create_graphics(&recorder, info) });
+    drop(made.expect("created from the new archive"));
+    drop(loader);
+    drop(app);
+    drop((archive, archive2));
+    drop(gpu);
+    drop(backend);
+    support::assert_clean(log);
+}

@@ -36,6 +36,9 @@ pub struct AppStage {
     pub entry: String,
     /// `pSpecializationInfo`, by value.
     pub specialization: Option<Specialization>,
+    /// The SPIR-V, when the [`ObjectRecorder`] keeps code ([`ObjectRecorder::keeping_code`]):
+    /// a `VkShaderModule`'s as recorded, a chained `VkShaderModuleCreateInfo`'s copied.
+    pub code: Option<std::sync::Arc<[u8]>>,
 }
 
 /// An application's pipeline create info as granary's native form: its stages and everything
@@ -122,10 +125,13 @@ unsafe fn stage(
     let subgroup: Option<&vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo> = unsafe { find(&chain, SUBGROUP) };
     // SAFETY: as above.
     let inline: Option<&vk::ShaderModuleCreateInfo> = unsafe { find(&chain, MODULE) };
-    let library = match (s.module.is_null(), inline) {
-        (false, _) => recorder.shader_module(s.module)?,
-        // SAFETY: the caller's promise: the chained create info's code is valid.
-        (true, Some(m)) => spirv_library_hash(unsafe { module_code(m) }?),
+    let (library, code) = match (s.module.is_null(), inline) {
+        (false, _) => recorder.shader_module_code(s.module)?,
+        (true, Some(m)) => {
+            // SAFETY: the caller's promise: the chained create info's code is valid.
+            let code = unsafe { module_code(m) }?;
+            (spirv_library_hash(code), recorder.keeps_code().then(|| std::sync::Arc::from(code)))
+        }
         (true, None) => {
             return Err(unsupported(format!("pStages[{at}].module"), "null, and no VkShaderModuleCreateInfo chained"))
         }
@@ -158,7 +164,7 @@ unsafe fn stage(
         sp.check().map_err(|e| unsupported(format!("pStages[{at}].pSpecializationInfo"), e))?;
         Some(sp)
     };
-    let app = AppStage { stage: stage_of(s.stage, at)?, library, entry, specialization };
+    let app = AppStage { stage: stage_of(s.stage, at)?, library, entry, specialization, code };
     Ok((app, StageState { flags: s.flags.bits(), required_subgroup_size: subgroup.map(|g| g.required_subgroup_size) }))
 }
 

@@ -89,6 +89,19 @@ pub struct LoaderOptions {
     /// in every pipeline made with it. Default `None`: granary creates each layout and keeps
     /// it alive as long as a pipeline made with it lives.
     pub layouts: Option<EngineLayouts>,
+    /// Record what the application uses and what the archive misses (docs/FORMAT.md §6), for
+    /// `granary harvest --add-recorded`: each pipeline created from the archive once (by
+    /// [`load_key`](PipelineLoader::load_key), [`load_label`](PipelineLoader::load_label),
+    /// [`load`](PipelineLoader::load) and its variants, or at the first
+    /// [`Warmup::try_get`](super::Warmup::try_get) of its ticket — not when a warm-up merely
+    /// creates it, so the record's order is the order of first use), each key or label asked
+    /// for that the archive lacks, and each create info given to
+    /// [`create_graphics`](PipelineLoader::create_graphics) /
+    /// [`create_compute`](PipelineLoader::create_compute) that the archive does not hold, with
+    /// its modules' SPIR-V (which the [`ObjectRecorder`](super::ObjectRecorder) keeps only when
+    /// made with [`ObjectRecorder::keeping_code`](super::ObjectRecorder::keeping_code)).
+    /// Default `None`.
+    pub recorder: Option<Arc<crate::record::Recorder>>,
     /// Refuse the archive unless it is signed by this key (feature `sign`): checked in
     /// [`PipelineLoader::new`], over every byte of the archive, before any byte of it reaches
     /// the driver. `None` (the default) loads unsigned archives.
@@ -110,6 +123,7 @@ impl Default for LoaderOptions {
             initial_cache: None,
             engine_cache: None,
             layouts: None,
+            recorder: None,
             #[cfg(feature = "sign")]
             require_signature: None,
         }
@@ -643,15 +657,37 @@ impl PipelineLoader {
     /// Creates the pipeline labelled `label`.
     pub fn load_label(&self, label: &str) -> Result<Loaded, LoadError> {
         let p = self.archive.lookup_label(label)?;
+        if p.is_none() {
+            self.note_missed(None, Some(label));
+        }
         let p = self.found(p, || format!("labelled '{label}'"))?;
-        self.load(&p)
+        self.note_used(p.key(), Some(label));
+        self.load_with(&p, &self.options.link_formats, false)
     }
 
     /// Creates the pipeline with `key`.
     pub fn load_key(&self, key: PipelineKey) -> Result<Loaded, LoadError> {
         let p = self.archive.get(key)?;
+        if p.is_none() {
+            self.note_missed(Some(key), None);
+        }
         let p = self.found(p, || format!("with key {}", key.to_hex()))?;
-        self.load(&p)
+        self.note_used(key, None);
+        self.load_with(&p, &self.options.link_formats, false)
+    }
+
+    /// Records a use with [`LoaderOptions::recorder`], if any.
+    pub(super) fn note_used(&self, key: PipelineKey, label: Option<&str>) {
+        if let Some(r) = &self.options.recorder {
+            r.used(key, label);
+        }
+    }
+
+    /// Records a miss with [`LoaderOptions::recorder`], if any.
+    pub(super) fn note_missed(&self, key: Option<PipelineKey>, label: Option<&str>) {
+        if let Some(r) = &self.options.recorder {
+            r.missed(key, label);
+        }
     }
 
     /// `p`, or [`LoadError::NotFound`] (counted).
@@ -674,6 +710,7 @@ impl PipelineLoader {
     /// `VkSpecializationInfo`, by the same builder the harvest captured it with. Pipelines
     /// archived as libraries are linked with [`LoaderOptions::link_formats`].
     pub fn load(&self, p: &PipelineRef<'_>) -> Result<Loaded, LoadError> {
+        self.note_used(p.key(), None);
         self.load_with(p, &self.options.link_formats, false)
     }
 
@@ -681,6 +718,7 @@ impl PipelineLoader {
     /// (colour attachment `i` takes `link_formats[i]`, or the last one given) instead of the
     /// loader's.
     pub fn load_formats(&self, p: &PipelineRef<'_>, link_formats: &[TextureFormat]) -> Result<Loaded, LoadError> {
+        self.note_used(p.key(), None);
         self.load_with(p, link_formats, false)
     }
 
@@ -689,10 +727,17 @@ impl PipelineLoader {
     /// is created. (A pipeline archived as a library is created from its binaries and
     /// fast-linked with a fragment-output part, which is created once per output state.)
     pub fn load_if_cheap(&self, p: &PipelineRef<'_>, link_formats: &[TextureFormat]) -> Result<Loaded, LoadError> {
+        self.note_used(p.key(), None);
         self.load_with(p, link_formats, true)
     }
 
-    fn load_with(&self, p: &PipelineRef<'_>, formats: &[TextureFormat], cheap: bool) -> Result<Loaded, LoadError> {
+    /// Creates `p` (nothing recorded: the warm-up records at first use).
+    pub(super) fn load_with(
+        &self,
+        p: &PipelineRef<'_>,
+        formats: &[TextureFormat],
+        cheap: bool,
+    ) -> Result<Loaded, LoadError> {
         let start = Instant::now();
         let name = || self.name(p);
         let _validation_scope = super::validation::enter(&name); // messages of this pipeline's calls are its

@@ -167,6 +167,20 @@ impl PipelineLoader {
         recorder: &ObjectRecorder,
         info: AppInfo<'_>,
     ) -> Result<(AppLookup, Option<crate::reader::BinarySetRef<'_>>), LoadError> {
+        self.lookup_app_pipeline(recorder, info).map(|(l, set, _)| (l, set))
+    }
+
+    /// [`lookup_app`](Self::lookup_app), and the application's pipeline in native form.
+    ///
+    /// # Safety
+    ///
+    /// As [`lookup_graphics`](Self::lookup_graphics).
+    #[allow(clippy::type_complexity)]
+    unsafe fn lookup_app_pipeline(
+        &self,
+        recorder: &ObjectRecorder,
+        info: AppInfo<'_>,
+    ) -> Result<(AppLookup, Option<crate::reader::BinarySetRef<'_>>, AppPipeline), LoadError> {
         let app: AppPipeline = match info {
             // SAFETY: the caller's promise: a valid create info.
             AppInfo::Graphics(g) => unsafe { graphics_pipeline(recorder, g) },
@@ -176,7 +190,7 @@ impl PipelineLoader {
         .map_err(LoadError::CreateInfo)?;
         let key = app.key(&self.archive.key_context());
         let Some(p) = self.archive.get(key)? else {
-            return Ok((AppLookup { key, offer: Offer::NotArchived }, None));
+            return Ok((AppLookup { key, offer: Offer::NotArchived }, None, app));
         };
         let set = match self.section() {
             Ok(d) if self.options.use_binaries && self.binaries_ok => d.binaries(&p)?.filter(|s| !s.is_empty()),
@@ -204,7 +218,7 @@ impl PipelineLoader {
             self.key_mismatches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         let set = if offer == Offer::Binaries { set } else { None };
-        Ok((AppLookup { key, offer }, set))
+        Ok((AppLookup { key, offer }, set, app))
     }
 
     /// # Safety
@@ -213,7 +227,12 @@ impl PipelineLoader {
     unsafe fn create_app(&self, recorder: &ObjectRecorder, info: AppInfo<'_>) -> Result<Loaded, LoadError> {
         let start = Instant::now();
         // SAFETY: the caller's promise, passed on.
-        let (lookup, set) = unsafe { self.lookup_app(recorder, info)? };
+        let (lookup, set, app) = unsafe { self.lookup_app_pipeline(recorder, info)? };
+        if lookup.offer == Offer::NotArchived {
+            self.note_described(lookup.key, app);
+        } else {
+            self.note_used(lookup.key, None);
+        }
         let name = lookup.key.to_hex();
         let fail = |f: Fail| f.named(|| name.clone());
         let scope_name = || name.clone();
@@ -269,6 +288,29 @@ impl PipelineLoader {
         let loaded = finish_load(created, false, made, fallback_reason, start).map_err(|e| fail(e.into()));
         self.stats.finish(super::loader::outcome(&loaded), start.elapsed());
         loaded
+    }
+}
+
+impl PipelineLoader {
+    /// Records a create info the archive does not hold with [`LoaderOptions::recorder`], if
+    /// any: in full where every stage's code is known, else as a miss by key.
+    ///
+    /// [`LoaderOptions::recorder`]: super::LoaderOptions::recorder
+    fn note_described(&self, key: crate::key::PipelineKey, app: AppPipeline) {
+        let Some(r) = &self.options.recorder else { return };
+        let code: Vec<Option<std::sync::Arc<[u8]>>> = app.stages.iter().map(|s| s.code.clone()).collect();
+        let code: Vec<Option<&[u8]>> = code.iter().map(|c| c.as_deref()).collect();
+        let stages = app
+            .stages
+            .into_iter()
+            .map(|s| crate::record::RecordedStage {
+                stage: s.stage,
+                library: s.library,
+                entry: s.entry,
+                specialization: s.specialization,
+            })
+            .collect();
+        r.described(key, stages, app.state, &code);
     }
 }
 

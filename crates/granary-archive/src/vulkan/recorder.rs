@@ -190,8 +190,13 @@ pub struct ObjectRecorder {
     set_layouts: RwLock<HashMap<u64, Arc<SetLayout>>>,
     pipeline_layouts: RwLock<HashMap<u64, Arc<NativeLayout>>>,
     samplers: RwLock<HashMap<u64, Arc<SamplerState>>>,
-    modules: RwLock<HashMap<u64, ContentHash>>,
+    modules: RwLock<HashMap<u64, ModuleEntry>>,
+    /// Whether modules keep their SPIR-V ([`ObjectRecorder::keeping_code`]).
+    keep_code: bool,
 }
+
+/// A recorded shader module: its content hash, and its SPIR-V when the recorder keeps code.
+pub(super) type ModuleEntry = (ContentHash, Option<Arc<[u8]>>);
 
 fn put<T>(map: &RwLock<HashMap<u64, T>>, handle: u64, value: T) {
     map.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(handle, value);
@@ -215,6 +220,24 @@ impl ObjectRecorder {
         Self::default()
     }
 
+    /// An empty recorder that also keeps each shader module's SPIR-V (shared, one copy per
+    /// module handle), so that a create info the archive does not hold can be written to a
+    /// use record in full ([`LoaderOptions::recorder`](super::LoaderOptions::recorder)). Costs
+    /// the memory of the modules' code for as long as they are recorded.
+    pub fn keeping_code() -> Self {
+        ObjectRecorder { keep_code: true, ..Self::default() }
+    }
+
+    /// Whether modules keep their code ([`keeping_code`](Self::keeping_code)).
+    pub(super) fn keeps_code(&self) -> bool {
+        self.keep_code
+    }
+
+    /// The module's hash, and its code when kept.
+    fn module(&self, spirv: &[u8]) -> ModuleEntry {
+        (spirv_library_hash(spirv), self.keep_code.then(|| Arc::from(spirv)))
+    }
+
     /// Records `handle` as the render pass `state` (granary's value, e.g. from a script).
     pub fn insert_render_pass(&self, handle: vk::RenderPass, state: RenderPassState) {
         put(&self.render_passes, handle.as_raw(), Arc::new(state));
@@ -233,7 +256,7 @@ impl ObjectRecorder {
     }
     /// Records `handle` as the shader module made from `spirv` (only its content hash is kept).
     pub fn insert_shader_module(&self, handle: vk::ShaderModule, spirv: &[u8]) {
-        put(&self.modules, handle.as_raw(), spirv_library_hash(spirv));
+        put(&self.modules, handle.as_raw(), self.module(spirv));
     }
 
     /// Forgets a render pass (call it when destroying it); whether it was recorded.
@@ -275,6 +298,11 @@ impl ObjectRecorder {
     }
     /// The content hash of the SPIR-V the shader module `handle` was made from.
     pub fn shader_module(&self, handle: vk::ShaderModule) -> Result<ContentHash, CreateInfoError> {
+        get(&self.modules, handle.as_raw(), "VkShaderModule").map(|(h, _)| h)
+    }
+
+    /// The shader module's content hash and, when this recorder keeps code, its SPIR-V.
+    pub(super) fn shader_module_code(&self, handle: vk::ShaderModule) -> Result<ModuleEntry, CreateInfoError> {
         get(&self.modules, handle.as_raw(), "VkShaderModule")
     }
 
@@ -614,7 +642,7 @@ impl ObjectRecorder {
     ) -> Result<(), CreateInfoError> {
         // SAFETY: the caller's promise: `pCode` holds `codeSize` bytes.
         let code = unsafe { module_code(info) }?;
-        put(&self.modules, handle.as_raw(), spirv_library_hash(code));
+        put(&self.modules, handle.as_raw(), self.module(code));
         Ok(())
     }
 }

@@ -209,7 +209,10 @@ impl Warmup {
                 let l = l.as_ref();
                 match archive.lookup_label(l)? {
                     Some(p) => Ok(self.request(p.key(), priority)),
-                    None => Err(LoadError::NotFound(format!("labelled '{l}'"))),
+                    None => {
+                        self.core.creator.note_missed(None, Some(l));
+                        Err(LoadError::NotFound(format!("labelled '{l}'")))
+                    }
                 }
             })
             .collect()
@@ -224,7 +227,15 @@ impl Warmup {
     /// Where the request stands, without waiting and without creating anything: one atomic
     /// load and a once-cell read, no lock.
     pub fn try_get(&self, ticket: &Ticket) -> Status {
-        match self.core.try_get(&ticket.0) {
+        let got = self.core.try_get(&ticket.0);
+        if self.core.creator.options.recorder.is_some() && ticket.0.first_use() {
+            let key = ticket.0.request.key;
+            match &got {
+                Got::Absent => self.core.creator.note_missed(Some(key), None),
+                _ => self.core.creator.note_used(key, None),
+            }
+        }
+        match got {
             Got::Ready(l) => Status::Ready(l.clone()),
             Got::Pending => Status::Pending,
             Got::Failed(e) => Status::Failed(e.clone()),
@@ -319,7 +330,7 @@ impl Create for PipelineLoader {
     fn create(&self, request: &Request) -> Result<Arc<Loaded>, LoadError> {
         let p = self.archive.get(request.key)?;
         let p = p.ok_or_else(|| LoadError::NotFound(format!("with key {}", request.key.to_hex())))?;
-        self.load_formats(&p, &request.formats).map(Arc::new)
+        self.load_with(&p, &request.formats, false).map(Arc::new)
     }
 }
 
@@ -333,7 +344,16 @@ pub(super) struct Slot<O> {
     priority: AtomicU32,
     state: AtomicU8,
     late: AtomicBool,
+    /// Set by the first `try_get` (recorded as the pipeline's first use).
+    used: AtomicBool,
     result: OnceLock<Result<O, Arc<LoadError>>>,
+}
+
+impl<O> Slot<O> {
+    /// Whether this is the first call (one relaxed load after that).
+    fn first_use(&self) -> bool {
+        !self.used.load(Ordering::Relaxed) && !self.used.swap(true, Ordering::Relaxed)
+    }
 }
 
 /// A queue entry (lazily deleted: an entry whose priority is no longer its slot's, or whose
@@ -425,6 +445,7 @@ impl<C: Create> Core<C> {
             priority: AtomicU32::new(priority.0),
             state: AtomicU8::new(QUEUED),
             late: AtomicBool::new(false),
+            used: AtomicBool::new(false),
             result: OnceLock::new(),
         });
         q.seq += 1;

@@ -111,10 +111,72 @@ pub struct HarvestArgs {
     /// nothing. MSL and HLSL are never checked (no Metal or DirectX compiler runs here).
     #[arg(long, value_name = "MODE", default_value = "auto")]
     check_outputs: CheckOutputs,
+    /// Before harvesting, merge these use records (written by a game's
+    /// granary_archive::record::Recorder, docs/FORMAT.md §6) into SCRIPT, rewriting it: each
+    /// pipeline the game used or missed that the script produces is added again under a label
+    /// `recorded/NNNNNN` numbered in first-use order (it shares its archive entry; a warm-up of
+    /// the prefix `recorded/` follows that order), and each create info the archive lacked that
+    /// the record describes in full is added as a native Vulkan pipeline with its SPIR-V
+    /// inline. Records in the order given, each pipeline once; merging the same records again
+    /// adds nothing. What cannot be added (a key missed without a description) is listed. The
+    /// script's own text is kept; entries are appended. Not with --shard.
+    #[arg(long, value_name = "RECORD", num_args = 1.., conflicts_with_all = ["shard", "shards"])]
+    add_recorded: Vec<PathBuf>,
     #[command(flatten)]
     device: DeviceArgs,
     #[command(flatten)]
     validate: ValidateArgs,
+}
+
+/// `--add-recorded`: the records merged into the script, which is rewritten (atomically) when
+/// anything was added. Checked before anything compiles; the merged text must parse.
+fn add_recorded(a: &HarvestArgs) -> anyhow::Result<granary::script::recorded::RecordedMerge> {
+    use granary::script::{recorded::merge_recorded, Script};
+    let text = std::fs::read_to_string(&a.script).with_context(|| format!("cannot read {}", a.script.display()))?;
+    let base = a.script.parent().unwrap_or(std::path::Path::new(""));
+    let script = Script::parse(&text, &a.script, base)?;
+    let ctx = granary::descriptor::KeyContext {
+        target_options: granary::frontend::targets::target_options_fingerprint(a.profile, a.targets),
+    };
+    let records =
+        a.add_recorded.iter().map(|p| granary_archive::record::read_record(p)).collect::<Result<Vec<_>, _>>()?;
+    let merged = merge_recorded(&text, &script, ctx, &records)?;
+    if merged.changed() {
+        let again = Script::parse(&merged.text, &a.script, base)
+            .context("the script with the recorded pipelines added does not parse (nothing was written)")?;
+        let expected = script.pipelines.len() + merged.labelled + merged.described;
+        anyhow::ensure!(
+            again.pipelines.len() == expected,
+            "the script with the recorded pipelines added has {} pipelines, not {expected} (nothing was written)",
+            again.pipelines.len()
+        );
+        granary_archive::write_atomic(&a.script, merged.text.as_bytes())
+            .with_context(|| format!("cannot rewrite {}", a.script.display()))?;
+    }
+    if !a.json {
+        eprintln!(
+            "granary: {} record(s) merged into {}: {} pipeline(s) labelled recorded/…, {} added from create infos \
+             ({} SPIR-V libraries), {} already there, {} not added",
+            records.len(),
+            a.script.display(),
+            merged.labelled,
+            merged.described,
+            merged.libraries,
+            merged.already,
+            merged.not_added.len()
+        );
+        for d in &merged.damaged {
+            eprintln!("granary: warning: {d}");
+        }
+        for n in merged.not_added.iter().take(20) {
+            let what = n.label.as_deref().map(|l| format!("label '{l}'")).or(n.key.clone().map(|k| format!("key {k}")));
+            eprintln!("granary: not added ({}): {}: {}", n.record, what.unwrap_or_default(), n.why);
+        }
+        if merged.not_added.len() > 20 {
+            eprintln!("granary: … and {} more not added (--json lists all)", merged.not_added.len() - 20);
+        }
+    }
+    Ok(merged)
 }
 
 /// `--shard` / `--shards`, with the index taken from the environment where it is not given.
@@ -211,6 +273,7 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
         anyhow::ensure!(report != &a.output, "the report and the output archive are the same file");
     }
     let shard = shard_spec(a.shard.as_deref(), a.shards)?;
+    let recorded = if a.add_recorded.is_empty() { None } else { Some(add_recorded(&a)?) };
     let validation = a.validate.policy();
     anyhow::ensure!(
         !validation.flag || a.device.backend == BackendKind::Vulkan,
@@ -307,6 +370,9 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
         super::validation::add_report(report.as_ref(), &mut v);
         if let Some(fields) = v.as_object_mut() {
             fields.insert("capture".into(), serde_json::to_value(&capture)?);
+            if let Some(r) = &recorded {
+                fields.insert("recorded".into(), serde_json::to_value(r)?);
+            }
         }
         print_json(&v)?;
         report

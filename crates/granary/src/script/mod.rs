@@ -12,6 +12,7 @@ mod lazy;
 mod load;
 mod native;
 mod raw;
+pub mod recorded;
 pub mod write;
 
 pub use error::ScriptError;

@@ -98,6 +98,18 @@ impl LibraryEntry {
         })
     }
 
+    /// SPIR-V bytes written inline (base64) under `name`.
+    pub fn spirv(name: impl Into<String>, spirv: &[u8]) -> Self {
+        LibraryEntry(RawLibrary {
+            name: name.into(),
+            kind: Some(SourceKind::Spirv),
+            stage: None,
+            path: None,
+            source: None,
+            spirv_base64: Some(base64::engine::general_purpose::STANDARD.encode(spirv)),
+        })
+    }
+
     /// `lib`'s source written inline under `name` (SPIR-V as base64), so the script needs no
     /// other file.
     pub fn inline(lib: &Library, name: impl Into<String>) -> Self {
