@@ -84,12 +84,16 @@ static double ms(uint64_t ns) { return (double)ns / 1e6; }
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s ARCHIVE [--workers N]\n", argv[0]);
+        fprintf(stderr, "usage: %s ARCHIVE [--workers N] [--sidecar FILE]\n", argv[0]);
         return 2;
     }
     const char *path = argv[1];
     uint32_t workers = 0;
-    if (argc >= 4 && strcmp(argv[2], "--workers") == 0) workers = (uint32_t)strtoul(argv[3], NULL, 10);
+    const char *sidecar = NULL; /* the after-update sidecar, in the game's writable data */
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--workers") == 0) workers = (uint32_t)strtoul(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--sidecar") == 0) sidecar = argv[i + 1];
+    }
     const char *validate_env = getenv("GRANARY_VALIDATE");
     int validate = validate_env && strcmp(validate_env, "1") == 0;
     if ((granary_capi_version() >> 16) != GRANARY_CAPI_VERSION_MAJOR) {
@@ -246,7 +250,7 @@ int main(int argc, char **argv) {
         .enabled_vulkan11_features = &enable11,
         .allocator = NULL, /* not honoured yet: a non-NULL one is refused */
     };
-    GranaryLoaderOptions options = {.struct_size = sizeof options}; /* zero: the defaults */
+    GranaryLoaderOptions options = {.struct_size = sizeof options, .sidecar_path = sidecar}; /* zero: the defaults */
     GranaryLoader *loader = NULL;
     r = granary_loader_create(archive, &vulkan, &options, &loader);
     granary_archive_close(archive); /* the loader holds the archive */
@@ -254,6 +258,8 @@ int main(int argc, char **argv) {
     char why[1024];
     if (granary_loader_mismatch(loader, why, sizeof why, NULL) == GRANARY_OK)
         printf("compiling from SPIR-V: %s\n", why);
+    uint64_t sidecar_bytes = 0;
+    uint32_t sidecar_status = granary_loader_sidecar_status(loader, &sidecar_bytes);
 
     GranaryWarmup *warmup = NULL;
     r = granary_warmup_create(loader, &warmup);
@@ -268,6 +274,11 @@ int main(int argc, char **argv) {
     GranaryTicket *tickets = calloc(count ? count : 1, sizeof *tickets);
     r = granary_warmup_request_prefix(warmup, "", GRANARY_PRIORITY_NORMAL, tickets, count, &count);
     if (r != GRANARY_OK) return failed("granary_warmup_request_prefix", r);
+    /* After a driver update: every pipeline at low priority, and the sidecar written when the
+     * last one is done (by the pump or a worker, never by try_get). */
+    size_t sidecar_requested = 0;
+    r = granary_warmup_refresh_sidecar(warmup, GRANARY_PRIORITY_LOW, &sidecar_requested);
+    if (r != GRANARY_OK) return failed("granary_warmup_refresh_sidecar", r);
     if (workers > 0) {
         r = granary_warmup_spawn_workers(warmup, workers);
         if (r != GRANARY_OK) return failed("granary_warmup_spawn_workers", r);
@@ -335,6 +346,20 @@ int main(int argc, char **argv) {
            ms(ls.binaries_latency.p50_ns), ms(ls.binaries_latency.p99_ns), ms(ls.cache_hit_latency.p50_ns),
            ms(ls.cache_hit_latency.p99_ns), ms(ls.compile_latency.p50_ns), ms(ls.compile_latency.p99_ns));
     printf("tickets: ready=%d failed=%d absent=%d\n", ready, failures, absent);
+    if (sidecar) {
+        /* Workers may still be finishing the sidecar's last requests: wait for them. */
+        uint64_t written = 0;
+        if (sidecar_requested > 0) {
+            /* `wait` returns after the write: the thread that finishes the last request writes
+             * the sidecar before marking it done. */
+            r = granary_warmup_wait(warmup, NULL, 0, 60000000000ull);
+            if (r != GRANARY_OK) return failed("granary_warmup_wait", r);
+            r = granary_warmup_sidecar_saved(warmup, &written);
+            if (r != GRANARY_OK) return failed("granary_warmup_sidecar_saved", r);
+        }
+        printf("sidecar: status=%u read_bytes=%" PRIu64 " requested=%zu written_bytes=%" PRIu64 "\n", sidecar_status,
+               sidecar_bytes, sidecar_requested, written);
+    }
 
     /* The edges: a ticket granary did not issue, a label and a key the archive does not hold. */
     int checks = 0;

@@ -77,6 +77,23 @@
 // shared dictionary binary (crashes NVIDIA 580.159; off by default).
 #define GRANARY_LOADER_LINK_SHARED_LIBRARY_BINARIES 32
 
+// `granary_loader_sidecar_status`: no sidecar configured.
+#define GRANARY_SIDECAR_OFF 0
+
+// `granary_loader_sidecar_status`: none at the path yet.
+#define GRANARY_SIDECAR_ABSENT 1
+
+// `granary_loader_sidecar_status`: read and merged into the loader's cache (written for this
+// archive).
+#define GRANARY_SIDECAR_LOADED 2
+
+// `granary_loader_sidecar_status`: read and merged, written for an earlier archive.
+#define GRANARY_SIDECAR_LOADED_OTHER_ARCHIVE 3
+
+// `granary_loader_sidecar_status`: present but refused (damaged, another device or driver);
+// the reason was logged as a warning when the loader was made. It never reached the driver.
+#define GRANARY_SIDECAR_REFUSED 4
+
 // Background warm-up of what may be needed later.
 #define GRANARY_PRIORITY_LOW 0
 
@@ -283,6 +300,12 @@ typedef struct GranaryLoaderOptions {
     const void *initial_cache;
     // Bytes at `initial_cache`.
     size_t initial_cache_size;
+    // The after-update sidecar (UTF-8 path, NUL-terminated; docs/FORMAT.md §7): a file in the
+    // game's writable data holding this device's pipeline-cache data for an archive that has
+    // nothing for it (a driver update). Read here when present and written on this device
+    // (`granary_loader_sidecar_status`); written by `granary_warmup_refresh_sidecar` once
+    // every pipeline is compiled. NULL: none.
+    const char *sidecar_path;
 } GranaryLoaderOptions;
 
 // Latencies of one kind of creation: how many, median and 99th percentile in nanoseconds
@@ -558,6 +581,29 @@ GranaryResult granary_loader_mismatch(const struct GranaryLoader *loader,
                                       size_t capacity,
                                       size_t *length);
 
+// What became of `GranaryLoaderOptions::sidecar_path` when the loader was made: one of
+// `GRANARY_SIDECAR_*`, and in `*bytes` (may be NULL) the bytes merged when loaded. Writes
+// `GRANARY_SIDECAR_OFF` for a NULL loader.
+//
+// Thread safety: any thread, any number at once.
+//
+// # Safety
+//
+// `loader` is NULL or a live handle; `bytes` is NULL or writable.
+uint32_t granary_loader_sidecar_status(const struct GranaryLoader *loader,
+                                       uint64_t *bytes);
+
+// Whether this device needs its sidecar written (1) or not (0): a sidecar is configured, the
+// archive holds nothing for this device, and no sidecar written for this archive here was
+// read. 0 for a NULL loader.
+//
+// Thread safety: any thread, any number at once.
+//
+// # Safety
+//
+// `loader` is NULL or a live handle.
+uint32_t granary_loader_needs_sidecar(const struct GranaryLoader *loader);
+
 // Whether the archive holds driver binaries this device can take (1) or not (0): with 0
 // every pipeline is compiled (with the archive's pipeline-cache data where it has some).
 // 0 for a NULL loader.
@@ -655,6 +701,34 @@ GranaryResult granary_warmup_request_prefix(const struct GranaryWarmup *warmup,
                                             GranaryTicket *tickets,
                                             size_t capacity,
                                             size_t *count);
+
+// After a driver update (`granary_loader_needs_sidecar`): requests every pipeline of the
+// archive at `priority` (a low one, so frames' requests go first) and arms the sidecar write,
+// which the worker or `granary_warmup_pump` caller that finishes the last request of this
+// warm-up performs (`granary_warmup_sidecar_saved` says how it went). `*requested` (may be
+// NULL) is the number of pipelines requested: 0 when nothing is needed. If everything
+// requested has already finished, the sidecar is written before this returns.
+//
+// Thread safety: any thread, any number at once.
+//
+// # Safety
+//
+// `warmup` is NULL or a live handle; `requested` is NULL or writable.
+GranaryResult granary_warmup_refresh_sidecar(const struct GranaryWarmup *warmup,
+                                             uint32_t priority,
+                                             size_t *requested);
+
+// What the sidecar write armed by `granary_warmup_refresh_sidecar` came to: `GRANARY_OK` with
+// the bytes of cache data written in `*bytes` (may be NULL), `GRANARY_PENDING` while it has
+// not run, or the error of the write (this thread's last error says why).
+//
+// Thread safety: any thread, any number at once.
+//
+// # Safety
+//
+// `warmup` is NULL or a live handle; `bytes` is NULL or writable.
+GranaryResult granary_warmup_sidecar_saved(const struct GranaryWarmup *warmup,
+                                           uint64_t *bytes);
 
 // Raises a queued request to `priority` (a lower one, or a request running or done, is left
 // as it is). Never waits.

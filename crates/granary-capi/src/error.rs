@@ -142,6 +142,7 @@ impl GranaryResult {
             LoadErrorKind::DeviceLost => R::GRANARY_ERROR_DEVICE_LOST,
             LoadErrorKind::Driver => R::GRANARY_ERROR_DRIVER,
             LoadErrorKind::Layout => R::GRANARY_ERROR_LAYOUT,
+            LoadErrorKind::Sidecar => R::GRANARY_ERROR_IO,
             _ => R::GRANARY_ERROR_UNKNOWN,
         }
     }

@@ -6,7 +6,7 @@ use crate::archive::GranaryArchive;
 use crate::device::{gpu_of, GranaryVulkanDevice};
 use crate::diagnostics::{guard, log, GRANARY_LOG_INFO, GRANARY_LOG_WARN};
 use crate::error::{Failure, GranaryResult};
-use granary_archive::vulkan::{Latency, LoaderOptions, LoaderStats, PipelineLoader};
+use granary_archive::vulkan::{Latency, LoaderOptions, LoaderStats, PipelineLoader, SidecarStatus};
 use granary_archive::TextureFormat;
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
@@ -69,6 +69,12 @@ pub struct GranaryLoaderOptions {
     pub initial_cache: *const c_void,
     /// Bytes at `initial_cache`.
     pub initial_cache_size: usize,
+    /// The after-update sidecar (UTF-8 path, NUL-terminated; docs/FORMAT.md §7): a file in the
+    /// game's writable data holding this device's pipeline-cache data for an archive that has
+    /// nothing for it (a driver update). Read here when present and written on this device
+    /// (`granary_loader_sidecar_status`); written by `granary_warmup_refresh_sidecar` once
+    /// every pipeline is compiled. NULL: none.
+    pub sidecar_path: *const c_char,
 }
 
 impl Default for GranaryLoaderOptions {
@@ -81,6 +87,7 @@ impl Default for GranaryLoaderOptions {
             reserved: 0,
             initial_cache: std::ptr::null(),
             initial_cache_size: 0,
+            sidecar_path: std::ptr::null(),
         }
     }
 }
@@ -119,6 +126,11 @@ unsafe fn options_of(o: &GranaryLoaderOptions, function: &str) -> Result<LoaderO
     // SAFETY: the caller's promise.
     let cache = unsafe { abi::bytes_in(o.initial_cache, o.initial_cache_size, function, "initial_cache")? };
     options.initial_cache = (!cache.is_empty()).then(|| cache.to_vec());
+    if !o.sidecar_path.is_null() {
+        // SAFETY: the caller's promise: a NUL-terminated string.
+        options.sidecar =
+            Some(std::path::PathBuf::from(unsafe { abi::str_in(o.sidecar_path, function, "sidecar_path")? }));
+    }
     let on = |flag: u32| o.flags & flag != 0;
     options.use_binaries = !on(GRANARY_LOADER_NO_BINARIES);
     options.fallback_compile = !on(GRANARY_LOADER_NO_FALLBACK_COMPILE);
@@ -169,6 +181,13 @@ pub unsafe extern "C" fn granary_loader_create(
                 GRANARY_LOG_WARN,
                 &format!("{F}: the archive holds nothing for this device ({m}); compiling from SPIR-V"),
             );
+        }
+        match loader.sidecar() {
+            SidecarStatus::Refused { why } => log(GRANARY_LOG_WARN, &format!("{F}: sidecar refused: {why}")),
+            SidecarStatus::Loaded { bytes, .. } => {
+                log(GRANARY_LOG_INFO, &format!("{F}: sidecar read: {bytes} bytes of pipeline-cache data merged"))
+            }
+            _ => {}
         }
         for (i, why) in loader.skipped_caches() {
             log(GRANARY_LOG_WARN, &format!("{F}: the archive's pipeline-cache blob {i} is not for this device: {why}"));
@@ -235,6 +254,63 @@ pub unsafe extern "C" fn granary_loader_mismatch(
         // SAFETY: the caller's promise.
         unsafe { abi::copy_str(text.as_deref().unwrap_or(""), buffer, capacity, length, F)? };
         Ok(if text.is_some() { GranaryResult::GRANARY_OK } else { GranaryResult::GRANARY_NOT_FOUND })
+    })
+}
+
+/// `granary_loader_sidecar_status`: no sidecar configured.
+pub const GRANARY_SIDECAR_OFF: u32 = 0;
+/// `granary_loader_sidecar_status`: none at the path yet.
+pub const GRANARY_SIDECAR_ABSENT: u32 = 1;
+/// `granary_loader_sidecar_status`: read and merged into the loader's cache (written for this
+/// archive).
+pub const GRANARY_SIDECAR_LOADED: u32 = 2;
+/// `granary_loader_sidecar_status`: read and merged, written for an earlier archive.
+pub const GRANARY_SIDECAR_LOADED_OTHER_ARCHIVE: u32 = 3;
+/// `granary_loader_sidecar_status`: present but refused (damaged, another device or driver);
+/// the reason was logged as a warning when the loader was made. It never reached the driver.
+pub const GRANARY_SIDECAR_REFUSED: u32 = 4;
+
+/// What became of `GranaryLoaderOptions::sidecar_path` when the loader was made: one of
+/// `GRANARY_SIDECAR_*`, and in `*bytes` (may be NULL) the bytes merged when loaded. Writes
+/// `GRANARY_SIDECAR_OFF` for a NULL loader.
+///
+/// Thread safety: any thread, any number at once.
+///
+/// # Safety
+///
+/// `loader` is NULL or a live handle; `bytes` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn granary_loader_sidecar_status(loader: *const GranaryLoader, bytes: *mut u64) -> u32 {
+    crate::diagnostics::guard_value(GRANARY_SIDECAR_OFF, || {
+        // SAFETY: the caller's promise.
+        let Some(l) = (unsafe { loader.as_ref() }) else { return GRANARY_SIDECAR_OFF };
+        let (status, n) = match l.loader.sidecar() {
+            SidecarStatus::Absent => (GRANARY_SIDECAR_ABSENT, 0),
+            SidecarStatus::Loaded { bytes, same_archive: true } => (GRANARY_SIDECAR_LOADED, *bytes),
+            SidecarStatus::Loaded { bytes, .. } => (GRANARY_SIDECAR_LOADED_OTHER_ARCHIVE, *bytes),
+            SidecarStatus::Refused { .. } => (GRANARY_SIDECAR_REFUSED, 0),
+            _ => (GRANARY_SIDECAR_OFF, 0),
+        };
+        // SAFETY: the caller's promise.
+        unsafe { abi::set_optional(bytes, n) };
+        status
+    })
+}
+
+/// Whether this device needs its sidecar written (1) or not (0): a sidecar is configured, the
+/// archive holds nothing for this device, and no sidecar written for this archive here was
+/// read. 0 for a NULL loader.
+///
+/// Thread safety: any thread, any number at once.
+///
+/// # Safety
+///
+/// `loader` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn granary_loader_needs_sidecar(loader: *const GranaryLoader) -> u32 {
+    crate::diagnostics::guard_value(0, || {
+        // SAFETY: the caller's promise.
+        unsafe { loader.as_ref() }.is_some_and(|l| l.loader.needs_sidecar()) as u32
     })
 }
 

@@ -348,6 +348,65 @@ pub unsafe extern "C" fn granary_warmup_request_prefix(
     })
 }
 
+/// After a driver update (`granary_loader_needs_sidecar`): requests every pipeline of the
+/// archive at `priority` (a low one, so frames' requests go first) and arms the sidecar write,
+/// which the worker or `granary_warmup_pump` caller that finishes the last request of this
+/// warm-up performs (`granary_warmup_sidecar_saved` says how it went). `*requested` (may be
+/// NULL) is the number of pipelines requested: 0 when nothing is needed. If everything
+/// requested has already finished, the sidecar is written before this returns.
+///
+/// Thread safety: any thread, any number at once.
+///
+/// # Safety
+///
+/// `warmup` is NULL or a live handle; `requested` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn granary_warmup_refresh_sidecar(
+    warmup: *const GranaryWarmup,
+    priority: u32,
+    requested: *mut usize,
+) -> GranaryResult {
+    const F: &str = "granary_warmup_refresh_sidecar";
+    guard(F, || {
+        // SAFETY: the caller's promise.
+        let w = unsafe { abi::handle(warmup, F, "warmup")? };
+        let made = w.warmup.refresh_sidecar(Priority(priority))?.unwrap_or_default();
+        for t in &made {
+            w.id_of(t.key(), || t.clone())?;
+        }
+        // SAFETY: the caller's promise.
+        unsafe { abi::set_optional(requested, made.len()) };
+        Ok(GranaryResult::GRANARY_OK)
+    })
+}
+
+/// What the sidecar write armed by `granary_warmup_refresh_sidecar` came to: `GRANARY_OK` with
+/// the bytes of cache data written in `*bytes` (may be NULL), `GRANARY_PENDING` while it has
+/// not run, or the error of the write (this thread's last error says why).
+///
+/// Thread safety: any thread, any number at once.
+///
+/// # Safety
+///
+/// `warmup` is NULL or a live handle; `bytes` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn granary_warmup_sidecar_saved(warmup: *const GranaryWarmup, bytes: *mut u64) -> GranaryResult {
+    const F: &str = "granary_warmup_sidecar_saved";
+    guard(F, || {
+        // SAFETY: the caller's promise.
+        let w = unsafe { abi::handle(warmup, F, "warmup")? };
+        match w.warmup.sidecar_saved() {
+            None => Ok(GranaryResult::GRANARY_PENDING),
+            Some(Ok(n)) => {
+                // SAFETY: the caller's promise.
+                unsafe { abi::set_optional(bytes, n) };
+                Ok(GranaryResult::GRANARY_OK)
+            }
+            Some(Err(e)) => Err(Failure::from(&*e)),
+        }
+    })
+}
+
 /// Raises a queued request to `priority` (a lower one, or a request running or done, is left
 /// as it is). Never waits.
 ///

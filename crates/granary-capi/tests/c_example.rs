@@ -37,14 +37,20 @@ fn lacks_vulkan_sdk(stderr: &str) -> bool {
 
 /// Compiles `examples/warm.c`; `None` (after the skip rule) without Vulkan's headers.
 fn build_example(out: &Path) -> Option<PathBuf> {
-    let lib = target_profile_dir().join("libgranary_capi.a");
-    assert!(lib.is_file(), "{} is missing (the crate's staticlib)", lib.display());
+    // `cargo test` builds the staticlib into `target/PROFILE/deps/`; only `cargo build` copies
+    // it up to `target/PROFILE/`, where an older copy may lie: take the newer of the two.
+    let profile = target_profile_dir();
+    let candidates = [profile.join("deps/libgranary_capi.a"), profile.join("libgranary_capi.a")];
+    let modified = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let lib = candidates.iter().filter(|p| p.is_file()).max_by_key(|p| modified(p)).unwrap_or_else(|| {
+        panic!("the crate's staticlib is missing: neither {} nor {}", candidates[0].display(), candidates[1].display())
+    });
     let exe = out.join("warm");
     let output = Command::new(cc())
         .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-I"])
         .arg(crate_dir().join("include"))
         .arg(crate_dir().join("examples/warm.c"))
-        .arg(&lib)
+        .arg(lib)
         .args(["-lvulkan", "-lpthread", "-ldl", "-lm", "-o"])
         .arg(&exe)
         .output()
@@ -139,4 +145,40 @@ fn the_header_compiles_as_c99_and_as_cpp11_without_warnings() {
         }
         assert!(output.status.success(), "{compiler} {flags:?} on granary.h:\n{stderr}");
     }
+}
+
+/// The after-update sidecar from C: the example archive has no section for any device, so
+/// the first run requests every pipeline at low priority and writes the sidecar when the last
+/// is done; the second run reads it and has nothing to write (pumping, then with workers).
+#[test]
+fn the_c_example_writes_the_sidecar_once_and_reads_it_next_time() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let archive = dir.path().join("renderer.granary");
+    std::fs::write(&archive, common::example_archive_bytes()).expect("write the archive");
+    let Some(exe) = build_example(dir.path()) else { return };
+    let sidecar = dir.path().join("renderer.sidecar");
+    let run = |extra: &[&str]| {
+        let output = Command::new(&exe).arg(&archive).args(extra).arg("--sidecar").arg(&sidecar).output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        if output.status.code() == Some(77) {
+            common::no_driver(stdout.trim());
+            return None;
+        }
+        assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        Some(values(&stdout, "sidecar:"))
+    };
+    let Some(first) = run(&[]) else { return };
+    assert_eq!((first["status"], first["requested"]), (1, 335), "absent, every pipeline requested: {first:?}");
+    assert!(first["written_bytes"] > 0, "{first:?}");
+    assert_eq!(std::fs::metadata(&sidecar).unwrap().len(), first["written_bytes"] + 72);
+    let second = run(&["--workers", "2"]).expect("a driver");
+    assert_eq!((second["status"], second["requested"]), (2, 0), "loaded, nothing needed: {second:?}");
+    assert_eq!(second["read_bytes"], first["written_bytes"]);
+    // Damaged: refused (status 4), never handed to the driver, and written again.
+    let mut bad = std::fs::read(&sidecar).unwrap();
+    bad[80] ^= 1;
+    std::fs::write(&sidecar, &bad).unwrap();
+    let third = run(&["--workers", "2"]).expect("a driver");
+    assert_eq!((third["status"], third["requested"]), (4, 335), "{third:?}");
+    assert!(third["written_bytes"] > 0);
 }

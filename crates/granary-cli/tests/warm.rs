@@ -117,6 +117,41 @@ fn an_archive_for_another_driver_is_refused_before_any_binary_reaches_the_driver
     assert_eq!((w["created"].as_u64(), w["from_binaries"].as_u64()), (Some(EXAMPLE_PIPELINES), Some(0)));
 }
 
+/// `warm --sidecar` after a driver update (forged): the first run compiles and writes this
+/// device's cache data beside the archive, the second reads it and writes nothing, the
+/// archive is never written, and a sidecar of another file is refused by name.
+#[test]
+fn after_a_driver_update_warm_writes_the_sidecar_once_and_reads_it_next_time() {
+    if common::vulkan_device(&bin()).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = harvest(dir.path(), "a.granary");
+    let forged = dir.path().join("forged.granary");
+    common::forge_driver_version(&archive, &forged);
+    let shipped = std::fs::read(&forged).unwrap();
+    let sidecar = dir.path().join("forged.granary.sidecar");
+    let s = sidecar.to_str().unwrap();
+    let (code, w, stderr) = warm(&forged, &["--fallback", "compile", "--sidecar", s]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(w["sidecar"]["read"], "absent", "{}", w["sidecar"]);
+    let written = w["sidecar"]["written_bytes"].as_u64().expect("written");
+    assert!(written > 0 && sidecar.is_file());
+    let (code, w, stderr) = warm(&forged, &["--fallback", "compile", "--sidecar", s]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(w["sidecar"]["read"].as_str().unwrap().starts_with("loaded"), "{}", w["sidecar"]);
+    assert_eq!(w["sidecar"]["written_bytes"], Value::Null, "nothing more to write");
+    assert_eq!(w["created"], EXAMPLE_PIPELINES);
+    assert_eq!(std::fs::read(&forged).unwrap(), shipped, "the archive is never written");
+    // Not a sidecar: refused, named; the pipelines still compile.
+    std::fs::write(&sidecar, b"not a sidecar").unwrap();
+    let (code, w, stderr) = warm(&forged, &["--fallback", "compile", "--sidecar", s]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("sidecar refused"), "{stderr}");
+    assert!(w["sidecar"]["read"].as_str().unwrap().starts_with("refused"), "{}", w["sidecar"]);
+    assert_eq!(w["created"], EXAMPLE_PIPELINES);
+}
+
 #[test]
 fn a_flipped_byte_in_the_device_data_is_caught_before_the_driver_sees_it() {
     let Some(device) = common::vulkan_device(&bin()) else { return };

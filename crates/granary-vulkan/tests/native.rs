@@ -1747,3 +1747,147 @@ fn a_recorded_miss_is_added_to_the_script_and_found_after_the_next_harvest() {
     drop(backend);
     support::assert_clean(log);
 }
+
+/// The archive `path` with every device section's driver version one higher: what a driver
+/// update makes of an archive harvested on this device.
+fn forge_driver_version(path: &std::path::Path, out: &std::path::Path) {
+    use granary::archive::{ArchiveMeta, DeviceBinaries, DeviceCache, DeviceIdentity, WriteEntry};
+    let a = granary_archive::Archive::read(path).expect("archive");
+    let forged = |d: &Arc<DeviceIdentity>| {
+        Arc::new(DeviceIdentity { driver_version: d.driver_version.wrapping_add(1), ..(**d).clone() })
+    };
+    let entries: Vec<WriteEntry> = a
+        .entries()
+        .unwrap()
+        .into_iter()
+        .map(|w| WriteEntry {
+            binaries: w
+                .binaries
+                .iter()
+                .map(|b| DeviceBinaries { device: forged(&b.device), set: b.set.clone() })
+                .collect(),
+            ..w
+        })
+        .collect();
+    let meta = a.meta().unwrap();
+    let device_caches =
+        meta.device_caches.iter().map(|c| DeviceCache { device: forged(&c.device), data: c.data.clone() }).collect();
+    std::fs::write(out, granary::archive::encode(&entries, &ArchiveMeta { device_caches, ..meta })).unwrap();
+}
+
+/// After a driver update (issue 25 item 5), on lavapipe with a forged driver version: the
+/// loader finds nothing for this device, a warm-up's `refresh_sidecar` compiles every pipeline
+/// at low priority and writes this device's cache data to the sidecar when the last one is
+/// done; the next loader reads it (checked against this device) while the shipped archive is
+/// never written; a damaged sidecar, or one of another driver, is refused and the pipelines
+/// compile as before.
+#[test]
+fn after_a_driver_update_the_sidecar_is_written_once_and_read_on_the_next_launch() {
+    use granary::capture::{Capture, CaptureMode};
+    use granary::compiler::{Compiler, CompilerOptions};
+    use granary_archive::vulkan::{LoaderOptions, PipelineLoader, Priority, SidecarStatus, Warmup};
+    use std::time::Duration;
+    let Some(backend) = support::backend() else { return };
+    let backend = Arc::new(backend);
+    let log = backend.validation().cloned();
+    let gpu = backend.gpu().clone();
+    let dir = tempfile::tempdir().unwrap();
+    // Harvested on this device, then "updated": the driver version differs by one.
+    let capture = Arc::new(Capture::new(CaptureMode::Outputs));
+    let compiler = Compiler::with_backend(
+        CompilerOptions { capture: Some(capture.clone()), ..Default::default() },
+        backend.clone(),
+    );
+    compiler.compile(&native_descriptor("app/sampled", app_state(), &APP_STAGES)).expect("harvest");
+    compiler
+        .compile(&native_descriptor(
+            "app/tess",
+            base(2),
+            &[("tri.vert", ShaderStage::Vertex, None), ("tri.frag", ShaderStage::Fragment, None)],
+        ))
+        .expect("harvest");
+    drop(compiler);
+    let harvested = dir.path().join("harvested.granary");
+    capture.write_archive(&harvested).expect("write");
+    let shipped = dir.path().join("game.granary");
+    forge_driver_version(&harvested, &shipped);
+    let shipped_bytes = std::fs::read(&shipped).unwrap();
+    let archive = Arc::new(granary_archive::Archive::open(&shipped).expect("archive"));
+    let sidecar = dir.path().join("game.granary.sidecar");
+    let options = || LoaderOptions { sidecar: Some(sidecar.clone()), ..LoaderOptions::default() };
+
+    // First launch after the update: nothing for this device, no sidecar yet.
+    {
+        let loader = PipelineLoader::new(archive.clone(), gpu.clone(), options()).expect("loader");
+        let why = loader.mismatch().expect("a forged driver version").to_string();
+        assert!(why.contains("driver_version"), "{why}");
+        assert_eq!(*loader.sidecar(), SidecarStatus::Absent);
+        assert!(loader.needs_sidecar());
+        let warmup = Warmup::new(Arc::new(loader));
+        let tickets = warmup.refresh_sidecar(Priority::LOW).expect("refresh").expect("needed");
+        assert_eq!(tickets.len(), archive.len());
+        assert!(warmup.sidecar_saved().is_none(), "nothing compiled yet");
+        assert!(!sidecar.exists());
+        let workers = warmup.spawn_workers(2).expect("threads");
+        assert!(warmup.wait(&tickets, Duration::from_secs(600)));
+        drop(workers);
+        let progress = warmup.progress();
+        assert_eq!((progress.ready, progress.failed), (archive.len() as u64, 0), "{progress:?}");
+        let bytes = warmup.sidecar_saved().expect("written by the last worker").expect("written");
+        assert!(bytes > 0);
+        assert_eq!(
+            std::fs::metadata(&sidecar).unwrap().len(),
+            bytes + granary_archive::vulkan::SIDECAR_HEADER_LEN as u64
+        );
+    }
+    assert_eq!(std::fs::read(&shipped).unwrap(), shipped_bytes, "the shipped archive is never written");
+
+    // The next launch reads it: nothing more to do.
+    {
+        let loader = PipelineLoader::new(archive.clone(), gpu.clone(), options()).expect("loader");
+        assert!(
+            matches!(loader.sidecar(), SidecarStatus::Loaded { bytes, same_archive: true } if *bytes > 0),
+            "{:?}",
+            loader.sidecar()
+        );
+        assert!(!loader.needs_sidecar());
+        let warmup = Warmup::new(Arc::new(loader));
+        assert!(warmup.refresh_sidecar(Priority::LOW).unwrap().is_none());
+        for i in 0..archive.len() {
+            drop(warmup.loader().load(&archive.pipeline(i).unwrap()).expect("created"));
+        }
+        let stats = warmup.loader().stats();
+        eprintln!("with the sidecar: {} cache hits, {} compiled", stats.cache_hits, stats.compiled);
+    }
+
+    // Damaged: refused with the reason, never handed to the driver; the pipelines compile.
+    let mut bad = std::fs::read(&sidecar).unwrap();
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    std::fs::write(&sidecar, &bad).unwrap();
+    let loader = PipelineLoader::new(archive.clone(), gpu.clone(), options()).expect("loader");
+    assert!(
+        matches!(loader.sidecar(), SidecarStatus::Refused { why } if why.contains("checksum")),
+        "{:?}",
+        loader.sidecar()
+    );
+    assert!(loader.needs_sidecar());
+    drop(loader.load(&archive.pipeline(0).unwrap()).expect("compiled"));
+    drop(loader);
+    // Written on this device for the forged archive, read against the harvested one (this
+    // device's own section): not needed there, and the sidecar of another archive still loads.
+    std::fs::remove_file(&sidecar).unwrap();
+    let fresh = PipelineLoader::new(archive.clone(), gpu.clone(), options()).expect("loader");
+    fresh.save_sidecar().expect("save");
+    drop(fresh);
+    let own = Arc::new(granary_archive::Archive::open(&harvested).expect("archive"));
+    let loader = PipelineLoader::new(own, gpu.clone(), options()).expect("loader");
+    assert!(loader.mismatch().is_none());
+    assert!(matches!(loader.sidecar(), SidecarStatus::Loaded { same_archive: false, .. }), "{:?}", loader.sidecar());
+    assert!(!loader.needs_sidecar(), "the archive has this device");
+    drop(loader);
+    drop(archive);
+    drop(gpu);
+    drop(backend);
+    support::assert_clean(log);
+}

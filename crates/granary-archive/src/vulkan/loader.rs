@@ -9,6 +9,7 @@ use super::handles::{DriverLayout, Module};
 use super::native::{NativeInput, NativeObjects, StageInput};
 use super::pipeline::{CheckedBinaries, CreateMode, CreateOutcome, GraphicsInput, Pipeline};
 use super::shared::Shared;
+use super::sidecar::SidecarStatus;
 use super::stats::Outcome;
 use super::translate::{layout_desc, stage_flag, LayoutDesc};
 use crate::device::DeviceIdentity;
@@ -102,6 +103,16 @@ pub struct LoaderOptions {
     /// made with [`ObjectRecorder::keeping_code`](super::ObjectRecorder::keeping_code)).
     /// Default `None`.
     pub recorder: Option<Arc<crate::record::Recorder>>,
+    /// The after-update sidecar (docs/FORMAT.md §7): a local file, beside the game's data and
+    /// never the shipped archive, holding this device's pipeline-cache data for an archive
+    /// that has nothing valid for it (a driver update, another GPU). Read in
+    /// [`PipelineLoader::new`] when present and written on this device (its cache data merged
+    /// into the loader's, [`PipelineLoader::sidecar`] says what happened; damaged or for
+    /// another device, it is refused and never reaches the driver); written by
+    /// [`PipelineLoader::save_sidecar`], or by a warm-up's
+    /// [`refresh_sidecar`](super::Warmup::refresh_sidecar) once it has compiled every pipeline.
+    /// Default `None`.
+    pub sidecar: Option<std::path::PathBuf>,
     /// Refuse the archive unless it is signed by this key (feature `sign`): checked in
     /// [`PipelineLoader::new`], over every byte of the archive, before any byte of it reaches
     /// the driver. `None` (the default) loads unsigned archives.
@@ -124,6 +135,7 @@ impl Default for LoaderOptions {
             engine_cache: None,
             layouts: None,
             recorder: None,
+            sidecar: None,
             #[cfg(feature = "sign")]
             require_signature: None,
         }
@@ -269,6 +281,15 @@ pub enum LoadError {
     /// [`PipelineLoader::load_if_cheap`]: the pipeline would have to be compiled (no usable
     /// binaries for it on this device, or the driver reported that creating it needs a compile).
     WouldCompile(String),
+    /// The after-update sidecar ([`LoaderOptions::sidecar`]) could not be written.
+    Sidecar {
+        /// The sidecar file.
+        path: std::path::PathBuf,
+        /// What the operating system or the driver said.
+        message: String,
+        /// The I/O error, where one failed.
+        source: Option<std::io::Error>,
+    },
 }
 
 /// What kind of failure a [`LoadError`] is, for code that reacts to it.
@@ -303,6 +324,8 @@ pub enum LoadErrorKind {
     Driver,
     /// The engine's [`LayoutSource`] gave no layout.
     Layout,
+    /// The after-update sidecar could not be written.
+    Sidecar,
 }
 
 impl LoadErrorKind {
@@ -329,6 +352,7 @@ impl LoadError {
             LoadError::CreateInfo(_) => LoadErrorKind::CreateInfo,
             LoadError::Pipeline { kind, .. } => *kind,
             LoadError::WouldCompile(_) => LoadErrorKind::WouldCompile,
+            LoadError::Sidecar { .. } => LoadErrorKind::Sidecar,
         }
     }
 
@@ -402,6 +426,7 @@ impl std::fmt::Display for LoadError {
             LoadError::CreateInfo(e) => write!(f, "the application's create info: {e}"),
             LoadError::Pipeline { pipeline, message, .. } => write!(f, "pipeline '{pipeline}': {message}"),
             LoadError::WouldCompile(what) => write!(f, "pipeline '{what}' would need a compile"),
+            LoadError::Sidecar { path, message, .. } => write!(f, "sidecar {}: {message}", path.display()),
         }
     }
 }
@@ -414,6 +439,7 @@ impl std::error::Error for LoadError {
             LoadError::Cache(e) => Some(e),
             LoadError::CreateInfo(e) => Some(e),
             LoadError::Pipeline { source: Some(e), .. } => Some(e),
+            LoadError::Sidecar { source: Some(e), .. } => Some(e),
             _ => None,
         }
     }
@@ -485,6 +511,10 @@ pub struct PipelineLoader {
     /// The blobs of this device's section that more than one binary set references (made on
     /// the first library set loaded; see [`LoaderOptions::link_shared_library_binaries`]).
     shared_blobs: std::sync::OnceLock<Result<std::collections::HashSet<usize>, String>>,
+    /// What became of the sidecar at construction.
+    sidecar: SidecarStatus,
+    /// The archive's identity, recorded in a sidecar written for it.
+    archive_id: u128,
 }
 
 impl PipelineLoader {
@@ -509,12 +539,25 @@ impl PipelineLoader {
                 device = Ok(d);
             }
         }
+        // The after-update sidecar, checked for this device before the driver sees it.
+        let archive_id = super::sidecar::archive_identity(&archive);
+        let (sidecar, sidecar_data) = match &options.sidecar {
+            None => (SidecarStatus::Off, None),
+            Some(path) => match super::sidecar::read(path, archive_id, &identity) {
+                Ok(None) => (SidecarStatus::Absent, None),
+                Ok(Some(r)) => {
+                    (SidecarStatus::Loaded { bytes: r.data.len() as u64, same_archive: r.same_archive }, Some(r.data))
+                }
+                Err(why) => (SidecarStatus::Refused { why }, None),
+            },
+        };
         // Every blob the archive holds for this device (one per shard or `--isolate` worker
         // that wrote one), merged into one cache.
         let mut initial: Vec<&[u8]> = match &device {
             Ok(d) if options.use_archive_cache => d.caches()?,
             _ => Vec::new(),
         };
+        initial.extend(sidecar_data.as_deref());
         // The application's own data joins the archive's (merged, not instead).
         initial.extend(options.initial_cache.as_deref());
         let initial: Vec<&[u8]> = initial.into_iter().filter(|b| !b.is_empty()).collect();
@@ -554,7 +597,44 @@ impl PipelineLoader {
             outputs: Shared::default(),
             native: NativeObjects::default(),
             shared_blobs: std::sync::OnceLock::new(),
+            sidecar,
+            archive_id,
         })
+    }
+
+    /// What became of [`LoaderOptions::sidecar`] when the loader was made.
+    pub fn sidecar(&self) -> &SidecarStatus {
+        &self.sidecar
+    }
+
+    /// Whether this device needs its sidecar written: one is configured, the archive holds
+    /// nothing for this device ([`mismatch`](Self::mismatch)), and no sidecar written for this
+    /// archive on this device was loaded.
+    pub fn needs_sidecar(&self) -> bool {
+        self.options.sidecar.is_some()
+            && self.device.is_err()
+            && !matches!(self.sidecar, SidecarStatus::Loaded { same_archive: true, .. })
+    }
+
+    /// Writes this device's pipeline-cache data — what the loader's cache holds now: the
+    /// sidecar it read, and everything compiled since — to [`LoaderOptions::sidecar`],
+    /// replacing the file there atomically (a crash leaves the old one or the new one). Returns
+    /// the bytes of cache data written; `Ok(0)` and nothing written without a sidecar
+    /// configured. Blocks for the file write: call it off the frame's path (a warm-up's
+    /// [`refresh_sidecar`](super::Warmup::refresh_sidecar) does it on a worker or pumping thread).
+    pub fn save_sidecar(&self) -> Result<u64, LoadError> {
+        let Some(path) = &self.options.sidecar else { return Ok(0) };
+        let data = self.cache.data().map_err(|e| LoadError::Sidecar {
+            path: path.clone(),
+            message: format!("vkGetPipelineCacheData: {e}"),
+            source: None,
+        })?;
+        super::sidecar::write(path, self.archive_id, &self.identity, &data).map_err(|e| LoadError::Sidecar {
+            path: path.clone(),
+            message: e.to_string(),
+            source: Some(e),
+        })?;
+        Ok(data.len() as u64)
     }
 
     /// Whether `set` carries a binary of at least [`DICTIONARY_MIN_BYTES`] whose blob another

@@ -140,6 +140,7 @@ mod native;
 pub mod probe;
 mod retire;
 mod shared;
+mod sidecar;
 mod stats;
 mod translate;
 mod warmup;
@@ -167,6 +168,7 @@ pub use pipeline::{CheckedBinaries, CreateMode, CreateOutcome, DepthStencil, Gra
 pub use recorder::{CreateInfoError, ObjectRecorder};
 pub use retire::RetireQueue;
 pub use shared::Shared;
+pub use sidecar::{SidecarStatus, SIDECAR_HEADER_LEN, SIDECAR_MAGIC, SIDECAR_VERSION};
 pub use stats::{Latency, LoaderStats};
 pub use translate::{layout_desc, stage_flag, LayoutDesc, SetBinding};
 /// The Vulkan bindings this module speaks (vulkanalia), for callers that wrap their own

@@ -159,12 +159,51 @@ pub struct Pumped {
 #[derive(Clone)]
 pub struct Warmup {
     core: Arc<Core<PipelineLoader>>,
+    /// What [`Warmup::refresh_sidecar`]'s write came to, once it ran.
+    sidecar: Arc<Mutex<Option<SidecarSaved>>>,
 }
+
+/// What a sidecar write came to: the bytes of cache data written, or why not.
+type SidecarSaved = Result<u64, Arc<LoadError>>;
 
 impl Warmup {
     /// A warm-up over `loader` with an empty queue.
     pub fn new(loader: Arc<PipelineLoader>) -> Self {
-        Warmup { core: Arc::new(Core::new(loader)) }
+        Warmup { core: Arc::new(Core::new(loader)), sidecar: Arc::default() }
+    }
+
+    /// After a driver update (the archive holds nothing for this device,
+    /// [`PipelineLoader::needs_sidecar`]): requests every pipeline of the archive at `priority`
+    /// (a background one, [`Priority::LOW`], so that what frames ask for goes first), and once
+    /// every request of this warm-up has finished, the thread that finished the last one —
+    /// a worker or a [`pump`](Self::pump) caller, never [`try_get`](Self::try_get) — writes the
+    /// sidecar ([`PipelineLoader::save_sidecar`]); [`sidecar_saved`](Self::sidecar_saved) then
+    /// says how it went. On the next launch the loader reads it and those compiles are cache
+    /// hits. `Ok(None)` when nothing is needed (no sidecar configured, the archive has this
+    /// device, or this archive's sidecar was loaded). If everything requested has already
+    /// finished, the sidecar is written before this returns.
+    pub fn refresh_sidecar(&self, priority: Priority) -> Result<Option<Vec<Ticket>>, LoadError> {
+        let loader = self.core.creator.clone();
+        if !loader.needs_sidecar() {
+            return Ok(None);
+        }
+        let archive = loader.archive().clone();
+        let mut tickets = Vec::with_capacity(archive.len());
+        for i in 0..archive.len() {
+            tickets.push(self.request(archive.pipeline(i)?.key(), priority));
+        }
+        let result = self.sidecar.clone();
+        self.core.when_done(Box::new(move || {
+            let saved = loader.save_sidecar().map_err(Arc::new);
+            *result.lock().unwrap_or_else(|p| p.into_inner()) = Some(saved);
+        }));
+        Ok(Some(tickets))
+    }
+
+    /// What the sidecar write of [`refresh_sidecar`](Self::refresh_sidecar) came to: `None`
+    /// until it ran, then the bytes of cache data written or why not.
+    pub fn sidecar_saved(&self) -> Option<SidecarSaved> {
+        self.sidecar.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The loader it creates with.
@@ -408,7 +447,13 @@ pub(super) struct Core<C: Create> {
     late: AtomicU64,
     running: AtomicU64,
     deduplicated: AtomicU64,
+    /// Run once by the thread that finishes the last pending request after `armed` is set.
+    when_done: Mutex<Option<DoneHook>>,
+    armed: AtomicBool,
 }
+
+/// What [`Core::when_done`] runs.
+type DoneHook = Box<dyn FnOnce() + Send>;
 
 impl<C: Create> Core<C> {
     pub(super) fn new(creator: Arc<C>) -> Self {
@@ -423,6 +468,8 @@ impl<C: Create> Core<C> {
             late: AtomicU64::new(0),
             running: AtomicU64::new(0),
             deduplicated: AtomicU64::new(0),
+            when_done: Mutex::new(None),
+            armed: AtomicBool::new(false),
         }
     }
 
@@ -520,12 +567,37 @@ impl<C: Create> Core<C> {
             Err(_) => &self.failed,
         };
         let _ = slot.result.set(made.map_err(Arc::new));
-        slot.state.store(DONE, Ordering::Release);
         counter.fetch_add(1, Ordering::Relaxed);
         self.running.fetch_sub(1, Ordering::Relaxed);
+        // The done hook runs before the last request is marked done, so a `wait` for it
+        // returns only once the hook has run.
+        self.fire_if_done();
+        slot.state.store(DONE, Ordering::Release);
         // Under the lock, so that a waiter between its check and its wait cannot miss it.
         drop(self.lock());
         self.changed.notify_all();
+    }
+
+    /// Runs `hook` once every request made so far has finished: here if they all have, else on
+    /// the thread that finishes the last one, before that request is marked done (so a `wait`
+    /// for it returns after the hook).
+    pub(super) fn when_done(&self, hook: DoneHook) {
+        *self.when_done.lock().unwrap_or_else(|p| p.into_inner()) = Some(hook);
+        self.armed.store(true, Ordering::SeqCst);
+        self.fire_if_done();
+    }
+
+    fn fire_if_done(&self) {
+        // Between this thread's counter increment and its reads of the others' counters: two
+        // requests finishing at once on two threads (one ready, one failed) cannot both miss
+        // the other's increment and leave the hook unrun.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.armed.load(Ordering::SeqCst) && self.progress().done() && self.armed.swap(false, Ordering::AcqRel) {
+            let hook = self.when_done.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
     }
 
     pub(super) fn pump(&self, budget: Duration) -> Pumped {
@@ -732,6 +804,31 @@ mod tests {
         pumper.join().unwrap();
         assert!(matches!(c.try_get(&t), Got::Ready(7)));
         assert!(matches!(c.try_get(&u), Got::Ready(8)));
+    }
+
+    #[test]
+    fn the_done_hook_runs_once_on_the_thread_that_finishes_the_last_request() {
+        let c = core(Duration::ZERO, true);
+        let _tickets: Vec<_> = (1..=5).map(|b| c.request(req(b), Priority::LOW)).collect();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        c.when_done(Box::new(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        }));
+        assert_eq!(runs.load(Ordering::SeqCst), 0, "five still queued");
+        assert_eq!(c.pump(Duration::ZERO).finished, 1);
+        assert_eq!(runs.load(Ordering::SeqCst), 0, "four still queued");
+        while c.pump(Duration::from_secs(1)).more {}
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        // Later requests finishing do not run it again; armed on an idle queue, it runs at once.
+        let _more = c.request(req(6), Priority::LOW);
+        c.pump(Duration::ZERO);
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        let r = runs.clone();
+        c.when_done(Box::new(move || {
+            r.fetch_add(10, Ordering::SeqCst);
+        }));
+        assert_eq!(runs.load(Ordering::SeqCst), 11);
     }
 
     #[test]

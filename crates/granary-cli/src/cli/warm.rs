@@ -6,7 +6,7 @@ use anyhow::Context;
 use granary::measure::peak_rss_bytes;
 use granary_archive::vulkan::validation::DriverOptions;
 use granary_archive::vulkan::{
-    select_device, Driver, Gpu, LoadError, LoaderOptions, OpenOptions, PipelineLoader, Source,
+    select_device, Driver, Gpu, LoadError, LoaderOptions, OpenOptions, PipelineLoader, SidecarStatus, Source,
 };
 use granary_archive::Archive;
 use granary_archive::TextureFormat;
@@ -70,6 +70,13 @@ pub struct WarmArgs {
     /// Write the compile path's VkPipelineCache data to this file at the end.
     #[arg(long, value_name = "FILE")]
     pipeline_cache_out: Option<PathBuf>,
+    /// The after-update sidecar a game's loader keeps (LoaderOptions::sidecar, docs/FORMAT.md
+    /// §7): read first when it exists and was written on this device (merged into the compile
+    /// path's cache; damaged or another device's, it is refused, named, and never reaches the
+    /// driver), and written at the end when the archive holds nothing for this device (with
+    /// --fallback compile after a driver update). The archive itself is never written.
+    #[arg(long, value_name = "FILE")]
+    sidecar: Option<PathBuf>,
     /// Format for colour attachments the archive left unspecialized (pipelines captured as
     /// libraries are linked with it), e.g. bgra8unorm; repeat for attachment 1, 2, ….
     #[arg(long, value_name = "FORMAT", default_value = "rgba8unorm", value_parser = parse_format)]
@@ -235,6 +242,7 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
         share_binaries_from: a.share_binaries_from,
         use_archive_cache: matches!(a.source, SourceArg::Auto | SourceArg::Cache),
         initial_cache,
+        sidecar: a.sidecar.clone(),
         require_signature: match &a.key {
             Some(p) => Some(granary_archive::PublicKey::read(p).with_context(|| format!("reading {}", p.display()))?),
             None => None,
@@ -249,6 +257,18 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
     let mismatch = probe.mismatch().map(|m| m.to_string());
     let has_binaries = probe.has_binaries();
     let cache_blobs = probe.cache_blobs();
+    let sidecar_read = match probe.sidecar() {
+        SidecarStatus::Off => None,
+        SidecarStatus::Absent => Some("absent".to_string()),
+        SidecarStatus::Loaded { bytes, same_archive: true } => Some(format!("loaded {bytes} bytes")),
+        SidecarStatus::Loaded { bytes, .. } => Some(format!("loaded {bytes} bytes (written for another archive)")),
+        SidecarStatus::Refused { why } => {
+            eprintln!("granary: sidecar refused: {why}");
+            Some(format!("refused: {why}"))
+        }
+        other => Some(format!("{other:?}")),
+    };
+    let needs_sidecar = probe.needs_sidecar();
     // Archive cache blobs whose header is not this device's never reach the driver.
     let skipped_caches: Vec<String> =
         probe.skipped_caches().iter().map(|(i, why)| format!("pipeline-cache blob {i}: {why}")).collect();
@@ -292,6 +312,7 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
     let mut last = None;
     let mut cache_bytes = None;
     let mut key_mismatches = 0;
+    let mut sidecar_written = None;
     for _ in 0..a.repeat.max(1) {
         let loader = match probe.take() {
             Some(l) => l,
@@ -304,6 +325,9 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
             let data = loader.cache_data()?;
             granary_archive::write_atomic(path, &data).with_context(|| format!("writing {}", path.display()))?;
             cache_bytes = Some(data.len());
+        }
+        if needs_sidecar && sidecar_written.is_none() {
+            sidecar_written = Some(loader.save_sidecar()?);
         }
         last = Some(p);
     }
@@ -398,11 +422,20 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
                 },
                 "driver_us": { "mean": mean(&drivers), "p50": percentile(&drivers, 0.5), "p99": percentile(&drivers, 0.99) },
                 "pipeline_cache_out_bytes": cache_bytes,
+                "sidecar": a.sidecar.as_ref().map(|path| serde_json::json!({
+                    "path": path.display().to_string(),
+                    "read": sidecar_read,
+                    "written_bytes": sidecar_written,
+                })),
                 "peak_rss_bytes": peak_rss_bytes(),
                 "records": records,
         }));
     } else {
         outln!("device: {}", identity.describe());
+        if let Some(read) = &sidecar_read {
+            let written = sidecar_written.map(|b| format!(", wrote {b} bytes of cache data")).unwrap_or_default();
+            outln!("sidecar: {read}{written}");
+        }
         if let Some(why) = &why_no_binaries {
             outln!("no binaries used: {why}");
         }
