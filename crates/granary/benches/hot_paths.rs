@@ -163,3 +163,39 @@ fn lookup_by_label(b: divan::Bencher) {
         a.lookup_label(&format!("p{i}")).unwrap().map(|p| p.index())
     });
 }
+
+/// The use recorder on the calling thread (issue 25): a pipeline never recorded before
+/// (hash-set insert, encoding, copy into the queue) and one already recorded (the set check).
+/// The writer thread appends and syncs every 100 ms meanwhile.
+mod recorder {
+    use granary_archive::record::{Recorder, RecorderOptions};
+    use granary_archive::PipelineKey;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
+
+    fn recorder() -> &'static Recorder {
+        static R: OnceLock<(tempfile::TempDir, Recorder)> = OnceLock::new();
+        let (_, r) = R.get_or_init(|| {
+            let dir = tempfile::tempdir().expect("temporary folder");
+            let r = Recorder::open(&dir.path().join("bench.record"), RecorderOptions::default()).expect("recorder");
+            (dir, r)
+        });
+        r
+    }
+
+    #[divan::bench]
+    fn recorder_used_new(bencher: divan::Bencher) {
+        static NEXT: AtomicU64 = AtomicU64::new(1 << 40);
+        let r = recorder();
+        bencher
+            .with_inputs(|| PipelineKey(u128::from(NEXT.fetch_add(1, Ordering::Relaxed))))
+            .bench_values(|k| r.used(k, Some("opaque/static/pbr")));
+    }
+
+    #[divan::bench]
+    fn recorder_used_repeat(bencher: divan::Bencher) {
+        let r = recorder();
+        r.used(PipelineKey(7), Some("opaque/static/pbr"));
+        bencher.bench(|| r.used(divan::black_box(PipelineKey(7)), Some("opaque/static/pbr")));
+    }
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The frame loop's three modes on a real driver (issue 25, "prove it where players feel it").
+#
+#   scripts/device-frames.sh GRANARY FRAME_LOOP OUT
+#
+# FRAME_LOOP is `cargo build --release -p granary-vulkan --example frame_loop`. The bundled
+# example (335 pipelines, PER_FRAME_EXAMPLE new ones a frame, default 4) and seed2k (`gen
+# seed-scale --pipelines 2000 --vertex-functions 970 --max-run 250`, PER_FRAME_SEED, default
+# 20) are harvested on this device with -j 16 (binaries where the driver has them), then each
+# mode runs in its own process (a fresh driver, no in-process cache shared between modes)
+# with WORKERS warm-up threads (default 4). OUT/summary.txt has one line per run.
+set -uo pipefail
+G=$(realpath "$1"); F=$(realpath "$2"); OUT=$(realpath -m "$3")
+mkdir -p "$OUT"
+cd "$(dirname "$0")/.."
+export __GL_SHADER_DISK_CACHE=0 MESA_SHADER_CACHE_DISABLE=true
+SUM=$OUT/summary.txt; : > "$SUM"
+W=$(mktemp -d)
+say() { echo "$*" | tee -a "$SUM"; }
+"$G" gen seed-scale -o "$W/seed2k" --pipelines 2000 --vertex-functions 970 --max-run 250 > /dev/null 2>&1
+for w in example:examples/renderer/pipelines.json:${PER_FRAME_EXAMPLE:-4} seed2k:$W/seed2k/pipelines.json:${PER_FRAME_SEED:-20}; do
+  IFS=: read -r n s per <<< "$w"
+  "$G" harvest "$s" -o "$W/$n.granary" --backend vulkan -q -j 16 > /dev/null 2> "$OUT/$n-harvest.err"
+  say "$n harvest: exit $?"
+  for mode in compile blocking progressive; do
+    timeout 240 "$F" "$W/$n.granary" --mode "$mode" --per-frame "$per" --workers "${WORKERS:-4}" --tail 10 \
+      > "$OUT/$n-$mode.txt" 2>&1
+    say "$n $mode: exit $?; $(grep '^mode=' "$OUT/$n-$mode.txt")"
+  done
+done
