@@ -116,7 +116,13 @@ fn app_with(enable_features: bool, libraries: bool) -> Option<App> {
         graphics_pipeline_library: vk::TRUE,
         ..Default::default()
     };
-    let mut f13 = vk::PhysicalDeviceVulkan13Features { dynamic_rendering: vk::TRUE, ..Default::default() };
+    // `pipelineCreationCacheControl` is required of every Vulkan 1.3 device: enabled with the
+    // others (it lets `load_if_cheap` ask the pipeline cache without compiling).
+    let mut f13 = vk::PhysicalDeviceVulkan13Features {
+        dynamic_rendering: vk::TRUE,
+        pipeline_creation_cache_control: if enable_features { vk::TRUE } else { vk::FALSE },
+        ..Default::default()
+    };
     let library_extensions =
         [vk::KHR_PIPELINE_LIBRARY_EXTENSION.name.as_ptr(), vk::EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION.name.as_ptr()];
     if libraries {
@@ -155,8 +161,11 @@ fn app_with(enable_features: bool, libraries: bool) -> Option<App> {
     // SAFETY: `physical` came from `instance`; `create` and its chain point at locals that
     // live until the call returns.
     let device = unsafe { instance.create_device(physical, &create, None) }.expect("vkCreateDevice");
-    let features =
+    let mut features =
         granary_archive::vulkan::device_features_of(&features, &vk::PhysicalDeviceVulkan11Features::default());
+    if enable_features {
+        features = features.union(granary_archive::DeviceFeatures::PIPELINE_CREATION_CACHE_CONTROL);
+    }
     Some(App { _entry: entry, instance, physical, device, validation, features })
 }
 
@@ -605,5 +614,49 @@ fn a_warmup_records_first_use_in_the_order_the_frame_asks_and_each_miss() {
             Event::Missed { key: Some(PipelineKey(0x5eed)), label: None },
         ]
     );
+    app.finish();
+}
+
+/// `load_if_cheap` without binaries (issue 25 item 2): the pipeline is created only if the
+/// loader's pipeline cache answers it without a compile
+/// (`VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT`); otherwise `WouldCompile` and
+/// nothing is created. A pipeline archived as a library always needs its parts compiled here.
+#[test]
+fn load_if_cheap_creates_from_the_cache_only_what_needs_no_compile() {
+    use granary_archive::vulkan::LoadErrorKind;
+    use granary_archive::PipelineKind;
+    let Some(app) = app_with(true, true) else { return };
+    let example = Arc::new(example_archive());
+    let loader = PipelineLoader::new(example.clone(), app.gpu(true), LoaderOptions::default()).expect("loader");
+    let computes: Vec<usize> =
+        (0..example.len()).filter(|&i| example.pipeline(i).unwrap().kind() == PipelineKind::Compute).collect();
+    assert!(!computes.is_empty(), "the example has compute pipelines");
+    let p = example.pipeline(computes[0]).unwrap();
+    assert!(
+        loader.gpu().features().contains(granary_archive::DeviceFeatures::PIPELINE_CREATION_CACHE_CONTROL),
+        "the application enabled pipelineCreationCacheControl: the cache is asked, under the flag"
+    );
+    let first = loader.load_if_cheap(&p, &[]);
+    assert!(matches!(&first, Err(e) if e.kind() == LoadErrorKind::WouldCompile), "nothing cached yet");
+    let compiled = loader.load(&p).expect("compiled");
+    assert_eq!(loader.stats().compiled, 1);
+    // Now in the cache, on a driver whose pipeline cache holds pipelines (NVIDIA's does;
+    // lavapipe's holds nothing, so there it still needs a compile).
+    match loader.load_if_cheap(&p, &[]) {
+        Ok(l) => assert_eq!(l.source, Source::CacheHit, "created without a compile"),
+        Err(e) => {
+            assert_eq!(e.kind(), LoadErrorKind::WouldCompile, "{e}");
+            eprintln!("{}: the pipeline cache answered nothing", loader.gpu().info.identity.device_name);
+        }
+    }
+    assert_eq!(loader.stats().compiled, 1, "a cheap load never compiles");
+    // A pipeline archived as a library: its parts would need a compile.
+    let library = (0..example.len()).find(|&i| example.pipeline(i).unwrap().kind() == PipelineKind::Render).unwrap();
+    if loader.gpu().libraries() {
+        let r = loader.load_if_cheap(&example.pipeline(library).unwrap(), &[]);
+        assert!(matches!(&r, Err(e) if e.kind() == LoadErrorKind::WouldCompile));
+    }
+    drop(compiled);
+    drop(loader);
     app.finish();
 }

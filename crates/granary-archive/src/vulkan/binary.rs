@@ -149,6 +149,9 @@ pub(super) trait PipelineCreateInfo: Copy {
     fn next(&self) -> *const std::ffi::c_void;
     /// This create info with `pNext` replaced.
     fn with_next(self, next: *const std::ffi::c_void) -> Self;
+    /// This create info with `VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT` added
+    /// to its `flags`.
+    fn with_fail_on_compile(&self) -> Self;
     /// `vkCreate*Pipelines` of this one create info.
     ///
     /// # Safety
@@ -167,6 +170,9 @@ impl PipelineCreateInfo for vk::GraphicsPipelineCreateInfo {
     fn with_next(self, next: *const std::ffi::c_void) -> Self {
         Self { next, ..self }
     }
+    fn with_fail_on_compile(&self) -> Self {
+        Self { flags: self.flags | vk::PipelineCreateFlags::FAIL_ON_PIPELINE_COMPILE_REQUIRED, ..*self }
+    }
     unsafe fn create(
         self,
         device: &Device,
@@ -184,6 +190,9 @@ impl PipelineCreateInfo for vk::ComputePipelineCreateInfo {
     }
     fn with_next(self, next: *const std::ffi::c_void) -> Self {
         Self { next, ..self }
+    }
+    fn with_fail_on_compile(&self) -> Self {
+        Self { flags: self.flags | vk::PipelineCreateFlags::FAIL_ON_PIPELINE_COMPILE_REQUIRED, ..*self }
     }
     unsafe fn create(
         self,

@@ -451,6 +451,19 @@ impl From<ArchiveError> for LoadError {
     }
 }
 
+/// A driver failure, or [`LoadErrorKind::WouldCompile`] where the driver answered
+/// `VK_PIPELINE_COMPILE_REQUIRED` (a cheap load the pipeline cache could not answer).
+fn would_compile(e: VulkanError) -> Fail {
+    if e.result() == Some(vk::Result::PIPELINE_COMPILE_REQUIRED) {
+        Fail::of(
+            LoadErrorKind::WouldCompile,
+            "not in the pipeline cache: the driver needs a compile (VK_PIPELINE_COMPILE_REQUIRED)",
+        )
+    } else {
+        e.into()
+    }
+}
+
 /// The smallest shared binary taken for NVIDIA's dictionary: the dictionary measures 125–710 KB
 /// on NVIDIA 580, the code binaries of one pipeline 1–30 KB (docs/BENCHMARKS.md).
 pub const DICTIONARY_MIN_BYTES: usize = 64 << 10;
@@ -803,8 +816,11 @@ impl PipelineLoader {
     }
 
     /// [`load_formats`](Self::load_formats), but only if it costs no compile: from this
-    /// device's binaries (their key checked), else [`LoadError::WouldCompile`] and no pipeline
-    /// is created. (A pipeline archived as a library is created from its binaries and
+    /// device's binaries (their key checked), or — where the device has
+    /// `pipelineCreationCacheControl` enabled — from the loader's pipeline cache when the
+    /// driver can create it without compiling (`VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT`:
+    /// a cache hit, e.g. from the after-update sidecar); else [`LoadError::WouldCompile`] and no
+    /// pipeline is created. (A pipeline archived as a library is created from its binaries and
     /// fast-linked with a fragment-output part, which is created once per output state.)
     pub fn load_if_cheap(&self, p: &PipelineRef<'_>, link_formats: &[TextureFormat]) -> Result<Loaded, LoadError> {
         self.note_used(p.key(), None);
@@ -874,8 +890,8 @@ impl PipelineLoader {
                 // device's own section (`binaries_ok`), for a set whose archived pipeline key
                 // equals `compute_key` of exactly this create info.
                 let binaries = unsafe { CheckedBinaries::new(handles) };
-                let how = CreateMode::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
-                (self.gpu.create_compute(stage, &layout, how)?, false, made)
+                let how = self.mode(binaries, made.is_none(), cheap);
+                (self.gpu.create_compute(stage, &layout, how).map_err(would_compile)?, false, made)
             }
             Some(state) => {
                 let library = match &set {
@@ -885,11 +901,17 @@ impl PipelineLoader {
                 let whole_formats: &[TextureFormat] = if library { &[] } else { formats };
                 let input = graphics_input(&self.gpu, state, stage_info, &layout, library, whole_formats)?;
                 let made = take(set, &|| self.gpu.graphics_key(&input))?;
+                if library && made.is_none() && cheap {
+                    return Err(Fail::of(
+                        LoadErrorKind::WouldCompile,
+                        "archived as a graphics pipeline library with no usable binaries here: its parts need a compile",
+                    ));
+                }
                 let handles = made.as_deref().unwrap_or_default();
                 // SAFETY: as for compute, with `graphics_key` of exactly `input`.
                 let binaries = unsafe { CheckedBinaries::new(handles) };
-                let how = CreateMode::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
-                let created = self.gpu.create_graphics(&input, how)?;
+                let how = self.mode(binaries, made.is_none(), cheap);
+                let created = self.gpu.create_graphics(&input, how).map_err(would_compile)?;
                 if library {
                     let lib = created.pipeline.ok_or_else(|| "the driver returned no library".to_string())?;
                     let (output, output_time) = self.fragment_output(state, &input, formats)?;
@@ -945,8 +967,11 @@ impl PipelineLoader {
         // own section (`binaries_ok`), for a set whose archived pipeline key equals
         // `native_key` of exactly this create info.
         let binaries = unsafe { CheckedBinaries::new(handles) };
-        let how = CreateMode::Keep { binaries, cache: made.is_none().then_some(&self.cache) };
-        let mut created = self.gpu.create_native(&input, how)?;
+        if made.is_none() && cheap && state.flags & vk::PipelineCreateFlags::LIBRARY_KHR.bits() != 0 {
+            return Err(Fail::of(LoadErrorKind::WouldCompile, "a pipeline library with no usable binaries here"));
+        }
+        let how = self.mode(binaries, made.is_none(), cheap);
+        let mut created = self.gpu.create_native(&input, how).map_err(would_compile)?;
         drop(own);
         if let Some(pipeline) = created.pipeline.as_mut() {
             pipeline.layout = Some(layout.clone());
@@ -1004,8 +1029,12 @@ impl PipelineLoader {
             }
             other => other,
         };
-        if set.is_none() && cheap {
-            return Err(Fail::of(LoadErrorKind::WouldCompile, "no usable binaries on this device"));
+        if set.is_none() && cheap && !self.cache_can_answer() {
+            return Err(Fail::of(
+                LoadErrorKind::WouldCompile,
+                "no usable binaries on this device, and pipelineCreationCacheControl is not enabled to ask the \
+                 pipeline cache without compiling",
+            ));
         }
         if set.is_none() && fallback_reason.is_none() && !declined && self.options.require_binaries {
             return Err(Fail::of(
@@ -1017,6 +1046,23 @@ impl PipelineLoader {
             ));
         }
         Ok((set, fallback_reason))
+    }
+
+    /// Whether a cheap load may ask the pipeline cache: the device has
+    /// `pipelineCreationCacheControl` enabled, so `VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT`
+    /// may be set.
+    fn cache_can_answer(&self) -> bool {
+        self.gpu.features().contains(crate::DeviceFeatures::PIPELINE_CREATION_CACHE_CONTROL)
+    }
+
+    /// How to create: from `binaries`; without them by compiling with the loader's cache, or,
+    /// for a cheap load, from that cache only if it needs no compile.
+    fn mode<'s>(&'s self, binaries: CheckedBinaries<'s>, compile: bool, cheap: bool) -> CreateMode<'s> {
+        match (compile, cheap) {
+            (true, true) => CreateMode::KeepIfCached { cache: &self.cache },
+            (true, false) => CreateMode::Keep { binaries, cache: Some(&self.cache) },
+            (false, _) => CreateMode::Keep { binaries, cache: None },
+        }
     }
 
     /// The checked handles of `set` for the create info whose key `key` computes

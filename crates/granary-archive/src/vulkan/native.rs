@@ -51,6 +51,9 @@ pub(super) struct Chain<'a> {
     pub(super) feedback: Option<*mut vk::PipelineCreationFeedback>,
     /// Binaries to create from.
     pub(super) binaries: &'a [vk::PipelineBinaryKHR],
+    /// `VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT` on the create info
+    /// ([`CreateMode::KeepIfCached`](super::CreateMode::KeepIfCached)).
+    pub(super) fail_on_compile: bool,
 }
 
 /// The structures of a chain's tail, declared by the builder on its frame.

@@ -91,6 +91,16 @@ pub enum CreateMode<'a> {
         /// Pipeline cache for a compile (ignored with binaries).
         cache: Option<&'a Cache>,
     },
+    /// Run time, only if no compile is needed: created from the modules with `cache` and
+    /// `VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT`, so a pipeline the cache (or
+    /// the driver) cannot answer without compiling is not created: the driver's
+    /// `VK_PIPELINE_COMPILE_REQUIRED` comes back as [`VulkanError::Call`] with that result. The
+    /// device must have `pipelineCreationCacheControl` enabled; whole pipelines only (not a
+    /// library).
+    KeepIfCached {
+        /// The pipeline cache to answer it from.
+        cache: &'a Cache,
+    },
 }
 
 /// The interner of [`Gpu::probe`]: `Some` when a captured pipeline's binaries are taken from
@@ -170,11 +180,12 @@ fn chain_of<'a>(
                 capture: gpu.binaries && !gpu.capture.from_internal_cache,
                 feedback: Some(feedback),
                 binaries: &[],
+                fail_on_compile: false,
             },
             gpu.cache,
         ),
         CreateMode::Keep { binaries, cache } => (
-            Chain { capture: false, feedback: Some(feedback), binaries: binaries.0 },
+            Chain { capture: false, feedback: Some(feedback), binaries: binaries.0, fail_on_compile: false },
             // A pipeline made from binaries may not use a pipeline cache.
             if binaries.is_empty() {
                 cache.map_or(vk::PipelineCache::null(), |c| c.handle)
@@ -182,6 +193,9 @@ fn chain_of<'a>(
                 vk::PipelineCache::null()
             },
         ),
+        CreateMode::KeepIfCached { cache } => {
+            (Chain { capture: false, feedback: Some(feedback), binaries: &[], fail_on_compile: true }, cache.handle)
+        }
     }
 }
 
@@ -372,7 +386,7 @@ impl Gpu {
         }
         let probe = self.probe(how);
         let (handle, pipeline_key, driver_time, probed) = self.with_graphics_info(input, chain, |info| {
-            self.key_and_create(chain.capture, probe, info, "vkCreateGraphicsPipelines", |info| {
+            self.key_and_create(chain, probe, info, "vkCreateGraphicsPipelines", |info| {
                 // SAFETY: every pointer in `info` and its chain refers to a local of
                 // `with_graphics_info` (or to `input`/`how`, borrowed for the whole call),
                 // alive while this closure runs; modules, layout, binaries and cache are alive
@@ -394,7 +408,7 @@ impl Gpu {
             return Ok(Vec::new());
         }
         let mut feedback = vk::PipelineCreationFeedback::default();
-        let chain = Chain { capture: false, feedback: Some(&mut feedback), binaries: &[] };
+        let chain = Chain { capture: false, feedback: Some(&mut feedback), binaries: &[], fail_on_compile: false };
         self.with_graphics_info(input, chain, |info| self.pipeline_key_of(info))
     }
 
@@ -452,7 +466,7 @@ impl Gpu {
         }
         let probe = self.probe(how);
         let (handle, pipeline_key, driver_time, probed) = self.with_compute_info(stage, layout, chain, |info| {
-            self.key_and_create(chain.capture, probe, info, "vkCreateComputePipelines", |info| {
+            self.key_and_create(chain, probe, info, "vkCreateComputePipelines", |info| {
                 // SAFETY: as in `create_graphics`, for the compute create info.
                 unsafe { self.device.create_compute_pipelines(cache, &[*info], None) }
             })
@@ -468,7 +482,7 @@ impl Gpu {
             return Ok(Vec::new());
         }
         let mut feedback = vk::PipelineCreationFeedback::default();
-        let chain = Chain { capture: false, feedback: Some(&mut feedback), binaries: &[] };
+        let chain = Chain { capture: false, feedback: Some(&mut feedback), binaries: &[], fail_on_compile: false };
         self.with_compute_info(stage, layout, chain, |info| self.pipeline_key_of(info))
     }
 
@@ -493,7 +507,7 @@ impl Gpu {
         let probe = self.probe(how);
         let (handle, pipeline_key, driver_time, probed) = match &input.state.graphics {
             Some(g) => super::native::with_graphics_info(input, g, chain, |info| {
-                self.key_and_create(chain.capture, probe, info, "vkCreateGraphicsPipelines", |info| {
+                self.key_and_create(chain, probe, info, "vkCreateGraphicsPipelines", |info| {
                     // SAFETY: every pointer in `info` and its chain refers to a local of
                     // `native::with_graphics_info` or to `input` (borrowed for the whole call),
                     // alive while this closure runs; modules, layout, render pass, binaries and
@@ -503,7 +517,7 @@ impl Gpu {
                 })
             })?,
             None => super::native::with_compute_info(input, chain, |info| {
-                self.key_and_create(chain.capture, probe, info, "vkCreateComputePipelines", |info| {
+                self.key_and_create(chain, probe, info, "vkCreateComputePipelines", |info| {
                     // SAFETY: as for the graphics case, for `native::with_compute_info`.
                     unsafe { self.device.create_compute_pipelines(cache, &[*info], None) }
                 })
@@ -520,7 +534,7 @@ impl Gpu {
             return Ok(Vec::new());
         }
         let mut feedback = vk::PipelineCreationFeedback::default();
-        let chain = Chain { capture: false, feedback: Some(&mut feedback), binaries: &[] };
+        let chain = Chain { capture: false, feedback: Some(&mut feedback), binaries: &[], fail_on_compile: false };
         match &input.state.graphics {
             Some(g) => super::native::with_graphics_info(input, g, chain, |info| self.pipeline_key_of(info)),
             None => super::native::with_compute_info(input, chain, |info| self.pipeline_key_of(info)),
@@ -561,7 +575,7 @@ impl Gpu {
         // SAFETY: the caller's promise: a valid create info and chain.
         let (mut tail, cache) = unsafe { app_chain(self, info.next(), how, &mut feedback) };
         let own = info.with_next(tail.head(info.next()));
-        let (handle, _, driver_time, _) = self.key_and_create(false, None, &own, T::CALL, |info| {
+        let (handle, _, driver_time, _) = self.key_and_create(tail.chain, None, &own, T::CALL, |info| {
             // SAFETY: `own` is the application's valid create info with granary's binary and
             // feedback structures (locals of this call) in front of its chain; the caller keeps
             // its objects alive, the binaries are checked for this create info, the cache is
@@ -577,13 +591,13 @@ impl Gpu {
     /// `capture`) and the time inside the driver's create call.
     fn key_and_create<T: super::binary::PipelineCreateInfo, S, E: super::error::CallCode>(
         &self,
-        capture: bool,
+        chain: Chain<'_>,
         probe: Probe<'_>,
         info: &T,
         call: &'static str,
         create: impl FnOnce(&T) -> Result<(Vec<vk::Pipeline>, S), E>,
     ) -> Result<Created, VulkanError> {
-        let key = if capture || probe.is_some() {
+        let key = if chain.capture || probe.is_some() {
             let start = Instant::now();
             let key = self.pipeline_key_of(info)?;
             self.capture.add_key_time(start.elapsed());
@@ -591,10 +605,21 @@ impl Gpu {
         } else {
             Vec::new()
         };
+        // `KeepIfCached`: the create info's own flags gain FAIL_ON_PIPELINE_COMPILE_REQUIRED
+        // (no `VkPipelineCreateFlags2CreateInfo`, which would replace them, is chained at run
+        // time for a whole pipeline).
+        let fail = chain.fail_on_compile.then(|| info.with_fail_on_compile());
         let start = Instant::now();
-        let r = create(info);
+        let r = create(fail.as_ref().unwrap_or(info));
         let driver_time = start.elapsed();
         let handle = r.map_err(|e| VulkanError::call(call, e))?.0.first().copied().unwrap_or_default();
+        if chain.fail_on_compile && handle.is_null() {
+            return Err(VulkanError::Call {
+                call,
+                result: Some(vk::Result::PIPELINE_COMPILE_REQUIRED),
+                code: "PIPELINE_COMPILE_REQUIRED: the pipeline cache does not hold it".into(),
+            });
+        }
         #[cfg(feature = "capture")]
         let probed = probe.map(|intern| self.capture_from_internal_cache(info, intern));
         #[cfg(not(feature = "capture"))]
@@ -641,7 +666,7 @@ impl Gpu {
                 // `pipeline` drops here: destroyed before returning.
                 Ok(CreateOutcome { binaries, pipeline_key, driver_time, pipeline: None, feedback: feedback.bits() })
             }
-            CreateMode::Keep { .. } => Ok(CreateOutcome {
+            CreateMode::Keep { .. } | CreateMode::KeepIfCached { .. } => Ok(CreateOutcome {
                 binaries: Vec::new(),
                 pipeline_key: Vec::new(),
                 driver_time,
