@@ -1052,7 +1052,7 @@ impl PipelineLoader {
     /// `pipelineCreationCacheControl` enabled, so `VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT`
     /// may be set.
     fn cache_can_answer(&self) -> bool {
-        self.gpu.features().contains(crate::DeviceFeatures::PIPELINE_CREATION_CACHE_CONTROL)
+        self.gpu.features().contains(crate::device::DeviceFeatures::PIPELINE_CREATION_CACHE_CONTROL)
     }
 
     /// How to create: from `binaries`; without them by compiling with the loader's cache, or,
