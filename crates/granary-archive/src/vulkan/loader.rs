@@ -74,14 +74,6 @@ pub struct LoaderOptions {
     /// pipeline cache), saying so in [`Loaded::fallback_reason`]. Sets of whole pipelines are
     /// never affected.
     pub link_shared_library_binaries: bool,
-    /// Create pipelines archived as libraries from their binaries one at a time (default
-    /// `true`): the binaries, the library and its link for one pipeline under one loader-wide
-    /// lock. On NVIDIA 580.159 a 2,000-pipeline library archive (seed2k) crashes the process
-    /// (SIGSEGV) when several threads create its libraries from binaries at once, and not at
-    /// one thread nor when the library parts are compiled (docs/BENCHMARKS.md, "The frame
-    /// loop"). Compiles, whole pipelines and lookups are never serialized; a library from
-    /// binaries costs about 0.2 ms there, so the lock costs little.
-    pub serialize_library_binaries: bool,
     /// Seed the compile path's `VkPipelineCache` with these bytes too (e.g. a file the
     /// application saved with `vkGetPipelineCacheData`), merged with the archive's data for
     /// this device when [`use_archive_cache`](Self::use_archive_cache) is on. Their header must match the device
@@ -138,7 +130,6 @@ impl Default for LoaderOptions {
             library_binaries: true,
             share_binaries_from: 64 << 10,
             link_shared_library_binaries: false,
-            serialize_library_binaries: true,
             use_archive_cache: true,
             initial_cache: None,
             engine_cache: None,
@@ -535,9 +526,6 @@ pub struct PipelineLoader {
     shared_blobs: std::sync::OnceLock<Result<std::collections::HashSet<usize>, String>>,
     /// What became of the sidecar at construction.
     sidecar: SidecarStatus,
-    /// Held while a library is made from binaries and linked
-    /// ([`LoaderOptions::serialize_library_binaries`]).
-    library_binaries: std::sync::Mutex<()>,
     /// The archive's identity, recorded in a sidecar written for it.
     archive_id: u128,
 }
@@ -624,7 +612,6 @@ impl PipelineLoader {
             shared_blobs: std::sync::OnceLock::new(),
             sidecar,
             archive_id,
-            library_binaries: std::sync::Mutex::new(()),
         })
     }
 
@@ -912,9 +899,6 @@ impl PipelineLoader {
                     None => state.is_unspecialized() && self.gpu.libraries(),
                 };
                 let whole_formats: &[TextureFormat] = if library { &[] } else { formats };
-                // One library from binaries at a time, binaries to link (see the option).
-                let _serial = (library && set.is_some() && self.options.serialize_library_binaries)
-                    .then(|| self.library_binaries.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
                 let input = graphics_input(&self.gpu, state, stage_info, &layout, library, whole_formats)?;
                 let made = take(set, &|| self.gpu.graphics_key(&input))?;
                 if library && made.is_none() && cheap {

@@ -77,11 +77,6 @@ pub struct WarmArgs {
     /// --fallback compile after a driver update). The archive itself is never written.
     #[arg(long, value_name = "FILE")]
     sidecar: Option<PathBuf>,
-    /// Let several threads create pipelines archived as libraries from their binaries at once
-    /// (by default one at a time: NVIDIA 580 crashes on some archives otherwise;
-    /// LoaderOptions::serialize_library_binaries).
-    #[arg(long)]
-    parallel_library_binaries: bool,
     /// Format for colour attachments the archive left unspecialized (pipelines captured as
     /// libraries are linked with it), e.g. bgra8unorm; repeat for attachment 1, 2, ….
     #[arg(long, value_name = "FORMAT", default_value = "rgba8unorm", value_parser = parse_format)]
@@ -248,7 +243,6 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
         use_archive_cache: matches!(a.source, SourceArg::Auto | SourceArg::Cache),
         initial_cache,
         sidecar: a.sidecar.clone(),
-        serialize_library_binaries: !a.parallel_library_binaries,
         require_signature: match &a.key {
             Some(p) => Some(granary_archive::PublicKey::read(p).with_context(|| format!("reading {}", p.display()))?),
             None => None,
