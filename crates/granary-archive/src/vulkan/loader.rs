@@ -64,15 +64,17 @@ pub struct LoaderOptions {
     /// of resident memory over 33,000 pipelines for no speed (docs/BENCHMARKS.md). 0 shares
     /// every binary.
     pub share_binaries_from: usize,
-    /// Create a pipeline archived as a library from its binaries even when its set carries a
-    /// binary that other pipelines' sets carry too (default `false`). NVIDIA 580.159 attaches
-    /// one shared "dictionary" binary to most pipelines compiled after its first thousand or
-    /// so, and linking a library made from such a set crashes that driver (SIGSEGV in
-    /// `vkCreateGraphicsPipelines`, docs/BENCHMARKS.md). So by default the loader recognises
-    /// such a set by its content — a binary of at least [`DICTIONARY_MIN_BYTES`] whose blob
-    /// another set of this device also references — and compiles that library's part from SPIR-V instead (with the loader's
-    /// pipeline cache), saying so in [`Loaded::fallback_reason`]. Sets of whole pipelines are
-    /// never affected.
+    /// Create pipelines archived as libraries from their binaries even on a device section that
+    /// carries NVIDIA's dictionary (default `false`). NVIDIA 580.159 attaches one shared
+    /// "dictionary" binary to most pipelines compiled after its first thousand or so; linking a
+    /// library made from such a set crashes that driver (SIGSEGV in `vkCreateGraphicsPipelines`),
+    /// and on such a section creating even the other library sets from binaries while other
+    /// threads create pipelines crashes it too (docs/BENCHMARKS.md, "The frame loop"). So by
+    /// default the loader recognises the dictionary by content — a binary of at least
+    /// [`DICTIONARY_MIN_BYTES`] whose blob two sets of this device's section reference — and,
+    /// when the section holds one, compiles every library part from SPIR-V instead (with the
+    /// loader's pipeline cache), saying so in [`Loaded::fallback_reason`]. Sets of whole
+    /// pipelines, and sections without a dictionary, are never affected.
     pub link_shared_library_binaries: bool,
     /// Seed the compile path's `VkPipelineCache` with these bytes too (e.g. a file the
     /// application saved with `vkGetPipelineCacheData`), merged with the archive's data for
@@ -657,6 +659,25 @@ impl PipelineLoader {
     /// such binaries, and linking them from binaries is 47 times faster than compiling). One pass over the section's binary records on
     /// the first call, then a hash lookup per binary.
     fn carries_shared_binary(&self, set: &crate::reader::BinarySetRef<'_>) -> Result<bool, String> {
+        let shared = self.dictionary_blobs()?;
+        for i in 0..set.len() {
+            let (blob, _) = set.record(i).map_err(|e| e.to_string())?;
+            if shared.contains(&blob) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether this device's section holds any binary of at least [`DICTIONARY_MIN_BYTES`]
+    /// that two binary sets share (NVIDIA's dictionary).
+    fn section_has_dictionary(&self) -> Result<bool, String> {
+        Ok(!self.dictionary_blobs()?.is_empty())
+    }
+
+    /// The blobs of this device's section that more than one binary set references and that
+    /// are at least [`DICTIONARY_MIN_BYTES`] long (one pass over the section, on first use).
+    fn dictionary_blobs(&self) -> Result<&std::collections::HashSet<usize>, String> {
         let shared = self.shared_blobs.get_or_init(|| {
             let d = self.section().map_err(|m| m.to_string())?;
             let mut seen = std::collections::HashSet::new();
@@ -675,14 +696,7 @@ impl PipelineLoader {
             }
             Ok(shared)
         });
-        let shared = shared.as_ref().map_err(Clone::clone)?;
-        for i in 0..set.len() {
-            let (blob, _) = set.record(i).map_err(|e| e.to_string())?;
-            if shared.contains(&blob) {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        shared.as_ref().map_err(Clone::clone)
     }
 
     /// The archive this loader reads.
@@ -1007,16 +1021,20 @@ impl PipelineLoader {
                 None
             }
             Some(s)
-                if is_library(&s)
-                    && !self.options.link_shared_library_binaries
-                    && self.carries_shared_binary(&s)? =>
+                if is_library(&s) && !self.options.link_shared_library_binaries && self.section_has_dictionary()? =>
             {
-                fallback_reason = Some(
+                fallback_reason = Some(if self.carries_shared_binary(&s)? {
                     "archived as a graphics pipeline library whose binaries include one other pipelines share \
                      (NVIDIA's dictionary: linking such a library crashes NVIDIA 580): its library part compiled \
                      from SPIR-V (LoaderOptions::link_shared_library_binaries)"
-                        .to_string(),
-                );
+                        .to_string()
+                } else {
+                    "archived as a graphics pipeline library on a device section that carries NVIDIA's dictionary: \
+                     creating such libraries from binaries while other threads create pipelines crashes NVIDIA 580, \
+                     so every library part of this section is compiled from SPIR-V \
+                     (LoaderOptions::link_shared_library_binaries)"
+                        .to_string()
+                });
                 None
             }
             Some(s) if is_library(&s) && !self.gpu.libraries() => {

@@ -86,10 +86,12 @@ pub struct WarmArgs {
     #[arg(long, default_value_t = 1)]
     repeat: usize,
     /// Pipelines archived as libraries: create them from their binaries and link (binaries;
-    /// except a library whose binaries include one of 64 KiB or more that other pipelines
-    /// share, NVIDIA's dictionary, whose part is compiled: linking it crashes NVIDIA 580), from every set's
-    /// binaries, shared ones too (binaries-all), or compile every library part from SPIR-V
-    /// and link (compile). docs/BENCHMARKS.md has the driver bug.
+    /// except on a device section carrying NVIDIA's dictionary — a binary of 64 KiB or more
+    /// that several pipelines share —, where every library part is compiled: NVIDIA 580
+    /// crashes linking such libraries, and creating any of that section's libraries from
+    /// binaries on several threads), from every set's binaries whatever the section holds
+    /// (binaries-all), or compile every library part from SPIR-V and link (compile).
+    /// docs/BENCHMARKS.md has the driver bug.
     #[arg(long, value_enum, default_value = "binaries")]
     libraries: LibrariesArg,
     /// Open the device without graphics pipeline libraries (as an application that does not
