@@ -84,15 +84,17 @@ static double ms(uint64_t ns) { return (double)ns / 1e6; }
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s ARCHIVE [--workers N] [--sidecar FILE]\n", argv[0]);
+        fprintf(stderr, "usage: %s ARCHIVE [--workers N] [--sidecar FILE] [--record FILE]\n", argv[0]);
         return 2;
     }
     const char *path = argv[1];
     uint32_t workers = 0;
     const char *sidecar = NULL; /* the after-update sidecar, in the game's writable data */
+    const char *record = NULL;  /* a use record, for `granary harvest --add-recorded` */
     for (int i = 2; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--workers") == 0) workers = (uint32_t)strtoul(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--sidecar") == 0) sidecar = argv[i + 1];
+        else if (strcmp(argv[i], "--record") == 0) record = argv[i + 1];
     }
     const char *validate_env = getenv("GRANARY_VALIDATE");
     int validate = validate_env && strcmp(validate_env, "1") == 0;
@@ -250,7 +252,8 @@ int main(int argc, char **argv) {
         .enabled_vulkan11_features = &enable11,
         .allocator = NULL, /* not honoured yet: a non-NULL one is refused */
     };
-    GranaryLoaderOptions options = {.struct_size = sizeof options, .sidecar_path = sidecar}; /* zero: the defaults */
+    GranaryLoaderOptions options = {
+        .struct_size = sizeof options, .sidecar_path = sidecar, .record_path = record}; /* zero: the defaults */
     GranaryLoader *loader = NULL;
     r = granary_loader_create(archive, &vulkan, &options, &loader);
     granary_archive_close(archive); /* the loader holds the archive */

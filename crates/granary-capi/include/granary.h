@@ -306,6 +306,14 @@ typedef struct GranaryLoaderOptions {
     // (`granary_loader_sidecar_status`); written by `granary_warmup_refresh_sidecar` once
     // every pipeline is compiled. NULL: none.
     const char *sidecar_path;
+    // A use record to append to (UTF-8 path, NUL-terminated; docs/FORMAT.md §6), created when
+    // missing: every pipeline the loader creates from the archive once (a warm-up's at the
+    // first `granary_warmup_try_get` of its ticket), and every key or label asked for that
+    // the archive lacks, for `granary harvest --add-recorded`. The calling thread only queues;
+    // a thread of the recorder appends and syncs every 100 ms and when the last handle using
+    // the loader is destroyed. A file that is not a record is refused (`GRANARY_ERROR_IO`).
+    // NULL: none.
+    const char *record_path;
 } GranaryLoaderOptions;
 
 // Latencies of one kind of creation: how many, median and 99th percentile in nanoseconds

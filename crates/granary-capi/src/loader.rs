@@ -75,6 +75,14 @@ pub struct GranaryLoaderOptions {
     /// (`granary_loader_sidecar_status`); written by `granary_warmup_refresh_sidecar` once
     /// every pipeline is compiled. NULL: none.
     pub sidecar_path: *const c_char,
+    /// A use record to append to (UTF-8 path, NUL-terminated; docs/FORMAT.md §6), created when
+    /// missing: every pipeline the loader creates from the archive once (a warm-up's at the
+    /// first `granary_warmup_try_get` of its ticket), and every key or label asked for that
+    /// the archive lacks, for `granary harvest --add-recorded`. The calling thread only queues;
+    /// a thread of the recorder appends and syncs every 100 ms and when the last handle using
+    /// the loader is destroyed. A file that is not a record is refused (`GRANARY_ERROR_IO`).
+    /// NULL: none.
+    pub record_path: *const c_char,
 }
 
 impl Default for GranaryLoaderOptions {
@@ -88,6 +96,7 @@ impl Default for GranaryLoaderOptions {
             initial_cache: std::ptr::null(),
             initial_cache_size: 0,
             sidecar_path: std::ptr::null(),
+            record_path: std::ptr::null(),
         }
     }
 }
@@ -130,6 +139,13 @@ unsafe fn options_of(o: &GranaryLoaderOptions, function: &str) -> Result<LoaderO
         // SAFETY: the caller's promise: a NUL-terminated string.
         options.sidecar =
             Some(std::path::PathBuf::from(unsafe { abi::str_in(o.sidecar_path, function, "sidecar_path")? }));
+    }
+    if !o.record_path.is_null() {
+        // SAFETY: the caller's promise: a NUL-terminated string.
+        let path = std::path::PathBuf::from(unsafe { abi::str_in(o.record_path, function, "record_path")? });
+        let recorder = granary_archive::record::Recorder::open(&path, Default::default())
+            .map_err(|e| Failure::new(GranaryResult::GRANARY_ERROR_IO, format!("{function}: record_path: {e}")))?;
+        options.recorder = Some(Arc::new(recorder));
     }
     let on = |flag: u32| o.flags & flag != 0;
     options.use_binaries = !on(GRANARY_LOADER_NO_BINARIES);

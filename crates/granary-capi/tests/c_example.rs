@@ -182,3 +182,29 @@ fn the_c_example_writes_the_sidecar_once_and_reads_it_next_time() {
     assert_eq!((third["status"], third["requested"]), (4, 335), "{third:?}");
     assert!(third["written_bytes"] > 0);
 }
+
+/// The use record from C (`GranaryLoaderOptions::record_path`): every pipeline the program
+/// polled is recorded once, at its first `try_get`, and the label and key it asked for that the
+/// archive lacks are recorded as misses; the file reads back whole.
+#[test]
+fn the_c_example_records_every_pipeline_it_used_and_what_it_missed() {
+    use granary_archive::record::{read_record, Event};
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let archive = dir.path().join("renderer.granary");
+    std::fs::write(&archive, common::example_archive_bytes()).expect("write the archive");
+    let Some(exe) = build_example(dir.path()) else { return };
+    let record = dir.path().join("renderer.record");
+    let output = Command::new(&exe).arg(&archive).args(["--workers", "2", "--record"]).arg(&record).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if output.status.code() == Some(77) {
+        common::no_driver(stdout.trim());
+        return;
+    }
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let read = read_record(&record).expect("the record");
+    assert_eq!(read.damaged_tail, None);
+    let used = read.events.iter().filter(|e| matches!(e, Event::Used { .. })).count();
+    let missed = read.events.iter().filter(|e| matches!(e, Event::Missed { .. })).count();
+    assert_eq!(used, 335, "each polled pipeline once");
+    assert!(missed >= 1, "the unknown label and key: {:?}", read.events.iter().rev().take(3).collect::<Vec<_>>());
+}

@@ -269,9 +269,16 @@ impl Warmup {
         let got = self.core.try_get(&ticket.0);
         if self.core.creator.options.recorder.is_some() && ticket.0.first_use() {
             let key = ticket.0.request.key;
-            match &got {
-                Got::Absent => self.core.creator.note_missed(Some(key), None),
-                _ => self.core.creator.note_used(key, None),
+            // Still pending, it may yet turn out absent: the archive says (one lookup, once).
+            let archived = match &got {
+                Got::Absent => false,
+                Got::Pending => self.core.creator.archive().get(key).ok().flatten().is_some(),
+                _ => true,
+            };
+            if archived {
+                self.core.creator.note_used(key, None)
+            } else {
+                self.core.creator.note_missed(Some(key), None)
             }
         }
         match got {
