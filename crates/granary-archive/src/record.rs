@@ -55,6 +55,8 @@ const KIND_DESCRIBED: u8 = 4;
 /// One stage of a [`Event::Described`] pipeline: the SPIR-V library (by content hash, whose
 /// bytes a `Module` frame carries), entry point and specialization, as in the application's
 /// `VkPipelineShaderStageCreateInfo`.
+///
+/// Thread safety: plain data, `Send + Sync`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordedStage {
     /// The stage.
@@ -68,6 +70,8 @@ pub struct RecordedStage {
 }
 
 /// What a record holds, in the order it happened (first use only).
+///
+/// Thread safety: plain data, `Send + Sync`.
 #[derive(Clone, Debug, PartialEq)]
 #[allow(clippy::large_enum_variant)] // read once per record file, never stored in bulk
 #[non_exhaustive] // a later format version may record more kinds
@@ -152,6 +156,8 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RecordError + '_ {
 }
 
 /// The part of a record that reading ignored.
+///
+/// Thread safety: plain data, `Send + Sync`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordTail {
     /// Offset of the first byte ignored.
@@ -169,6 +175,8 @@ impl std::fmt::Display for RecordTail {
 }
 
 /// What [`read_record`] read.
+///
+/// Thread safety: plain data, `Send + Sync`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordRead {
     /// The record file.
@@ -421,6 +429,8 @@ fn frame(event: &Event) -> Option<Vec<u8>> {
 }
 
 /// How a [`Recorder`] writes.
+///
+/// Thread safety: plain data, `Send + Sync`.
 #[derive(Clone, Debug)]
 pub struct RecorderOptions {
     /// How often the background thread appends what was queued and syncs the file (default
@@ -434,7 +444,9 @@ impl Default for RecorderOptions {
     }
 }
 
-/// What a [`Recorder`] has done.
+/// What a [`Recorder`] has done (a snapshot).
+///
+/// Thread safety: plain data, `Send + Sync`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecorderStats {
     /// Events queued (after de-duplication).
@@ -599,7 +611,12 @@ impl Recorder {
 
     /// Queues `event` unless an identical one was recorded; whether it was queued.
     pub fn record(&self, event: &Event) -> bool {
-        let id = identity(event);
+        self.queue(identity(event), || frame(event))
+    }
+
+    /// Queues the frame `frame_of` encodes unless `id` was recorded: one lock to check, the
+    /// event built and encoded outside it (a repeat costs only the check), one lock to queue.
+    fn queue(&self, id: (u8, u128, u64), frame_of: impl FnOnce() -> Option<Vec<u8>>) -> bool {
         {
             let mut q = self.shared.queue();
             if q.seen.contains(&id) {
@@ -607,8 +624,7 @@ impl Recorder {
                 return false;
             }
         }
-        // Encode outside the lock.
-        let Some(bytes) = frame(event) else {
+        let Some(bytes) = frame_of() else {
             self.shared.queue().stats.dropped += 1;
             return false;
         };
@@ -624,16 +640,12 @@ impl Recorder {
 
     /// Records a pipeline created from the archive (`label`: the one asked for, if any).
     pub fn used(&self, key: PipelineKey, label: Option<&str>) -> bool {
-        let id = (KIND_USED, key.0, label.map_or(0, label_hash));
-        if self.seen(id) {
-            return false;
-        }
-        self.record(&Event::Used { key, label: label.map(str::to_string) })
+        self.queue(used_id(key, label), || frame(&Event::Used { key, label: label.map(str::to_string) }))
     }
 
     /// Records a request the archive could not serve.
     pub fn missed(&self, key: Option<PipelineKey>, label: Option<&str>) -> bool {
-        self.record(&Event::Missed { key, label: label.map(str::to_string) })
+        self.queue(missed_id(key, label), || frame(&Event::Missed { key, label: label.map(str::to_string) }))
     }
 
     /// Records a create info the archive does not hold: each stage's module (`spirv`, whose
@@ -656,7 +668,8 @@ impl Recorder {
             match spirv.get(i).copied().flatten() {
                 _ if known => {}
                 Some(code) if spirv_library_hash(code) == s.library => {
-                    self.record(&Event::Module { hash: s.library, spirv: code.to_vec() });
+                    let id = (KIND_MODULE, s.library.0, 0);
+                    self.queue(id, || frame(&Event::Module { hash: s.library, spirv: code.to_vec() }));
                 }
                 _ => return self.missed(Some(key), None),
             }
@@ -689,11 +702,19 @@ impl Recorder {
 /// An event's de-duplication identity.
 fn identity(event: &Event) -> (u8, u128, u64) {
     match event {
-        Event::Used { key, label } => (KIND_USED, key.0, label.as_deref().map_or(0, label_hash)),
-        Event::Missed { key, label } => (KIND_MISSED, key.map_or(0, |k| k.0), label.as_deref().map_or(0, label_hash)),
+        Event::Used { key, label } => used_id(*key, label.as_deref()),
+        Event::Missed { key, label } => missed_id(*key, label.as_deref()),
         Event::Module { hash, .. } => (KIND_MODULE, hash.0, 0),
         Event::Described { key, .. } => (KIND_DESCRIBED, key.0, 0),
     }
+}
+
+fn used_id(key: PipelineKey, label: Option<&str>) -> (u8, u128, u64) {
+    (KIND_USED, key.0, label.map_or(0, label_hash))
+}
+
+fn missed_id(key: Option<PipelineKey>, label: Option<&str>) -> (u8, u128, u64) {
+    (KIND_MISSED, key.map_or(0, |k| k.0), label.map_or(0, label_hash))
 }
 
 fn label_hash(label: &str) -> u64 {

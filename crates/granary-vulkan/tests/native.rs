@@ -17,6 +17,9 @@
 //! `GRANARY_REQUIRE_VULKAN=1` (driver) and under `GRANARY_VALIDATE=1` or `CI` (layer).
 
 mod support;
+// The workspace's test helpers (`forge_driver_version`: a driver update made of an archive).
+#[path = "../../granary/tests/common/mod.rs"]
+mod common;
 
 use granary_archive::native::*;
 use granary_archive::vulkan::validation::{DriverOptions, ValidationLog};
@@ -1748,33 +1751,6 @@ fn a_recorded_miss_is_added_to_the_script_and_found_after_the_next_harvest() {
     support::assert_clean(log);
 }
 
-/// The archive `path` with every device section's driver version one higher: what a driver
-/// update makes of an archive harvested on this device.
-fn forge_driver_version(path: &std::path::Path, out: &std::path::Path) {
-    use granary::archive::{ArchiveMeta, DeviceBinaries, DeviceCache, DeviceIdentity, WriteEntry};
-    let a = granary_archive::Archive::read(path).expect("archive");
-    let forged = |d: &Arc<DeviceIdentity>| {
-        Arc::new(DeviceIdentity { driver_version: d.driver_version.wrapping_add(1), ..(**d).clone() })
-    };
-    let entries: Vec<WriteEntry> = a
-        .entries()
-        .unwrap()
-        .into_iter()
-        .map(|w| WriteEntry {
-            binaries: w
-                .binaries
-                .iter()
-                .map(|b| DeviceBinaries { device: forged(&b.device), set: b.set.clone() })
-                .collect(),
-            ..w
-        })
-        .collect();
-    let meta = a.meta().unwrap();
-    let device_caches =
-        meta.device_caches.iter().map(|c| DeviceCache { device: forged(&c.device), data: c.data.clone() }).collect();
-    std::fs::write(out, granary::archive::encode(&entries, &ArchiveMeta { device_caches, ..meta })).unwrap();
-}
-
 /// After a driver update (issue 25 item 5), on lavapipe with a forged driver version: the
 /// loader finds nothing for this device, a warm-up's `refresh_sidecar` compiles every pipeline
 /// at low priority and writes this device's cache data to the sidecar when the last one is
@@ -1810,7 +1786,7 @@ fn after_a_driver_update_the_sidecar_is_written_once_and_read_on_the_next_launch
     let harvested = dir.path().join("harvested.granary");
     capture.write_archive(&harvested).expect("write");
     let shipped = dir.path().join("game.granary");
-    forge_driver_version(&harvested, &shipped);
+    common::forge_driver_version(&harvested, &shipped);
     let shipped_bytes = std::fs::read(&shipped).unwrap();
     let archive = Arc::new(granary_archive::Archive::open(&shipped).expect("archive"));
     let sidecar = dir.path().join("game.granary.sidecar");

@@ -298,18 +298,20 @@ impl PipelineLoader {
     /// [`LoaderOptions::recorder`]: super::LoaderOptions::recorder
     fn note_described(&self, key: crate::key::PipelineKey, app: AppPipeline) {
         let Some(r) = &self.options.recorder else { return };
-        let code: Vec<Option<std::sync::Arc<[u8]>>> = app.stages.iter().map(|s| s.code.clone()).collect();
-        let code: Vec<Option<&[u8]>> = code.iter().map(|c| c.as_deref()).collect();
-        let stages = app
+        let (stages, code): (Vec<_>, Vec<_>) = app
             .stages
             .into_iter()
-            .map(|s| crate::record::RecordedStage {
-                stage: s.stage,
-                library: s.library,
-                entry: s.entry,
-                specialization: s.specialization,
+            .map(|s| {
+                let stage = crate::record::RecordedStage {
+                    stage: s.stage,
+                    library: s.library,
+                    entry: s.entry,
+                    specialization: s.specialization,
+                };
+                (stage, s.code)
             })
-            .collect();
+            .unzip();
+        let code: Vec<Option<&[u8]>> = code.iter().map(|c| c.as_deref()).collect();
         r.described(key, stages, app.state, &code);
     }
 }

@@ -31,6 +31,8 @@ pub const SIDECAR_VERSION: u32 = 1;
 pub const SIDECAR_HEADER_LEN: usize = 72;
 
 /// What became of the loader's sidecar ([`LoaderOptions::sidecar`](super::LoaderOptions::sidecar)).
+///
+/// Thread safety: plain data, `Send + Sync`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SidecarStatus {
@@ -132,7 +134,10 @@ pub(super) fn read(path: &Path, archive: u128, device: &DeviceIdentity) -> Resul
         ));
     }
     super::cache::check_header(payload, device).map_err(|why| format!("its pipeline-cache data: {why}"))?;
-    Ok(Some(Read { data: payload.to_vec(), same_archive: u128_at(16) == archive }))
+    let same_archive = u128_at(16) == archive;
+    let mut data = b;
+    data.drain(..SIDECAR_HEADER_LEN);
+    Ok(Some(Read { data, same_archive }))
 }
 
 /// Writes `data` as the sidecar at `path` for `archive` on `device`, replacing any: a

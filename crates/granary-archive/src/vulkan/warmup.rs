@@ -194,7 +194,17 @@ impl Warmup {
         }
         let result = self.sidecar.clone();
         self.core.when_done(Box::new(move || {
-            let saved = loader.save_sidecar().map_err(Arc::new);
+            // A panic while writing (the driver's `vkGetPipelineCacheData`, the file system) is
+            // this write's failure, not the worker's.
+            let saved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loader.save_sidecar()))
+                .unwrap_or_else(|_| {
+                    Err(LoadError::Sidecar {
+                        path: loader.options.sidecar.clone().unwrap_or_default(),
+                        message: "the write panicked".into(),
+                        source: None,
+                    })
+                })
+                .map_err(Arc::new);
             *result.lock().unwrap_or_else(|p| p.into_inner()) = Some(saved);
         }));
         Ok(Some(tickets))
@@ -602,7 +612,8 @@ impl<C: Create> Core<C> {
         if self.armed.load(Ordering::SeqCst) && self.progress().done() && self.armed.swap(false, Ordering::AcqRel) {
             let hook = self.when_done.lock().unwrap_or_else(|p| p.into_inner()).take();
             if let Some(hook) = hook {
-                hook();
+                // Contained: the request it runs beside must still be marked done.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(hook));
             }
         }
     }
