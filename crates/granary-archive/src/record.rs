@@ -11,8 +11,8 @@
 //! modules in `Module` frames written before it).
 //!
 //! Invariants:
-//! - The calling thread only encodes and queues (one mutex, a hash-set check, a copy into a
-//!   buffer); a background thread appends the queue to the file and `fdatasync`s it every
+//! - The calling thread only encodes and queues (the queue's mutex taken briefly twice: a
+//!   hash-set check, then the insert and a copy into a buffer; a repeat stops after the check); a background thread appends the queue to the file and `fdatasync`s it every
 //!   [`RecorderOptions::flush_interval`], on [`Recorder::flush`] and on drop. A crash loses at
 //!   most what was queued since the last flush.
 //! - An event is recorded once per recorder: a key used a thousand times is one `Used` frame
@@ -536,8 +536,9 @@ fn frames_in(mut bytes: &[u8]) -> u64 {
 /// (`LoaderOptions::recorder`, feature `vulkan`) or call it yourself.
 ///
 /// Thread safety: `Send + Sync`; every method takes `&self` and may run on any number of
-/// threads at once. A recording call locks one mutex for a hash-set check and a copy of the
-/// encoded event (no I/O, no allocation beyond the event's bytes); the recorder's own thread
+/// threads at once. A recording call locks one mutex briefly for a hash-set check and, for a
+/// new event, again to insert it and copy its encoded bytes (encoded between the two, no I/O);
+/// a repeat costs the check alone. The recorder's own thread
 /// does the writing. One recorder per file: two processes appending to one record file
 /// interleave frames and are not supported.
 pub struct Recorder {
