@@ -15,8 +15,13 @@ is written in the native form too, as subpass 1 of a render pass whose subpass 0
 and so is a pipeline with an unsized binding array (given 16 descriptors) or an
 acceleration-structure binding, which the portable form cannot say. A
 vertex+fragment pair that a native pipeline joins through a tessellation or geometry stage is
-not also made on its own (the samples never create it). Ray-tracing stages are not turned into pipelines; what is not made is
-counted in the summary on stderr, with the reason.
+not also made on its own (the samples never create it). The ray-tracing stages of a sample
+folder make one ray-tracing pipeline in the native form, as the samples' C++ does: its stages
+in the order ray generation, miss (`miss` first), closest hit, any hit, intersection,
+callable; a general group for each ray-generation, miss and callable stage, and a hit group
+per closest-hit stage (with the folder's any-hit stage, and its intersection stage, which
+makes it a procedural group); recursion depth 2; the layout reflected as for the other native
+pipelines. What is not made is counted in the summary on stderr, with the reason.
 
     scripts/corpus-pipelines.py SHADERS_DIR OUT/pipelines.json
 
@@ -94,7 +99,12 @@ INPUT_ATTACHMENT, ACCELERATION_STRUCTURE = 10, 1000150000
 # The descriptor count a layout gives an unsized binding array.
 RUNTIME_ARRAY = 16
 # Execution models and the VkShaderStageFlagBits of each.
-STAGE_BITS = {0: 0x1, 1: 0x2, 2: 0x4, 3: 0x8, 4: 0x10, 5: 0x20, 5364: 0x40, 5365: 0x80, 5267: 0x40, 5268: 0x80}
+STAGE_BITS = {0: 0x1, 1: 0x2, 2: 0x4, 3: 0x8, 4: 0x10, 5: 0x20, 5364: 0x40, 5365: 0x80, 5267: 0x40, 5268: 0x80,
+              5313: 0x100, 5314: 0x1000, 5315: 0x200, 5316: 0x400, 5317: 0x800, 5318: 0x2000}
+# Ray-tracing stage file suffixes, in pipeline order, with granary's stage names.
+RT_STAGES = [("rgen", "ray_generation"), ("rmiss", "miss"), ("rchit", "closest_hit"), ("rahit", "any_hit"),
+             ("rint", "intersection"), ("rcall", "callable")]
+UNUSED = 0xFFFFFFFF
 
 
 def reflect(path):
@@ -269,6 +279,61 @@ NATIVE_STAGES = {"vert": "vertex", "tesc": "tessellation_control", "tese": "tess
 ORDER = ["task", "mesh", "vert", "tesc", "tese", "geom", "frag"]
 
 
+def layout_of(paths):
+    """The pipeline layout of the modules at `paths` (bindings and push constants, each with
+    the stage bits of the modules that declare them), or the reason there is none."""
+    sets, push, push_stages = {}, 0, 0
+    for path in paths:
+        bindings, size, _, bit = reflect(path)
+        for (s_, b), (ty, count) in bindings.items():
+            prev = sets.setdefault(s_, {}).get(b)
+            if prev and prev[0] != ty:
+                return None, "stages declare set %d binding %d as different descriptor types" % (s_, b)
+            sets[s_][b] = (ty, max(count, prev[1] if prev else 0), (prev[2] if prev else 0) | bit)
+        if size:
+            push, push_stages = max(push, size), push_stages | bit
+    set_layouts = []
+    for s_ in range(max(sets) + 1 if sets else 0):
+        set_layouts.append({"bindings": [
+            {"binding": b, "descriptorType": ty, "descriptorCount": count, "stageFlags": flags}
+            for b, (ty, count, flags) in sorted(sets.get(s_, {}).items())]})
+    layout = {"setLayouts": set_layouts}
+    if push:
+        layout["pushConstantRanges"] = [{"stageFlags": push_stages, "offset": 0, "size": push}]
+    return layout, None
+
+
+def ray_tracing_pipeline(label, files, lib):
+    """A ray-tracing pipeline over `files` ({suffix: [paths]}), or the reason it cannot be made."""
+    stages, paths, index = [], [], {}
+    for suffix, name in RT_STAGES:
+        ordered = sorted(files.get(suffix, []), key=lambda p: (os.path.basename(p) != "miss.rmiss.spv", p))
+        for path in ordered:
+            index.setdefault(suffix, []).append(len(stages))
+            entry, _, _ = interface(path)
+            stages.append({"stage": name, "function": {"library": lib(path), "function": entry}})
+            paths.append(path)
+    if "rgen" not in index:
+        return None, "ray-tracing stages without a ray-generation stage"
+    layout, why = layout_of(paths)
+    if layout is None:
+        return None, why
+
+    def group(ty, general=UNUSED, closest=UNUSED, any_hit=UNUSED, intersection=UNUSED):
+        return {"type": ty, "generalShader": general, "closestHitShader": closest, "anyHitShader": any_hit,
+                "intersectionShader": intersection}
+
+    groups = [group(0, general=i) for i in index["rgen"] + index.get("rmiss", [])]
+    any_hit = index.get("rahit", [UNUSED])[0]
+    intersection = index.get("rint", [UNUSED])[0]
+    for i in index.get("rchit", []):
+        groups.append(group(2 if intersection != UNUSED else 1, closest=i, any_hit=any_hit, intersection=intersection))
+    groups += [group(0, general=i) for i in index.get("rcall", [])]
+    state = {"stages": [{} for _ in stages], "layout": layout,
+             "rayTracing": {"groups": groups, "maxPipelineRayRecursionDepth": 2}}
+    return {"label": label, "vulkan": {"stages": stages, "state": state}}, None
+
+
 def native_pipeline(label, files, lib):
     """A native-form pipeline over `files` ({stage: path}), or the reason it cannot be made."""
     stages, sets, push, push_stages, patch = [], {}, 0, 0, None
@@ -377,6 +442,22 @@ def main():
                 stem, stage = f[:-4].rsplit(".", 1) if f[:-4].count(".") else (f[:-4], "?")
                 names.setdefault(stem, {})[stage] = os.path.abspath(os.path.join(folder, f))
         all_stages = {(stem, st): path for stem, sts in names.items() for st, path in sts.items()}
+        rt_files = {}
+        for (_, st), path in all_stages.items():
+            if st in dict(RT_STAGES):
+                rt_files.setdefault(st, []).append(path)
+        if rt_files:
+            def rt_lib(path, sample=sample):
+                name = "%s/%s" % (sample, os.path.basename(path)[:-4])
+                if name not in known:
+                    known.add(name)
+                    libraries.append({"name": name, "path": path})
+                return name
+            p, why = ray_tracing_pipeline(sample + "/raytracing", rt_files, rt_lib)
+            if p is None:
+                skipped[why] += 1
+            else:
+                pipelines.append(p)
         by_stage = Counter(st for (_, st) in all_stages)
         only = {st: path for (_, st), path in all_stages.items() if by_stage[st] == 1}
         for stem, stages in sorted(names.items()):
@@ -389,9 +470,7 @@ def main():
                     libraries.append({"name": name, "path": stages[stage]})
                 return name
             native = [s_ for s_ in other if s_ in NATIVE_STAGES]
-            rt = sorted(set(other) - set(native))
-            for s_ in rt:
-                skipped["%s stage (ray tracing: not harvested yet)" % s_] += 1
+            rt = sorted(set(other) - set(native))  # the folder's ray-tracing pipeline has them
             if native:
                 if not {"tesc", "tese", "geom", "mesh"} & set(native):
                     continue  # a task stage alone belongs to its mesh stage's pipeline
@@ -486,9 +565,10 @@ def main():
     pipelines = kept
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     json.dump({"granary_script": 1, "libraries": libraries, "pipelines": pipelines}, open(out, "w"), indent=1)
-    print("%d pipelines (%d render, %d compute, %d native) from %s" % (
+    ray_tracing = sum("rayTracing" in p.get("vulkan", {}).get("state", {}) for p in pipelines)
+    print("%d pipelines (%d render, %d compute, %d native, of them %d ray tracing) from %s" % (
         len(pipelines), sum("render" in p for p in pipelines), sum("compute" in p for p in pipelines),
-        sum("vulkan" in p for p in pipelines), root), file=sys.stderr)
+        sum("vulkan" in p for p in pipelines), ray_tracing, root), file=sys.stderr)
     for why, n in sorted(skipped.items()):
         print("  not made: %d × %s" % (n, why), file=sys.stderr)
 

@@ -97,16 +97,14 @@ impl StateKind {
 
 /// Whether a decoded native state fits a pipeline of `kind` with `stages` stages: one
 /// [`StageState`](crate::native::StageState) per stage, a graphics state exactly for a render
-/// pipeline. The reader and the writer apply this one rule.
+/// pipeline and a ray-tracing state exactly for a ray-tracing pipeline. The reader and the
+/// writer apply this one rule.
 pub(crate) fn native_fits(state: &NativePipeline, kind: PipelineKind, stages: usize) -> Result<(), String> {
     if state.stages.len() != stages {
         return Err(format!("the native Vulkan state has {} stages but the pipeline has {stages}", state.stages.len()));
     }
-    if state.graphics.is_some() != (kind == PipelineKind::Render) {
-        return Err(format!(
-            "a native Vulkan state {} graphics state on a {kind} pipeline",
-            if state.graphics.is_some() { "with a" } else { "without a" }
-        ));
+    if state.kind() != kind {
+        return Err(format!("a native Vulkan state of a {} pipeline on a {kind} pipeline", state.kind()));
     }
     Ok(())
 }

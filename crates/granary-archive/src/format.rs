@@ -22,8 +22,9 @@ pub const ALIGN: usize = 16;
 pub const NO_BLOB: u32 = u32::MAX;
 /// Largest label or entry-point name accepted (bytes).
 pub const MAX_NAME: usize = 64 * 1024;
-/// Largest number of stages one pipeline may have.
-pub const MAX_STAGES_PER_PIPELINE: u32 = 8;
+/// Largest number of stages one pipeline may have (a graphics pipeline has at most 5; a
+/// ray-tracing pipeline may have hundreds of hit, miss and callable stages).
+pub const MAX_STAGES_PER_PIPELINE: u32 = 4096;
 /// Most device sections one archive may hold.
 pub const MAX_DEVICES: usize = 1024;
 /// Most `VkPipelineCache` blobs one device may have.

@@ -48,20 +48,20 @@ stored_enum!(
     }
 );
 
-/// A set of shader stages (bit `1 << stage as u8`).
+/// A set of shader stages (bit `1 << stage as u16`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct StageMask(pub u8);
+pub struct StageMask(pub u16);
 
 impl StageMask {
     /// Every valid bit (one per [`ShaderStage`]).
-    pub const ALL: u8 = 0xFF;
+    pub const ALL: u16 = (1 << ShaderStage::ALL.len()) - 1;
     /// The set holding only `stage`.
     pub fn of(stage: ShaderStage) -> Self {
-        StageMask(1 << stage as u8)
+        StageMask(1 << stage as u16)
     }
     /// Whether `stage` is in the set.
     pub fn contains(self, stage: ShaderStage) -> bool {
-        self.0 & (1 << stage as u8) != 0
+        self.0 & (1 << stage as u16) != 0
     }
     /// The union.
     pub fn union(self, other: StageMask) -> Self {
@@ -71,11 +71,22 @@ impl StageMask {
     pub fn stages(self) -> impl Iterator<Item = ShaderStage> {
         ShaderStage::ALL.into_iter().filter(move |s| self.contains(*s))
     }
+    /// Whether only stage bits are set.
+    pub fn is_valid(self) -> bool {
+        self.0 & !Self::ALL == 0
+    }
+    /// The low byte (the eight stages of format version 6) and the high byte (the ray-tracing
+    /// stages), as the layout blob stores them (docs/FORMAT.md §1.6).
+    fn bytes(self) -> [u8; 2] {
+        self.0.to_le_bytes()
+    }
 }
 
-// Eight stages, one bit each: every value of a stage mask byte is valid (format version 6),
-// so the decoder checks no visibility bits.
-const _: () = assert!(StageMask::ALL == u8::MAX && ShaderStage::ALL.len() == 8);
+// Fourteen stages, one bit each. The low byte holds the eight graphics and compute stages
+// (every value of it valid, as in format version 6); the high byte, stored where version 6
+// wrote a zero padding byte, holds the six ray-tracing stages, so a layout without them
+// encodes exactly as before.
+const _: () = assert!(StageMask::ALL == 0x3FFF && ShaderStage::ALL.len() == 14);
 
 /// One binding of a bind group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -209,14 +220,15 @@ impl PipelineLayout {
         o.extend_from_slice(&LAYOUT_MAGIC);
         o.extend_from_slice(&(self.bindings.len() as u32).to_le_bytes());
         o.extend_from_slice(&(self.stages.len() as u32).to_le_bytes());
-        let (size, vis) = self.immediates.map(|i| (i.size, i.visibility.0)).unwrap_or((0, 0));
+        let (size, vis) = self.immediates.map(|i| (i.size, i.visibility.bytes())).unwrap_or((0, [0, 0]));
         o.extend_from_slice(&size.to_le_bytes());
-        o.extend_from_slice(&[vis, u8::from(self.immediates.is_some()), 0, 0]);
+        o.extend_from_slice(&[vis[0], u8::from(self.immediates.is_some()), vis[1], 0]);
         for b in &self.bindings {
             o.extend_from_slice(&b.group.to_le_bytes());
             o.extend_from_slice(&b.binding.to_le_bytes());
             o.extend_from_slice(&b.count.to_le_bytes());
-            o.extend_from_slice(&[b.kind as u8, b.visibility.0, 0, 0]);
+            let vis = b.visibility.bytes();
+            o.extend_from_slice(&[b.kind as u8, vis[0], vis[1], 0]);
         }
         for s in &self.stages {
             o.extend_from_slice(&[
@@ -258,10 +270,19 @@ impl PipelineLayout {
             return Err(err(4, "binding count exceeds the bytes"));
         }
         let size = u32_at(12)?;
+        // A stage mask: its low byte (every bit a stage) and its high byte (the ray-tracing
+        // stages; other bits refused).
+        let mask = |offset: usize, lo: u8, hi: u8| {
+            let m = StageMask(u16::from_le_bytes([lo, hi]));
+            if m.is_valid() {
+                Ok(m)
+            } else {
+                Err(err(offset, "unknown stage bits in a stage mask"))
+            }
+        };
         let immediates = match (b[17], b[18], b[19]) {
             (0, 0, 0) if size == 0 && b[16] == 0 => None,
-            // Every bit of a stage mask byte is a stage.
-            (1, 0, 0) => Some(Immediates { size, visibility: StageMask(b[16]) }),
+            (1, hi, 0) => Some(Immediates { size, visibility: mask(18, b[16], hi)? }),
             _ => return Err(err(16, "bad immediates record")),
         };
         let mut at = HEAD;
@@ -269,15 +290,15 @@ impl PipelineLayout {
         for _ in 0..nb {
             let r = b.get(at..at + BINDING).ok_or_else(|| err(at, "cut short"))?;
             let kind = BindingKind::from_u8(r[12]).ok_or_else(|| err(at + 12, "unknown binding kind"))?;
-            if r[14] != 0 || r[15] != 0 {
-                return Err(err(at + 14, "padding is not zero"));
+            if r[15] != 0 {
+                return Err(err(at + 15, "padding is not zero"));
             }
             bindings.push(LayoutBinding {
                 group: u32_at(at)?,
                 binding: u32_at(at + 4)?,
                 count: u32_at(at + 8)?,
                 kind,
-                visibility: StageMask(r[13]),
+                visibility: mask(at + 14, r[13], r[14])?,
             });
             at += BINDING;
         }
@@ -392,9 +413,10 @@ mod tests {
 
     #[test]
     fn every_stage_bit_and_the_native_binding_kinds_are_valid() {
-        // Format version 6: stages 0..=7 fill the mask byte; binding kinds run 1..=14.
+        // Stages 0..=13 (the ray-tracing ones in the mask's high byte); binding kinds run 1..=14.
         let mut l = sample();
         l.bindings[0].visibility = StageMask(StageMask::ALL);
+        l.bindings[1].visibility = StageMask::of(ShaderStage::Callable).union(StageMask::of(ShaderStage::Vertex));
         l.bindings[1].kind = BindingKind::InputAttachment;
         l.immediates = Some(Immediates { size: 16, visibility: StageMask::of(ShaderStage::Mesh) });
         l.stages[0].stage = ShaderStage::Task;
@@ -406,7 +428,19 @@ mod tests {
             assert_eq!(PipelineLayout::decode(&b).unwrap_err().message, "unknown binding kind", "kind {kind}");
         }
         let mut b = bytes.clone();
-        b[HEAD + BINDING * 2] = 8; // stage 8 does not exist
+        b[HEAD + BINDING * 2] = 14; // stage 14 does not exist
         assert_eq!(PipelineLayout::decode(&b).unwrap_err().message, "unknown stage");
+        let mut b = bytes.clone();
+        b[HEAD + 14] = 0x40; // stage bit 14 does not exist
+        assert_eq!(PipelineLayout::decode(&b).unwrap_err().message, "unknown stage bits in a stage mask");
+    }
+
+    #[test]
+    fn a_mask_without_ray_tracing_stages_encodes_as_format_6_did() {
+        // The high byte of a mask sits where version 6 wrote zero padding.
+        let l = sample();
+        let bytes = l.encode();
+        assert_eq!(&bytes[16..20], &[1, 1, 0, 0]);
+        assert_eq!(&bytes[HEAD + 12..HEAD + 16], &[BindingKind::UniformBuffer as u8, 3, 0, 0]);
     }
 }

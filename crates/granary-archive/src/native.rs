@@ -24,6 +24,7 @@
 pub(crate) mod codec;
 mod key;
 
+use crate::types::ShaderStage;
 pub use codec::NativeStateError;
 use codec::{native_struct, Codec, Reader};
 pub use key::{native_pipeline_key, native_stage_key, spirv_library_hash};
@@ -33,19 +34,116 @@ pub const NATIVE_MAGIC: [u8; 4] = *b"GNV1";
 /// Magic of an encoded [`Specialization`].
 pub const SPECIALIZATION_MAGIC: [u8; 4] = *b"GSP1";
 
+/// A whole pipeline's native state (everything but the stage functions): graphics, compute or
+/// ray tracing.
+///
+/// Encoded field by field as every native structure is, with one exception that keeps the
+/// format of graphics and compute states unchanged: `ray_tracing` comes last and without a tag
+/// byte — a state without it ends after `graphics`, a ray-tracing state continues with its
+/// [`RayTracingState`] (docs/FORMAT.md §1.13).
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "camelCase", deny_unknown_fields, default)
+)]
+pub struct NativePipeline {
+    /// `VkPipelineCreateFlags` (`flags` of the create info).
+    pub flags: u32,
+    /// Per stage, in the order of the pipeline's stage entries.
+    pub stages: Vec<StageState>,
+    /// The pipeline layout (`layout`), by value.
+    pub layout: NativeLayout,
+    /// The graphics state; `None` for a compute or ray-tracing pipeline.
+    pub graphics: Option<GraphicsState>,
+    /// The ray-tracing state (`VkRayTracingPipelineCreateInfoKHR`); `None` for a graphics or
+    /// compute pipeline. At most one of `graphics` and `ray_tracing` is set.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub ray_tracing: Option<RayTracingState>,
+}
+
+impl Codec for NativePipeline {
+    const MIN: usize = <u32 as Codec>::MIN
+        + <Vec<StageState> as Codec>::MIN
+        + <NativeLayout as Codec>::MIN
+        + <Option<GraphicsState> as Codec>::MIN;
+    fn put(&self, o: &mut Vec<u8>) {
+        self.flags.put(o);
+        self.stages.put(o);
+        self.layout.put(o);
+        self.graphics.put(o);
+        if let Some(rt) = &self.ray_tracing {
+            rt.put(o);
+        }
+    }
+    fn get(r: &mut Reader<'_>) -> Result<Self, NativeStateError> {
+        r.field("NativePipeline.flags");
+        let flags = u32::get(r)?;
+        r.field("NativePipeline.stages");
+        let stages = Codec::get(r)?;
+        r.field("NativePipeline.layout");
+        let layout = Codec::get(r)?;
+        r.field("NativePipeline.graphics");
+        let graphics: Option<GraphicsState> = Codec::get(r)?;
+        r.field("NativePipeline.rayTracing");
+        // A graphics state ends here (anything after it is trailing bytes, which the caller
+        // refuses); a compute state too, unless a ray-tracing part follows.
+        let ray_tracing = if graphics.is_some() || r.left() == 0 { None } else { Some(RayTracingState::get(r)?) };
+        Ok(NativePipeline { flags, stages, layout, graphics, ray_tracing })
+    }
+}
+
 native_struct!(
-    /// A whole pipeline's native state (everything but the stage functions).
-    pub struct NativePipeline {
-        /// `VkPipelineCreateFlags` (`flags` of the create info).
-        pub flags: u32,
-        /// Per stage, in the order of the pipeline's stage entries.
-        pub stages: Vec<StageState>,
-        /// The pipeline layout (`layout`), by value.
-        pub layout: NativeLayout,
-        /// The graphics state; `None` for a compute pipeline.
-        pub graphics: Option<GraphicsState>,
+    /// `VkRayTracingPipelineCreateInfoKHR` apart from its stages, flags and layout.
+    pub struct RayTracingState {
+        /// `pGroups`, in the application's order (group handles follow this order).
+        pub groups: Vec<ShaderGroup>,
+        /// `maxPipelineRayRecursionDepth`.
+        pub max_pipeline_ray_recursion_depth: u32,
+        /// `pLibraryInterface` (`VkRayTracingPipelineInterfaceCreateInfoKHR`); `None`: null.
+        pub library_interface: Option<RayTracingInterface>,
+        /// `pDynamicState->pDynamicStates` (empty: no dynamic state;
+        /// `VK_DYNAMIC_STATE_RAY_TRACING_PIPELINE_STACK_SIZE_KHR` is the one Vulkan allows).
+        pub dynamic_states: Vec<u32>,
     }
 );
+
+native_struct!(
+    /// `VkRayTracingShaderGroupCreateInfoKHR` (`pShaderGroupCaptureReplayHandle` null: capture
+    /// and replay of group handles is not modelled).
+    pub struct ShaderGroup {
+        /// `type`: `VkRayTracingShaderGroupTypeKHR` (0 general, 1 triangles hit, 2 procedural
+        /// hit).
+        #[cfg_attr(feature = "serde", serde(rename = "type"))]
+        pub group_type: u32,
+        /// `generalShader`: an index into the pipeline's stages, or `VK_SHADER_UNUSED_KHR`
+        /// (`0xFFFFFFFF`).
+        pub general_shader: u32,
+        /// `closestHitShader`, likewise.
+        pub closest_hit_shader: u32,
+        /// `anyHitShader`, likewise.
+        pub any_hit_shader: u32,
+        /// `intersectionShader`, likewise.
+        pub intersection_shader: u32,
+    }
+);
+
+native_struct!(
+    /// `VkRayTracingPipelineInterfaceCreateInfoKHR`.
+    pub struct RayTracingInterface {
+        /// `maxPipelineRayPayloadSize`.
+        pub max_pipeline_ray_payload_size: u32,
+        /// `maxPipelineRayHitAttributeSize`.
+        pub max_pipeline_ray_hit_attribute_size: u32,
+    }
+);
+
+/// `VK_SHADER_UNUSED_KHR`: a group's stage index that names no stage.
+pub const SHADER_UNUSED: u32 = u32::MAX;
+
+/// `VK_DYNAMIC_STATE_RAY_TRACING_PIPELINE_STACK_SIZE_KHR`, the one dynamic state of a
+/// ray-tracing pipeline.
+pub const DYNAMIC_STACK_SIZE: u32 = 1_000_347_000;
 
 native_struct!(
     /// What `VkPipelineShaderStageCreateInfo` adds to a stage function.
@@ -646,7 +744,115 @@ impl NativePipeline {
 
     /// Whether this is a compute pipeline's state.
     pub fn is_compute(&self) -> bool {
-        self.graphics.is_none()
+        self.graphics.is_none() && self.ray_tracing.is_none()
+    }
+
+    /// The structural checks of a ray-tracing pipeline (Vulkan's valid usage of
+    /// `VkRayTracingPipelineCreateInfoKHR` that no device property decides), for a state with
+    /// stages `stages`: only ray-tracing stages; a ray-generation stage unless the pipeline is a library; a library interface exactly
+    /// when it is one (Vulkan asks for it with `LIBRARY_KHR`, and this model links no
+    /// libraries); each shader group's type and the stages it names as
+    /// `VkRayTracingShaderGroupCreateInfoKHR`'s valid usage requires; the one dynamic state
+    /// Vulkan allows. A state without a ray-tracing part passes when no stage is a
+    /// ray-tracing one. The message names the field.
+    pub fn check_ray_tracing(&self, stages: &[ShaderStage]) -> Result<(), String> {
+        use ShaderStage as S;
+        let flags = self.flags;
+        let Some(rt) = &self.ray_tracing else {
+            return match stages.iter().find(|s| s.is_ray_tracing()) {
+                Some(s) => Err(format!("a {s} stage in a pipeline without a ray-tracing state (\"rayTracing\")")),
+                None => Ok(()),
+            };
+        };
+        if self.graphics.is_some() {
+            return Err("a state with both a graphics and a ray-tracing part (\"graphics\" and \"rayTracing\")".into());
+        }
+        if let Some((i, s)) = stages.iter().enumerate().find(|(_, s)| !s.is_ray_tracing()) {
+            return Err(format!("stages[{i}]: a {s} stage in a ray-tracing pipeline"));
+        }
+        let library = flags & 0x800 != 0;
+        if library != rt.library_interface.is_some() {
+            return Err(if library {
+                "flags has LIBRARY_KHR but rayTracing.libraryInterface is not given".into()
+            } else {
+                "rayTracing.libraryInterface is given but flags lacks LIBRARY_KHR (this model links no libraries)"
+                    .into()
+            });
+        }
+        if !library && !stages.contains(&S::RayGeneration) {
+            return Err("a ray-tracing pipeline (not a library) without a ray_generation stage".into());
+        }
+        if rt.groups.is_empty() {
+            return Err("a ray-tracing pipeline without shader groups (rayTracing.groups)".into());
+        }
+        for (gi, g) in rt.groups.iter().enumerate() {
+            let at = format!("rayTracing.groups[{gi}]");
+            let stage_at = |field: &str, index: u32, allowed: &[S]| -> Result<(), String> {
+                if index == SHADER_UNUSED {
+                    return Ok(());
+                }
+                match stages.get(index as usize) {
+                    Some(s) if allowed.contains(s) => Ok(()),
+                    Some(s) => Err(format!("{at}.{field} is stages[{index}], a {s} stage")),
+                    None => Err(format!("{at}.{field} is {index}, past the pipeline's {} stages", stages.len())),
+                }
+            };
+            let unused = |field: &str, index: u32| -> Result<(), String> {
+                if index == SHADER_UNUSED {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{at}.{field} must be VK_SHADER_UNUSED_KHR (0xffffffff) in a group of type {}",
+                        g.group_type
+                    ))
+                }
+            };
+            match g.group_type {
+                0 => {
+                    if g.general_shader == SHADER_UNUSED {
+                        return Err(format!("{at}: a general group without generalShader"));
+                    }
+                    stage_at("generalShader", g.general_shader, &[S::RayGeneration, S::Miss, S::Callable])?;
+                    unused("closestHitShader", g.closest_hit_shader)?;
+                    unused("anyHitShader", g.any_hit_shader)?;
+                    unused("intersectionShader", g.intersection_shader)?;
+                }
+                1 | 2 => {
+                    unused("generalShader", g.general_shader)?;
+                    stage_at("closestHitShader", g.closest_hit_shader, &[S::ClosestHit])?;
+                    stage_at("anyHitShader", g.any_hit_shader, &[S::AnyHit])?;
+                    if g.group_type == 1 {
+                        unused("intersectionShader", g.intersection_shader)?;
+                    } else {
+                        if g.intersection_shader == SHADER_UNUSED {
+                            return Err(format!("{at}: a procedural hit group without intersectionShader"));
+                        }
+                        stage_at("intersectionShader", g.intersection_shader, &[S::Intersection])?;
+                    }
+                }
+                t => return Err(format!("{at}.type {t} is not a VkRayTracingShaderGroupTypeKHR (0, 1 or 2)")),
+            }
+        }
+        if let Some(d) = rt.dynamic_states.iter().find(|d| **d != DYNAMIC_STACK_SIZE) {
+            return Err(format!(
+                "rayTracing.dynamicStates has {d}; a ray-tracing pipeline allows only RAY_TRACING_PIPELINE_STACK_SIZE_KHR ({DYNAMIC_STACK_SIZE})"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether this is a ray-tracing pipeline's state.
+    pub fn is_ray_tracing(&self) -> bool {
+        self.ray_tracing.is_some()
+    }
+
+    /// The kind of pipeline this state describes.
+    pub fn kind(&self) -> crate::types::PipelineKind {
+        match (&self.graphics, &self.ray_tracing) {
+            (Some(_), _) => crate::types::PipelineKind::Render,
+            (None, Some(_)) => crate::types::PipelineKind::RayTracing,
+            (None, None) => crate::types::PipelineKind::Compute,
+        }
     }
 }
 
@@ -899,6 +1105,7 @@ pub(crate) mod tests {
                 subpass: 0,
                 rendering: None,
             }),
+            ray_tracing: None,
         }
     }
 
@@ -913,10 +1120,87 @@ pub(crate) mod tests {
         let mut extra = bytes.clone();
         extra.push(0);
         assert_eq!(NativePipeline::decode(&extra).unwrap_err().message, "trailing bytes");
-        let compute = NativePipeline { graphics: None, ..p };
+        let compute = NativePipeline { graphics: None, ..p.clone() };
         assert!(compute.is_compute());
-        assert_eq!(NativePipeline::decode(&compute.encode()), Ok(compute));
+        assert_eq!(NativePipeline::decode(&compute.encode()), Ok(compute.clone()));
         assert_eq!(NativePipeline::decode(&NativePipeline::default().encode()), Ok(NativePipeline::default()));
+        // A ray-tracing state: the compute state's bytes and then its ray-tracing part.
+        let rt = NativePipeline { ray_tracing: Some(ray_tracing()), ..compute.clone() };
+        let rt_bytes = rt.encode();
+        assert_eq!(&rt_bytes[..compute.encode().len()], &compute.encode()[..]);
+        assert_eq!(NativePipeline::decode(&rt_bytes), Ok(rt.clone()));
+        assert!(rt.is_ray_tracing() && !rt.is_compute());
+        for cut in compute.encode().len() + 1..rt_bytes.len() {
+            assert!(NativePipeline::decode(&rt_bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut extra = rt_bytes.clone();
+        extra.push(0);
+        assert_eq!(NativePipeline::decode(&extra).unwrap_err().message, "trailing bytes");
+        // A graphics state followed by a ray-tracing part is refused: the two exclude each other.
+        let mut both = p.encode();
+        ray_tracing().put(&mut both);
+        assert_eq!(NativePipeline::decode(&both).unwrap_err().message, "trailing bytes");
+    }
+
+    fn ray_tracing() -> RayTracingState {
+        RayTracingState {
+            groups: vec![
+                ShaderGroup {
+                    group_type: 0,
+                    general_shader: 0,
+                    closest_hit_shader: SHADER_UNUSED,
+                    any_hit_shader: SHADER_UNUSED,
+                    intersection_shader: SHADER_UNUSED,
+                },
+                ShaderGroup {
+                    group_type: 2,
+                    general_shader: SHADER_UNUSED,
+                    closest_hit_shader: 1,
+                    any_hit_shader: SHADER_UNUSED,
+                    intersection_shader: 2,
+                },
+            ],
+            max_pipeline_ray_recursion_depth: 2,
+            library_interface: Some(RayTracingInterface {
+                max_pipeline_ray_payload_size: 16,
+                max_pipeline_ray_hit_attribute_size: 8,
+            }),
+            dynamic_states: vec![DYNAMIC_STACK_SIZE],
+        }
+    }
+
+    #[test]
+    fn the_ray_tracing_checks_name_the_field() {
+        use crate::types::ShaderStage as S;
+        let stages = [S::RayGeneration, S::ClosestHit, S::Intersection];
+        let mut p = NativePipeline {
+            flags: 0x800,
+            stages: vec![StageState::default(); 3],
+            ray_tracing: Some(ray_tracing()),
+            ..Default::default()
+        };
+        assert_eq!(p.check_ray_tracing(&stages), Ok(()));
+        assert_eq!(p.kind(), crate::types::PipelineKind::RayTracing);
+        let err = |p: &NativePipeline, stages: &[S]| p.check_ray_tracing(stages).unwrap_err();
+        assert!(err(&p, &[S::RayGeneration, S::Miss, S::Intersection])
+            .contains("closestHitShader is stages[1], a miss stage"));
+        assert!(err(&p, &[S::RayGeneration, S::ClosestHit, S::Vertex]).contains("stages[2]: a vertex stage"));
+        assert!(err(&p, &stages[..2]).contains("intersectionShader is 2, past the pipeline's 2 stages"));
+        p.flags = 0;
+        assert!(err(&p, &stages).contains("libraryInterface is given but flags lacks LIBRARY_KHR"));
+        let rt = p.ray_tracing.as_mut().unwrap();
+        rt.library_interface = None;
+        rt.dynamic_states = vec![0];
+        assert!(err(&p, &stages).contains("dynamicStates has 0"));
+        let rt = p.ray_tracing.as_mut().unwrap();
+        rt.dynamic_states.clear();
+        rt.groups[1].group_type = 1;
+        assert!(err(&p, &stages).contains("groups[1].intersectionShader must be VK_SHADER_UNUSED_KHR"));
+        p.ray_tracing.as_mut().unwrap().groups[1].group_type = 3;
+        assert!(err(&p, &stages).contains("groups[1].type 3"));
+        assert!(err(&p, &[S::Miss, S::ClosestHit, S::Intersection]).contains("without a ray_generation stage"));
+        let no_rt = NativePipeline { ray_tracing: None, ..p };
+        assert!(err(&no_rt, &[S::Miss]).contains("a miss stage in a pipeline without a ray-tracing state"));
     }
 
     #[test]

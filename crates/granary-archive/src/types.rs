@@ -20,8 +20,35 @@ stored_enum!(
         Task = 6 => "task",
         /// Mesh stage (`VK_EXT_mesh_shader`).
         Mesh = 7 => "mesh",
+        /// Ray generation stage (`VK_KHR_ray_tracing_pipeline`).
+        RayGeneration = 8 => "ray_generation",
+        /// Any-hit stage.
+        AnyHit = 9 => "any_hit",
+        /// Closest-hit stage.
+        ClosestHit = 10 => "closest_hit",
+        /// Miss stage.
+        Miss = 11 => "miss",
+        /// Intersection stage.
+        Intersection = 12 => "intersection",
+        /// Callable stage.
+        Callable = 13 => "callable",
     }
 );
+
+impl ShaderStage {
+    /// Whether this is one of the six ray-tracing stages (`VK_KHR_ray_tracing_pipeline`).
+    pub fn is_ray_tracing(self) -> bool {
+        matches!(
+            self,
+            ShaderStage::RayGeneration
+                | ShaderStage::AnyHit
+                | ShaderStage::ClosestHit
+                | ShaderStage::Miss
+                | ShaderStage::Intersection
+                | ShaderStage::Callable
+        )
+    }
+}
 
 /// Number of output targets.
 pub const TARGET_COUNT: usize = 4;
@@ -106,5 +133,7 @@ stored_enum!(
         Render = 0 => "render",
         /// Compute pipeline.
         Compute = 1 => "compute",
+        /// Ray-tracing pipeline (`VK_KHR_ray_tracing_pipeline`; native form only).
+        RayTracing = 2 => "ray_tracing",
     }
 );

@@ -118,11 +118,18 @@ fn graphics_state(stages: usize) -> NativePipeline {
             }),
             ..Default::default()
         }),
+        ray_tracing: None,
     }
 }
 
 fn compute_state() -> NativePipeline {
-    NativePipeline { flags: 0, stages: vec![StageState::default()], layout: native_layout(), graphics: None }
+    NativePipeline {
+        flags: 0,
+        stages: vec![StageState::default()],
+        layout: native_layout(),
+        graphics: None,
+        ray_tracing: None,
+    }
 }
 
 /// A layout using the Vulkan-native binding kinds and stage bits above compute.
@@ -432,8 +439,12 @@ fn a_native_state_that_does_not_fit_its_pipeline_is_refused_at_its_offset() {
 
     // A compute state (no graphics) on a render pipeline, and a graphics state on a compute one.
     for (i, state, needle) in [
-        (2, NativePipeline { stages: vec![StageState::default(); 3], ..compute_state() }, "without a graphics state"),
-        (3, graphics_state(1), "with a graphics state on a compute pipeline"),
+        (
+            2,
+            NativePipeline { stages: vec![StageState::default(); 3], ..compute_state() },
+            "a native Vulkan state of a compute pipeline on a render pipeline",
+        ),
+        (3, graphics_state(1), "a native Vulkan state of a render pipeline on a compute pipeline"),
     ] {
         let mut entries = base.clone();
         entries[i] = with_state(&base[i], state.encode());

@@ -124,6 +124,12 @@ fn glsl_valid(dir: &Path, stage: ShaderStage, glsl: &[u8]) -> bool {
         ShaderStage::Geometry => "geom",
         ShaderStage::Task => "task",
         ShaderStage::Mesh => "mesh",
+        ShaderStage::RayGeneration => "rgen",
+        ShaderStage::AnyHit => "rahit",
+        ShaderStage::ClosestHit => "rchit",
+        ShaderStage::Miss => "rmiss",
+        ShaderStage::Intersection => "rint",
+        ShaderStage::Callable => "rcall",
     };
     let path = dir.join(format!("out.{ext}"));
     std::fs::write(&path, glsl).is_ok()

@@ -68,6 +68,12 @@ fn invalid(outputs: &BTreeMap<(u8, Vec<u8>), (ShaderStage, String)>, env: &str, 
             (false, ShaderStage::Geometry) => "geom",
             (false, ShaderStage::Task) => "task",
             (false, ShaderStage::Mesh) => "mesh",
+            (false, ShaderStage::RayGeneration) => "rgen",
+            (false, ShaderStage::AnyHit) => "rahit",
+            (false, ShaderStage::ClosestHit) => "rchit",
+            (false, ShaderStage::Miss) => "rmiss",
+            (false, ShaderStage::Intersection) => "rint",
+            (false, ShaderStage::Callable) => "rcall",
         };
         let path = dir.join(format!("{i}.{ext}"));
         std::fs::write(&path, bytes).unwrap();

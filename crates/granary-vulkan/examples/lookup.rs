@@ -67,6 +67,7 @@ fn harvest(backend: Arc<VulkanBackend>, path: &std::path::Path) -> Result<(), Bo
             push_constant_ranges: vec![],
         },
         graphics: None,
+        ray_tracing: None,
     };
     let pipeline = PipelineDescriptor::Native(NativePipelineDescriptor {
         label: Some("fill".into()),

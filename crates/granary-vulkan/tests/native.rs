@@ -264,6 +264,7 @@ fn base(stages: usize) -> NativePipeline {
                 stencil_attachment_format: 0,
             }),
         }),
+        ray_tracing: None,
     }
 }
 
@@ -643,6 +644,7 @@ fn compute(required_subgroup_size: Option<u32>) -> NativePipeline {
             push_constant_ranges: vec![],
         },
         graphics: None,
+        ray_tracing: None,
     }
 }
 
@@ -1865,5 +1867,224 @@ fn after_a_driver_update_the_sidecar_is_written_once_and_read_on_the_next_launch
     drop(archive);
     drop(gpu);
     drop(backend);
+    support::assert_clean(log);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ray-tracing pipelines (`VK_KHR_ray_tracing_pipeline`). Lavapipe (Mesa 22.3) has none: there
+// these tests say so and check nothing; on a device with `rayTracingPipeline` (the NVIDIA run of
+// docs/BENCHMARKS.md) they create, key, capture and load.
+
+/// The ray-tracing fixture's stages: one of each kind (`tests/native/rt.*`).
+const RT_STAGES: [Stage<'static>; 6] = [
+    ("rt.rgen", ShaderStage::RayGeneration, None),
+    ("rt.rmiss", ShaderStage::Miss, None),
+    ("rt.rchit", ShaderStage::ClosestHit, None),
+    ("rt.rahit", ShaderStage::AnyHit, None),
+    ("rt.rint", ShaderStage::Intersection, None),
+    ("rt.rcall", ShaderStage::Callable, None),
+];
+
+/// A shader group (`VK_SHADER_UNUSED_KHR` where `None`).
+fn group(
+    ty: u32,
+    general: Option<u32>,
+    closest: Option<u32>,
+    any: Option<u32>,
+    intersection: Option<u32>,
+) -> ShaderGroup {
+    let u = |i: Option<u32>| i.unwrap_or(SHADER_UNUSED);
+    ShaderGroup {
+        group_type: ty,
+        general_shader: u(general),
+        closest_hit_shader: u(closest),
+        any_hit_shader: u(any),
+        intersection_shader: u(intersection),
+    }
+}
+
+/// A ray-tracing pipeline over [`RT_STAGES`] with a group of every type (ray generation, miss,
+/// a triangles hit group with closest and any hit, a procedural one with closest hit and
+/// intersection, a callable), an acceleration structure and a storage image.
+fn ray_tracing(depth: u32) -> NativePipeline {
+    let binding = |binding, descriptor_type| SetLayoutBinding {
+        binding,
+        descriptor_type,
+        descriptor_count: 1,
+        stage_flags: 0x100, // RAYGEN
+        immutable_samplers: vec![],
+        binding_flags: 0,
+    };
+    NativePipeline {
+        flags: 0,
+        stages: stage_states(RT_STAGES.len()),
+        layout: NativeLayout {
+            flags: 0,
+            // ACCELERATION_STRUCTURE_KHR, STORAGE_IMAGE.
+            set_layouts: vec![SetLayout { flags: 0, bindings: vec![binding(0, 1000150000), binding(1, 3)] }],
+            push_constant_ranges: vec![],
+        },
+        graphics: None,
+        ray_tracing: Some(RayTracingState {
+            groups: vec![
+                group(0, Some(0), None, None, None),
+                group(0, Some(1), None, None, None),
+                group(1, None, Some(2), Some(3), None),
+                group(2, None, Some(2), None, Some(4)),
+                group(0, Some(5), None, None, None),
+            ],
+            max_pipeline_ray_recursion_depth: depth,
+            library_interface: None,
+            dynamic_states: vec![],
+        }),
+    }
+}
+
+/// A device with `rayTracingPipeline`, or `None` (skipped, saying so: lavapipe has none).
+fn ray_tracing_fixture() -> Option<Fixture> {
+    let fx = Fixture::open(DeviceFeatures::KNOWN)?;
+    needs(&fx, "ray tracing", DeviceFeatures::RAY_TRACING_PIPELINE).then_some(fx)
+}
+
+#[test]
+fn ray_tracing_pipelines_with_every_group_type_and_each_field() {
+    let Some(fx) = ray_tracing_fixture() else { return };
+    fn rt(p: &mut NativePipeline) -> &mut RayTracingState {
+        p.ray_tracing.as_mut().expect("a ray-tracing state")
+    }
+    fx.assert_field_changes_key("maxPipelineRayRecursionDepth", &ray_tracing(1), &ray_tracing(2), &RT_STAGES);
+    let mut swapped = ray_tracing(1);
+    rt(&mut swapped).groups.swap(1, 4);
+    fx.assert_field_changes_key("group order", &ray_tracing(1), &swapped, &RT_STAGES);
+    let mut no_any_hit = ray_tracing(1);
+    rt(&mut no_any_hit).groups[2].any_hit_shader = SHADER_UNUSED;
+    fx.assert_field_changes_key("a group's any-hit stage", &ray_tracing(1), &no_any_hit, &RT_STAGES);
+    let mut dynamic = ray_tracing(1);
+    rt(&mut dynamic).dynamic_states = vec![DYNAMIC_STACK_SIZE];
+    fx.assert_field_changes_key("dynamic stack size", &ray_tracing(1), &dynamic, &RT_STAGES);
+    let mut no_null_miss = ray_tracing(1);
+    no_null_miss.flags = 0x10000; // RAY_TRACING_NO_NULL_MISS_SHADERS_KHR
+    fx.assert_field_changes_key("flags", &ray_tracing(1), &no_null_miss, &RT_STAGES);
+    if fx.has(DeviceFeatures::RAY_TRAVERSAL_PRIMITIVE_CULLING) {
+        let mut skip = ray_tracing(1);
+        skip.flags = 0x1000; // RAY_TRACING_SKIP_TRIANGLES_KHR
+        fx.assert_field_changes_key("SKIP_TRIANGLES", &ray_tracing(1), &skip, &RT_STAGES);
+    }
+    // A library: created with its interface, as a linking pipeline would take it.
+    let mut library = ray_tracing(1);
+    library.flags = 0x800;
+    rt(&mut library).library_interface =
+        Some(RayTracingInterface { max_pipeline_ray_payload_size: 12, max_pipeline_ray_hit_attribute_size: 8 });
+    fx.assert_field_changes_key("library with its interface", &ray_tracing(1), &library, &RT_STAGES);
+    // A group naming a stage of the wrong kind is refused before the driver, naming it.
+    let mut wrong = ray_tracing(1);
+    rt(&mut wrong).groups[1].general_shader = 2;
+    let e = fx.create(&wrong, &RT_STAGES).unwrap_err();
+    assert!(e.contains("rayTracing.groups[1].generalShader is stages[2], a closest_hit stage"), "{e}");
+    fx.assert_clean("ray-tracing fixtures");
+}
+
+#[test]
+fn a_ray_tracing_pipeline_without_the_feature_is_refused_before_the_driver() {
+    // Runs on every device (lavapipe too): without `rayTracingPipeline` enabled the pipeline is
+    // refused by name, and no ray-tracing call reaches the driver.
+    let without = DeviceFeatures::KNOWN.difference(DeviceFeatures::RAY_TRACING_PIPELINE);
+    let Some(fx) = Fixture::open(without) else { return };
+    let e = fx.create(&ray_tracing(1), &RT_STAGES).unwrap_err();
+    assert!(
+        e.contains("rayTracingPipeline (the pipeline is a ray-tracing pipeline)") && e.contains("not enabled"),
+        "{e}"
+    );
+    fx.assert_clean("ray tracing refused");
+}
+
+#[test]
+fn a_harvested_ray_tracing_pipeline_warms_from_its_binaries_with_its_groups() {
+    use granary::capture::{Capture, CaptureMode};
+    use granary::compiler::{Compiler, CompilerOptions};
+    use granary::script::write::{pretty, Function, LibraryEntry, NativeStageEntry, Pipeline};
+    use granary::script::Script;
+    use granary_archive::vulkan::vulkanalia::vk::KhrRayTracingPipelineExtensionDeviceCommands;
+    use granary_archive::vulkan::{LoaderOptions, PipelineLoader, Source};
+    let Some(backend) = support::backend() else { return };
+    let backend = Arc::new(backend);
+    let gpu = backend.gpu().clone();
+    if !gpu.features().contains(DeviceFeatures::RAY_TRACING_PIPELINE) {
+        eprintln!(
+            "ray tracing: skipped, device '{}' does not support rayTracingPipeline",
+            gpu.info.identity.device_name
+        );
+        return;
+    }
+    let log = backend.validation().cloned();
+    let dir = tempfile::tempdir().unwrap();
+    // The script: the fixture in the native form, and its library variant.
+    let libraries: Vec<LibraryEntry> =
+        RT_STAGES.iter().map(|(name, _, _)| LibraryEntry::spirv(*name, &spirv(name))).collect();
+    let stages = || {
+        RT_STAGES.iter().map(|(name, stage, _)| NativeStageEntry::new(*stage, Function::library(*name, "main"), None))
+    };
+    let mut library = ray_tracing(1);
+    library.flags = 0x800;
+    library.ray_tracing.as_mut().unwrap().library_interface =
+        Some(RayTracingInterface { max_pipeline_ray_payload_size: 12, max_pipeline_ray_hit_attribute_size: 8 });
+    let pipelines = [
+        Pipeline::<()>::vulkan(Some("rt/scene".into()), stages().collect(), ray_tracing(1)),
+        Pipeline::<()>::vulkan(Some("rt/library".into()), stages().collect(), library),
+    ];
+    let script_path = dir.path().join("rt.json");
+    let text = pretty(&libraries, &pipelines).unwrap();
+    let script = Script::parse(&text, &script_path, dir.path()).expect("script");
+    let capture = Arc::new(Capture::new(CaptureMode::Outputs));
+    let compiler = Compiler::with_backend(
+        CompilerOptions { capture: Some(capture.clone()), ..Default::default() },
+        backend.clone(),
+    );
+    for p in &script.pipelines {
+        let d = p.descriptor.as_ref().expect("descriptor");
+        compiler.compile(d).unwrap_or_else(|e| panic!("{}: {e:?}", p.display_name()));
+    }
+    let out = dir.path().join("rt.granary");
+    capture.write_archive(&out).expect("write");
+    let archive = Arc::new(granary_archive::Archive::open(&out).expect("archive"));
+    assert_eq!(archive.len(), 2);
+    let binaries = gpu.captures_binaries();
+    for label in ["rt/scene", "rt/library"] {
+        let p = archive.lookup_label(label).expect("lookup").expect(label);
+        assert_eq!(p.kind(), granary_archive::PipelineKind::RayTracing, "{label}");
+        let state = p.native_state().expect("state").expect("a native state");
+        assert_eq!(state.ray_tracing.as_ref().map(|r| r.groups.len()), Some(5), "{label}");
+        if binaries {
+            let device = archive.binaries_for(&gpu.info.identity).expect("read").expect("this device's section");
+            let set = device.binaries(&p).expect("read").expect("a binary set");
+            assert!(!set.is_empty() && !set.pipeline_key().is_empty(), "{label}: binaries and a pipeline key");
+        }
+    }
+    {
+        let loader = PipelineLoader::new(archive.clone(), gpu.clone(), LoaderOptions::default()).expect("loader");
+        for label in ["rt/scene", "rt/library"] {
+            let made = loader.load_label(label).unwrap_or_else(|e| panic!("{label}: {e}"));
+            let want = if binaries { Source::Binaries } else { Source::Compiled };
+            assert_eq!(made.source, want, "{label}");
+            if label == "rt/scene" {
+                // The engine's next call: the group handles of its shader binding table, five
+                // groups of at most 32 bytes (Vulkan's largest `shaderGroupHandleSize`).
+                let mut handles = vec![0u8; 5 * 32];
+                // SAFETY: a ray-tracing pipeline of this device with five groups, alive for the
+                // call; `handles` holds at least groupCount × shaderGroupHandleSize bytes.
+                unsafe {
+                    gpu.raw_device().get_ray_tracing_shader_group_handles_khr(
+                        made.pipeline.handle(),
+                        0,
+                        5,
+                        &mut handles,
+                    )
+                }
+                .expect("vkGetRayTracingShaderGroupHandlesKHR");
+                assert!(handles.iter().any(|b| *b != 0), "group handles");
+            }
+        }
+    }
+    drop((compiler, backend, gpu, archive));
     support::assert_clean(log);
 }

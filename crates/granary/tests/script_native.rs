@@ -2,6 +2,8 @@
 //! (a capture's export, the pretty writer, the line writer) and read back by `Script` and
 //! `LazyScript` to equal descriptors and keys; never expanded; every error names its JSON path.
 
+mod common;
+
 use granary::descriptor::{
     FunctionDescriptor, KeyContext, Library, NativePipelineDescriptor, NativeStage, PipelineDescriptor, ShaderStage,
 };
@@ -219,6 +221,7 @@ fn full_state(stages: usize) -> NativePipeline {
                 stencil_attachment_format: 127,
             }),
         }),
+        ray_tracing: None,
     }
 }
 
@@ -264,6 +267,7 @@ fn fixture() -> Fixture {
             stages: vec![StageState { flags: 2, required_subgroup_size: Some(32) }],
             layout: full_state(1).layout,
             graphics: None,
+            ray_tracing: None,
         }),
     };
     Fixture { libs, pipelines: vec![PipelineDescriptor::Native(graphics), PipelineDescriptor::Native(compute)] }
@@ -549,4 +553,103 @@ fn script_native_format_example_loads() {
     let g = n.state.graphics.as_ref().unwrap();
     assert_eq!(g.rendering.as_ref().unwrap().color_attachment_formats, [50]);
     assert_eq!(n.state.layout.set_layouts[0].bindings[1].immutable_samplers[0].max_anisotropy, 16.0);
+}
+
+/// A ray-tracing module of granary-vulkan's native fixtures (glslang's SPIR-V).
+fn ray_tracing_spirv(file: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../granary-vulkan/tests/native").join(file);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The ray-tracing example of docs/FORMAT.md §2.6 (its second JSON block), with its libraries.
+fn ray_tracing_example() -> serde_json::Value {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/FORMAT.md")).unwrap();
+    let section = &doc[doc.find("### 2.6 Native Vulkan pipelines").expect("FORMAT.md §2.6")..];
+    let first = section.find("```json\n").unwrap() + 8;
+    let start = first + section[first..].find("```json\n").expect("a second example") + 8;
+    let entry: serde_json::Value = serde_json::from_str(&section[start..start + section[start..].find("```").unwrap()])
+        .expect("the example is JSON");
+    let lib = |name: &str| serde_json::json!({"name": name, "spirv_base64": base64_of(&ray_tracing_spirv(&format!("{name}.spv")))});
+    serde_json::json!({"granary_script": 1, "pipelines": [entry],
+        "libraries": [lib("rt.rgen"), lib("rt.rmiss"), lib("rt.rchit")]})
+}
+
+/// The ray-tracing example of docs/FORMAT.md §2.6 loads as written, harvests with the `none`
+/// backend (the front end reflects its three ray-tracing stages, the link check accepts its
+/// groups) and is archived as a ray-tracing pipeline with its state.
+#[test]
+fn script_native_ray_tracing_example_loads_and_harvests() {
+    let text = ray_tracing_example().to_string();
+    let script = parse(&text);
+    let d = script.pipelines[0].descriptor.as_ref().unwrap();
+    assert_eq!(d.kind(), granary_archive::PipelineKind::RayTracing);
+    let n = native(d);
+    let stages: Vec<ShaderStage> = n.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(stages, [ShaderStage::RayGeneration, ShaderStage::Miss, ShaderStage::ClosestHit]);
+    let rt = n.state.ray_tracing.as_ref().expect("a ray-tracing state");
+    assert_eq!((rt.groups.len(), rt.groups[2].group_type, rt.groups[2].closest_hit_shader), (3, 1, 2));
+    if !common::tool_available("spirv-val", "spirv-tools") {
+        return;
+    }
+    let compiler = granary::compiler::Compiler::new(granary::compiler::CompilerOptions::default());
+    let compiled = compiler.compile(d).expect("the none backend compiles it");
+    assert_eq!(compiled.kind, granary_archive::PipelineKind::RayTracing);
+    assert_eq!(compiled.stages.len(), 3);
+    let state = granary_archive::native::NativePipeline::decode(compiled.state.as_ref().unwrap().bytes()).unwrap();
+    assert_eq!(&state, &*n.state);
+}
+
+/// Ray-tracing scripts are checked as Vulkan's valid usage asks, naming the JSON path.
+#[test]
+fn script_native_ray_tracing_errors_name_the_path() {
+    let cases: Vec<(Edit, &str, &str)> = vec![
+        (
+            Box::new(|p| p["vulkan"]["state"]["rayTracing"]["groups"][1]["generalShader"] = 2.into()),
+            "pipelines[0].vulkan.state",
+            "rayTracing.groups[1].generalShader is stages[2], a closest_hit stage",
+        ),
+        (
+            Box::new(|p| p["vulkan"]["stages"][1]["stage"] = "fragment".into()),
+            "pipelines[0].vulkan.stages[1].stage",
+            "a fragment stage in a ray-tracing pipeline",
+        ),
+        (
+            Box::new(|p| p["vulkan"]["state"]["rayTracing"]["groups"] = serde_json::json!([])),
+            "pipelines[0].vulkan.state",
+            "without shader groups",
+        ),
+        (
+            Box::new(|p| p["vulkan"]["state"]["rayTracing"]["dynamicStates"] = serde_json::json!([0])),
+            "pipelines[0].vulkan.state",
+            "allows only RAY_TRACING_PIPELINE_STACK_SIZE_KHR",
+        ),
+        (
+            Box::new(|p| {
+                p["vulkan"]["state"]["rayTracing"]["libraryInterface"] =
+                    serde_json::json!({"maxPipelineRayPayloadSize": 12, "maxPipelineRayHitAttributeSize": 8})
+            }),
+            "pipelines[0].vulkan.state",
+            "libraryInterface is given but flags lacks LIBRARY_KHR",
+        ),
+        (
+            Box::new(|p| p["vulkan"]["state"]["graphics"] = serde_json::json!({})),
+            "pipelines[0].vulkan.state",
+            "\"graphics\" or \"rayTracing\", not both",
+        ),
+        (
+            Box::new(|p| p["vulkan"]["state"].as_object_mut().unwrap().remove("rayTracing").map(drop).unwrap()),
+            "pipelines[0].vulkan.stages[0].stage",
+            "exactly one compute stage, not a ray_generation stage",
+        ),
+    ];
+    for (edit, path, message) in cases {
+        let mut doc = ray_tracing_example();
+        edit(&mut doc["pipelines"][0]);
+        let e = match Script::parse(&doc.to_string(), std::path::Path::new("rt.json"), std::path::Path::new(".")) {
+            Ok(s) => s.pipelines[0].descriptor.clone().expect_err("refused"),
+            Err(e) => e,
+        };
+        assert_eq!(e.json_path, path, "{e}");
+        assert!(e.message.contains(message), "{path}: {e}");
+    }
 }

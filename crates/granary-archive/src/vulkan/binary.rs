@@ -204,13 +204,38 @@ impl PipelineCreateInfo for vk::ComputePipelineCreateInfo {
     }
 }
 
+impl PipelineCreateInfo for vk::RayTracingPipelineCreateInfoKHR {
+    const CALL: &'static str = "vkCreateRayTracingPipelinesKHR";
+    fn next(&self) -> *const std::ffi::c_void {
+        self.next
+    }
+    fn with_next(self, next: *const std::ffi::c_void) -> Self {
+        Self { next, ..self }
+    }
+    fn with_fail_on_compile(&self) -> Self {
+        Self { flags: self.flags | vk::PipelineCreateFlags::FAIL_ON_PIPELINE_COMPILE_REQUIRED, ..*self }
+    }
+    unsafe fn create(
+        self,
+        device: &Device,
+        cache: vk::PipelineCache,
+    ) -> vulkanalia::VkSuccessResult<Vec<vk::Pipeline>> {
+        use vulkanalia::vk::KhrRayTracingPipelineExtensionDeviceCommands;
+        // SAFETY: the caller's promise (the trait method's contract), which includes that the
+        // device has `VK_KHR_ray_tracing_pipeline` enabled (a ray-tracing create info is built
+        // only after `check_native` found `rayTracingPipeline` enabled). No deferred operation:
+        // granary's own threads are its parallelism.
+        unsafe { device.create_ray_tracing_pipelines_khr(vk::DeferredOperationKHR::null(), cache, &[self], None) }
+    }
+}
+
 impl Gpu {
     /// `vkGetPipelineKeyKHR` of `info`: the key that decides which binaries are valid for it.
     pub(super) fn pipeline_key_of<T: PipelineCreateInfo>(&self, info: &T) -> Result<Vec<u8>, VulkanError> {
         let create = vk::PipelineCreateInfoKHR { next: (info as *const T as *mut T).cast(), ..Default::default() };
         let mut key = vk::PipelineBinaryKeyKHR::default();
         // SAFETY: the extension is enabled (callers check `self.binaries`); `create` points at
-        // `info`, a graphics or compute create info (the trait admits only those) whose chain
+        // `info`, a graphics, compute or ray-tracing create info (the trait admits only those) whose chain
         // the caller keeps alive for this call; `key` lives until return.
         unsafe { self.device.get_pipeline_key_khr(Some(&create), &mut key) }
             .map_err(|e| VulkanError::call("vkGetPipelineKeyKHR", e))?;

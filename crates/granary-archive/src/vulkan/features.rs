@@ -848,10 +848,20 @@ pub(crate) fn required_native(state: &NativePipeline, stages: &[ShaderStage]) ->
             ShaderStage::Geometry => Some(F::GEOMETRY_SHADER),
             ShaderStage::Task => Some(F::TASK_SHADER),
             ShaderStage::Mesh => Some(F::MESH_SHADER),
+            // Ray-tracing stages: the pipeline's own need below (they come only with it).
             _ => None,
         };
         if let Some(f) = f {
             need(f, format!("stages[{i}] is a {s} stage"));
+        }
+    }
+    if state.ray_tracing.is_some() {
+        need(F::RAY_TRACING_PIPELINE, "the pipeline is a ray-tracing pipeline".into());
+        // VK_PIPELINE_CREATE_RAY_TRACING_SKIP_TRIANGLES_BIT_KHR, _SKIP_AABBS_BIT_KHR.
+        for (bit, name) in [(0x1000, "RAY_TRACING_SKIP_TRIANGLES"), (0x2000, "RAY_TRACING_SKIP_AABBS")] {
+            if state.flags & bit != 0 {
+                need(F::RAY_TRAVERSAL_PRIMITIVE_CULLING, format!("flags has {name}"));
+            }
         }
     }
     // VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT, _EARLY_RETURN_ON_FAILURE_BIT.

@@ -209,7 +209,10 @@ pub unsafe fn compute_pipeline(
         return Err(unsupported("stage.stage", "a compute pipeline's stage is not COMPUTE"));
     }
     let layout = (*recorder.pipeline_layout(info.layout)?).clone();
-    Ok(AppPipeline { stages, state: NativePipeline { flags, stages: stage_states, layout, graphics: None } })
+    Ok(AppPipeline {
+        stages,
+        state: NativePipeline { flags, stages: stage_states, layout, graphics: None, ray_tracing: None },
+    })
 }
 
 /// The application's graphics create info as an [`AppPipeline`].
@@ -350,7 +353,10 @@ pub unsafe fn graphics_pipeline(
         subpass: info.subpass,
         rendering,
     };
-    Ok(AppPipeline { stages, state: NativePipeline { flags, stages: stage_states, layout, graphics: Some(graphics) } })
+    Ok(AppPipeline {
+        stages,
+        state: NativePipeline { flags, stages: stage_states, layout, graphics: Some(graphics), ray_tracing: None },
+    })
 }
 
 /// # Safety

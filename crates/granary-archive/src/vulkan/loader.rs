@@ -880,6 +880,11 @@ impl PipelineLoader {
         let state = match p.kind() {
             PipelineKind::Render => Some(p.state()?.ok_or_else(|| "archived without its render state".to_string())?),
             PipelineKind::Compute => None,
+            PipelineKind::RayTracing => {
+                return Err("a ray-tracing pipeline without its native Vulkan state (only the native form has one)"
+                    .to_string()
+                    .into())
+            }
         };
         super::feature_check::check_features(&self.gpu, &archived_layout, state.as_ref())?;
         let (set, mut fallback_reason) = self.binary_set(p, true, cheap)?;

@@ -292,16 +292,17 @@ pub fn check_structure(state: &NativePipeline, stages: &[crate::types::ShaderSta
     check_flags(state)?;
     // What the model cannot say: the base pipeline of a derivative, and the library parts
     // (`VkGraphicsPipelineLibraryCreateInfoEXT`) and libraries of a library pipeline.
-    for (bit, what) in [
-        (0x4, "DERIVATIVE (its base pipeline is not part of the native state)"),
-        (0x800, "LIBRARY_KHR (graphics pipeline library parts are not part of the native state)"),
-    ] {
-        if state.flags & bit != 0 {
-            return Err(format!("flags has {what}"));
-        }
+    if state.flags & 0x4 != 0 {
+        return Err("flags has DERIVATIVE (its base pipeline is not part of the native state)".into());
+    }
+    if state.flags & 0x800 != 0 && state.ray_tracing.is_none() {
+        return Err("flags has LIBRARY_KHR (graphics pipeline library parts are not part of the native state)".into());
     }
     if state.stages.len() != stages.len() {
         return Err(format!("the native state has {} stage states for {} stages", state.stages.len(), stages.len()));
+    }
+    if state.ray_tracing.is_some() || stages.iter().any(|s| s.is_ray_tracing()) {
+        return state.check_ray_tracing(stages);
     }
     let Some(g) = &state.graphics else {
         if stages != [ShaderStage::Compute] {
@@ -705,6 +706,64 @@ pub(super) fn with_compute_info<R>(
             next,
             flags: vk::PipelineCreateFlags::from_bits_truncate(input.state.flags),
             stage: stages.first().copied().unwrap_or_default(),
+            layout: input.layout.handle,
+            base_pipeline_handle: vk::Pipeline::null(),
+            base_pipeline_index: -1,
+            ..Default::default()
+        };
+        f(&info)
+    })
+}
+
+/// Builds the ray-tracing create info of `input` with `chain` on this stack frame and hands it
+/// to `f`. No pipeline libraries are linked (`pLibraryInfo` null: the model has none); a
+/// library pipeline carries its interface.
+pub(super) fn with_ray_tracing_info<R>(
+    input: &NativeInput<'_>,
+    rt: &crate::native::RayTracingState,
+    chain: Chain<'_>,
+    f: impl FnOnce(&vk::RayTracingPipelineCreateInfoKHR) -> R,
+) -> R {
+    let mut tail = Tail::default();
+    let flags = vk::PipelineCreateFlags2::from_bits_truncate(u64::from(input.state.flags));
+    let next = tail.link(chain, flags, false, std::ptr::null());
+    let groups: Vec<vk::RayTracingShaderGroupCreateInfoKHR> = rt
+        .groups
+        .iter()
+        .map(|g| vk::RayTracingShaderGroupCreateInfoKHR {
+            type_: vk::RayTracingShaderGroupTypeKHR::from_raw(g.group_type as i32),
+            general_shader: g.general_shader,
+            closest_hit_shader: g.closest_hit_shader,
+            any_hit_shader: g.any_hit_shader,
+            intersection_shader: g.intersection_shader,
+            shader_group_capture_replay_handle: std::ptr::null(),
+            ..Default::default()
+        })
+        .collect();
+    let interface = rt.library_interface.as_ref().map(|i| vk::RayTracingPipelineInterfaceCreateInfoKHR {
+        max_pipeline_ray_payload_size: i.max_pipeline_ray_payload_size,
+        max_pipeline_ray_hit_attribute_size: i.max_pipeline_ray_hit_attribute_size,
+        ..Default::default()
+    });
+    let dynamic_states: Vec<vk::DynamicState> =
+        rt.dynamic_states.iter().map(|d| vk::DynamicState::from_raw(*d as i32)).collect();
+    let dynamic = vk::PipelineDynamicStateCreateInfo {
+        dynamic_state_count: dynamic_states.len() as u32,
+        dynamic_states: dynamic_states.as_ptr(),
+        ..Default::default()
+    };
+    with_stages(&input.stages, |stages| {
+        let info = vk::RayTracingPipelineCreateInfoKHR {
+            next,
+            flags: vk::PipelineCreateFlags::from_bits_truncate(input.state.flags),
+            stage_count: stages.len() as u32,
+            stages: stages.as_ptr(),
+            group_count: groups.len() as u32,
+            groups: groups.as_ptr(),
+            max_pipeline_ray_recursion_depth: rt.max_pipeline_ray_recursion_depth,
+            library_info: std::ptr::null(),
+            library_interface: ptr(&interface),
+            dynamic_state: if dynamic_states.is_empty() { std::ptr::null() } else { &dynamic },
             layout: input.layout.handle,
             base_pipeline_handle: vk::Pipeline::null(),
             base_pipeline_index: -1,

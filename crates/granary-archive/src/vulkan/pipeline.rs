@@ -516,12 +516,21 @@ impl Gpu {
                     unsafe { self.device.create_graphics_pipelines(cache, &[*info], None) }
                 })
             })?,
-            None => super::native::with_compute_info(input, chain, |info| {
-                self.key_and_create(chain, probe, info, "vkCreateComputePipelines", |info| {
-                    // SAFETY: as for the graphics case, for `native::with_compute_info`.
-                    unsafe { self.device.create_compute_pipelines(cache, &[*info], None) }
-                })
-            })?,
+            None => match &input.state.ray_tracing {
+                Some(rt) => super::native::with_ray_tracing_info(input, rt, chain, |info| {
+                    self.key_and_create(chain, probe, info, "vkCreateRayTracingPipelinesKHR", |info| {
+                        // SAFETY: as for the graphics case, for `native::with_ray_tracing_info`;
+                        // `rayTracingPipeline` is enabled (`check_native`, which the caller ran).
+                        unsafe { super::binary::PipelineCreateInfo::create(*info, &self.device, cache) }
+                    })
+                })?,
+                None => super::native::with_compute_info(input, chain, |info| {
+                    self.key_and_create(chain, probe, info, "vkCreateComputePipelines", |info| {
+                        // SAFETY: as for the graphics case, for `native::with_compute_info`.
+                        unsafe { self.device.create_compute_pipelines(cache, &[*info], None) }
+                    })
+                })?,
+            },
         };
         let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new(), layout: None };
         self.finish(pipeline, how, pipeline_key, driver_time, feedback.flags, probed)
@@ -535,9 +544,12 @@ impl Gpu {
         }
         let mut feedback = vk::PipelineCreationFeedback::default();
         let chain = Chain { capture: false, feedback: Some(&mut feedback), binaries: &[], fail_on_compile: false };
-        match &input.state.graphics {
-            Some(g) => super::native::with_graphics_info(input, g, chain, |info| self.pipeline_key_of(info)),
-            None => super::native::with_compute_info(input, chain, |info| self.pipeline_key_of(info)),
+        match (&input.state.graphics, &input.state.ray_tracing) {
+            (Some(g), _) => super::native::with_graphics_info(input, g, chain, |info| self.pipeline_key_of(info)),
+            (None, Some(rt)) => {
+                super::native::with_ray_tracing_info(input, rt, chain, |info| self.pipeline_key_of(info))
+            }
+            (None, None) => super::native::with_compute_info(input, chain, |info| self.pipeline_key_of(info)),
         }
     }
 

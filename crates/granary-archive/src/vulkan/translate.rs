@@ -238,6 +238,12 @@ pub fn stage_flag(s: ShaderStage) -> vk::ShaderStageFlags {
         ShaderStage::Geometry => vk::ShaderStageFlags::GEOMETRY,
         ShaderStage::Task => vk::ShaderStageFlags::TASK_EXT,
         ShaderStage::Mesh => vk::ShaderStageFlags::MESH_EXT,
+        ShaderStage::RayGeneration => vk::ShaderStageFlags::RAYGEN_KHR,
+        ShaderStage::AnyHit => vk::ShaderStageFlags::ANY_HIT_KHR,
+        ShaderStage::ClosestHit => vk::ShaderStageFlags::CLOSEST_HIT_KHR,
+        ShaderStage::Miss => vk::ShaderStageFlags::MISS_KHR,
+        ShaderStage::Intersection => vk::ShaderStageFlags::INTERSECTION_KHR,
+        ShaderStage::Callable => vk::ShaderStageFlags::CALLABLE_KHR,
     }
 }
 

@@ -109,7 +109,8 @@ pub fn check(desc: &PipelineDescriptor, stages: &[Arc<StageFunction>]) -> Result
 /// without a compute stage, each stage at most once, tessellation control and evaluation
 /// together, a task stage only with a mesh stage, a mesh stage without vertex, tessellation
 /// or geometry stages, and — unless it is a pipeline library (`VK_PIPELINE_CREATE_LIBRARY_BIT_KHR`),
-/// which may hold only some stages — a vertex or mesh stage.
+/// which may hold only some stages — a vertex or mesh stage; a ray-tracing state as
+/// [`NativePipeline::check_ray_tracing`](granary_archive::native::NativePipeline::check_ray_tracing) says.
 pub fn check_native(n: &crate::descriptor::NativePipelineDescriptor) -> Result<(), String> {
     use ShaderStage::*;
     const LIBRARY_BIT: u32 = 0x800;
@@ -121,6 +122,9 @@ pub fn check_native(n: &crate::descriptor::NativePipelineDescriptor) -> Result<(
         ));
     }
     let has = |s: ShaderStage| n.stages.iter().any(|x| x.stage == s);
+    if n.state.is_ray_tracing() || n.stages.iter().any(|s| s.stage.is_ray_tracing()) {
+        return n.state.check_ray_tracing(&n.stages.iter().map(|s| s.stage).collect::<Vec<_>>());
+    }
     if n.state.is_compute() {
         return match &n.stages[..] {
             [s] if s.stage == Compute => Ok(()),

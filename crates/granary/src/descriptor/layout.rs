@@ -21,11 +21,13 @@ impl Canonical for ExplicitLayout {
             e.u32(b.binding);
             e.u8(b.kind as u8);
             e.u32(b.count);
-            e.u8(b.visibility.0);
+            // A portable layout names graphics and compute stages only (the script refuses the
+            // ray-tracing ones), whose bits all sit in the mask's low byte.
+            e.u8(b.visibility.0 as u8);
         }
         e.option(self.immediates.as_ref(), |e, i| {
             e.u32(i.size);
-            e.u8(i.visibility.0);
+            e.u8(i.visibility.0 as u8);
         });
     }
 }

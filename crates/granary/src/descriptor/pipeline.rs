@@ -75,13 +75,12 @@ impl PipelineDescriptor {
         }
     }
 
-    /// Render or compute.
+    /// Render, compute or ray tracing.
     pub fn kind(&self) -> PipelineKind {
         match self {
             PipelineDescriptor::Render(_) => PipelineKind::Render,
             PipelineDescriptor::Compute(_) => PipelineKind::Compute,
-            PipelineDescriptor::Native(n) if n.state.is_compute() => PipelineKind::Compute,
-            PipelineDescriptor::Native(_) => PipelineKind::Render,
+            PipelineDescriptor::Native(n) => n.state.kind(),
         }
     }
 

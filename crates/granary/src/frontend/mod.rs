@@ -844,8 +844,8 @@ impl Frontend {
     }
 }
 
-/// The error for an entry point a SPIR-V module does not have for `stage`: a ray-tracing
-/// or kernel entry point named as granary does not harvest them yet, one of another stage
+/// The error for an entry point a SPIR-V module does not have for `stage`: a kernel entry
+/// point named as granary does not harvest it, one of another stage
 /// named with its stage, otherwise the entry points the module has for `stage`.
 fn spirv_entry_error(r: &spirv::Reflection, entry: &str, stage: ShaderStage, file: &str) -> ShaderError {
     let message = if let Some((_, model)) = r.unsupported.iter().find(|(n, _)| n == entry) {

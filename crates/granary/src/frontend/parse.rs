@@ -13,7 +13,8 @@ pub struct ParsedLibrary {
     pub info: naga::valid::ModuleInfo,
 }
 
-/// naga's stage for `s`; `None` for the stages naga has no IR for (tessellation, geometry).
+/// naga's stage for `s`; `None` for the stages naga has no IR for (tessellation, geometry,
+/// ray tracing).
 pub(crate) fn naga_stage(s: ShaderStage) -> Option<naga::ShaderStage> {
     Some(match s {
         ShaderStage::Vertex => naga::ShaderStage::Vertex,
@@ -21,7 +22,15 @@ pub(crate) fn naga_stage(s: ShaderStage) -> Option<naga::ShaderStage> {
         ShaderStage::Compute => naga::ShaderStage::Compute,
         ShaderStage::Task => naga::ShaderStage::Task,
         ShaderStage::Mesh => naga::ShaderStage::Mesh,
-        ShaderStage::TessellationControl | ShaderStage::TessellationEvaluation | ShaderStage::Geometry => return None,
+        ShaderStage::TessellationControl
+        | ShaderStage::TessellationEvaluation
+        | ShaderStage::Geometry
+        | ShaderStage::RayGeneration
+        | ShaderStage::AnyHit
+        | ShaderStage::ClosestHit
+        | ShaderStage::Miss
+        | ShaderStage::Intersection
+        | ShaderStage::Callable => return None,
     })
 }
 

@@ -385,6 +385,13 @@ fn convert_layout(raw: &RawLayout, cx: &Ctx<'_>, jp: &str) -> Result<ExplicitLay
         if b.visibility.is_empty() {
             return Err(ScriptError::at(cx.path, format!("{at}.visibility"), "name at least one stage".to_string()));
         }
+        if let Some(s) = b.visibility.iter().find(|s| s.is_ray_tracing()) {
+            return Err(ScriptError::at(
+                cx.path,
+                format!("{at}.visibility"),
+                format!("a {s} stage in a portable layout (ray-tracing pipelines are written in the native form)"),
+            ));
+        }
         bindings.push(LayoutBinding {
             group: b.group,
             binding: b.binding,
@@ -399,6 +406,13 @@ fn convert_layout(raw: &RawLayout, cx: &Ctx<'_>, jp: &str) -> Result<ExplicitLay
             cx.path,
             format!("{jp}.layout.bindings"),
             format!("@group({}) @binding({}) is listed twice", w[0].group, w[0].binding),
+        ));
+    }
+    if let Some(s) = raw.immediates.iter().flat_map(|i| &i.visibility).find(|s| s.is_ray_tracing()) {
+        return Err(ScriptError::at(
+            cx.path,
+            format!("{jp}.layout.immediates.visibility"),
+            format!("a {s} stage in a portable layout (ray-tracing pipelines are written in the native form)"),
         ));
     }
     let immediates = raw.immediates.as_ref().map(|i| Immediates { size: i.size, visibility: mask(&i.visibility) });

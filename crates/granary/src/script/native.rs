@@ -32,7 +32,11 @@ pub(super) fn convert_native(
             ),
         ));
     }
-    let compute = raw.state.graphics.is_none();
+    let compute = raw.state.is_compute();
+    let ray_tracing = raw.state.is_ray_tracing();
+    if ray_tracing && raw.state.graphics.is_some() {
+        return Err(at("state", "a pipeline has \"graphics\" or \"rayTracing\", not both".into()));
+    }
     let mut stages = Vec::with_capacity(raw.stages.len());
     for (i, s) in raw.stages.into_iter().enumerate() {
         let sp = format!("stages[{i}]");
@@ -48,10 +52,27 @@ pub(super) fn convert_native(
         if !compute && s.stage == ShaderStage::Compute {
             return Err(at(
                 &format!("{sp}.stage"),
-                "a compute stage in a graphics pipeline (\"state.graphics\" is set)".into(),
+                format!(
+                    "a compute stage in a {} pipeline (\"state.{}\" is set)",
+                    if ray_tracing { "ray-tracing" } else { "graphics" },
+                    if ray_tracing { "rayTracing" } else { "graphics" }
+                ),
             ));
         }
-        if let Some(first) = stages.iter().position(|o: &NativeStage| o.stage == s.stage) {
+        if ray_tracing != s.stage.is_ray_tracing() {
+            return Err(at(
+                &format!("{sp}.stage"),
+                if ray_tracing {
+                    format!("a {} stage in a ray-tracing pipeline (\"state.rayTracing\" is set)", s.stage)
+                } else {
+                    format!("a {} stage in a pipeline without \"state.rayTracing\"", s.stage)
+                },
+            ));
+        }
+        // A ray-tracing pipeline has any number of stages of each kind (its groups name them).
+        if let Some(first) =
+            (!ray_tracing).then(|| stages.iter().position(|o: &NativeStage| o.stage == s.stage)).flatten()
+        {
             return Err(at(
                 &format!("{sp}.stage"),
                 format!("the {} stage is given twice (stages[{first}] and stages[{i}])", s.stage),
@@ -81,6 +102,10 @@ pub(super) fn convert_native(
             spec.check().map_err(|m| at(&format!("{sp}.specialization"), m))?;
         }
         stages.push(NativeStage { stage: s.stage, function, specialization: s.specialization.map(Arc::new) });
+    }
+    if ray_tracing {
+        let kinds: Vec<ShaderStage> = stages.iter().map(|s| s.stage).collect();
+        raw.state.check_ray_tracing(&kinds).map_err(|m| at("state", m))?;
     }
     Ok(NativePipelineDescriptor { label, stages, state: Arc::new(raw.state) })
 }

@@ -75,6 +75,12 @@ fn glslang_stage(stage: ShaderStage) -> Option<glslang::ShaderStage> {
         ShaderStage::Compute => G::Compute,
         ShaderStage::Task => G::Task,
         ShaderStage::Mesh => G::Mesh,
+        ShaderStage::RayGeneration => G::RayGeneration,
+        ShaderStage::AnyHit => G::AnyHit,
+        ShaderStage::ClosestHit => G::ClosestHit,
+        ShaderStage::Miss => G::Miss,
+        ShaderStage::Intersection => G::Intersect,
+        ShaderStage::Callable => G::Callable,
     })
 }
 

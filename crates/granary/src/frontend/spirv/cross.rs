@@ -55,6 +55,12 @@ fn models(stage: ShaderStage) -> &'static [ExecutionModel] {
         ShaderStage::Geometry => &[M::Geometry],
         ShaderStage::Task => &[M::TaskEXT, M::TaskNV],
         ShaderStage::Mesh => &[M::MeshEXT, M::MeshNV],
+        ShaderStage::RayGeneration => &[M::RayGenerationNV],
+        ShaderStage::AnyHit => &[M::AnyHitNV],
+        ShaderStage::ClosestHit => &[M::ClosestHitNV],
+        ShaderStage::Miss => &[M::MissNV],
+        ShaderStage::Intersection => &[M::IntersectionNV],
+        ShaderStage::Callable => &[M::CallableNV],
     }
 }
 

@@ -135,6 +135,12 @@ fn stage_of(model: ExecutionModel) -> Result<ShaderStage, String> {
         ExecutionModel::GLCompute => ShaderStage::Compute,
         ExecutionModel::TaskEXT | ExecutionModel::TaskNV => ShaderStage::Task,
         ExecutionModel::MeshEXT | ExecutionModel::MeshNV => ShaderStage::Mesh,
+        ExecutionModel::RayGenerationNV => ShaderStage::RayGeneration,
+        ExecutionModel::IntersectionNV => ShaderStage::Intersection,
+        ExecutionModel::AnyHitNV => ShaderStage::AnyHit,
+        ExecutionModel::ClosestHitNV => ShaderStage::ClosestHit,
+        ExecutionModel::MissNV => ShaderStage::Miss,
+        ExecutionModel::CallableNV => ShaderStage::Callable,
         other => return Err(model_name(other).to_string()),
     })
 }
@@ -143,12 +149,6 @@ fn stage_of(model: ExecutionModel) -> Result<ShaderStage, String> {
 pub(crate) fn model_name(model: ExecutionModel) -> &'static str {
     match model {
         ExecutionModel::Kernel => "Kernel",
-        ExecutionModel::RayGenerationNV => "RayGenerationKHR",
-        ExecutionModel::IntersectionNV => "IntersectionKHR",
-        ExecutionModel::AnyHitNV => "AnyHitKHR",
-        ExecutionModel::ClosestHitNV => "ClosestHitKHR",
-        ExecutionModel::MissNV => "MissKHR",
-        ExecutionModel::CallableNV => "CallableKHR",
         _ => "an execution model granary does not know",
     }
 }

@@ -132,7 +132,7 @@ impl Converter<'_> {
     fn stage(&self, s: &Obj<'_>) -> Result<(NativeStageEntry, StageState, u64), String> {
         let bit = u64::from(s.u32("stage")?);
         let stage = vk::stage(bit).ok_or_else(|| {
-            format!("{}: {} stage (bit {bit:#x}) is not harvested yet", s.at("stage"), vk::stage_name(bit))
+            format!("{}: stage bit {bit:#x} is not a VkShaderStageFlagBits granary knows", s.at("stage"))
         })?;
         let module = s.handle("module")?;
         if !self.c.modules.contains_key(&module) {
@@ -178,6 +178,7 @@ impl Converter<'_> {
             stages: vec![stage],
             layout: self.layout(&o)?,
             graphics: None,
+            ray_tracing: None,
         };
         Ok(Converted { stages: vec![entry], state, modules: vec![module] })
     }
@@ -194,8 +195,8 @@ impl Converter<'_> {
         let kinds: Vec<ShaderStage> =
             o.objs("stages")?.iter().filter_map(|s| s.u32("stage").ok()).filter_map(|b| vk::stage(b.into())).collect();
         for (i, k) in kinds.iter().enumerate() {
-            if *k == ShaderStage::Compute {
-                return Err(format!("stages[{i}].stage: a compute stage in a graphics pipeline"));
+            if *k == ShaderStage::Compute || k.is_ray_tracing() {
+                return Err(format!("stages[{i}].stage: a {k} stage in a graphics pipeline"));
             }
             if let Some(first) = kinds[..i].iter().position(|o| o == k) {
                 return Err(format!("stages[{i}].stage: a second {k} stage (the first is stages[{first}])"));
@@ -237,8 +238,97 @@ impl Converter<'_> {
             stages: stage_states,
             layout: self.layout(&o)?,
             graphics: Some(graphics),
+            ray_tracing: None,
         };
         Ok(Converted { stages, state, modules })
+    }
+
+    /// A ray-tracing pipeline's create info, its libraries folded in: its stages and then each
+    /// library's (depth first, in `pLibraries` order), its groups and then each library's, the
+    /// library's stage indices moved past the stages before it — the order in which Vulkan
+    /// numbers the shader groups of a pipeline that links libraries, so the group handles an
+    /// engine fetches are the same. The folded pipeline links nothing, so it keeps no library
+    /// interface.
+    pub(super) fn ray_tracing(&self, info: &Value) -> Result<Converted, String> {
+        let o = Obj::new(info, "")?;
+        o.chain(&[])?;
+        let (stage_list, groups) = self.ray_tracing_parts(&o, 0)?;
+        let stage_objs = stage_list
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Obj::new(s, format!("stages[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let Stages { entries: stages, states: stage_states, modules } = self.stages(&stage_objs)?;
+        let dynamic_states =
+            o.opt_obj("dynamicState")?.map(|s| state::dynamic_states(&s)).transpose()?.unwrap_or_default();
+        let state = NativePipeline {
+            flags: o.u32("flags")? & !DROPPED_FLAGS,
+            stages: stage_states,
+            layout: self.layout(&o)?,
+            graphics: None,
+            ray_tracing: Some(RayTracingState {
+                groups,
+                max_pipeline_ray_recursion_depth: o.u32("maxPipelineRayRecursionDepth")?,
+                library_interface: None,
+                dynamic_states,
+            }),
+        };
+        let kinds: Vec<ShaderStage> = stage_objs
+            .iter()
+            .map(|s| s.u32("stage").ok().and_then(|b| vk::stage(b.into())))
+            .collect::<Option<_>>()
+            .ok_or("a stage without a known stage bit")?;
+        state.check_ray_tracing(&kinds)?;
+        Ok(Converted { stages, state, modules })
+    }
+
+    /// The stages and shader groups of ray-tracing create info `o` with the libraries it
+    /// links (`libraryInfo.libraries`), folded as [`ray_tracing`](Self::ray_tracing) says.
+    fn ray_tracing_parts(&self, o: &Obj<'_>, depth: usize) -> Result<(Vec<Value>, Vec<ShaderGroup>), String> {
+        if depth >= MAX_LIBRARY_DEPTH {
+            return Err("ray-tracing pipeline libraries nested too deeply (or in a cycle)".into());
+        }
+        let mut stages: Vec<Value> = o.opt("stages").and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut groups = Vec::new();
+        for g in o.objs("groups")? {
+            g.chain(&[])?;
+            if !is_null_handle(g.opt("pShaderGroupCaptureReplayHandle")) {
+                return Err(format!(
+                    "{}: a shader group capture-replay handle is not in granary's native model",
+                    g.at("pShaderGroupCaptureReplayHandle")
+                ));
+            }
+            groups.push(ShaderGroup {
+                group_type: g.u32("type")?,
+                general_shader: g.u32("generalShader")?,
+                closest_hit_shader: g.u32("closestHitShader")?,
+                any_hit_shader: g.u32("anyHitShader")?,
+                intersection_shader: g.u32("intersectionShader")?,
+            });
+        }
+        if let Some(lib) = o.opt_obj("libraryInfo")? {
+            for lh in lib.handles("libraries")? {
+                let l = self
+                    .c
+                    .raytracing
+                    .get(&lh)
+                    .ok_or_else(|| format!("ray-tracing pipeline library {} is not in the database(s)", hex(lh)))?;
+                let l = Obj::new(l, format!("raytracingPipelines.{}", hex(lh)))?;
+                l.chain(&[])?;
+                let (lib_stages, lib_groups) = self.ray_tracing_parts(&l, depth + 1)?;
+                let offset = stages.len() as u32;
+                let moved = |i: u32| if i == SHADER_UNUSED { i } else { i + offset };
+                groups.extend(lib_groups.into_iter().map(|g| ShaderGroup {
+                    general_shader: moved(g.general_shader),
+                    closest_hit_shader: moved(g.closest_hit_shader),
+                    any_hit_shader: moved(g.any_hit_shader),
+                    intersection_shader: moved(g.intersection_shader),
+                    ..g
+                }));
+                stages.extend(lib_stages);
+            }
+        }
+        Ok((stages, groups))
     }
 
     /// The render pass `h` (either version) by value; `subpass` must be one of its subpasses.

@@ -457,6 +457,7 @@ fn five() -> NativePipeline {
                 stencil_attachment_format: 130,
             }),
         }),
+        ray_tracing: None,
     }
 }
 
@@ -580,7 +581,7 @@ fn database() -> (Vec<u8>, Vec<(u64, &'static str)>) {
         (
             0xf000_0000_0000_0005,
             small_json(LAYOUT_B, RP1, json!({"stages": [stage_json(0x100, M_VS, "rgen")]})),
-            "ray tracing stage (bit 0x100) is not harvested yet",
+            "stages[0].stage: a ray_generation stage in a graphics pipeline",
         ),
         (0xf000_0000_0000_0006, small_json(LAYOUT_B, RP1, json!({"subpass": 2})), "subpass 2 is not one of render pass"),
         (0xf000_0000_0000_0007, small_json(0, RP1, json!({})), "layout: no pipeline layout"),
@@ -600,7 +601,8 @@ fn database() -> (Vec<u8>, Vec<(u64, &'static str)>) {
         0xd000_0000_0000_0001,
         doc("raytracingPipelines", 0xd000_0000_0000_0001, json!({})),
     ));
-    reasons.push((0xd000_0000_0000_0001, "ray-tracing pipelines are not harvested yet"));
+    // A ray-tracing create info without its members: skipped, naming the first one missing.
+    reasons.push((0xd000_0000_0000_0001, "flags: missing"));
     let mut b = header(6);
     for (i, (t, h, p)) in e.into_iter().enumerate() {
         entry(&mut b, t, h, &p, Store { deflate: i % 2 == 1, crc: i % 3 == 0 });
@@ -727,6 +729,7 @@ fn import_foz_full_fidelity_native_pipelines() {
             subpass: 1,
             ..Default::default()
         }),
+        ray_tracing: None,
     };
     check(
         natives[1],
@@ -752,6 +755,7 @@ fn import_foz_full_fidelity_native_pipelines() {
             stages: vec![StageState { flags: 2, required_subgroup_size: Some(64) }],
             layout: layout_b(),
             graphics: None,
+            ray_tracing: None,
         },
         &modules,
     );

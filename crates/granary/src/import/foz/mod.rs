@@ -127,7 +127,7 @@ struct Collected {
     render_passes: HashMap<u64, (PassVersion, Value)>,
     graphics: BTreeMap<u64, Value>,
     compute: BTreeMap<u64, Value>,
-    raytracing: BTreeSet<u64>,
+    raytracing: BTreeMap<u64, Value>,
 }
 
 fn hex(h: u64) -> String {
@@ -232,7 +232,9 @@ fn collect_entry(e: &container::Entry, out: &mut Collected) -> Result<(), String
             }
         }
         _ => {
-            out.raytracing.insert(e.hash);
+            for (h, v) in members(&doc, "raytracingPipelines") {
+                out.raytracing.entry(h).or_insert_with(|| v.clone());
+            }
         }
     }
     Ok(())
@@ -289,12 +291,13 @@ pub fn import(databases: &[PathBuf], out_dir: &Path) -> Result<ImportReport, Imp
     for (&h, info) in &c.compute {
         land("compute", h, conv.compute(info), &mut report);
     }
-    for &h in &c.raytracing {
-        report.skipped.push(Skipped {
-            kind: "ray-tracing",
-            hash: hex(h),
-            reason: "ray-tracing pipelines are not harvested yet".into(),
-        });
+    for (&h, info) in &c.raytracing {
+        // A library is folded into each pipeline that links it (`Converter::ray_tracing`).
+        if info.get("flags").and_then(Value::as_u64).unwrap_or(0) & u64::from(vk::LIBRARY_BIT) != 0 {
+            report.libraries += 1;
+            continue;
+        }
+        land("ray-tracing", h, conv.ray_tracing(info), &mut report);
     }
     let modules_dir = out_dir.join("modules");
     std::fs::create_dir_all(&modules_dir).map_err(|source| ImportError::Write { path: modules_dir.clone(), source })?;

@@ -35,6 +35,21 @@ const LAYOUT_PBR: u64 = 0x5555_0000_0000_0001;
 const LAYOUT_DEPTH: u64 = 0x5555_0000_0000_0002;
 const LAYOUT_CULL: u64 = 0x5555_0000_0000_0003;
 const LAYOUT_YCBCR: u64 = 0x5555_0000_0000_0004;
+const LAYOUT_RT: u64 = 0x5555_0000_0000_0005;
+const SET_RT: u64 = 0x4444_0000_0000_0006;
+const RT_GEN: u64 = 0x1111_0000_0000_0004;
+const RT_MISS: u64 = 0x1111_0000_0000_0005;
+const RT_CHIT: u64 = 0x1111_0000_0000_0006;
+const RT_CALL: u64 = 0x1111_0000_0000_0007;
+/// The ray-tracing library the fixture's ray-tracing pipeline links.
+const RT_LIBRARY: u64 = 0xd000_0000_0000_0002;
+
+/// A ray-tracing module of granary-vulkan's native fixtures (glslang's SPIR-V), as words.
+pub(crate) fn ray_tracing_spirv(file: &str) -> Vec<u32> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../granary-vulkan/tests/native").join(file);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
 
 fn b64(words: &[u32]) -> String {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -146,6 +161,10 @@ pub(crate) fn fixture_entries() -> Vec<(u32, u64, Vec<u8>)> {
         (tag::SHADER_MODULE, MESH, module_varint(MESH, &example_spirv("mesh_static.wgsl"))),
         (tag::SHADER_MODULE, PBR, module_base64(PBR, &example_spirv("pbr.wgsl"))),
         (tag::SHADER_MODULE, CULL, module_base64(CULL, &example_spirv("light_cull.wgsl"))),
+        (tag::SHADER_MODULE, RT_GEN, module_base64(RT_GEN, &ray_tracing_spirv("rt.rgen.spv"))),
+        (tag::SHADER_MODULE, RT_MISS, module_base64(RT_MISS, &ray_tracing_spirv("rt.rmiss.spv"))),
+        (tag::SHADER_MODULE, RT_CHIT, module_base64(RT_CHIT, &ray_tracing_spirv("rt.rchit.spv"))),
+        (tag::SHADER_MODULE, RT_CALL, module_base64(RT_CALL, &ray_tracing_spirv("rt.rcall.spv"))),
         (tag::SAMPLER, SHADOW_SAMPLER, one("samplers", SHADOW_SAMPLER, sampler_json())),
         (tag::SAMPLER, YCBCR_SAMPLER, one("samplers", YCBCR_SAMPLER, ycbcr)),
         (
@@ -204,6 +223,12 @@ pub(crate) fn fixture_entries() -> Vec<(u32, u64, Vec<u8>)> {
         ),
         (
             tag::DESCRIPTOR_SET_LAYOUT,
+            SET_RT,
+            // An acceleration structure and a storage image for the ray-generation stage.
+            one("setLayouts", SET_RT, set_layout(&[(0, 1000150000, 0x100, None), (1, 3, 0x100, None)])),
+        ),
+        (
+            tag::DESCRIPTOR_SET_LAYOUT,
             SET_YCBCR,
             one("setLayouts", SET_YCBCR, set_layout(&[(0, 1, FS, Some(YCBCR_SAMPLER))])),
         ),
@@ -213,6 +238,7 @@ pub(crate) fn fixture_entries() -> Vec<(u32, u64, Vec<u8>)> {
         (LAYOUT_DEPTH, vec![SET_VIEW, SET_OBJECT]),
         (LAYOUT_CULL, vec![SET_CULL]),
         (LAYOUT_YCBCR, vec![SET_VIEW, SET_OBJECT, SET_YCBCR]),
+        (LAYOUT_RT, vec![SET_RT]),
     ] {
         let sets: Vec<String> = sets.into_iter().map(hex).collect();
         e.push((
@@ -291,7 +317,29 @@ pub(crate) fn fixture_entries() -> Vec<(u32, u64, Vec<u8>)> {
             "specializationInfo": {"dataSize": 4, "data": "AAEAAA==",
                 "mapEntries": [{"constantID": 7, "offset": 0, "size": 4}]}}}}});
     e.push((tag::COMPUTE_PIPELINE, 0xc000_0000_0000_0001, serde_json::to_vec(&compute).unwrap()));
-    e.push((tag::RAYTRACING_PIPELINE, 0xd000_0000_0000_0001, br#"{"version":6,"raytracingPipelines":{}}"#.to_vec()));
+    // A ray-tracing library (miss and callable groups) and a ray-tracing pipeline linking it
+    // (ray generation and a triangles hit group of its own), with its interface and the
+    // dynamic stack size: imported as one pipeline, the library's stages and groups after the
+    // pipeline's own.
+    let rt_group = |ty: u32, general: u32, closest: u32| {
+        json!({"type": ty, "generalShader": general, "closestHitShader": closest,
+            "anyHitShader": u32::MAX, "intersectionShader": u32::MAX})
+    };
+    let interface = json!({"maxPipelineRayPayloadSize": 12, "maxPipelineRayHitAttributeSize": 8});
+    let rt_library = json!({"version": 6, "raytracingPipelines": {hex(RT_LIBRARY): {
+        "flags": vk::LIBRARY_BIT, "layout": hex(LAYOUT_RT), "basePipelineHandle": "0000000000000000",
+        "basePipelineIndex": -1, "maxPipelineRayRecursionDepth": 1, "libraryInterface": interface,
+        "stages": [stage(0x800, RT_MISS, "main"), stage(0x2000, RT_CALL, "main")],
+        "groups": [rt_group(0, 0, u32::MAX), rt_group(0, 1, u32::MAX)]}}});
+    e.push((tag::RAYTRACING_PIPELINE, RT_LIBRARY, serde_json::to_vec(&rt_library).unwrap()));
+    let rt = json!({"version": 6, "raytracingPipelines": {hex(0xd000_0000_0000_0001): {
+        "flags": 0, "layout": hex(LAYOUT_RT), "basePipelineHandle": "0000000000000000", "basePipelineIndex": -1,
+        "maxPipelineRayRecursionDepth": 2, "libraryInterface": interface,
+        "libraryInfo": {"libraries": [hex(RT_LIBRARY)]},
+        "dynamicState": {"flags": 0, "dynamicState": [1000347000]},
+        "stages": [stage(0x100, RT_GEN, "main"), stage(0x400, RT_CHIT, "main")],
+        "groups": [rt_group(0, 0, u32::MAX), rt_group(1, u32::MAX, 1)]}}});
+    e.push((tag::RAYTRACING_PIPELINE, 0xd000_0000_0000_0001, serde_json::to_vec(&rt).unwrap()));
     e
 }
 
@@ -338,7 +386,7 @@ fn import_foz_fixture_imports_and_loads() {
     let out = dir.path().join("out");
     let r = import(&[db], &out).unwrap();
     assert!(r.intact(), "{r:?}");
-    assert_eq!(r.libraries, 2);
+    assert_eq!(r.libraries, 3);
     let imported = [
         "foz/a000000000000001",
         "foz/a000000000000002",
@@ -346,16 +394,16 @@ fn import_foz_fixture_imports_and_loads() {
         "foz/a000000000000005",
         "foz/a000000000000006",
         "foz/c000000000000001",
+        "foz/d000000000000001",
     ];
     assert_eq!(r.labels, imported);
-    assert_eq!(r.modules, 3);
+    assert_eq!(r.modules, 7);
     let reasons: Vec<(&str, &str)> = r.skipped.iter().map(|s| (s.hash.as_str(), s.reason.as_str())).collect();
-    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
     assert_eq!(reasons[0].0, "a000000000000003");
     assert!(reasons[0].1.contains("sType 1000156001 (VkSamplerYcbcrConversionInfo)"), "{reasons:?}");
     assert_eq!(reasons[1].0, "a000000000000007");
     assert!(reasons[1].1.contains("sType 1000226001"), "{reasons:?}");
-    assert!(reasons[2].1.contains("ray-tracing pipelines are not harvested yet"), "{reasons:?}");
     let script = crate::script::Script::load(&out.join("pipelines.json")).unwrap();
     for (name, lib) in &script.libraries {
         assert!(lib.is_ok(), "{name}: {lib:?}");
@@ -364,7 +412,7 @@ fn import_foz_fixture_imports_and_loads() {
     for p in &script.pipelines {
         assert!(p.descriptor.is_ok(), "{}: {:?}", p.display_name(), p.descriptor);
     }
-    let [opaque, prepass, logic, fmt, linked, cull] = [0, 1, 2, 3, 4, 5].map(|i| native(&script.pipelines[i]));
+    let [opaque, prepass, logic, fmt, linked, cull, rt] = [0, 1, 2, 3, 4, 5, 6].map(|i| native(&script.pipelines[i]));
     let g = |n: &crate::descriptor::NativePipelineDescriptor| n.state.graphics.clone().unwrap();
     assert_eq!(g(opaque).rendering.unwrap().color_attachment_formats, [50]);
     assert_eq!(g(opaque).color_blend_state.unwrap().attachments[0].src_color_blend_factor, 6);
@@ -388,4 +436,18 @@ fn import_foz_fixture_imports_and_loads() {
     let spec = cull.stages[0].specialization.as_deref().unwrap();
     assert_eq!((spec.map_entries[0].constant_id, spec.data.as_slice()), (7, &[0, 1, 0, 0][..]));
     assert!(cull.state.is_compute());
+    // The ray-tracing pipeline with its library folded in: its own stages and groups first,
+    // then the library's, their stage indices moved past the pipeline's two stages; no
+    // library interface (the folded pipeline links nothing); the dynamic stack size kept.
+    use crate::descriptor::ShaderStage as S;
+    let kinds: Vec<S> = rt.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(kinds, [S::RayGeneration, S::ClosestHit, S::Miss, S::Callable]);
+    let state = rt.state.ray_tracing.clone().expect("a ray-tracing state");
+    let generals: Vec<u32> = state.groups.iter().map(|g| g.general_shader).collect();
+    assert_eq!(generals, [0, u32::MAX, 2, 3]);
+    assert_eq!((state.groups[1].group_type, state.groups[1].closest_hit_shader), (1, 1));
+    assert_eq!(state.max_pipeline_ray_recursion_depth, 2);
+    assert_eq!(state.library_interface, None);
+    assert_eq!(state.dynamic_states, [1000347000]);
+    assert_eq!((rt.state.flags, rt.state.layout.set_layouts[0].bindings[0].descriptor_type), (0, 1000150000));
 }

@@ -5,7 +5,7 @@
 
 use crate::descriptor::ShaderStage;
 
-/// `VkShaderStageFlagBits` to granary's stage; `None` for ray-tracing stages and unknown bits.
+/// `VkShaderStageFlagBits` to granary's stage; `None` for unknown bits.
 pub fn stage(bit: u64) -> Option<ShaderStage> {
     Some(match bit {
         0x1 => ShaderStage::Vertex,
@@ -16,16 +16,14 @@ pub fn stage(bit: u64) -> Option<ShaderStage> {
         0x20 => ShaderStage::Compute,
         0x40 => ShaderStage::Task,
         0x80 => ShaderStage::Mesh,
+        0x100 => ShaderStage::RayGeneration,
+        0x200 => ShaderStage::AnyHit,
+        0x400 => ShaderStage::ClosestHit,
+        0x800 => ShaderStage::Miss,
+        0x1000 => ShaderStage::Intersection,
+        0x2000 => ShaderStage::Callable,
         _ => return None,
     })
-}
-
-/// A name for messages of a stage bit granary has no stage for.
-pub fn stage_name(bit: u64) -> &'static str {
-    match bit {
-        0x100..=0x2000 => "ray tracing",
-        _ => "unknown",
-    }
 }
 
 /// `VkStructureType` values of the structures the importer reads from `pNext` chains.
