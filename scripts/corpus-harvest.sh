@@ -61,7 +61,7 @@ PY
 import json, sys
 def records(path):
     try:
-        pipelines = json.load(open(path))["pipelines"]
+        pipelines = json.load(open(path))["entries"]
     except (OSError, ValueError, KeyError):
         return None
     for p in pipelines:

@@ -345,7 +345,7 @@ fn decode(kind: u8, payload: &[u8]) -> Result<Option<Event>, String> {
         KIND_DESCRIBED => {
             let key = PipelineKey(c.u128()?);
             let count = c.u32()?;
-            if count == 0 || count > 8 {
+            if count == 0 || count > crate::format::MAX_STAGES_PER_PIPELINE {
                 return Err(format!("{count} stages"));
             }
             let mut stages = Vec::with_capacity(count as usize);

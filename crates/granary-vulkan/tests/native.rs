@@ -2005,7 +2005,7 @@ fn a_harvested_ray_tracing_pipeline_warms_from_its_binaries_with_its_groups() {
     use granary::script::write::{pretty, Function, LibraryEntry, NativeStageEntry, Pipeline};
     use granary::script::Script;
     use granary_archive::vulkan::vulkanalia::vk::KhrRayTracingPipelineExtensionDeviceCommands;
-    use granary_archive::vulkan::{LoaderOptions, PipelineLoader, Source};
+    use granary_archive::vulkan::{LoaderOptions, Offer, PipelineLoader, Source};
     let Some(backend) = support::backend() else { return };
     let backend = Arc::new(backend);
     let gpu = backend.gpu().clone();
@@ -2084,7 +2084,221 @@ fn a_harvested_ray_tracing_pipeline_warms_from_its_binaries_with_its_groups() {
                 assert!(handles.iter().any(|b| *b != 0), "group handles");
             }
         }
+        // The application's own create info of `rt/scene` finds it, and creates it from its
+        // binaries; one with another recursion depth is not archived.
+        let recorder = ObjectRecorder::new();
+        let app = RtAppObjects::create(&gpu, &recorder);
+        let archived = archive.lookup_label("rt/scene").unwrap().unwrap().key();
+        for (depth, want) in [(1, Some(archived)), (2, None)] {
+            let found = app.with_info(depth, |info| {
+                // SAFETY: `with_info`'s create info: its pointers are locals alive for the call,
+                // its objects `app`'s, alive; the device has rayTracingPipeline enabled.
+                unsafe { loader_lookup(&archive, &gpu, &recorder, info) }
+            });
+            match want {
+                Some(key) => {
+                    assert_eq!(found.key, key, "the application's create info has the harvest's key");
+                    let want = if binaries { Offer::Binaries } else { found.offer.clone() };
+                    assert_eq!(found.offer, want);
+                }
+                None => assert_eq!(found.offer, Offer::NotArchived),
+            }
+        }
+        let loader = PipelineLoader::new(archive.clone(), gpu.clone(), LoaderOptions::default()).expect("loader");
+        let made = app.with_info(1, |info| {
+            // SAFETY: as above.
+            unsafe { loader.create_ray_tracing(&recorder, info) }
+        });
+        let made = made.expect("created from the application's create info");
+        assert_eq!(made.source, if binaries { Source::Binaries } else { Source::Compiled });
+        drop(made);
+        drop(loader);
+        app.destroy();
     }
     drop((compiler, backend, gpu, archive));
     support::assert_clean(log);
+}
+
+/// `PipelineLoader::lookup_ray_tracing` with a fresh loader.
+///
+/// # Safety
+///
+/// As `lookup_ray_tracing`.
+unsafe fn loader_lookup(
+    archive: &Arc<granary_archive::Archive>,
+    gpu: &Arc<Gpu>,
+    recorder: &ObjectRecorder,
+    info: &vk::RayTracingPipelineCreateInfoKHR,
+) -> granary_archive::vulkan::AppLookup {
+    use granary_archive::vulkan::{LoaderOptions, PipelineLoader};
+    let loader = PipelineLoader::new(archive.clone(), gpu.clone(), LoaderOptions::default()).expect("loader");
+    // SAFETY: the caller's promise.
+    unsafe { loader.lookup_ray_tracing(recorder, info) }.expect("lookup")
+}
+
+/// What an engine makes for [`ray_tracing`]`(depth)`: a module per stage of [`RT_STAGES`], the
+/// set layout (acceleration structure, storage image) and the pipeline layout, each recorded.
+struct RtAppObjects {
+    gpu: Arc<Gpu>,
+    modules: Vec<vk::ShaderModule>,
+    set_layout: vk::DescriptorSetLayout,
+    layout: vk::PipelineLayout,
+}
+
+impl RtAppObjects {
+    fn create(gpu: &Arc<Gpu>, recorder: &ObjectRecorder) -> RtAppObjects {
+        use granary_archive::vulkan::vulkanalia::prelude::v1_3::*;
+        let device = gpu.raw_device();
+        let modules = RT_STAGES
+            .iter()
+            .map(|(name, _, _)| {
+                let code = spirv(name);
+                let info = vk::ShaderModuleCreateInfo {
+                    code_size: code.len(),
+                    code: code.as_ptr().cast(),
+                    ..Default::default()
+                };
+                // SAFETY: `info` points at `code`, alive for both calls; destroyed in `destroy`.
+                let m = unsafe { device.create_shader_module(&info, None) }.expect("module");
+                // SAFETY: as above.
+                unsafe { recorder.record_shader_module(m, &info) }.expect("record module");
+                m
+            })
+            .collect();
+        let binding = |binding, descriptor_type| vk::DescriptorSetLayoutBinding {
+            binding,
+            descriptor_type,
+            descriptor_count: 1,
+            stage_flags: vk::ShaderStageFlags::RAYGEN_KHR,
+            immutable_samplers: std::ptr::null(),
+        };
+        let bindings =
+            [binding(0, vk::DescriptorType::ACCELERATION_STRUCTURE_KHR), binding(1, vk::DescriptorType::STORAGE_IMAGE)];
+        let set_info =
+            vk::DescriptorSetLayoutCreateInfo { binding_count: 2, bindings: bindings.as_ptr(), ..Default::default() };
+        // SAFETY: `set_info` points at locals alive for both calls; destroyed in `destroy`.
+        let set_layout = unsafe { device.create_descriptor_set_layout(&set_info, None) }.expect("set layout");
+        // SAFETY: as above.
+        unsafe { recorder.record_set_layout(set_layout, &set_info) }.expect("record set layout");
+        let layout_info =
+            vk::PipelineLayoutCreateInfo { set_layout_count: 1, set_layouts: &set_layout, ..Default::default() };
+        // SAFETY: as above.
+        let layout = unsafe { device.create_pipeline_layout(&layout_info, None) }.expect("layout");
+        // SAFETY: as above.
+        unsafe { recorder.record_pipeline_layout(layout, &layout_info) }.expect("record layout");
+        RtAppObjects { gpu: gpu.clone(), modules, set_layout, layout }
+    }
+
+    /// The engine's create info of [`ray_tracing`]`(depth)` with these objects.
+    fn with_info<R>(&self, depth: u32, f: impl FnOnce(&vk::RayTracingPipelineCreateInfoKHR) -> R) -> R {
+        with_rt_info(&self.modules, self.layout, depth, |_| {}, f)
+    }
+
+    fn destroy(self) {
+        use granary_archive::vulkan::vulkanalia::prelude::v1_3::*;
+        let device = self.gpu.raw_device();
+        // SAFETY: every pipeline made with these objects is destroyed; nothing else uses them.
+        unsafe {
+            device.destroy_pipeline_layout(self.layout, None);
+            device.destroy_descriptor_set_layout(self.set_layout, None);
+            for m in self.modules {
+                device.destroy_shader_module(m, None);
+            }
+        }
+    }
+}
+
+/// The engine's create info of [`ray_tracing`]`(depth)` over `modules` (one per [`RT_STAGES`])
+/// and `layout`, built on this frame, changed by `edit`, handed to `f`.
+fn with_rt_info<R>(
+    modules: &[vk::ShaderModule],
+    layout: vk::PipelineLayout,
+    depth: u32,
+    edit: impl FnOnce(&mut vk::RayTracingPipelineCreateInfoKHR),
+    f: impl FnOnce(&vk::RayTracingPipelineCreateInfoKHR) -> R,
+) -> R {
+    let stages: Vec<vk::PipelineShaderStageCreateInfo> = RT_STAGES
+        .iter()
+        .zip(modules)
+        .map(|((_, stage, _), m)| vk::PipelineShaderStageCreateInfo {
+            stage: stage_flag(*stage),
+            module: *m,
+            name: c"main".as_ptr(),
+            ..Default::default()
+        })
+        .collect();
+    let state = ray_tracing(depth);
+    let groups: Vec<vk::RayTracingShaderGroupCreateInfoKHR> = state
+        .ray_tracing
+        .iter()
+        .flat_map(|r| &r.groups)
+        .map(|g| vk::RayTracingShaderGroupCreateInfoKHR {
+            type_: vk::RayTracingShaderGroupTypeKHR::from_raw(g.group_type as i32),
+            general_shader: g.general_shader,
+            closest_hit_shader: g.closest_hit_shader,
+            any_hit_shader: g.any_hit_shader,
+            intersection_shader: g.intersection_shader,
+            ..Default::default()
+        })
+        .collect();
+    let mut info = vk::RayTracingPipelineCreateInfoKHR {
+        stage_count: stages.len() as u32,
+        stages: stages.as_ptr(),
+        group_count: groups.len() as u32,
+        groups: groups.as_ptr(),
+        max_pipeline_ray_recursion_depth: depth,
+        layout,
+        base_pipeline_index: -1,
+        ..Default::default()
+    };
+    edit(&mut info);
+    f(&info)
+}
+
+#[test]
+fn the_applications_ray_tracing_create_info_gives_the_harvests_state_and_key() {
+    // No device: the recorder knows the objects by value.
+    let ctx = granary::descriptor::KeyContext { target_options: 0x5eed };
+    let r = ObjectRecorder::new();
+    let modules: Vec<vk::ShaderModule> = (1..=RT_STAGES.len() as u64).map(vk::ShaderModule::from_raw).collect();
+    for (m, (name, _, _)) in modules.iter().zip(RT_STAGES) {
+        r.insert_shader_module(*m, &spirv(name));
+    }
+    let layout = vk::PipelineLayout::from_raw(99);
+    r.insert_pipeline_layout(layout, ray_tracing(1).layout);
+    let inverse = |depth: u32, edit: &dyn Fn(&mut vk::RayTracingPipelineCreateInfoKHR)| {
+        // SAFETY: every pointer the inverse reads is a local of `with_rt_info` alive for the call.
+        with_rt_info(&modules, layout, depth, edit, |info| unsafe {
+            granary_archive::vulkan::ray_tracing_pipeline(&r, info)
+        })
+    };
+    let app = inverse(1, &|_| {}).expect("inverse");
+    assert_eq!(app.state, ray_tracing(1), "the create info read back is the script's native state");
+    let harvested = native_descriptor("rt", ray_tracing(1), &RT_STAGES);
+    assert_eq!(app.key(&ctx), harvested.key(&ctx), "granary's key of the create info is the harvest's");
+    assert_ne!(inverse(2, &|_| {}).unwrap().key(&ctx), harvested.key(&ctx));
+    // A pipeline that links libraries is another create info than the folded one archived.
+    let library = vk::Pipeline::from_raw(7);
+    let libraries = vk::PipelineLibraryCreateInfoKHR { library_count: 1, libraries: &library, ..Default::default() };
+    let linking = |i: &mut vk::RayTracingPipelineCreateInfoKHR| i.library_info = &libraries;
+    assert!(matches!(inverse(1, &linking), Err(CreateInfoError::Unsupported { field, .. }) if field == "pLibraryInfo"));
+    // A capture-replay handle is refused, naming the group.
+    let handle = [0u8; 32];
+    let replay = |i: &mut vk::RayTracingPipelineCreateInfoKHR| {
+        // SAFETY: `with_rt_info`'s groups, locals alive during the edit.
+        let mut groups = unsafe { std::slice::from_raw_parts(i.groups, i.group_count as usize) }.to_vec();
+        groups[3].shader_group_capture_replay_handle = handle.as_ptr().cast();
+        i.groups = Box::leak(groups.into_boxed_slice()).as_ptr();
+    };
+    let e = inverse(1, &replay).unwrap_err().to_string();
+    assert!(e.contains("pGroups[3].pShaderGroupCaptureReplayHandle"), "{e}");
+    // A group naming a stage of the wrong kind: the structural check, naming the field.
+    let wrong = |i: &mut vk::RayTracingPipelineCreateInfoKHR| {
+        // SAFETY: as above.
+        let mut groups = unsafe { std::slice::from_raw_parts(i.groups, i.group_count as usize) }.to_vec();
+        groups[0].general_shader = 2;
+        i.groups = Box::leak(groups.into_boxed_slice()).as_ptr();
+    };
+    let e = inverse(1, &wrong).unwrap_err().to_string();
+    assert!(e.contains("rayTracing.groups[0].generalShader is stages[2], a closest_hit stage"), "{e}");
 }

@@ -1,5 +1,6 @@
 //! The application's own create info to granary's native state and key: the inverse of
-//! `native.rs`'s builders. A `VkGraphicsPipelineCreateInfo` or `VkComputePipelineCreateInfo`
+//! `native.rs`'s builders. A `VkGraphicsPipelineCreateInfo`, `VkComputePipelineCreateInfo` or
+//! `VkRayTracingPipelineCreateInfoKHR`
 //! (with the handles it names resolved by an [`ObjectRecorder`]) becomes an [`AppPipeline`],
 //! whose [`key`](AppPipeline::key) is the key a harvest of the same pipeline in the native form
 //! gives (`native/key.rs`).
@@ -102,7 +103,7 @@ fn stage_of(flags: vk::ShaderStageFlags, at: usize) -> Result<ShaderStage, Creat
     ShaderStage::ALL.iter().copied().find(|s| stage_flag(*s) == flags).ok_or_else(|| {
         unsupported(
             format!("pStages[{at}].stage"),
-            format!("{:#x} is not one graphics, compute, task or mesh stage", flags.bits()),
+            format!("{:#x} is not one shader stage granary knows", flags.bits()),
         )
     })
 }
@@ -215,6 +216,108 @@ pub unsafe fn compute_pipeline(
     })
 }
 
+/// `pDynamicState`'s states (empty for a null pointer).
+///
+/// # Safety
+///
+/// `state` is null or a valid `VkPipelineDynamicStateCreateInfo` with its chain and array.
+unsafe fn dynamic_states(state: *const vk::PipelineDynamicStateCreateInfo) -> Result<Vec<u32>, CreateInfoError> {
+    if state.is_null() {
+        return Ok(Vec::new());
+    }
+    // SAFETY: the caller's promise: a valid structure.
+    let d = unsafe { &*state };
+    // SAFETY: as above.
+    unsafe { only_next(d.next, "VkPipelineDynamicStateCreateInfo", &[])? };
+    // SAFETY: as above: the array holds the count.
+    Ok(unsafe { slice(d.dynamic_states, d.dynamic_state_count) }.iter().map(|s| s.as_raw() as u32).collect())
+}
+
+/// The application's ray-tracing create info as an [`AppPipeline`]. A create info that links
+/// pipeline libraries (`pLibraryInfo`) is refused: the archive holds such a pipeline with its
+/// libraries' stages and groups folded in (docs/RAY_TRACING.md), which is another create info.
+///
+/// # Safety
+///
+/// `info` is a valid `VkRayTracingPipelineCreateInfoKHR` as `vkCreateRayTracingPipelinesKHR`
+/// requires (every pointer, count and chain), readable during the call.
+pub unsafe fn ray_tracing_pipeline(
+    recorder: &ObjectRecorder,
+    info: &vk::RayTracingPipelineCreateInfoKHR,
+) -> Result<AppPipeline, CreateInfoError> {
+    use vk::StructureType as S;
+    const PARENT: &str = "VkRayTracingPipelineCreateInfoKHR";
+    // SAFETY: the caller's promise: a valid chain.
+    let chain = unsafe {
+        only_next(
+            info.next,
+            PARENT,
+            &[S::PIPELINE_CREATE_FLAGS_2_CREATE_INFO, S::PIPELINE_CREATION_FEEDBACK_CREATE_INFO],
+        )?
+    };
+    // SAFETY: the chain's pointers are the structures their sTypes name.
+    let flags = pipeline_flags(info.flags, unsafe { find(&chain, S::PIPELINE_CREATE_FLAGS_2_CREATE_INFO) })?;
+    if !info.library_info.is_null() {
+        // SAFETY: the caller's promise: a valid structure.
+        let libraries = unsafe { &*info.library_info };
+        if libraries.library_count > 0 {
+            return Err(unsupported(
+                "pLibraryInfo",
+                "linked pipeline libraries: the archive holds such a pipeline with its libraries folded in",
+            ));
+        }
+    }
+    // SAFETY: the caller's promise: `pStages` holds `stageCount` valid stages.
+    let (stages, stage_states) = unsafe { stages(recorder, slice(info.stages, info.stage_count))? };
+    // SAFETY: as above: `pGroups` holds `groupCount` groups.
+    let groups = unsafe { slice(info.groups, info.group_count) }
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            // SAFETY: as above: each group's chain is valid.
+            unsafe { only_next(g.next, "VkRayTracingShaderGroupCreateInfoKHR", &[])? };
+            if !g.shader_group_capture_replay_handle.is_null() {
+                return Err(unsupported(
+                    format!("pGroups[{i}].pShaderGroupCaptureReplayHandle"),
+                    "group handle capture and replay is not part of the native state",
+                ));
+            }
+            Ok(ShaderGroup {
+                group_type: g.type_.as_raw() as u32,
+                general_shader: g.general_shader,
+                closest_hit_shader: g.closest_hit_shader,
+                any_hit_shader: g.any_hit_shader,
+                intersection_shader: g.intersection_shader,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let library_interface = if info.library_interface.is_null() {
+        None
+    } else {
+        // SAFETY: the caller's promise: a valid structure.
+        let l = unsafe { &*info.library_interface };
+        // SAFETY: as above.
+        unsafe { only_next(l.next, "VkRayTracingPipelineInterfaceCreateInfoKHR", &[])? };
+        Some(RayTracingInterface {
+            max_pipeline_ray_payload_size: l.max_pipeline_ray_payload_size,
+            max_pipeline_ray_hit_attribute_size: l.max_pipeline_ray_hit_attribute_size,
+        })
+    };
+    // SAFETY: the caller's promise: null or a valid structure.
+    let dynamic_states = unsafe { dynamic_states(info.dynamic_state)? };
+    let layout = (*recorder.pipeline_layout(info.layout)?).clone();
+    let ray_tracing = RayTracingState {
+        groups,
+        max_pipeline_ray_recursion_depth: info.max_pipeline_ray_recursion_depth,
+        library_interface,
+        dynamic_states,
+    };
+    let state = NativePipeline { flags, stages: stage_states, layout, graphics: None, ray_tracing: Some(ray_tracing) };
+    let kinds: Vec<ShaderStage> = stages.iter().map(|s| s.stage).collect();
+    state.check_ray_tracing(&kinds).map_err(|e| unsupported(PARENT, e))?;
+    Ok(AppPipeline { stages, state })
+}
+
 /// The application's graphics create info as an [`AppPipeline`].
 ///
 /// # Safety
@@ -297,16 +400,8 @@ pub unsafe fn graphics_pipeline(
     };
 
     // Dynamic state first: it decides which pointers Vulkan reads.
-    let dynamic_states: Vec<u32> = if info.dynamic_state.is_null() {
-        Vec::new()
-    } else {
-        // SAFETY: the caller's promise: a valid structure.
-        let d = unsafe { &*info.dynamic_state };
-        // SAFETY: as above.
-        unsafe { only_next(d.next, "VkPipelineDynamicStateCreateInfo", &[])? };
-        // SAFETY: as above: the array holds the count.
-        unsafe { slice(d.dynamic_states, d.dynamic_state_count) }.iter().map(|s| s.as_raw() as u32).collect()
-    };
+    // SAFETY: the caller's promise: null or a valid structure.
+    let dynamic_states = unsafe { dynamic_states(info.dynamic_state)? };
     let dynamic = |s: vk::DynamicState| dynamic_states.contains(&(s.as_raw() as u32));
 
     // SAFETY: the caller's promise: each non-null state pointer below is valid with its chain

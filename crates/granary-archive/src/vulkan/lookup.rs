@@ -1,9 +1,12 @@
 //! Run-time lookup by the application's own create info: [`PipelineLoader::lookup_graphics`]
-//! / [`lookup_compute`](PipelineLoader::lookup_compute) find what the archive holds for a
-//! `VkGraphicsPipelineCreateInfo` / `VkComputePipelineCreateInfo` the engine built itself
-//! (its handles resolved by an [`ObjectRecorder`]), and
-//! [`create_graphics`](PipelineLoader::create_graphics) / [`create_compute`](PipelineLoader::create_compute)
-//! create that very create info from the archived binaries.
+//! / [`lookup_compute`](PipelineLoader::lookup_compute) /
+//! [`lookup_ray_tracing`](PipelineLoader::lookup_ray_tracing) find what the archive holds for a
+//! `VkGraphicsPipelineCreateInfo` / `VkComputePipelineCreateInfo` /
+//! `VkRayTracingPipelineCreateInfoKHR` the engine built itself (its handles resolved by an
+//! [`ObjectRecorder`]), and [`create_graphics`](PipelineLoader::create_graphics) /
+//! [`create_compute`](PipelineLoader::create_compute) /
+//! [`create_ray_tracing`](PipelineLoader::create_ray_tracing) create that very create info
+//! from the archived binaries.
 //!
 //! The key is granary's, computed from the create info (`inverse.rs`, the same derivation as
 //! the harvest's); the binaries are used only when the driver's `vkGetPipelineKeyKHR` of the
@@ -12,7 +15,7 @@
 //! pipeline-cache data for this device), as the loader's options allow.
 
 use super::error::VulkanError;
-use super::inverse::{compute_pipeline, graphics_pipeline, AppPipeline};
+use super::inverse::{compute_pipeline, graphics_pipeline, ray_tracing_pipeline, AppPipeline};
 use super::loader::{finish_load, Fail, LoadError, LoadErrorKind, Loaded, PipelineLoader};
 use super::pipeline::{CheckedBinaries, CreateMode, CreateOutcome};
 use super::recorder::ObjectRecorder;
@@ -80,6 +83,7 @@ pub(super) fn decide(archived: Option<&[u8]>, driver: Option<&[u8]>, no_set: imp
 enum AppInfo<'i> {
     Graphics(&'i vk::GraphicsPipelineCreateInfo),
     Compute(&'i vk::ComputePipelineCreateInfo),
+    RayTracing(&'i vk::RayTracingPipelineCreateInfoKHR),
 }
 
 impl PipelineLoader {
@@ -116,6 +120,23 @@ impl PipelineLoader {
     ) -> Result<AppLookup, LoadError> {
         // SAFETY: the caller's promise, passed on.
         unsafe { self.lookup_app(recorder, AppInfo::Compute(info)) }.map(|(l, _)| l)
+    }
+
+    /// [`lookup_graphics`](Self::lookup_graphics) for a ray-tracing create info (one that links
+    /// no pipeline libraries: the archive holds a linking pipeline with its libraries folded
+    /// in, docs/RAY_TRACING.md).
+    ///
+    /// # Safety
+    ///
+    /// As `lookup_graphics`, for a `VkRayTracingPipelineCreateInfoKHR`
+    /// (`vkCreateRayTracingPipelinesKHR`) on a device with `rayTracingPipeline` enabled.
+    pub unsafe fn lookup_ray_tracing(
+        &self,
+        recorder: &ObjectRecorder,
+        info: &vk::RayTracingPipelineCreateInfoKHR,
+    ) -> Result<AppLookup, LoadError> {
+        // SAFETY: the caller's promise, passed on.
+        unsafe { self.lookup_app(recorder, AppInfo::RayTracing(info)) }.map(|(l, _)| l)
     }
 
     /// Creates the application's graphics create info `info` as archived: from this device's
@@ -157,6 +178,20 @@ impl PipelineLoader {
         unsafe { self.create_app(recorder, AppInfo::Compute(info)) }
     }
 
+    /// [`create_graphics`](Self::create_graphics) for a ray-tracing create info.
+    ///
+    /// # Safety
+    ///
+    /// As [`lookup_ray_tracing`](Self::lookup_ray_tracing).
+    pub unsafe fn create_ray_tracing(
+        &self,
+        recorder: &ObjectRecorder,
+        info: &vk::RayTracingPipelineCreateInfoKHR,
+    ) -> Result<Loaded, LoadError> {
+        // SAFETY: the caller's promise, passed on.
+        unsafe { self.create_app(recorder, AppInfo::RayTracing(info)) }
+    }
+
     /// The lookup, and the pipeline's archived binary set where binaries are offered.
     ///
     /// # Safety
@@ -186,6 +221,8 @@ impl PipelineLoader {
             AppInfo::Graphics(g) => unsafe { graphics_pipeline(recorder, g) },
             // SAFETY: as above.
             AppInfo::Compute(c) => unsafe { compute_pipeline(recorder, c) },
+            // SAFETY: as above.
+            AppInfo::RayTracing(r) => unsafe { ray_tracing_pipeline(recorder, r) },
         }
         .map_err(LoadError::CreateInfo)?;
         let key = app.key(&self.archive.key_context());
@@ -209,6 +246,8 @@ impl PipelineLoader {
             (Some(_), AppInfo::Graphics(g)) => Some(unsafe { self.gpu.app_key(g) }),
             // SAFETY: as above.
             (Some(_), AppInfo::Compute(c)) => Some(unsafe { self.gpu.app_key(c) }),
+            // SAFETY: as above.
+            (Some(_), AppInfo::RayTracing(r)) => Some(unsafe { self.gpu.app_key(r) }),
         }
         .transpose()
         .map_err(|e: VulkanError| Fail::from(e).named(|| key.to_hex()))?;
@@ -282,6 +321,8 @@ impl PipelineLoader {
             AppInfo::Graphics(g) => unsafe { self.gpu.create_app(g, how) },
             // SAFETY: as above.
             AppInfo::Compute(c) => unsafe { self.gpu.create_app(c, how) },
+            // SAFETY: as above; `rayTracingPipeline` is enabled (the caller's promise).
+            AppInfo::RayTracing(r) => unsafe { self.gpu.create_app(r, how) },
         };
         let created = created.map_err(|e| fail(e.into()))?;
         drop(own);

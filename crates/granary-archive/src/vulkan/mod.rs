@@ -157,7 +157,7 @@ pub use feature_check::{check_features, check_native, check_spirv};
 pub use features::{from_vk as device_features_of, Limits};
 pub use handles::{DriverLayout, Module, RenderPass, Sampler};
 pub use instance::{api_string, Driver, PhysicalInfo, Supports};
-pub use inverse::{compute_pipeline, graphics_pipeline, AppPipeline, AppStage};
+pub use inverse::{compute_pipeline, graphics_pipeline, ray_tracing_pipeline, AppPipeline, AppStage};
 pub use loader::{
     EngineLayouts, LayoutRequest, LayoutSource, LoadError, LoadErrorKind, Loaded, LoaderOptions, PipelineLoader,
     Source, DICTIONARY_MIN_BYTES, FEEDBACK_CACHE_HIT, FEEDBACK_VALID,
