@@ -336,38 +336,18 @@ def ray_tracing_pipeline(label, files, lib):
 
 def native_pipeline(label, files, lib):
     """A native-form pipeline over `files` ({stage: path}), or the reason it cannot be made."""
-    stages, sets, push, push_stages, patch = [], {}, 0, 0, None
-    for st in ORDER:
+    stages, paths, patch = [], [], None
+    for st in ORDER + ["comp"]:
         if st not in files:
             continue
         entry, _, _ = interface(files[st])
-        bindings, size, out_vertices, bit = reflect(files[st])
         if st == "tesc":
-            patch = out_vertices or 3
-        for (s_, b), (ty, count) in bindings.items():
-            prev = sets.setdefault(s_, {}).get(b)
-            if prev and prev[0] != ty:
-                return None, "stages declare set %d binding %d as different descriptor types" % (s_, b)
-            sets[s_][b] = (ty, max(count, prev[1] if prev else 0), (prev[2] if prev else 0) | bit)
-        if size:
-            push, push_stages = max(push, size), push_stages | bit
-        stages.append({"stage": NATIVE_STAGES[st], "function": {"library": lib(st), "function": entry}})
-    if "comp" in files:
-        entry, _, _ = interface(files["comp"])
-        bindings, size, _, bit = reflect(files["comp"])
-        for (s_, b), (ty, count) in bindings.items():
-            sets.setdefault(s_, {})[b] = (ty, count, bit)
-        if size:
-            push, push_stages = size, bit
-        stages.append({"stage": "compute", "function": {"library": lib("comp"), "function": entry}})
-    set_layouts = []
-    for s_ in range(max(sets) + 1 if sets else 0):
-        set_layouts.append({"bindings": [
-            {"binding": b, "descriptorType": ty, "descriptorCount": count, "stageFlags": flags}
-            for b, (ty, count, flags) in sorted(sets.get(s_, {}).items())]})
-    layout = {"setLayouts": set_layouts}
-    if push:
-        layout["pushConstantRanges"] = [{"stageFlags": push_stages, "offset": 0, "size": push}]
+            patch = reflect(files[st])[2] or 3
+        stages.append({"stage": NATIVE_STAGES.get(st, "compute"), "function": {"library": lib(st), "function": entry}})
+        paths.append(files[st])
+    layout, why = layout_of(paths)
+    if layout is None:
+        return None, why
     if "comp" in files:
         return {"label": label, "vulkan": {"stages": stages, "state": {"stages": [{}], "layout": layout}}}, None
     graphics = {

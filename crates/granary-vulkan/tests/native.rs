@@ -1252,6 +1252,19 @@ fn what_the_native_state_cannot_say_is_refused_naming_it() {
 
 /// The application's own objects on `gpu`'s device, each recorded with the create info it was
 /// made with (`record_*`, the raw readers), destroyed on drop.
+/// A shader module of the fixture `name`, made as an engine makes it and recorded; its owner
+/// destroys it after every pipeline made with it.
+fn app_module(gpu: &Gpu, recorder: &ObjectRecorder, name: &str) -> vk::ShaderModule {
+    use granary_archive::vulkan::vulkanalia::prelude::v1_3::*;
+    let code = spirv(name);
+    let info = vk::ShaderModuleCreateInfo { code_size: code.len(), code: code.as_ptr().cast(), ..Default::default() };
+    // SAFETY: `info` points at `code`, alive for both calls.
+    let m = unsafe { gpu.raw_device().create_shader_module(&info, None) }.expect("module");
+    // SAFETY: as above.
+    unsafe { recorder.record_shader_module(m, &info) }.expect("record module");
+    m
+}
+
 struct AppObjects {
     gpu: Arc<Gpu>,
     handles: AppHandles,
@@ -1264,18 +1277,7 @@ impl AppObjects {
     fn create(gpu: &Arc<Gpu>, recorder: &ObjectRecorder) -> AppObjects {
         use granary_archive::vulkan::vulkanalia::prelude::v1_3::*;
         let device = gpu.raw_device();
-        let module = |name: &str| {
-            let code = spirv(name);
-            let info =
-                vk::ShaderModuleCreateInfo { code_size: code.len(), code: code.as_ptr().cast(), ..Default::default() };
-            // SAFETY: `info` points at `code`, alive for both calls; the module is destroyed in
-            // `Drop`, after every pipeline made with it.
-            let m = unsafe { device.create_shader_module(&info, None) }.expect("module");
-            // SAFETY: as above.
-            unsafe { recorder.record_shader_module(m, &info) }.expect("record module");
-            m
-        };
-        let (vert, frag) = (module("push.vert"), module("sampled.frag"));
+        let (vert, frag) = (app_module(gpu, recorder, "push.vert"), app_module(gpu, recorder, "sampled.frag"));
         let s = sampler(1000.0, None);
         let sampler_info = vk::SamplerCreateInfo {
             mag_filter: vk::Filter::LINEAR,
@@ -2149,22 +2151,7 @@ impl RtAppObjects {
     fn create(gpu: &Arc<Gpu>, recorder: &ObjectRecorder) -> RtAppObjects {
         use granary_archive::vulkan::vulkanalia::prelude::v1_3::*;
         let device = gpu.raw_device();
-        let modules = RT_STAGES
-            .iter()
-            .map(|(name, _, _)| {
-                let code = spirv(name);
-                let info = vk::ShaderModuleCreateInfo {
-                    code_size: code.len(),
-                    code: code.as_ptr().cast(),
-                    ..Default::default()
-                };
-                // SAFETY: `info` points at `code`, alive for both calls; destroyed in `destroy`.
-                let m = unsafe { device.create_shader_module(&info, None) }.expect("module");
-                // SAFETY: as above.
-                unsafe { recorder.record_shader_module(m, &info) }.expect("record module");
-                m
-            })
-            .collect();
+        let modules = RT_STAGES.iter().map(|(name, _, _)| app_module(gpu, recorder, name)).collect();
         let binding = |binding, descriptor_type| vk::DescriptorSetLayoutBinding {
             binding,
             descriptor_type,

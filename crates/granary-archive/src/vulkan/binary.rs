@@ -162,72 +162,51 @@ pub(super) trait PipelineCreateInfo: Copy {
         -> vulkanalia::VkSuccessResult<Vec<vk::Pipeline>>;
 }
 
-impl PipelineCreateInfo for vk::GraphicsPipelineCreateInfo {
-    const CALL: &'static str = "vkCreateGraphicsPipelines";
-    fn next(&self) -> *const std::ffi::c_void {
-        self.next
-    }
-    fn with_next(self, next: *const std::ffi::c_void) -> Self {
-        Self { next, ..self }
-    }
-    fn with_fail_on_compile(&self) -> Self {
-        Self { flags: self.flags | vk::PipelineCreateFlags::FAIL_ON_PIPELINE_COMPILE_REQUIRED, ..*self }
-    }
-    unsafe fn create(
-        self,
-        device: &Device,
-        cache: vk::PipelineCache,
-    ) -> vulkanalia::VkSuccessResult<Vec<vk::Pipeline>> {
-        // SAFETY: the caller's promise (the trait method's contract).
-        unsafe { device.create_graphics_pipelines(cache, &[self], None) }
-    }
+/// `PipelineCreateInfo` for a create info type whose `next` and `flags` are its chain and
+/// create flags, created by `$create` (`$device`, `$cache`, `$info` bound for it).
+macro_rules! pipeline_create_info {
+    ($t:ty, $call:literal, |$device:ident, $cache:ident, $info:ident| $create:expr) => {
+        impl PipelineCreateInfo for $t {
+            const CALL: &'static str = $call;
+            fn next(&self) -> *const std::ffi::c_void {
+                self.next
+            }
+            fn with_next(self, next: *const std::ffi::c_void) -> Self {
+                Self { next, ..self }
+            }
+            fn with_fail_on_compile(&self) -> Self {
+                Self { flags: self.flags | vk::PipelineCreateFlags::FAIL_ON_PIPELINE_COMPILE_REQUIRED, ..*self }
+            }
+            unsafe fn create(
+                self,
+                $device: &Device,
+                $cache: vk::PipelineCache,
+            ) -> vulkanalia::VkSuccessResult<Vec<vk::Pipeline>> {
+                let $info = self;
+                $create
+            }
+        }
+    };
 }
 
-impl PipelineCreateInfo for vk::ComputePipelineCreateInfo {
-    const CALL: &'static str = "vkCreateComputePipelines";
-    fn next(&self) -> *const std::ffi::c_void {
-        self.next
-    }
-    fn with_next(self, next: *const std::ffi::c_void) -> Self {
-        Self { next, ..self }
-    }
-    fn with_fail_on_compile(&self) -> Self {
-        Self { flags: self.flags | vk::PipelineCreateFlags::FAIL_ON_PIPELINE_COMPILE_REQUIRED, ..*self }
-    }
-    unsafe fn create(
-        self,
-        device: &Device,
-        cache: vk::PipelineCache,
-    ) -> vulkanalia::VkSuccessResult<Vec<vk::Pipeline>> {
-        // SAFETY: the caller's promise (the trait method's contract).
-        unsafe { device.create_compute_pipelines(cache, &[self], None) }
-    }
-}
+pipeline_create_info!(vk::GraphicsPipelineCreateInfo, "vkCreateGraphicsPipelines", |device, cache, info| {
+    // SAFETY: the caller's promise (the trait method's contract).
+    unsafe { device.create_graphics_pipelines(cache, &[info], None) }
+});
 
-impl PipelineCreateInfo for vk::RayTracingPipelineCreateInfoKHR {
-    const CALL: &'static str = "vkCreateRayTracingPipelinesKHR";
-    fn next(&self) -> *const std::ffi::c_void {
-        self.next
-    }
-    fn with_next(self, next: *const std::ffi::c_void) -> Self {
-        Self { next, ..self }
-    }
-    fn with_fail_on_compile(&self) -> Self {
-        Self { flags: self.flags | vk::PipelineCreateFlags::FAIL_ON_PIPELINE_COMPILE_REQUIRED, ..*self }
-    }
-    unsafe fn create(
-        self,
-        device: &Device,
-        cache: vk::PipelineCache,
-    ) -> vulkanalia::VkSuccessResult<Vec<vk::Pipeline>> {
-        use vulkanalia::vk::KhrRayTracingPipelineExtensionDeviceCommands;
-        // SAFETY: the caller's promise (the trait method's contract), which includes that the
-        // device has `VK_KHR_ray_tracing_pipeline` enabled (a ray-tracing create info is built
-        // only after `check_native` found `rayTracingPipeline` enabled). No deferred operation:
-        // granary's own threads are its parallelism.
-        unsafe { device.create_ray_tracing_pipelines_khr(vk::DeferredOperationKHR::null(), cache, &[self], None) }
-    }
-}
+pipeline_create_info!(vk::ComputePipelineCreateInfo, "vkCreateComputePipelines", |device, cache, info| {
+    // SAFETY: the caller's promise (the trait method's contract).
+    unsafe { device.create_compute_pipelines(cache, &[info], None) }
+});
+
+pipeline_create_info!(vk::RayTracingPipelineCreateInfoKHR, "vkCreateRayTracingPipelinesKHR", |device, cache, info| {
+    use vulkanalia::vk::KhrRayTracingPipelineExtensionDeviceCommands;
+    // SAFETY: the caller's promise (the trait method's contract), which includes that the
+    // device has `VK_KHR_ray_tracing_pipeline` enabled (a ray-tracing create info is built only
+    // after `check_native` found `rayTracingPipeline` enabled). No deferred operation: granary's
+    // own threads are its parallelism.
+    unsafe { device.create_ray_tracing_pipelines_khr(vk::DeferredOperationKHR::null(), cache, &[info], None) }
+});
 
 impl Gpu {
     /// `vkGetPipelineKeyKHR` of `info`: the key that decides which binaries are valid for it.
