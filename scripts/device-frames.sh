@@ -8,7 +8,11 @@
 # seed-scale --pipelines 2000 --vertex-functions 970 --max-run 250`, PER_FRAME_SEED, default
 # 20) are harvested on this device with -j 16 (binaries where the driver has them), then each
 # mode runs in its own process (a fresh driver, no in-process cache shared between modes)
-# with WORKERS warm-up threads (default 4). OUT/summary.txt has one line per run.
+# with WORKERS warm-up threads (default 4). The blocking run also does the pixel check on
+# CHECK pipelines of the archive (default 64; 0 skips it): each drawn with the pipeline the
+# loader makes from the archive's binaries and with the same pipeline compiled from SPIR-V,
+# outputs compared byte for byte (its `pixels` line and the pipelines that differ, or could
+# not be compared, are in OUT/NAME-blocking.txt). OUT/summary.txt has one line per run.
 set -uo pipefail
 G=$(realpath "$1"); F=$(realpath "$2"); OUT=$(realpath -m "$3")
 mkdir -p "$OUT"
@@ -23,8 +27,11 @@ for w in example:examples/renderer/pipelines.json:${PER_FRAME_EXAMPLE:-4} seed2k
   "$G" harvest "$s" -o "$W/$n.granary" --backend vulkan -q -j 16 > /dev/null 2> "$OUT/$n-harvest.err"
   say "$n harvest: exit $?"
   for mode in compile blocking progressive; do
-    timeout 240 "$F" "$W/$n.granary" --mode "$mode" --per-frame "$per" --workers "${WORKERS:-4}" --tail 10 \
-      > "$OUT/$n-$mode.txt" 2>&1
+    check=0
+    [ "$mode" = blocking ] && check=${CHECK:-64}
+    timeout 400 "$F" "$W/$n.granary" --mode "$mode" --per-frame "$per" --workers "${WORKERS:-4}" --tail 10 \
+      --check "$check" > "$OUT/$n-$mode.txt" 2>&1
     say "$n $mode: exit $?; $(grep '^mode=' "$OUT/$n-$mode.txt")"
+    [ "$check" != 0 ] && say "$n $mode: $(grep '^pixels' "$OUT/$n-$mode.txt")"
   done
 done

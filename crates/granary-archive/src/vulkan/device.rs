@@ -423,6 +423,16 @@ impl Gpu {
     pub fn raw_device(&self) -> &Device {
         &self.device
     }
+
+    /// The `VkInstance` the device was made from and its function table, for the
+    /// application's instance-level queries about [`info.handle`](PhysicalInfo::handle) (its
+    /// memory types, limits, format properties) on a device granary opened. Calling through
+    /// it is `unsafe`, with Vulkan's rules and one of granary's: never destroy the instance
+    /// (one granary created is destroyed with its last [`Driver`] and `Gpu`; a borrowed one
+    /// stays the application's).
+    pub fn raw_instance(&self) -> &Instance {
+        self.driver.instance()
+    }
 }
 
 impl Drop for Gpu {
