@@ -410,6 +410,62 @@ fn a_progressive_warmup_creates_every_pipeline_and_a_patched_archive_replaces_it
     app.finish();
 }
 
+/// The optimized re-creation of linked pipelines: a warm-up that fast-links the example's
+/// library pipelines (unspecialized colour output) makes each again whole at a low priority,
+/// after every request, and `try_get` swaps it in (generation 1, not linked) while the
+/// fast-linked one lives on; pipelines that were not linked are left as they are. Under
+/// `GRANARY_VALIDATE=1` the layer checks the whole create infos (link formats in place of the
+/// unspecialized ones).
+#[test]
+fn a_warmup_makes_linked_pipelines_again_whole_in_the_background_and_swaps_them_in() {
+    use granary_archive::vulkan::{Priority, Status, Warmup};
+    use std::time::Duration;
+    let Some(app) = app_with(true, true) else { return };
+    {
+        let gpu = app.gpu(true);
+        let loader = PipelineLoader::new(example_archive(), gpu, LoaderOptions::default()).expect("loader");
+        let warmup = Warmup::new(Arc::new(loader));
+        warmup.optimize_linked(Some(Priority::LOW));
+        let tickets = warmup.request_prefix("", Priority::NORMAL).expect("labels");
+        // Every request first: the re-creations queue at LOW behind them.
+        while !warmup.progress().done() {
+            warmup.pump(Duration::ZERO);
+        }
+        let ready = |t| match warmup.try_get(t) {
+            Status::Ready(l) => l,
+            other => panic!("{other:?}"),
+        };
+        let first: Vec<_> = tickets.iter().map(ready).collect();
+        let linked = first.iter().filter(|l| l.linked).count();
+        assert!(linked > 0, "the example has pipelines with unspecialized colour output");
+        assert!(first.iter().all(|l| l.generation == 0));
+        let stats = warmup.stats();
+        assert_eq!(stats.optimized, 0);
+        assert!(stats.optimize_pending > 0 && stats.optimize_pending <= linked as u64, "{stats:?}");
+        while warmup.pump(Duration::from_millis(100)).more {}
+        let stats = warmup.stats();
+        assert_eq!((stats.optimize_failed, stats.optimize_pending), (0, 0), "{stats:?}");
+        // One re-creation per distinct linked request (labels of one pipeline share a ticket).
+        let mut distinct: Vec<*const _> = first.iter().filter(|l| l.linked).map(Arc::as_ptr).collect();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(stats.optimized, distinct.len() as u64);
+        for (t, before) in tickets.iter().zip(&first) {
+            let now = ready(t);
+            if before.linked {
+                assert_eq!((now.generation, now.linked), (1, false), "made again whole");
+                assert_ne!(now.pipeline.handle(), before.pipeline.handle());
+            } else {
+                assert!(Arc::ptr_eq(&now, before), "a pipeline that was not linked stays");
+            }
+        }
+        // Requests, progress and `wait` are the engine's only.
+        assert!(warmup.wait(&tickets, Duration::ZERO));
+        assert_eq!(warmup.progress().requested, stats.progress.requested);
+    }
+    app.finish();
+}
+
 /// The engine's layouts: made by the application from the request's description, with every
 /// binding visible to vertex, fragment and compute (a superset of the stages, as engines use
 /// to make layouts set-compatible across pipelines); kept for the application to destroy.

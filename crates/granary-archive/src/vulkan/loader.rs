@@ -245,6 +245,9 @@ pub struct Loaded {
     pub total_time: Duration,
     /// `VkPipelineCreationFeedback::flags` of the pipeline (of the library, when linked).
     pub feedback: u32,
+    /// 0 as first made; 1 when a warm-up made it again whole after fast-linking it
+    /// ([`Warmup::optimize_linked`](super::Warmup::optimize_linked)).
+    pub generation: u32,
 }
 
 /// Why a pipeline could not be created. [`kind`](Self::kind) says it for code,
@@ -769,7 +772,7 @@ impl PipelineLoader {
         }
         let p = self.found(p, || format!("labelled '{label}'"))?;
         self.note_used(p.key(), Some(label));
-        self.load_with(&p, &self.options.link_formats, false)
+        self.load_with(&p, &self.options.link_formats, false, false)
     }
 
     /// Creates the pipeline with `key`.
@@ -780,7 +783,7 @@ impl PipelineLoader {
         }
         let p = self.found(p, || format!("with key {}", key.to_hex()))?;
         self.note_used(key, None);
-        self.load_with(&p, &self.options.link_formats, false)
+        self.load_with(&p, &self.options.link_formats, false, false)
     }
 
     /// Records a use with [`LoaderOptions::recorder`], if any.
@@ -818,7 +821,7 @@ impl PipelineLoader {
     /// archived as libraries are linked with [`LoaderOptions::link_formats`].
     pub fn load(&self, p: &PipelineRef<'_>) -> Result<Loaded, LoadError> {
         self.note_used(p.key(), None);
-        self.load_with(p, &self.options.link_formats, false)
+        self.load_with(p, &self.options.link_formats, false, false)
     }
 
     /// [`load`](Self::load), linking a pipeline archived as a library with `link_formats`
@@ -826,7 +829,7 @@ impl PipelineLoader {
     /// loader's.
     pub fn load_formats(&self, p: &PipelineRef<'_>, link_formats: &[TextureFormat]) -> Result<Loaded, LoadError> {
         self.note_used(p.key(), None);
-        self.load_with(p, link_formats, false)
+        self.load_with(p, link_formats, false, false)
     }
 
     /// [`load_formats`](Self::load_formats), but only if it costs no compile: from this
@@ -838,21 +841,26 @@ impl PipelineLoader {
     /// fast-linked with a fragment-output part, which is created once per output state.)
     pub fn load_if_cheap(&self, p: &PipelineRef<'_>, link_formats: &[TextureFormat]) -> Result<Loaded, LoadError> {
         self.note_used(p.key(), None);
-        self.load_with(p, link_formats, true)
+        self.load_with(p, link_formats, true, false)
     }
 
-    /// Creates `p` (nothing recorded: the warm-up records at first use).
+    /// Creates `p` (nothing recorded: the warm-up records at first use). With `whole`, a
+    /// pipeline archived as a graphics pipeline library is created as one whole pipeline with
+    /// `formats` for its colour attachments, compiled (its binaries are a library's) with the
+    /// loader's pipeline cache: what the warm-up's optimized re-creation makes
+    /// ([`Warmup::optimize_linked`](super::Warmup::optimize_linked)).
     pub(super) fn load_with(
         &self,
         p: &PipelineRef<'_>,
         formats: &[TextureFormat],
         cheap: bool,
+        whole: bool,
     ) -> Result<Loaded, LoadError> {
         let start = Instant::now();
         let name = || self.name(p);
         let _validation_scope = super::validation::enter(&name); // messages of this pipeline's calls are its
         let _in_flight = self.stats.start();
-        let made = self.create(p, formats, cheap, start).map_err(|f| f.named(name));
+        let made = self.create(p, formats, cheap, whole, start).map_err(|f| f.named(name));
         self.stats.finish(outcome(&made), start.elapsed());
         made
     }
@@ -862,6 +870,7 @@ impl PipelineLoader {
         p: &PipelineRef<'_>,
         formats: &[TextureFormat],
         cheap: bool,
+        whole: bool,
         start: Instant,
     ) -> Result<Loaded, Fail> {
         let stages = p.stages()?;
@@ -887,7 +896,8 @@ impl PipelineLoader {
             }
         };
         super::feature_check::check_features(&self.gpu, &archived_layout, state.as_ref())?;
-        let (set, mut fallback_reason) = self.binary_set(p, true, cheap)?;
+        // Whole: no binary set serves (the archive's are a library's), none is a fallback.
+        let (set, mut fallback_reason) = if whole { (None, None) } else { self.binary_set(p, true, cheap)? };
 
         // Modules always: the pipeline key is computed over the shader code.
         let modules: Vec<Arc<Module>> =
@@ -915,7 +925,7 @@ impl PipelineLoader {
             Some(state) => {
                 let library = match &set {
                     Some(s) => s.flags() & crate::device::BINARY_SET_LIBRARY != 0,
-                    None => state.is_unspecialized() && self.gpu.libraries(),
+                    None => !whole && state.is_unspecialized() && self.gpu.libraries(),
                 };
                 let whole_formats: &[TextureFormat] = if library { &[] } else { formats };
                 let input = graphics_input(&self.gpu, state, stage_info, &layout, library, whole_formats)?;
@@ -1344,5 +1354,6 @@ pub(super) fn finish_load(
         driver_time: created.driver_time,
         total_time: start.elapsed(),
         feedback: created.feedback,
+        generation: 0,
     })
 }

@@ -16,6 +16,13 @@
 //! - The queue's lock is held only to push and pop, never during a creation.
 //! - A ticket's result is set once and kept: the pipeline lives as long as the `Warmup` or
 //!   any `Arc<Loaded>` handed out, whichever is longer.
+//! - With [`Warmup::optimize_linked`], a pipeline that was fast-linked from library parts gets
+//!   a second generation, the same pipeline created whole in the background at a low
+//!   priority; once that is made `try_get` returns it (still one lock-free read: its slot is a
+//!   once-cell of the first), and the first generation is kept alive beside it, never
+//!   destroyed while the warm-up lives (a command buffer may still use it). Those re-creations
+//!   are not requests: they count apart ([`WarmupStats::optimized`]), so progress and `wait`
+//!   are the engine's requests only.
 
 use super::loader::{LoadError, Loaded, PipelineLoader};
 use crate::key::PipelineKey;
@@ -123,6 +130,12 @@ pub struct WarmupStats {
     pub in_flight: u64,
     /// Requests made again for a pipeline already requested (deduplicated).
     pub deduplicated: u64,
+    /// Fast-linked pipelines made again whole ([`Warmup::optimize_linked`]) and swapped in.
+    pub optimized: u64,
+    /// Of those re-creations, the ones that failed (the fast-linked pipeline stays).
+    pub optimize_failed: u64,
+    /// Re-creations queued or running.
+    pub optimize_pending: u64,
 }
 
 /// What one [`Warmup::pump`] did.
@@ -216,6 +229,21 @@ impl Warmup {
         self.sidecar.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Turns the optimized re-creation of linked pipelines on (`Some(priority)`) or off. A
+    /// pipeline archived as a graphics pipeline library is fast-linked with its fragment-output
+    /// part when requested: quick to make, but a fast-linked pipeline may cost GPU time on every
+    /// draw. With this on, each such request that becomes ready queues the same pipeline
+    /// created whole (its link formats known, so the driver optimizes across every stage, as
+    /// link-time optimization would) at `priority` — a background one, [`Priority::LOW`], so
+    /// that what frames ask for goes first — and once it is made, [`try_get`](Self::try_get)
+    /// returns it instead ([`Loaded::generation`] 1, `linked` false). The fast-linked one stays
+    /// alive as long as this warm-up (or any `Arc` of it) does. It applies to requests that
+    /// become ready after the call; a failed re-creation leaves the fast-linked pipeline
+    /// ([`WarmupStats::optimize_failed`]).
+    pub fn optimize_linked(&self, priority: Option<Priority>) {
+        self.core.optimize.store(priority.map_or(NO_OPTIMIZE, |p| p.0), Ordering::Relaxed);
+    }
+
     /// The loader it creates with.
     pub fn loader(&self) -> &Arc<PipelineLoader> {
         &self.core.creator
@@ -232,7 +260,7 @@ impl Warmup {
     /// [`request`](Self::request) with link formats of its own (one request per distinct
     /// key and formats).
     pub fn request_formats(&self, key: PipelineKey, link_formats: Vec<TextureFormat>, priority: Priority) -> Ticket {
-        Ticket(self.core.request(Request { key, formats: link_formats }, priority))
+        Ticket(self.core.request(Request { key, formats: link_formats, whole: false }, priority))
     }
 
     /// Asks for every pipeline whose label starts with `prefix` (all of them for `""`), in
@@ -367,11 +395,13 @@ impl Drop for Workers {
 // The scheduling core, generic over what creates, so that its invariants are tested without a
 // driver (a creator that sleeps or blocks).
 
-/// What the core asks for: a pipeline key and the link formats.
+/// What the core asks for: a pipeline key and the link formats; `whole` for the optimized
+/// re-creation of a fast-linked pipeline.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Request {
     pub(super) key: PipelineKey,
     pub(super) formats: Vec<TextureFormat>,
+    pub(super) whole: bool,
 }
 
 /// What creates a request's value.
@@ -379,6 +409,9 @@ pub(super) trait Create: Send + Sync + 'static {
     type Out: Send + Sync + 'static;
     /// Creates it; [`LoadError::NotFound`] makes the request absent.
     fn create(&self, request: &Request) -> Result<Self::Out, LoadError>;
+    /// Whether `out` was fast-linked, so that a whole re-creation would be an optimized
+    /// version of it.
+    fn linked(&self, out: &Self::Out) -> bool;
 }
 
 impl Create for PipelineLoader {
@@ -386,9 +419,17 @@ impl Create for PipelineLoader {
     fn create(&self, request: &Request) -> Result<Arc<Loaded>, LoadError> {
         let p = self.archive.get(request.key)?;
         let p = p.ok_or_else(|| LoadError::NotFound(format!("with key {}", request.key.to_hex())))?;
-        self.load_with(&p, &request.formats, false).map(Arc::new)
+        let mut made = self.load_with(&p, &request.formats, false, request.whole)?;
+        made.generation = u32::from(request.whole);
+        Ok(Arc::new(made))
+    }
+    fn linked(&self, out: &Arc<Loaded>) -> bool {
+        out.linked
     }
 }
+
+/// [`Core::optimize`] when re-creation is off.
+const NO_OPTIMIZE: u32 = u32::MAX;
 
 const QUEUED: u8 = 0;
 const RUNNING: u8 = 1;
@@ -403,6 +444,8 @@ pub(super) struct Slot<O> {
     /// Set by the first `try_get` (recorded as the pipeline's first use).
     used: AtomicBool,
     result: OnceLock<Result<O, Arc<LoadError>>>,
+    /// The whole re-creation of a fast-linked result, once queued ([`Warmup::optimize_linked`]).
+    next: OnceLock<Arc<Slot<O>>>,
 }
 
 impl<O> Slot<O> {
@@ -464,6 +507,11 @@ pub(super) struct Core<C: Create> {
     late: AtomicU64,
     running: AtomicU64,
     deduplicated: AtomicU64,
+    /// The priority of whole re-creations of fast-linked results, or [`NO_OPTIMIZE`].
+    pub(super) optimize: AtomicU32,
+    optimize_requested: AtomicU64,
+    optimized: AtomicU64,
+    optimize_failed: AtomicU64,
     /// Run once by the thread that finishes the last pending request after `armed` is set.
     when_done: Mutex<Option<DoneHook>>,
     armed: AtomicBool,
@@ -485,6 +533,10 @@ impl<C: Create> Core<C> {
             late: AtomicU64::new(0),
             running: AtomicU64::new(0),
             deduplicated: AtomicU64::new(0),
+            optimize: AtomicU32::new(NO_OPTIMIZE),
+            optimize_requested: AtomicU64::new(0),
+            optimized: AtomicU64::new(0),
+            optimize_failed: AtomicU64::new(0),
             when_done: Mutex::new(None),
             armed: AtomicBool::new(false),
         }
@@ -511,12 +563,14 @@ impl<C: Create> Core<C> {
             late: AtomicBool::new(false),
             used: AtomicBool::new(false),
             result: OnceLock::new(),
+            next: OnceLock::new(),
         });
         q.seq += 1;
         let seq = q.seq;
         q.heap.push(Queued { priority: priority.0, seq, slot: slot.clone() });
+        let counter = if request.whole { &self.optimize_requested } else { &self.requested };
         q.slots.insert(request, slot.clone());
-        self.requested.fetch_add(1, Ordering::Relaxed);
+        counter.fetch_add(1, Ordering::Relaxed);
         drop(q);
         self.changed.notify_all();
         slot
@@ -535,7 +589,12 @@ impl<C: Create> Core<C> {
 
     pub(super) fn try_get<'s>(&self, slot: &'s Slot<C::Out>) -> Got<'s, C::Out> {
         match slot.result.get() {
-            Some(Ok(v)) => Got::Ready(v),
+            Some(Ok(v)) => match slot.next.get().and_then(|n| n.result.get()) {
+                // The whole re-creation, once made; the fast-linked one until then (or if it
+                // failed).
+                Some(Ok(whole)) => Got::Ready(whole),
+                _ => Got::Ready(v),
+            },
             Some(Err(e)) if matches!(**e, LoadError::NotFound(_)) => Got::Absent,
             Some(Err(e)) => Got::Failed(e),
             None => {
@@ -578,12 +637,21 @@ impl<C: Create> Core<C> {
                     source: None,
                 })
             });
-        let counter = match &made {
-            Ok(_) => &self.ready,
-            Err(LoadError::NotFound(_)) => &self.absent,
-            Err(_) => &self.failed,
+        let counter = match (&made, slot.request.whole) {
+            (Ok(_), false) => &self.ready,
+            (Err(LoadError::NotFound(_)), false) => &self.absent,
+            (Err(_), false) => &self.failed,
+            (Ok(_), true) => &self.optimized,
+            (Err(_), true) => &self.optimize_failed,
         };
+        let optimize = self.optimize.load(Ordering::Relaxed);
+        let relink =
+            optimize != NO_OPTIMIZE && !slot.request.whole && made.as_ref().is_ok_and(|out| self.creator.linked(out));
         let _ = slot.result.set(made.map_err(Arc::new));
+        if relink {
+            let whole = Request { whole: true, ..slot.request.clone() };
+            let _ = slot.next.set(self.request(whole, Priority(optimize)));
+        }
         counter.fetch_add(1, Ordering::Relaxed);
         self.running.fetch_sub(1, Ordering::Relaxed);
         // The done hook runs before the last request is marked done, so a `wait` for it
@@ -665,6 +733,12 @@ impl<C: Create> Core<C> {
             requested_too_late: self.late.load(Ordering::Relaxed),
             in_flight: self.running.load(Ordering::Relaxed),
             deduplicated: self.deduplicated.load(Ordering::Relaxed),
+            optimized: self.optimized.load(Ordering::Relaxed),
+            optimize_failed: self.optimize_failed.load(Ordering::Relaxed),
+            optimize_pending: self
+                .optimize_requested
+                .load(Ordering::Relaxed)
+                .saturating_sub(self.optimized.load(Ordering::Relaxed) + self.optimize_failed.load(Ordering::Relaxed)),
         }
     }
 
@@ -739,17 +813,55 @@ mod tests {
             std::thread::sleep(self.sleep);
             let b = r.key.0 as u8;
             self.order.lock().unwrap().push(b);
-            match b {
-                0xab => Err(LoadError::NotFound("absent".into())),
-                0xee => Err(LoadError::WouldCompile("failed".into())),
-                0xff => panic!("the driver crashed"),
+            match (b, r.whole) {
+                (0xab, _) => Err(LoadError::NotFound("absent".into())),
+                (0xee, _) | (0x2e, true) => Err(LoadError::WouldCompile("failed".into())),
+                (0xff, _) => panic!("the driver crashed"),
+                // A whole re-creation: the same pipeline, another value.
+                (_, true) => Ok(b.wrapping_add(100)),
                 _ => Ok(b),
             }
+        }
+        /// Even keys stand for fast-linked pipelines.
+        fn linked(&self, out: &u8) -> bool {
+            out.is_multiple_of(2)
         }
     }
 
     fn req(b: u8) -> Request {
-        Request { key: PipelineKey(u128::from(b)), formats: Vec::new() }
+        Request { key: PipelineKey(u128::from(b)), formats: Vec::new(), whole: false }
+    }
+
+    #[test]
+    fn a_linked_result_is_made_again_whole_in_the_background_and_swapped_in() {
+        let c = core(Duration::ZERO, true);
+        // Off: nothing is re-created.
+        let before = c.request(req(2), Priority::NORMAL);
+        c.pump(Duration::from_secs(10));
+        assert!(matches!(c.try_get(&before), Got::Ready(2)));
+        c.optimize.store(Priority::LOW.0, Ordering::Relaxed);
+        let linked = c.request(req(4), Priority::NORMAL);
+        let whole = c.request(req(5), Priority::NORMAL);
+        let fails = c.request(req(0x2e), Priority::NORMAL);
+        let urgent = c.request(req(7), Priority::HIGH);
+        // One pump: the requests run first (HIGH, then NORMAL), the re-creations they queued
+        // after them, at LOW.
+        assert_eq!(c.pump(Duration::ZERO).finished, 1);
+        assert_eq!(c.pump(Duration::ZERO).finished, 1);
+        assert!(matches!(c.try_get(&linked), Got::Ready(4)), "the fast-linked one first");
+        assert_eq!(c.stats().optimize_pending, 1);
+        c.pump(Duration::from_secs(10));
+        assert_eq!(*c.creator.order.lock().unwrap(), vec![2, 7, 4, 5, 0x2e, 4, 0x2e]);
+        assert!(matches!(c.try_get(&linked), Got::Ready(104)), "the whole one once made");
+        assert!(matches!(c.try_get(&whole), Got::Ready(5)), "not linked: not re-created");
+        assert!(matches!(c.try_get(&fails), Got::Ready(0x2e)), "a failed re-creation keeps the first");
+        assert!(matches!(c.try_get(&urgent), Got::Ready(7)));
+        // Re-creations are not requests: progress is the engine's requests only.
+        let s = c.stats();
+        assert_eq!((s.progress.requested, s.progress.ready, s.progress.failed), (5, 5, 0));
+        assert_eq!((s.optimized, s.optimize_failed, s.optimize_pending), (1, 1, 0));
+        // The first generation is kept alive beside the second.
+        assert!(matches!(linked.result.get(), Some(Ok(4))));
     }
 
     fn core(sleep: Duration, open: bool) -> Arc<Core<Fake>> {
