@@ -30,9 +30,10 @@
 // `graphicsPipelineLibrary` feature: pipelines archived as libraries are linked.
 #define GRANARY_DEVICE_GRAPHICS_PIPELINE_LIBRARY 2
 
-// `GranaryVulkanDevice::flags`: accept a non-NULL `allocator` that granary does not honour
-// (its objects use the default allocator; logged as a warning). Without it such an
-// `allocator` is refused.
+// `GranaryVulkanDevice::flags`: granary uses no allocator (`NULL`, the driver's default) for
+// its own objects even when `allocator` is set; the `allocator` is not read (logged as a
+// warning). For compatibility with programs written for the version that refused allocators:
+// without this flag a non-NULL `allocator` is honoured.
 #define GRANARY_DEVICE_IGNORE_ALLOCATOR 4
 
 // The version of this C API: `GRANARY_CAPI_VERSION_MAJOR << 16 | GRANARY_CAPI_VERSION_MINOR`.
@@ -273,8 +274,18 @@ typedef struct GranaryVulkanDevice {
     // `VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES`; `pNext` is not read); NULL:
     // none.
     const VkPhysicalDeviceVulkan11Features *enabled_vulkan11_features;
-    // The application's allocation callbacks: NOT honoured by this version (see
-    // `GRANARY_DEVICE_IGNORE_ALLOCATOR`); NULL is the only value taken without that flag.
+    // The application's allocation callbacks (NULL: none, the driver's default), used for
+    // every Vulkan object granary creates on `device` (shader modules, samplers,
+    // descriptor-set and pipeline layouts, render passes, pipelines and pipeline libraries,
+    // pipeline binaries, pipeline caches), at its creation and its destruction. The structure
+    // is copied during the call; its callbacks and `pUserData` must stay valid until every
+    // loader and warm-up made with this description is destroyed (the last objects are freed
+    // through them then), and must be thread-safe: granary creates and destroys objects on
+    // several threads at once (its workers, your threads calling granary, the thread
+    // destroying the last handle) and Vulkan calls the callbacks on the calling thread without
+    // synchronizing them. `pfnAllocation`, `pfnReallocation` and `pfnFree` must be set, and
+    // `pfnInternalAllocation` and `pfnInternalFree` both or neither (else
+    // `GRANARY_ERROR_INVALID_ARGUMENT`). Ignored with `GRANARY_DEVICE_IGNORE_ALLOCATOR`.
     const VkAllocationCallbacks *allocator;
 } GranaryVulkanDevice;
 
@@ -547,8 +558,9 @@ GranaryResult granary_set_log_callback(GranaryLogCallback callback,
 // SPIR-V (logged as a warning; `granary_loader_mismatch` says what differs) unless
 // `GRANARY_LOADER_NO_FALLBACK_COMPILE`. The loader keeps its own reference to the archive.
 //
-// The application keeps its instance and device alive until the loader, every warm-up made
-// from it, and every pipeline they made are destroyed.
+// The application keeps its instance and device alive, and the allocation callbacks of
+// `device->allocator` (if any) valid and callable from any thread, until the loader, every
+// warm-up made from it, and every pipeline they made are destroyed.
 //
 // Thread safety: any thread, any number at once (also on one archive).
 //

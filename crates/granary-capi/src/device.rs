@@ -1,12 +1,17 @@
 //! `GranaryVulkanDevice`: the application's raw Vulkan handles and what it enabled, turned into
 //! granary's `Driver` and `Gpu` (`Driver::borrowed`, `Gpu::borrowed`).
 //!
-//! Granary never destroys the instance or the device. Allocation callbacks are *not* honoured
-//! yet: granary-archive's Vulkan layer passes `NULL` to every create and destroy it makes, so a
-//! non-NULL `allocator` is refused (`GRANARY_ERROR_UNSUPPORTED`) unless the application sets
-//! `GRANARY_DEVICE_IGNORE_ALLOCATOR` to accept that granary's own objects (shader modules,
-//! layouts, pipelines, caches, binaries) are made and destroyed with the default allocator,
-//! which Vulkan allows (an object is destroyed with the allocator it was created with, and
+//! Granary never destroys the instance or the device. A non-NULL `allocator` is honoured: it
+//! is checked (the three required callbacks set, the two notifications both or neither) and
+//! handed to `Gpu::borrowed_with_allocator`, so every Vulkan object granary creates on the
+//! device (shader modules, samplers, descriptor-set and pipeline layouts, render passes,
+//! pipelines and libraries, pipeline binaries, pipeline caches) is created and destroyed with
+//! it. The application's callbacks must be thread-safe (granary's workers and the
+//! application's threads call Vulkan at once, and Vulkan calls the callbacks on the calling
+//! thread without synchronizing them) and stay valid until every loader and warm-up made over
+//! the device is destroyed. `GRANARY_DEVICE_IGNORE_ALLOCATOR` (kept for programs written for
+//! the version that could not honour it) makes granary use no allocator for its own objects,
+//! which Vulkan allows (each object is destroyed with the allocator it was created with, and
 //! granary creates and destroys its own).
 
 use crate::abi;
@@ -38,7 +43,7 @@ pub type PFN_vkGetInstanceProcAddr = Option<vk::PFN_vkGetInstanceProcAddr>;
 /// `PFN_vkGetDeviceProcAddr` (vulkan.h's type, nullable).
 #[allow(non_camel_case_types)]
 pub type PFN_vkGetDeviceProcAddr = Option<vk::PFN_vkGetDeviceProcAddr>;
-/// `VkAllocationCallbacks` (vulkan.h's type; granary never reads it).
+/// `VkAllocationCallbacks` (vulkan.h's type).
 pub type VkAllocationCallbacks = vk::AllocationCallbacks;
 /// `VkPhysicalDeviceFeatures` (vulkan.h's type).
 pub type VkPhysicalDeviceFeatures = vk::PhysicalDeviceFeatures;
@@ -53,9 +58,10 @@ pub const GRANARY_DEVICE_PIPELINE_BINARIES: u32 = 1;
 /// `VK_EXT_graphics_pipeline_library` (both named in `enabled_extensions`) and the
 /// `graphicsPipelineLibrary` feature: pipelines archived as libraries are linked.
 pub const GRANARY_DEVICE_GRAPHICS_PIPELINE_LIBRARY: u32 = 2;
-/// `GranaryVulkanDevice::flags`: accept a non-NULL `allocator` that granary does not honour
-/// (its objects use the default allocator; logged as a warning). Without it such an
-/// `allocator` is refused.
+/// `GranaryVulkanDevice::flags`: granary uses no allocator (`NULL`, the driver's default) for
+/// its own objects even when `allocator` is set; the `allocator` is not read (logged as a
+/// warning). For compatibility with programs written for the version that refused allocators:
+/// without this flag a non-NULL `allocator` is honoured.
 pub const GRANARY_DEVICE_IGNORE_ALLOCATOR: u32 = 4;
 const DEVICE_FLAGS: u32 =
     GRANARY_DEVICE_PIPELINE_BINARIES | GRANARY_DEVICE_GRAPHICS_PIPELINE_LIBRARY | GRANARY_DEVICE_IGNORE_ALLOCATOR;
@@ -99,8 +105,18 @@ pub struct GranaryVulkanDevice {
     /// `VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES`; `pNext` is not read); NULL:
     /// none.
     pub enabled_vulkan11_features: *const VkPhysicalDeviceVulkan11Features,
-    /// The application's allocation callbacks: NOT honoured by this version (see
-    /// `GRANARY_DEVICE_IGNORE_ALLOCATOR`); NULL is the only value taken without that flag.
+    /// The application's allocation callbacks (NULL: none, the driver's default), used for
+    /// every Vulkan object granary creates on `device` (shader modules, samplers,
+    /// descriptor-set and pipeline layouts, render passes, pipelines and pipeline libraries,
+    /// pipeline binaries, pipeline caches), at its creation and its destruction. The structure
+    /// is copied during the call; its callbacks and `pUserData` must stay valid until every
+    /// loader and warm-up made with this description is destroyed (the last objects are freed
+    /// through them then), and must be thread-safe: granary creates and destroys objects on
+    /// several threads at once (its workers, your threads calling granary, the thread
+    /// destroying the last handle) and Vulkan calls the callbacks on the calling thread without
+    /// synchronizing them. `pfnAllocation`, `pfnReallocation` and `pfnFree` must be set, and
+    /// `pfnInternalAllocation` and `pfnInternalFree` both or neither (else
+    /// `GRANARY_ERROR_INVALID_ARGUMENT`). Ignored with `GRANARY_DEVICE_IGNORE_ALLOCATOR`.
     pub allocator: *const VkAllocationCallbacks,
 }
 
@@ -168,6 +184,47 @@ unsafe fn features_of(d: &GranaryVulkanDevice, function: &str) -> Result<DeviceF
     Ok(features)
 }
 
+/// The allocation callbacks granary is to use for its objects: `None` for a NULL `allocator`
+/// or with `GRANARY_DEVICE_IGNORE_ALLOCATOR` (logged), else a copy of `*d.allocator`, checked
+/// as `VkAllocationCallbacks`' valid-usage rules require (VUID-VkAllocationCallbacks-00632,
+/// -00633, -00634, -00635) before any Vulkan call.
+///
+/// # Safety
+///
+/// `d.allocator` is NULL or points at a `VkAllocationCallbacks`.
+unsafe fn allocator_of(d: &GranaryVulkanDevice, function: &str) -> Result<Option<vk::AllocationCallbacks>, Failure> {
+    if d.allocator.is_null() {
+        return Ok(None);
+    }
+    if d.flags & GRANARY_DEVICE_IGNORE_ALLOCATOR != 0 {
+        log(
+            GRANARY_LOG_WARN,
+            &format!(
+                "{function}: GRANARY_DEVICE_IGNORE_ALLOCATOR: the allocation callbacks are ignored; granary's \
+                 objects use no allocator (the driver's default)"
+            ),
+        );
+        return Ok(None);
+    }
+    // SAFETY: a `VkAllocationCallbacks` (the caller's promise); read unaligned, copied.
+    let a = unsafe { std::ptr::read_unaligned(d.allocator) };
+    for (missing, name) in [
+        (a.allocation.is_none(), "pfnAllocation"),
+        (a.reallocation.is_none(), "pfnReallocation"),
+        (a.free.is_none(), "pfnFree"),
+    ] {
+        if missing {
+            return Err(Failure::invalid(format!("{function}: allocator->{name} is NULL")));
+        }
+    }
+    if a.internal_allocation.is_some() != a.internal_free.is_some() {
+        return Err(Failure::invalid(format!(
+            "{function}: allocator has one of pfnInternalAllocation and pfnInternalFree but not the other"
+        )));
+    }
+    Ok(Some(a))
+}
+
 /// A loader (`PFN_vkGetInstanceProcAddr` in vulkanalia's terms) for the application's entry
 /// point, so that the instance's and device's commands resolve through it.
 fn static_commands(gipa: vk::PFN_vkGetInstanceProcAddr) -> vk::StaticCommands {
@@ -198,22 +255,8 @@ pub(crate) unsafe fn gpu_of(d: &GranaryVulkanDevice, function: &str) -> Result<A
             return Err(Failure::null(function, what));
         }
     }
-    if !d.allocator.is_null() {
-        if d.flags & GRANARY_DEVICE_IGNORE_ALLOCATOR == 0 {
-            return Err(Failure::new(
-                GranaryResult::GRANARY_ERROR_UNSUPPORTED,
-                format!(
-                    "{function}: allocation callbacks are not honoured by this granary (its Vulkan objects are \
-                     created with the default allocator); pass allocator = NULL, or set \
-                     GRANARY_DEVICE_IGNORE_ALLOCATOR to accept that"
-                ),
-            ));
-        }
-        log(
-            GRANARY_LOG_WARN,
-            &format!("{function}: the allocation callbacks are ignored: granary's objects use the default allocator"),
-        );
-    }
+    // SAFETY: the caller's promise (`allocator` NULL or a `VkAllocationCallbacks`).
+    let allocator = unsafe { allocator_of(d, function)? };
     // SAFETY: the caller's promise (as `d`'s fields say).
     let extensions =
         unsafe { abi::strs_in(d.enabled_extensions, d.enabled_extension_count, function, "enabled_extensions")? };
@@ -276,15 +319,20 @@ pub(crate) unsafe fn gpu_of(d: &GranaryVulkanDevice, function: &str) -> Result<A
     log(
         GRANARY_LOG_INFO,
         &format!(
-            "{function}: device '{}': pipeline binaries {}, graphics pipeline libraries {}, features: {}",
+            "{function}: device '{}': pipeline binaries {}, graphics pipeline libraries {}, allocation callbacks {}, \
+             features: {}",
             info.identity.device_name,
             if pipeline_binaries { "on" } else { "off" },
             if libraries { "on" } else { "off" },
+            if allocator.is_some() { "the application's" } else { "none" },
             features
         ),
     );
     // SAFETY: `device` was created from `info.handle` of this instance with at least what
     // `enabled` says (the caller's promise: the flags, names and feature structures it gave),
-    // and outlives the `Gpu` and what is made from it (the caller's promise).
-    Ok(unsafe { Gpu::borrowed(driver, info, &device, enabled)? })
+    // and outlives the `Gpu` and what is made from it (the caller's promise). `allocator` was
+    // checked above to have the callbacks Vulkan requires; that they are thread-safe and stay
+    // valid until every loader and warm-up made over the device is destroyed is the caller's
+    // promise (`GranaryVulkanDevice::allocator`, `granary_loader_create`).
+    Ok(unsafe { Gpu::borrowed_with_allocator(driver, info, &device, enabled, allocator.as_ref())? })
 }

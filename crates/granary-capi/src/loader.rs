@@ -163,8 +163,9 @@ unsafe fn options_of(o: &GranaryLoaderOptions, function: &str) -> Result<LoaderO
 /// SPIR-V (logged as a warning; `granary_loader_mismatch` says what differs) unless
 /// `GRANARY_LOADER_NO_FALLBACK_COMPILE`. The loader keeps its own reference to the archive.
 ///
-/// The application keeps its instance and device alive until the loader, every warm-up made
-/// from it, and every pipeline they made are destroyed.
+/// The application keeps its instance and device alive, and the allocation callbacks of
+/// `device->allocator` (if any) valid and callable from any thread, until the loader, every
+/// warm-up made from it, and every pipeline they made are destroyed.
 ///
 /// Thread safety: any thread, any number at once (also on one archive).
 ///

@@ -2,8 +2,9 @@
 //! needed): every exported function is one guarded body (panics caught and returned as
 //! `GRANARY_ERROR_PANIC`), NULL arguments and bad `struct_size`s refused with the thread's
 //! last error set and logged, `granary_archive_open_memory` calling its release callback
-//! exactly once whatever happens, archives opened and looked up, allocation callbacks and
-//! inconsistent device descriptions refused before any Vulkan call.
+//! exactly once whatever happens, archives opened and looked up, malformed allocation callbacks
+//! and inconsistent device descriptions refused before any Vulkan call (allocation callbacks
+//! honoured on a device: `tests/allocator.rs`).
 
 mod common;
 
@@ -352,8 +353,40 @@ unsafe extern "system" fn no_commands(
     None
 }
 
+unsafe extern "system" fn never_allocate(
+    _user: *mut c_void,
+    _size: usize,
+    _align: usize,
+    _scope: granary_archive::vulkan::vulkanalia::vk::SystemAllocationScope,
+) -> *mut c_void {
+    unreachable!("a refused allocator is never called")
+}
+
+unsafe extern "system" fn never_reallocate(
+    _user: *mut c_void,
+    _old: *mut c_void,
+    _size: usize,
+    _align: usize,
+    _scope: granary_archive::vulkan::vulkanalia::vk::SystemAllocationScope,
+) -> *mut c_void {
+    unreachable!("a refused allocator is never called")
+}
+
+unsafe extern "system" fn never_free(_user: *mut c_void, _memory: *mut c_void) {
+    unreachable!("a refused allocator is never called")
+}
+
+unsafe extern "system" fn never_notified(
+    _user: *mut c_void,
+    _size: usize,
+    _ty: granary_archive::vulkan::vulkanalia::vk::InternalAllocationType,
+    _scope: granary_archive::vulkan::vulkanalia::vk::SystemAllocationScope,
+) {
+    unreachable!("a refused allocator is never called")
+}
+
 #[test]
-fn allocation_callbacks_and_inconsistent_devices_are_refused_before_any_vulkan_call() {
+fn malformed_allocation_callbacks_and_inconsistent_devices_are_refused_before_any_vulkan_call() {
     use granary_archive::vulkan::vulkanalia::vk::{self, Handle};
     install_log();
     let mut a: *mut GranaryArchive = null_mut();
@@ -365,7 +398,17 @@ fn allocation_callbacks_and_inconsistent_devices_are_refused_before_any_vulkan_c
     );
     // Fake handles and an entry point that resolves nothing: every case below must be refused
     // before granary would call through them.
-    let allocator = std::mem::MaybeUninit::<vk::AllocationCallbacks>::zeroed();
+    // Allocation callbacks without what Vulkan requires of them (VUID-VkAllocationCallbacks-*).
+    let no_allocation = vk::AllocationCallbacks::default();
+    let no_reallocation =
+        vk::AllocationCallbacks { allocation: Some(never_allocate), free: Some(never_free), ..Default::default() };
+    let half_notifications = vk::AllocationCallbacks {
+        allocation: Some(never_allocate),
+        reallocation: Some(never_reallocate),
+        free: Some(never_free),
+        internal_allocation: Some(never_notified),
+        ..Default::default()
+    };
     let base = GranaryVulkanDevice {
         struct_size: std::mem::size_of::<GranaryVulkanDevice>() as u32,
         instance: vk::Instance::from_raw(0x1000),
@@ -382,9 +425,19 @@ fn allocation_callbacks_and_inconsistent_devices_are_refused_before_any_vulkan_c
     };
     let cases = [
         (
-            GranaryVulkanDevice { allocator: allocator.as_ptr(), ..base },
-            GranaryResult::GRANARY_ERROR_UNSUPPORTED,
-            "not honoured",
+            GranaryVulkanDevice { allocator: &no_allocation, ..base },
+            GranaryResult::GRANARY_ERROR_INVALID_ARGUMENT,
+            "allocator->pfnAllocation is NULL",
+        ),
+        (
+            GranaryVulkanDevice { allocator: &no_reallocation, ..base },
+            GranaryResult::GRANARY_ERROR_INVALID_ARGUMENT,
+            "allocator->pfnReallocation is NULL",
+        ),
+        (
+            GranaryVulkanDevice { allocator: &half_notifications, ..base },
+            GranaryResult::GRANARY_ERROR_INVALID_ARGUMENT,
+            "pfnInternalAllocation and pfnInternalFree",
         ),
         (
             GranaryVulkanDevice { get_instance_proc_addr: None, ..base },
@@ -427,7 +480,7 @@ fn allocation_callbacks_and_inconsistent_devices_are_refused_before_any_vulkan_c
         assert!(last_message().contains(says), "{says}: {}", last_message());
         assert!(loader.is_null());
     }
-    assert!(logged("allocation callbacks are not honoured"));
+    assert!(logged("allocator->pfnAllocation is NULL"));
     // Unknown loader options.
     let device = base;
     let format = CString::new("rgba9unorm").unwrap();

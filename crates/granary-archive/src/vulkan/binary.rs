@@ -11,6 +11,8 @@
 //! - [`Binaries`] made from archived data ([`Gpu::binaries_from_data`]) are destroyed when
 //!   dropped, after every pipeline made from them exists (a pipeline does not reference its
 //!   binaries once created).
+//! - Binaries, and the pipelines `PipelineCreateInfo::create` makes, are created and destroyed
+//!   with the device's allocation callbacks ([`Gpu::allocator`]), the same set for both.
 //!
 //! # External synchronization
 //!
@@ -114,8 +116,8 @@ impl Drop for Binaries {
         for h in &self.handles {
             if !h.is_null() {
                 // SAFETY: the binaries are owned by this value; pipeline creation reads them
-                // only during the call.
-                unsafe { self.gpu.device.destroy_pipeline_binary_khr(*h, None) }
+                // only during the call. The callbacks are the ones they were created with.
+                unsafe { self.gpu.device.destroy_pipeline_binary_khr(*h, self.gpu.allocator()) }
             }
         }
     }
@@ -133,8 +135,9 @@ impl Drop for BinaryGuard<'_> {
     fn drop(&mut self) {
         for h in &self.handles {
             if !h.is_null() {
-                // SAFETY: the binaries are local to the capturing call.
-                unsafe { self.gpu.device.destroy_pipeline_binary_khr(*h, None) }
+                // SAFETY: the binaries are local to the capturing call, created with these
+                // callbacks (`binaries_of`).
+                unsafe { self.gpu.device.destroy_pipeline_binary_khr(*h, self.gpu.allocator()) }
             }
         }
     }
@@ -152,20 +155,26 @@ pub(super) trait PipelineCreateInfo: Copy {
     /// This create info with `VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT` added
     /// to its `flags`.
     fn with_fail_on_compile(&self) -> Self;
-    /// `vkCreate*Pipelines` of this one create info.
+    /// `vkCreate*Pipelines` of this one create info, with `allocator` (the device's
+    /// [`Gpu::allocator`], which the pipeline is destroyed with).
     ///
     /// # Safety
     ///
     /// What that call requires of `self` (a valid create info and chain whose objects are
-    /// alive) and of `cache`.
-    unsafe fn create(self, device: &Device, cache: vk::PipelineCache)
-        -> vulkanalia::VkSuccessResult<Vec<vk::Pipeline>>;
+    /// alive), of `cache` and of `allocator`.
+    unsafe fn create(
+        self,
+        device: &Device,
+        cache: vk::PipelineCache,
+        allocator: Option<&vk::AllocationCallbacks>,
+    ) -> vulkanalia::VkSuccessResult<Vec<vk::Pipeline>>;
 }
 
 /// `PipelineCreateInfo` for a create info type whose `next` and `flags` are its chain and
-/// create flags, created by `$create` (`$device`, `$cache`, `$info` bound for it).
+/// create flags, created by `$create` (`$device`, `$cache`, `$info`, `$allocator` bound for
+/// it).
 macro_rules! pipeline_create_info {
-    ($t:ty, $call:literal, |$device:ident, $cache:ident, $info:ident| $create:expr) => {
+    ($t:ty, $call:literal, |$device:ident, $cache:ident, $info:ident, $allocator:ident| $create:expr) => {
         impl PipelineCreateInfo for $t {
             const CALL: &'static str = $call;
             fn next(&self) -> *const std::ffi::c_void {
@@ -181,6 +190,7 @@ macro_rules! pipeline_create_info {
                 self,
                 $device: &Device,
                 $cache: vk::PipelineCache,
+                $allocator: Option<&vk::AllocationCallbacks>,
             ) -> vulkanalia::VkSuccessResult<Vec<vk::Pipeline>> {
                 let $info = self;
                 $create
@@ -189,24 +199,28 @@ macro_rules! pipeline_create_info {
     };
 }
 
-pipeline_create_info!(vk::GraphicsPipelineCreateInfo, "vkCreateGraphicsPipelines", |device, cache, info| {
+pipeline_create_info!(vk::GraphicsPipelineCreateInfo, "vkCreateGraphicsPipelines", |device, cache, info, allocator| {
     // SAFETY: the caller's promise (the trait method's contract).
-    unsafe { device.create_graphics_pipelines(cache, &[info], None) }
+    unsafe { device.create_graphics_pipelines(cache, &[info], allocator) }
 });
 
-pipeline_create_info!(vk::ComputePipelineCreateInfo, "vkCreateComputePipelines", |device, cache, info| {
+pipeline_create_info!(vk::ComputePipelineCreateInfo, "vkCreateComputePipelines", |device, cache, info, allocator| {
     // SAFETY: the caller's promise (the trait method's contract).
-    unsafe { device.create_compute_pipelines(cache, &[info], None) }
+    unsafe { device.create_compute_pipelines(cache, &[info], allocator) }
 });
 
-pipeline_create_info!(vk::RayTracingPipelineCreateInfoKHR, "vkCreateRayTracingPipelinesKHR", |device, cache, info| {
-    use vulkanalia::vk::KhrRayTracingPipelineExtensionDeviceCommands;
-    // SAFETY: the caller's promise (the trait method's contract), which includes that the
-    // device has `VK_KHR_ray_tracing_pipeline` enabled (a ray-tracing create info is built only
-    // after `check_native` found `rayTracingPipeline` enabled). No deferred operation: granary's
-    // own threads are its parallelism.
-    unsafe { device.create_ray_tracing_pipelines_khr(vk::DeferredOperationKHR::null(), cache, &[info], None) }
-});
+pipeline_create_info!(
+    vk::RayTracingPipelineCreateInfoKHR,
+    "vkCreateRayTracingPipelinesKHR",
+    |device, cache, info, allocator| {
+        use vulkanalia::vk::KhrRayTracingPipelineExtensionDeviceCommands;
+        // SAFETY: the caller's promise (the trait method's contract), which includes that the
+        // device has `VK_KHR_ray_tracing_pipeline` enabled (a ray-tracing create info is built only
+        // after `check_native` found `rayTracingPipeline` enabled). No deferred operation: granary's
+        // own threads are its parallelism.
+        unsafe { device.create_ray_tracing_pipelines_khr(vk::DeferredOperationKHR::null(), cache, &[info], allocator) }
+    }
+);
 
 impl Gpu {
     /// `vkGetPipelineKeyKHR` of `info`: the key that decides which binaries are valid for it.
@@ -273,7 +287,7 @@ impl Gpu {
         // SAFETY: `keys`, `data` (pointing into the caller's byte slices, valid per this
         // function's contract), `raw` and the info structures live until the call returns;
         // `raw` has room for every handle.
-        let r = unsafe { self.device.create_pipeline_binaries_khr(&create, None, &mut handles) };
+        let r = unsafe { self.device.create_pipeline_binaries_khr(&create, self.allocator(), &mut handles) };
         let made = (handles.pipeline_binary_count as usize).min(raw.len());
         raw.truncate(made);
         let out = Binaries { gpu: self.clone(), handles: raw };
@@ -364,7 +378,7 @@ impl Gpu {
             let mut handles = vk::PipelineBinaryHandlesInfoKHR::default();
             // SAFETY: `create` is valid with everything it points at alive (the function's
             // contract); a null `pipeline_binaries` asks for the count.
-            let r = unsafe { self.device.create_pipeline_binaries_khr(&create, None, &mut handles) };
+            let r = unsafe { self.device.create_pipeline_binaries_khr(&create, self.allocator(), &mut handles) };
             let code = r.map_err(|e| VulkanError::call("vkCreatePipelineBinariesKHR (count)", e))?;
             if code == vk::SuccessCode::PIPELINE_BINARY_MISSING_KHR {
                 return Err(VulkanError::call(
@@ -382,7 +396,7 @@ impl Gpu {
             let mut raw = vec![vk::PipelineBinaryKHR::null(); count];
             handles.pipeline_binaries = raw.as_mut_ptr();
             // SAFETY: `raw` has room for `pipeline_binary_count` handles and lives until return.
-            let r = unsafe { self.device.create_pipeline_binaries_khr(&create, None, &mut handles) };
+            let r = unsafe { self.device.create_pipeline_binaries_khr(&create, self.allocator(), &mut handles) };
             // Only the slots the driver says it filled are binaries (the rest stay null); the
             // guard destroys them on every path.
             raw.truncate((handles.pipeline_binary_count as usize).min(count));

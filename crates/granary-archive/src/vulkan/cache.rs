@@ -174,8 +174,9 @@ impl Drop for Cache {
         if !self.owned {
             return; // The engine's: it destroys it after every loader made with it.
         }
-        // SAFETY: no creation can still use the cache: every user borrows this value.
-        unsafe { self.gpu.device.destroy_pipeline_cache(self.handle, None) }
+        // SAFETY: no creation can still use the cache: every user borrows this value. The
+        // callbacks are the ones it was created with (`Gpu::pipeline_cache`).
+        unsafe { self.gpu.device.destroy_pipeline_cache(self.handle, self.gpu.allocator()) }
     }
 }
 
@@ -195,7 +196,7 @@ impl Gpu {
         };
         // SAFETY: `initial` lives until the call returns and its header matches this device;
         // no flags: internally synchronized.
-        let handle = unsafe { self.device.create_pipeline_cache(&info, None) }
+        let handle = unsafe { self.device.create_pipeline_cache(&info, self.allocator()) }
             .map_err(|e| VulkanError::call("vkCreatePipelineCache", e))?;
         Ok(Cache { gpu: self.clone(), handle, owned: true })
     }

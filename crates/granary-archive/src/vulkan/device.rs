@@ -17,6 +17,18 @@
 //! `dynamicRendering` is checked before the device is created. The enabled core features are
 //! part of [`Gpu::identity`], the identity binaries are valid for.
 //!
+//! # Host memory
+//!
+//! A borrowed device may carry the application's `VkAllocationCallbacks`
+//! ([`Gpu::borrowed_with_allocator`]): every Vulkan object granary then creates on it (shader
+//! modules, samplers, descriptor-set and pipeline layouts, render passes, pipelines and
+//! pipeline libraries, pipeline binaries, pipeline caches) is created and destroyed with those
+//! callbacks, the same set for an object's create and its destroy, as Vulkan requires
+//! (`VUID-vkDestroy*`: "If `VkAllocationCallbacks` were provided when … was created, a
+//! compatible set of callbacks must be provided here"). Without them ([`Gpu::open`],
+//! [`Gpu::borrowed`]) every call passes `NULL`. Instance-level calls never take them: the
+//! instance is the application's.
+//!
 //! # External synchronization
 //!
 //! `vkGetPipelineKeyKHR(NULL)` has none; `vkDestroyDevice` and the cache's destruction run
@@ -167,6 +179,28 @@ impl CaptureBook {
     }
 }
 
+/// The application's `VkAllocationCallbacks` for the objects granary creates on its borrowed
+/// device ([`Gpu::borrowed_with_allocator`]).
+///
+/// Thread safety: `Send + Sync` (see the `unsafe impl`s): granary calls Vulkan, and so the
+/// callbacks, from any of its threads, at the same time.
+#[derive(Clone, Copy)]
+pub(super) struct HostAllocator(vk::AllocationCallbacks);
+
+// SAFETY: the value is function pointers and the application's `pUserData`, only ever handed
+// to Vulkan commands (never dereferenced or called by granary). The Vulkan specification
+// (§11.1 "Host Memory") has the implementation call the callbacks only during a command that
+// was passed them, "from the same thread that called the provoking API command", and says it
+// "should not synchronize calls to any of the callbacks. If synchronization is needed, the
+// callbacks must provide it themselves": so a set of callbacks handed to commands running on
+// several threads must already be safe to call from any thread at once, which is exactly what
+// moving and sharing this value between granary's threads requires. That the application's
+// callbacks are so (and outlive every object made with them) is the contract of
+// `Gpu::borrowed_with_allocator`, whose caller promises it.
+unsafe impl Send for HostAllocator {}
+// SAFETY: as for `Send`: shared references only copy the callbacks into Vulkan commands.
+unsafe impl Sync for HostAllocator {}
+
 /// One logical device with its pipeline cache.
 ///
 /// Thread safety: `Send + Sync`. Every method may be called from any number of threads at
@@ -194,6 +228,9 @@ pub struct Gpu {
     pub(super) extensions: Vec<&'static str>,
     /// What capturing binaries on this device has fetched and timed.
     pub(super) capture: CaptureBook,
+    /// The application's allocation callbacks for every object granary creates on its
+    /// borrowed device (`None`: `NULL`, always for a device granary opened).
+    pub(super) allocator: Option<HostAllocator>,
 }
 
 impl Gpu {
@@ -301,6 +338,7 @@ impl Gpu {
             eds3,
             extensions: native_ext,
             capture: CaptureBook::new(options.reuse_binaries_by_key, capture_internal),
+            allocator: None,
         };
         // On error `gpu`'s Drop destroys the cache and the device.
         gpu.finish_open()
@@ -346,6 +384,38 @@ impl Gpu {
         device: &Device,
         enabled: OpenOptions,
     ) -> Result<Arc<Gpu>, VulkanError> {
+        // SAFETY: the caller's promise, passed on; no allocation callbacks.
+        unsafe { Gpu::borrowed_with_allocator(driver, info, device, enabled, None) }
+    }
+
+    /// [`Gpu::borrowed`], with the application's allocation callbacks: every Vulkan object
+    /// granary creates on the device (shader modules, samplers, descriptor-set and pipeline
+    /// layouts, render passes, pipelines and pipeline libraries, pipeline binaries, pipeline
+    /// caches) is created with `allocator` and destroyed with the same callbacks (a copy of
+    /// `allocator` is kept; the structure itself need not outlive the call). `None` is
+    /// [`Gpu::borrowed`]. Instance-level calls are not given them (granary makes none that
+    /// creates an object on a borrowed instance).
+    ///
+    /// # Safety
+    ///
+    /// As [`Gpu::borrowed`], and: `allocator` is a valid `VkAllocationCallbacks`
+    /// (`pfnAllocation`, `pfnReallocation` and `pfnFree` set; `pfnInternalAllocation` and
+    /// `pfnInternalFree` both set or both not). Its callbacks are **thread-safe**: Vulkan calls
+    /// them on the thread of the command granary is running, without synchronizing them
+    /// (specification §11.1), and granary creates and destroys objects from any number of
+    /// threads at once (its warm-up workers, the application's threads calling the loader,
+    /// the thread dropping the last reference). The callbacks and their `pUserData` stay valid
+    /// until this value and everything made from it are dropped (the last objects are
+    /// destroyed, through them, then); a pipeline taken with
+    /// [`Pipeline::into_raw`](super::Pipeline::into_raw) is destroyed by the application with
+    /// a compatible set ([`Gpu::allocator`]).
+    pub unsafe fn borrowed_with_allocator(
+        driver: Arc<Driver>,
+        info: PhysicalInfo,
+        device: &Device,
+        enabled: OpenOptions,
+        allocator: Option<&vk::AllocationCallbacks>,
+    ) -> Result<Arc<Gpu>, VulkanError> {
         let (binaries, libraries, features) = enabled.on(&info)?;
         let eds3 = info.extended_dynamic_state3;
         let extensions = super::features::extensions_for(features, &|n| info.extensions.contains(n));
@@ -363,8 +433,17 @@ impl Gpu {
             eds3,
             extensions,
             capture: CaptureBook::new(enabled.reuse_binaries_by_key, false),
+            allocator: allocator.map(|a| HostAllocator(*a)),
         }
         .finish_open()
+    }
+
+    /// The allocation callbacks granary creates and destroys its objects on this device with
+    /// (the application's, from [`Gpu::borrowed_with_allocator`]; `None`: `NULL`). A pipeline
+    /// taken with [`Pipeline::into_raw`](super::Pipeline::into_raw) was created with them:
+    /// destroy it with a compatible set.
+    pub fn allocator(&self) -> Option<&vk::AllocationCallbacks> {
+        self.allocator.as_ref().map(|a| &a.0)
     }
 
     /// The identity binaries made on this device are valid for: the physical device's, with

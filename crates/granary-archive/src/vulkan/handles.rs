@@ -17,6 +17,10 @@
 //! (`VUID-vkDestroySampler-sampler-01082`), so a sampler never goes before a layout that names
 //! it.
 //!
+//! Each is created and destroyed with the device's allocation callbacks
+//! ([`Gpu::allocator`]: the application's on a device borrowed with them, else `NULL`), the
+//! same set for both, as Vulkan requires.
+//!
 //! # External synchronization
 //!
 //! Create calls only read modules, layouts, samplers and render passes, which any number of
@@ -40,7 +44,8 @@ pub struct Module {
 impl Drop for Module {
     fn drop(&mut self) {
         // SAFETY: no pipeline creation can still use the module: every user holds the `Arc`.
-        unsafe { self.gpu.device.destroy_shader_module(self.handle, None) }
+        // The callbacks are the ones it was created with (`Gpu::module`).
+        unsafe { self.gpu.device.destroy_shader_module(self.handle, self.gpu.allocator()) }
     }
 }
 
@@ -80,13 +85,14 @@ impl Drop for DriverLayout {
         if !self.owned {
             return; // The engine's: it destroys it after every pipeline made with it.
         }
-        // SAFETY: as for `Module`; the pipeline layout goes before the set layouts it uses.
+        // SAFETY: as for `Module` (the callbacks they were created with); the pipeline layout
+        // goes before the set layouts it uses.
         unsafe {
             if !self.handle.is_null() {
-                self.gpu.device.destroy_pipeline_layout(self.handle, None);
+                self.gpu.device.destroy_pipeline_layout(self.handle, self.gpu.allocator());
             }
             for s in &self.sets {
-                self.gpu.device.destroy_descriptor_set_layout(*s, None);
+                self.gpu.device.destroy_descriptor_set_layout(*s, self.gpu.allocator());
             }
         }
     }
@@ -110,7 +116,7 @@ impl Gpu {
         let words: Vec<u32> = spirv.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         let info = vk::ShaderModuleCreateInfo { code_size: spirv.len(), code: words.as_ptr(), ..Default::default() };
         // SAFETY: `words` lives until the call returns; `code_size` is its length in bytes.
-        let handle = unsafe { self.device.create_shader_module(&info, None) }
+        let handle = unsafe { self.device.create_shader_module(&info, self.allocator()) }
             .map_err(|e| VulkanError::call("vkCreateShaderModule", e))?;
         Ok(Module { gpu: self.clone(), handle })
     }
@@ -173,7 +179,7 @@ impl Gpu {
             };
             // SAFETY: `bindings` lives until the call returns. On error `layout`'s Drop
             // destroys the set layouts made so far.
-            let s = unsafe { self.device.create_descriptor_set_layout(&info, None) }
+            let s = unsafe { self.device.create_descriptor_set_layout(&info, self.allocator()) }
                 .map_err(|e| VulkanError::call("vkCreateDescriptorSetLayout", e))?;
             layout.sets.push(s);
         }
@@ -192,7 +198,7 @@ impl Gpu {
         // SAFETY: the set layouts and ranges live until the call returns; every range has a
         // non-zero size (multiple of 4) and stage flags (`layout_desc`) within the device's
         // limit (`check_layout`).
-        layout.handle = unsafe { self.device.create_pipeline_layout(&info, None) }
+        layout.handle = unsafe { self.device.create_pipeline_layout(&info, self.allocator()) }
             .map_err(|e| VulkanError::call("vkCreatePipelineLayout", e))?;
         Ok(layout)
     }
@@ -210,8 +216,9 @@ pub struct Sampler {
 impl Drop for Sampler {
     fn drop(&mut self) {
         // SAFETY: every layout made with the sampler holds its `Arc` and has destroyed its set
-        // layouts before dropping it; no creation can reach it any more.
-        unsafe { self.gpu.device.destroy_sampler(self.handle, None) }
+        // layouts before dropping it; no creation can reach it any more. The callbacks are
+        // the ones it was created with.
+        unsafe { self.gpu.device.destroy_sampler(self.handle, self.gpu.allocator()) }
     }
 }
 
@@ -234,8 +241,8 @@ impl RenderPass {
 impl Drop for RenderPass {
     fn drop(&mut self) {
         // SAFETY: pipelines do not access their render pass after creation (§3.3.1); every
-        // creation using it holds the `Arc`.
-        unsafe { self.gpu.device.destroy_render_pass(self.handle, None) }
+        // creation using it holds the `Arc`. The callbacks are the ones it was created with.
+        unsafe { self.gpu.device.destroy_render_pass(self.handle, self.gpu.allocator()) }
     }
 }
 
@@ -273,8 +280,8 @@ impl Gpu {
             ..Default::default()
         };
         // SAFETY: `info` and `reduction` live until the call returns.
-        let handle =
-            unsafe { self.device.create_sampler(&info, None) }.map_err(|e| VulkanError::call("vkCreateSampler", e))?;
+        let handle = unsafe { self.device.create_sampler(&info, self.allocator()) }
+            .map_err(|e| VulkanError::call("vkCreateSampler", e))?;
         Ok(Sampler { gpu: self.clone(), handle })
     }
 
@@ -370,7 +377,7 @@ impl Gpu {
         // SAFETY: `info` points at `attachments`, `subpasses` (which point at `refs` and `rp`'s
         // preserve lists), `dependencies` and `rp`'s view masks, all alive until the call
         // returns; `check_structure` matched resolve and colour counts first.
-        let handle = unsafe { self.device.create_render_pass2(&info, None) }
+        let handle = unsafe { self.device.create_render_pass2(&info, self.allocator()) }
             .map_err(|e| VulkanError::call("vkCreateRenderPass2", e))?;
         Ok(RenderPass { gpu: self.clone(), handle })
     }
@@ -463,7 +470,7 @@ impl Gpu {
             // SAFETY: `bindings`, `handles` (the samplers, alive: `layout` holds them), `flags`
             // and `flags_info` live until the call returns. On error `layout`'s Drop destroys
             // the set layouts made so far.
-            let s = unsafe { self.device.create_descriptor_set_layout(&info, None) }
+            let s = unsafe { self.device.create_descriptor_set_layout(&info, self.allocator()) }
                 .map_err(|e| VulkanError::call("vkCreateDescriptorSetLayout", e))?;
             layout.sets.push(s);
         }
@@ -485,7 +492,7 @@ impl Gpu {
             ..Default::default()
         };
         // SAFETY: the set layouts and ranges live until the call returns.
-        layout.handle = unsafe { self.device.create_pipeline_layout(&info, None) }
+        layout.handle = unsafe { self.device.create_pipeline_layout(&info, self.allocator()) }
             .map_err(|e| VulkanError::call("vkCreatePipelineLayout", e))?;
         Ok(layout)
     }

@@ -16,6 +16,10 @@
 //!   (`Arc`) by every pipeline linked with them; the loader caches one per output state.
 //! - At capture ([`CreateMode::Capture`]) a pipeline never outlives the creating call: its binaries
 //!   are copied out and it is destroyed before the call returns.
+//! - Every pipeline and library is created and destroyed with the device's allocation
+//!   callbacks ([`Gpu::allocator`]: the application's on a device borrowed with them, else
+//!   `NULL`); one handed over with [`Pipeline::into_raw`] is the application's to destroy with
+//!   a compatible set.
 //!
 //! # External synchronization
 //!
@@ -393,7 +397,7 @@ impl Gpu {
                 // (the caller holds them); the cache is internally synchronized. Binaries come
                 // only as `CheckedBinaries`, whose constructor's contract makes them valid for
                 // this create info. A null module comes only with binaries (checked above).
-                unsafe { self.device.create_graphics_pipelines(cache, &[*info], None) }
+                unsafe { self.device.create_graphics_pipelines(cache, &[*info], self.allocator()) }
             })
         })?;
         let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new(), layout: None };
@@ -468,7 +472,7 @@ impl Gpu {
         let (handle, pipeline_key, driver_time, probed) = self.with_compute_info(stage, layout, chain, |info| {
             self.key_and_create(chain, probe, info, "vkCreateComputePipelines", |info| {
                 // SAFETY: as in `create_graphics`, for the compute create info.
-                unsafe { self.device.create_compute_pipelines(cache, &[*info], None) }
+                unsafe { self.device.create_compute_pipelines(cache, &[*info], self.allocator()) }
             })
         })?;
         let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new(), layout: None };
@@ -513,7 +517,7 @@ impl Gpu {
                     // alive while this closure runs; modules, layout, render pass, binaries and
                     // cache are alive (the caller holds them). Binaries come only as
                     // `CheckedBinaries` (see `create_graphics`); a null module only with them.
-                    unsafe { self.device.create_graphics_pipelines(cache, &[*info], None) }
+                    unsafe { self.device.create_graphics_pipelines(cache, &[*info], self.allocator()) }
                 })
             })?,
             None => match &input.state.ray_tracing {
@@ -521,13 +525,15 @@ impl Gpu {
                     self.key_and_create(chain, probe, info, "vkCreateRayTracingPipelinesKHR", |info| {
                         // SAFETY: as for the graphics case, for `native::with_ray_tracing_info`;
                         // `rayTracingPipeline` is enabled (`check_native`, which the caller ran).
-                        unsafe { super::binary::PipelineCreateInfo::create(*info, &self.device, cache) }
+                        unsafe {
+                            super::binary::PipelineCreateInfo::create(*info, &self.device, cache, self.allocator())
+                        }
                     })
                 })?,
                 None => super::native::with_compute_info(input, chain, |info| {
                     self.key_and_create(chain, probe, info, "vkCreateComputePipelines", |info| {
                         // SAFETY: as for the graphics case, for `native::with_compute_info`.
-                        unsafe { self.device.create_compute_pipelines(cache, &[*info], None) }
+                        unsafe { self.device.create_compute_pipelines(cache, &[*info], self.allocator()) }
                     })
                 })?,
             },
@@ -592,7 +598,7 @@ impl Gpu {
             // feedback structures (locals of this call) in front of its chain; the caller keeps
             // its objects alive, the binaries are checked for this create info, the cache is
             // alive.
-            unsafe { info.create(&self.device, cache) }
+            unsafe { info.create(&self.device, cache, self.allocator()) }
         })?;
         let pipeline = Pipeline { gpu: self.clone(), handle, libraries: Vec::new(), layout: None };
         self.finish(pipeline, how, Vec::new(), driver_time, feedback.flags, None)
@@ -737,7 +743,7 @@ impl Gpu {
         let start = Instant::now();
         // SAFETY: every pointer in `info` and its chain refers to a local above that lives
         // until the call returns. A fragment-output library uses no shader and no layout.
-        let r = unsafe { self.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
+        let r = unsafe { self.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], self.allocator()) };
         let handle = r.map_err(|e| VulkanError::call("vkCreateGraphicsPipelines (fragment output)", e))?.0;
         let pipeline = Pipeline {
             gpu: self.clone(),
@@ -777,7 +783,7 @@ impl Gpu {
         // SAFETY: both libraries are alive (the `Arc`s are held for the call and then by the
         // linked pipeline) and were created on this device; `link` and `feedback_info` live
         // until the call returns; the layout is the one the shader library was created with.
-        let r = unsafe { self.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
+        let r = unsafe { self.device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], self.allocator()) };
         let driver_time = start.elapsed();
         let handle = r.map_err(|e| VulkanError::call("vkCreateGraphicsPipelines (link)", e))?.0.first().copied();
         Ok(CreateOutcome {
@@ -855,7 +861,9 @@ impl Pipeline {
         self.layout.as_ref().map(|l| l.handle)
     }
     /// Hands the pipeline over to the caller, who must destroy it (`vkDestroyPipeline`)
-    /// before the device, and before dropping the returned [`Retained`].
+    /// before the device, and before dropping the returned [`Retained`], with allocation
+    /// callbacks compatible with the device's ([`Gpu::allocator`]: `NULL` unless the device
+    /// was borrowed with the application's).
     pub fn into_raw(mut self) -> (vk::Pipeline, Retained) {
         let handle = std::mem::take(&mut self.handle);
         (handle, Retained { libraries: std::mem::take(&mut self.libraries), layout: self.layout.take() })
@@ -868,8 +876,9 @@ impl Drop for Pipeline {
             // SAFETY: the pipeline is owned by this value (not handed out with `into_raw`);
             // granary records no command buffer, so none can still use it. The caller of
             // `Keep` drops it only once its own command buffers are done with it. Libraries it
-            // was linked from are destroyed after it (fields drop after this body).
-            unsafe { self.gpu.device.destroy_pipeline(self.handle, None) }
+            // was linked from are destroyed after it (fields drop after this body). The
+            // callbacks are the ones every pipeline of this module is created with.
+            unsafe { self.gpu.device.destroy_pipeline(self.handle, self.gpu.allocator()) }
         }
     }
 }
