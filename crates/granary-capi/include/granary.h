@@ -42,7 +42,7 @@
 #define GRANARY_CAPI_VERSION_MAJOR 0
 
 // See `GRANARY_CAPI_VERSION_MAJOR`.
-#define GRANARY_CAPI_VERSION_MINOR 1
+#define GRANARY_CAPI_VERSION_MINOR 2
 
 // A message's severity (`GranaryLogCallback`'s `level`).
 #define GRANARY_LOG_ERROR 1
@@ -118,6 +118,9 @@
 
 // Compiled.
 #define GRANARY_SOURCE_COMPILED 3
+
+// `granary_warmup_optimize_linked`'s `priority` that turns the re-creation off.
+#define GRANARY_OPTIMIZE_OFF UINT32_MAX
 
 // What a granary function returns. `GRANARY_OK` and the other non-negative values are
 // statuses; every negative value is an error, whose message, `VkResult` and code
@@ -400,6 +403,12 @@ typedef struct GranaryPipelineInfo {
     uint64_t key_lo;
     // The key's high 64 bits.
     uint64_t key_hi;
+    // 0 as first made; 1 once `granary_warmup_optimize_linked`'s whole re-creation of a
+    // fast-linked pipeline replaced it (the earlier pipeline stays valid until the warm-up is
+    // destroyed). Since the second version of this struct.
+    uint32_t generation;
+    // Reserved, 0.
+    uint32_t reserved;
 } GranaryPipelineInfo;
 
 // Where a warm-up's requests stand.
@@ -425,6 +434,13 @@ typedef struct GranaryWarmupStats {
     uint64_t in_flight;
     // Requests made again for a pipeline already requested.
     uint64_t deduplicated;
+    // Fast-linked pipelines made again whole and swapped in (`granary_warmup_optimize_linked`).
+    // Since the second version of this struct, like the two after it.
+    uint64_t optimized;
+    // Of those re-creations, the ones that failed (the fast-linked pipeline stays).
+    uint64_t optimize_failed;
+    // Re-creations queued or running.
+    uint64_t optimize_pending;
 } GranaryWarmupStats;
 
 // No ticket (a label the archive does not hold, in `granary_warmup_request_labels`).
@@ -749,6 +765,24 @@ GranaryResult granary_warmup_refresh_sidecar(const struct GranaryWarmup *warmup,
 // `warmup` is NULL or a live handle; `bytes` is NULL or writable.
 GranaryResult granary_warmup_sidecar_saved(const struct GranaryWarmup *warmup,
                                            uint64_t *bytes);
+
+// Turns on (a `GRANARY_PRIORITY_*`, usually `GRANARY_PRIORITY_LOW`) or off
+// (`GRANARY_OPTIMIZE_OFF`) the optimized re-creation of fast-linked pipelines: a pipeline the
+// archive holds as a graphics pipeline library is fast-linked when requested; with this on,
+// each such request that becomes ready queues the same pipeline created whole (its link
+// formats known, so the driver optimizes across all its stages) at `priority`, behind every
+// request of a higher one, and `granary_warmup_try_get` returns that one once it is made
+// (`GranaryPipelineInfo::generation` 1). The fast-linked pipeline stays valid until the
+// warm-up is destroyed. Applies to requests that become ready after the call; re-creations
+// are counted in `GranaryWarmupStats::optimized` (not in `requested`).
+//
+// Thread safety: any thread, any number at once.
+//
+// # Safety
+//
+// `warmup` is NULL or a live handle.
+GranaryResult granary_warmup_optimize_linked(const struct GranaryWarmup *warmup,
+                                             uint32_t priority);
 
 // Raises a queued request to `priority` (a lower one, or a request running or done, is left
 // as it is). Never waits.

@@ -11,7 +11,7 @@ use std::sync::RwLock;
 /// new major version may change what exists.
 pub const GRANARY_CAPI_VERSION_MAJOR: u32 = 0;
 /// See `GRANARY_CAPI_VERSION_MAJOR`.
-pub const GRANARY_CAPI_VERSION_MINOR: u32 = 1;
+pub const GRANARY_CAPI_VERSION_MINOR: u32 = 2;
 
 /// A message's severity (`GranaryLogCallback`'s `level`).
 pub const GRANARY_LOG_ERROR: u32 = 1;

@@ -82,6 +82,12 @@ pub struct GranaryPipelineInfo {
     pub key_lo: u64,
     /// The key's high 64 bits.
     pub key_hi: u64,
+    /// 0 as first made; 1 once `granary_warmup_optimize_linked`'s whole re-creation of a
+    /// fast-linked pipeline replaced it (the earlier pipeline stays valid until the warm-up is
+    /// destroyed). Since the second version of this struct.
+    pub generation: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
 }
 
 impl Default for GranaryPipelineInfo {
@@ -99,6 +105,8 @@ impl Default for GranaryPipelineInfo {
             total_time_ns: 0,
             key_lo: 0,
             key_hi: 0,
+            generation: 0,
+            reserved: 0,
         }
     }
 }
@@ -106,7 +114,8 @@ impl Default for GranaryPipelineInfo {
 // SAFETY: repr(C), `struct_size: u32` first; integers and handles (integers).
 unsafe impl Versioned for GranaryPipelineInfo {
     const NAME: &'static str = "GranaryPipelineInfo";
-    const V1_SIZE: usize = std::mem::size_of::<GranaryPipelineInfo>();
+    /// The first version ended at `key_hi`.
+    const V1_SIZE: usize = std::mem::offset_of!(GranaryPipelineInfo, generation);
 }
 
 /// Where a warm-up's requests stand.
@@ -134,12 +143,20 @@ pub struct GranaryWarmupStats {
     pub in_flight: u64,
     /// Requests made again for a pipeline already requested.
     pub deduplicated: u64,
+    /// Fast-linked pipelines made again whole and swapped in (`granary_warmup_optimize_linked`).
+    /// Since the second version of this struct, like the two after it.
+    pub optimized: u64,
+    /// Of those re-creations, the ones that failed (the fast-linked pipeline stays).
+    pub optimize_failed: u64,
+    /// Re-creations queued or running.
+    pub optimize_pending: u64,
 }
 
 // SAFETY: repr(C), `struct_size: u32` first; integers only.
 unsafe impl Versioned for GranaryWarmupStats {
     const NAME: &'static str = "GranaryWarmupStats";
-    const V1_SIZE: usize = std::mem::size_of::<GranaryWarmupStats>();
+    /// The first version ended at `deduplicated`.
+    const V1_SIZE: usize = std::mem::offset_of!(GranaryWarmupStats, optimized);
 }
 
 fn source_code(s: Source) -> u32 {
@@ -407,6 +424,35 @@ pub unsafe extern "C" fn granary_warmup_sidecar_saved(warmup: *const GranaryWarm
     })
 }
 
+/// `granary_warmup_optimize_linked`'s `priority` that turns the re-creation off.
+pub const GRANARY_OPTIMIZE_OFF: u32 = u32::MAX;
+
+/// Turns on (a `GRANARY_PRIORITY_*`, usually `GRANARY_PRIORITY_LOW`) or off
+/// (`GRANARY_OPTIMIZE_OFF`) the optimized re-creation of fast-linked pipelines: a pipeline the
+/// archive holds as a graphics pipeline library is fast-linked when requested; with this on,
+/// each such request that becomes ready queues the same pipeline created whole (its link
+/// formats known, so the driver optimizes across all its stages) at `priority`, behind every
+/// request of a higher one, and `granary_warmup_try_get` returns that one once it is made
+/// (`GranaryPipelineInfo::generation` 1). The fast-linked pipeline stays valid until the
+/// warm-up is destroyed. Applies to requests that become ready after the call; re-creations
+/// are counted in `GranaryWarmupStats::optimized` (not in `requested`).
+///
+/// Thread safety: any thread, any number at once.
+///
+/// # Safety
+///
+/// `warmup` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn granary_warmup_optimize_linked(warmup: *const GranaryWarmup, priority: u32) -> GranaryResult {
+    const F: &str = "granary_warmup_optimize_linked";
+    guard(F, || {
+        // SAFETY: the caller's promise.
+        let w = unsafe { abi::handle(warmup, F, "warmup")? };
+        w.warmup.optimize_linked((priority != GRANARY_OPTIMIZE_OFF).then_some(Priority(priority)));
+        Ok(GranaryResult::GRANARY_OK)
+    })
+}
+
 /// Raises a queued request to `priority` (a lower one, or a request running or done, is left
 /// as it is). Never waits.
 ///
@@ -472,6 +518,7 @@ pub unsafe extern "C" fn granary_warmup_try_get(
                 value.feedback = l.feedback;
                 value.driver_time_ns = l.driver_time.as_nanos() as u64;
                 value.total_time_ns = l.total_time.as_nanos() as u64;
+                value.generation = l.generation;
                 GranaryResult::GRANARY_OK
             }
             Status::Pending => GranaryResult::GRANARY_PENDING,
@@ -668,6 +715,9 @@ pub unsafe extern "C" fn granary_warmup_stats(
             requested_too_late: s.requested_too_late,
             in_flight: s.in_flight,
             deduplicated: s.deduplicated,
+            optimized: s.optimized,
+            optimize_failed: s.optimize_failed,
+            optimize_pending: s.optimize_pending,
         };
         // SAFETY: the caller's promise.
         unsafe { write_out(stats, value, F)? };

@@ -385,13 +385,28 @@ fn logged(needle: &str) -> bool {
 struct Warmed {
     ready: usize,
     requested: usize,
+    /// Tickets whose pipeline was linked when first ready.
+    linked: usize,
+    /// Tickets whose pipeline is the whole re-creation at the end (generation 1).
+    whole: usize,
+    /// `GranaryWarmupStats::optimized` at the end.
+    optimized: u64,
 }
 
 /// Opens the example archive, makes a loader over `app`'s device as `description` says (with
 /// `allocator` and `flags`), warms every pipeline whose label starts with `prefix` (two worker
 /// threads and this thread pumping, at once), checks each is ready with a pipeline and a
-/// layout, then destroys every granary handle. `during` runs while the warm-up is alive.
-fn warm(app: &App, allocator: *const vk::AllocationCallbacks, flags: u32, prefix: &str, during: impl Fn()) -> Warmed {
+/// layout, then destroys every granary handle. `during` runs while the warm-up is alive. With
+/// `optimize`, fast-linked pipelines are made again whole at `GRANARY_PRIORITY_LOW`
+/// (`granary_warmup_optimize_linked`), and every ticket is looked at again once none is pending.
+fn warm(
+    app: &App,
+    allocator: *const vk::AllocationCallbacks,
+    flags: u32,
+    prefix: &str,
+    optimize: bool,
+    during: impl Fn(),
+) -> Warmed {
     let bytes = common::example_archive_bytes();
     let mut archive: *mut GranaryArchive = null_mut();
     // SAFETY: valid bytes (copied during the call) and out pointer.
@@ -421,7 +436,16 @@ fn warm(app: &App, allocator: *const vk::AllocationCallbacks, flags: u32, prefix
     let mut warmup: *mut GranaryWarmup = null_mut();
     let prefix = CString::new(prefix).unwrap();
     let mut tickets: Vec<GranaryTicket>;
-    let mut ready = 0;
+    let (mut ready, mut linked, mut whole, mut optimized) = (0, 0, 0, 0);
+    let info_of = |warmup: *const GranaryWarmup, t: GranaryTicket| {
+        let mut info = GranaryPipelineInfo {
+            struct_size: std::mem::size_of::<GranaryPipelineInfo>() as u32,
+            ..GranaryPipelineInfo::default()
+        };
+        // SAFETY: a live warm-up and a writable, sized struct.
+        let r = unsafe { granary_warmup_try_get(warmup, t, &mut info) };
+        (r, info)
+    };
     // SAFETY: live handles and valid pointers throughout; the application's instance and
     // device (and the counter behind `allocator`) outlive every handle made here, which are
     // all destroyed before this returns.
@@ -431,6 +455,10 @@ fn warm(app: &App, allocator: *const vk::AllocationCallbacks, flags: u32, prefix
         granary_archive_close(archive);
         assert_eq!(granary_warmup_create(loader, &mut warmup), GranaryResult::GRANARY_OK, "{}", last_message());
         granary_loader_destroy(loader);
+        if optimize {
+            let r = granary_warmup_optimize_linked(warmup, GRANARY_PRIORITY_LOW);
+            assert_eq!(r, GranaryResult::GRANARY_OK, "{}", last_message());
+        }
         let mut count = 0usize;
         let r =
             granary_warmup_request_prefix(warmup, prefix.as_ptr(), GRANARY_PRIORITY_NORMAL, null_mut(), 0, &mut count);
@@ -450,12 +478,9 @@ fn warm(app: &App, allocator: *const vk::AllocationCallbacks, flags: u32, prefix
         while granary_warmup_pump(warmup, 2_000_000, null_mut()) == GranaryResult::GRANARY_PENDING {}
         let r = granary_warmup_wait(warmup, tickets.as_ptr(), tickets.len(), 600_000_000_000);
         assert_eq!(r, GranaryResult::GRANARY_OK, "{}", last_message());
+        let mut first = Vec::with_capacity(tickets.len());
         for &t in &tickets {
-            let mut info = GranaryPipelineInfo {
-                struct_size: std::mem::size_of::<GranaryPipelineInfo>() as u32,
-                ..GranaryPipelineInfo::default()
-            };
-            let r = granary_warmup_try_get(warmup, t, &mut info);
+            let (r, info) = info_of(warmup, t);
             if r != GranaryResult::GRANARY_OK {
                 let mut why = [0 as c_char; 512];
                 granary_warmup_failure(warmup, t, why.as_mut_ptr(), why.len(), null_mut());
@@ -463,11 +488,49 @@ fn warm(app: &App, allocator: *const vk::AllocationCallbacks, flags: u32, prefix
             }
             assert!(!info.pipeline.is_null() && !info.layout.is_null());
             ready += 1;
+            first.push(info);
+        }
+        if optimize {
+            let stats = |warmup| {
+                let mut s = GranaryWarmupStats {
+                    struct_size: std::mem::size_of::<GranaryWarmupStats>() as u32,
+                    ..GranaryWarmupStats::default()
+                };
+                assert_eq!(granary_warmup_stats(warmup, &mut s), GranaryResult::GRANARY_OK, "{}", last_message());
+                s
+            };
+            while stats(warmup).optimize_pending > 0 {
+                granary_warmup_pump(warmup, 2_000_000, null_mut());
+            }
+            let s = stats(warmup);
+            assert_eq!(s.optimize_failed, 0, "{s:?}");
+            optimized = s.optimized;
+            for (&t, before) in tickets.iter().zip(&first) {
+                let (r, info) = info_of(warmup, t);
+                assert_eq!(r, GranaryResult::GRANARY_OK);
+                // The workers may have swapped some in already when `first` was taken.
+                let fast = before.linked == 1 || before.generation == 1;
+                linked += usize::from(fast);
+                if info.generation == 1 {
+                    assert!(fast && info.linked == 0, "only a fast-linked pipeline is made again whole");
+                    if before.generation == 0 {
+                        assert_ne!(info.pipeline, before.pipeline);
+                    }
+                    whole += 1;
+                }
+            }
+            // A caller of the struct's first version gets what it knew of, no generation.
+            let mut v1 = GranaryPipelineInfo {
+                struct_size: std::mem::offset_of!(GranaryPipelineInfo, generation) as u32,
+                ..GranaryPipelineInfo::default()
+            };
+            assert_eq!(granary_warmup_try_get(warmup, tickets[0], &mut v1), GranaryResult::GRANARY_OK);
+            assert_eq!(v1.struct_size as usize, std::mem::offset_of!(GranaryPipelineInfo, generation));
         }
         during();
         granary_warmup_destroy(warmup);
     }
-    Warmed { ready, requested: tickets.len() }
+    Warmed { ready, requested: tickets.len(), linked, whole, optimized }
 }
 
 #[test]
@@ -476,7 +539,7 @@ fn the_applications_allocator_makes_and_frees_every_object_granary_creates() {
     let Some(app) = App::open() else { return };
     let counter = Counter::default();
     let allocator = callbacks(&counter);
-    let warmed = warm(&app, &allocator, 0, "", || {
+    let warmed = warm(&app, &allocator, 0, "", false, || {
         // While pipelines and their modules, layouts and cache live, they hold memory from
         // the application's callbacks.
         assert!(counter.live.load(Ordering::SeqCst) > 0, "no live allocation while the warm-up holds its objects");
@@ -498,11 +561,35 @@ fn the_applications_allocator_makes_and_frees_every_object_granary_creates() {
     app.finish();
 }
 
+/// `granary_warmup_optimize_linked`: every pipeline the example archives as a library part is
+/// made again whole behind the requests and swapped in (generation 1, not linked, another
+/// handle), counted in `GranaryWarmupStats::optimized`; the whole pipelines come from the
+/// application's allocator too, and everything is freed.
+#[test]
+fn fast_linked_pipelines_are_made_again_whole_and_swapped_in_through_the_c_api() {
+    install_log();
+    let Some(app) = App::open() else { return };
+    if !app.libraries {
+        eprintln!("SKIPPED: the device has no graphics pipeline libraries: nothing is fast-linked");
+        app.finish();
+        return;
+    }
+    let counter = Counter::default();
+    let allocator = callbacks(&counter);
+    let warmed = warm(&app, &allocator, 0, "", true, || {});
+    assert_eq!(warmed.ready, warmed.requested);
+    assert!(warmed.linked > 0, "the example has pipelines with unspecialized colour output");
+    assert_eq!(warmed.whole, warmed.linked, "every fast-linked ticket now has its whole pipeline");
+    assert!(warmed.optimized > 0 && warmed.optimized as usize <= warmed.linked);
+    assert_eq!(counter.live.load(Ordering::SeqCst), 0);
+    app.finish();
+}
+
 #[test]
 fn a_null_allocator_still_works() {
     install_log();
     let Some(app) = App::open() else { return };
-    let warmed = warm(&app, null(), 0, "post/", || {});
+    let warmed = warm(&app, null(), 0, "post/", false, || {});
     assert_eq!(warmed.ready, warmed.requested);
     app.finish();
 }
@@ -513,7 +600,7 @@ fn ignore_allocator_still_works_and_never_calls_the_callbacks() {
     let Some(app) = App::open() else { return };
     let counter = Counter::default();
     let allocator = callbacks(&counter);
-    let warmed = warm(&app, &allocator, GRANARY_DEVICE_IGNORE_ALLOCATOR, "post/", || {});
+    let warmed = warm(&app, &allocator, GRANARY_DEVICE_IGNORE_ALLOCATOR, "post/", false, || {});
     assert_eq!(warmed.ready, warmed.requested);
     assert_eq!(counter.allocations.load(Ordering::SeqCst), 0, "granary used callbacks it was told to ignore");
     assert_eq!(counter.frees.load(Ordering::SeqCst), 0);
