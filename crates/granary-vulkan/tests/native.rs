@@ -1983,6 +1983,10 @@ fn ray_tracing_pipelines_with_every_group_type_and_each_field() {
     rt(&mut wrong).groups[1].general_shader = 2;
     let e = fx.create(&wrong, &RT_STAGES).unwrap_err();
     assert!(e.contains("rayTracing.groups[1].generalShader is stages[2], a closest_hit stage"), "{e}");
+    // A recursion depth past the device's limit, likewise.
+    let deep = ray_tracing(fx.gpu.info.limits.max_ray_recursion_depth + 1);
+    let e = fx.create(&deep, &RT_STAGES).unwrap_err();
+    assert!(e.contains("maxRayRecursionDepth"), "{e}");
     fx.assert_clean("ray-tracing fixtures");
 }
 

@@ -184,6 +184,22 @@ fn check_native_limits(gpu: &Gpu, state: &NativePipeline, stages: &[ShaderStage]
             }
         }
     }
+    if let Some(rt) = &state.ray_tracing {
+        // VUID-VkRayTracingPipelineCreateInfoKHR-maxPipelineRayRecursionDepth-03589.
+        if rt.max_pipeline_ray_recursion_depth > l.max_ray_recursion_depth {
+            return Err(format!(
+                "rayTracing.maxPipelineRayRecursionDepth is {}; device '{device}' allows at most {} (maxRayRecursionDepth)",
+                rt.max_pipeline_ray_recursion_depth, l.max_ray_recursion_depth
+            ));
+        }
+        // A ray-tracing library needs VK_KHR_pipeline_library, which granary enables (and an
+        // application's device tells) with graphics pipeline libraries.
+        if state.flags & vulkanalia::vk::PipelineCreateFlags::LIBRARY_KHR.bits() != 0 && !gpu.libraries() {
+            return Err(format!(
+                "flags has LIBRARY_KHR; device '{device}' has no VK_KHR_pipeline_library enabled (the device does not support it)"
+            ));
+        }
+    }
     let Some(g) = &state.graphics else { return Ok(()) };
     if let Some(t) = &g.tessellation_state {
         if t.patch_control_points == 0 || t.patch_control_points > l.max_tessellation_patch_size {

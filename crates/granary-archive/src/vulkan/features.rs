@@ -220,6 +220,9 @@ pub struct Limits {
     pub max_subgroup_size: u32,
     /// Vulkan 1.3 `requiredSubgroupSizeStages` (`VkShaderStageFlags`).
     pub required_subgroup_size_stages: u32,
+    /// `VkPhysicalDeviceRayTracingPipelinePropertiesKHR::maxRayRecursionDepth` (0 without
+    /// `VK_KHR_ray_tracing_pipeline`).
+    pub max_ray_recursion_depth: u32,
 }
 
 impl Limits {
@@ -239,6 +242,7 @@ impl Limits {
             min_subgroup_size: 0,
             max_subgroup_size: 0,
             required_subgroup_size_stages: 0,
+            max_ray_recursion_depth: 0,
         }
     }
 }

@@ -238,7 +238,12 @@ impl Driver {
             let mut gpl_props = vk::PhysicalDeviceGraphicsPipelineLibraryPropertiesEXT::default();
             let mut props2 = vk::PhysicalDeviceProperties2::default();
             let mut p13 = vk::PhysicalDeviceVulkan13Properties::default();
+            let mut rt_props = vk::PhysicalDeviceRayTracingPipelinePropertiesKHR::default();
             let mut tail: *mut c_void = std::ptr::null_mut();
+            if has("VK_KHR_ray_tracing_pipeline") {
+                rt_props.next = tail;
+                tail = (&mut rt_props as *mut vk::PhysicalDeviceRayTracingPipelinePropertiesKHR).cast();
+            }
             if v13 {
                 p13.next = tail;
                 tail = (&mut p13 as *mut vk::PhysicalDeviceVulkan13Properties).cast();
@@ -319,6 +324,7 @@ impl Driver {
                     min_subgroup_size: p13.min_subgroup_size,
                     max_subgroup_size: p13.max_subgroup_size,
                     required_subgroup_size_stages: p13.required_subgroup_size_stages.bits(),
+                    max_ray_recursion_depth: rt_props.max_ray_recursion_depth,
                     ..Limits::from_vk(limits)
                 },
                 sample_counts: (limits.framebuffer_color_sample_counts & limits.framebuffer_depth_sample_counts).bits(),
