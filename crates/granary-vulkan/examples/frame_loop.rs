@@ -39,11 +39,9 @@
 /// The renderer: draws with any portable-form pipeline and reads its outputs back.
 mod draw;
 
-use granary::compiler::{Compiler, CompilerOptions};
-use granary::script::Script;
 use granary_archive::vulkan::{Gpu, LoaderOptions, PipelineLoader, VulkanError};
 use granary_archive::vulkan::{Loaded, Priority, Source, Status, Warmup};
-use granary_archive::{Archive, WriteEntry};
+use granary_archive::Archive;
 use granary_vulkan::{VulkanBackend, VulkanOptions};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -355,20 +353,6 @@ fn check_pixels(
     Ok(out)
 }
 
-/// The bundled example compiled with the `none` backend.
-fn example_archive() -> Result<Archive, Box<dyn std::error::Error>> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/renderer/pipelines.json");
-    let script = Script::load(&path)?;
-    let compiler = Compiler::new(CompilerOptions::default());
-    let mut entries = Vec::new();
-    for p in script.pipelines {
-        let Ok(desc) = p.descriptor else { continue };
-        let label = desc.label().unwrap_or("unlabelled").to_string();
-        entries.push(WriteEntry { entry: compiler.compile(&desc)?, labels: vec![label].into(), binaries: vec![] });
-    }
-    Ok(Archive::from_bytes(granary::archive::encode(&entries, &granary::archive::portable_meta()))?)
-}
-
 /// `d` in milliseconds.
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -397,7 +381,7 @@ fn run(
     let gpu = backend.gpu().clone();
     let archive = Arc::new(match archive {
         Some(p) => Archive::open(p)?,
-        None => example_archive()?,
+        None => draw::example_archive()?,
     });
     let mut out = Vec::new();
     for &mode in modes {

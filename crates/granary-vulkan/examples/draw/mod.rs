@@ -17,9 +17,12 @@
 //!   byte;
 //! - textures: 16×16 (cube: 6 layers, arrays: 4, 3D: depth 4), texels from the same sequence;
 //!   depth textures cleared to 0.5; samplers nearest, clamped (a comparison sampler `LESS`);
-//! - colour attachments cleared to (0.1, 0.2, 0.3, 0.4), stencil to 0; 64×64;
-//!   12 vertices (two triangles, each in both windings), 2 instances, no index buffer; a
-//!   compute pipeline dispatches one workgroup.
+//! - colour attachments cleared to (0.1, 0.2, 0.3, 0.4), stencil to 0; 64×64 (or
+//!   [`DrawOptions::size`]); 12 vertices (two triangles, each in both windings), 2 instances,
+//!   no index buffer; a compute pipeline dispatches one workgroup. With [`DrawOptions::cover`]
+//!   the first two components of every `float32` vertex attribute (of up to three
+//!   components) make both triangles one that covers the whole target (`link_cost`'s GPU time
+//!   is then every pixel's, not a few percent's).
 //!
 //! Read back: every colour attachment (resolved where multisampled: the average, sample zero
 //! for integer formats) and, without colour attachments, the depth aspect (sample zero); for
@@ -36,19 +39,27 @@
 //! thread records and submits (`Drawer` holds a pointer into its mapped arena, so it is neither
 //! `Send` nor `Sync`); its queue is used by nothing else. A batch holds at most 4,096
 //! descriptor sets and 32 MiB of buffers (a frame's draws, uploads and read-backs).
+//!
+//! [`Record::Timed`] draws a graphics pipeline `repeats` times, each in a render pass instance
+//! of its own, with a GPU timestamp right before and right after each draw call (`link_cost`).
+//!
+//! [`example_archive`] is the bundled example compiled with the `none` backend, the archive the
+//! examples run on when given none.
 
+use granary::compiler::{Compiler, CompilerOptions};
+use granary::script::Script;
 use granary_archive::vulkan::vulkanalia::prelude::v1_3::*;
 use granary_archive::vulkan::{layout_desc, Gpu, Loaded, SetBinding};
+use granary_archive::{Archive, PipelineKind, PipelineRef, Target, WriteEntry};
 use granary_archive::{
     BindingKind, CompareFunction, MaybeSpecialized, PipelineLayout, RenderState, StepMode, TextureFormat,
     VertexBufferLayout, VertexFormat,
 };
-use granary_archive::{PipelineKind, PipelineRef, Target};
 use spirq::ty::{ScalarType, Type};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Attachment size.
+/// Attachment size, unless [`DrawOptions::size`] says otherwise.
 const SIZE: u32 = 64;
 /// Texture size.
 const TEX: u32 = 16;
@@ -132,6 +143,16 @@ pub type Readback = Vec<Vec<u8>>;
 pub enum Record {
     /// The draw (or dispatch) only: what a frame does.
     Draw,
+    /// A graphics pipeline's draw `repeats` times (at least once), each in a render pass
+    /// instance of its own (the targets cleared each time, a full barrier between two), with a
+    /// timestamp of the drawer's query pool ([`DrawOptions::timestamps`]) written right before
+    /// the draw call, query `first + 2k`, and right after it, query `first + 2k + 1`, both at
+    /// `BOTTOM_OF_PIPE` (written once every earlier command is done: the clear and the previous
+    /// draw are outside the interval); [`Drawer::timestamps`] reads them once the batch has
+    /// finished. The `2 * repeats` queries are reset first, in the same command buffer. Nothing
+    /// is read back. A compute plan, or queries past the pool's end, is an error.
+    #[allow(dead_code)] // link_cost's (frame_loop draws untimed)
+    Timed { first: u32, repeats: u32 },
     /// The draw, then a copy of its outputs.
     DrawAndRead,
     /// Everything but the draw call (targets cleared, resources bound), then the copy: the
@@ -156,9 +177,80 @@ struct Targets {
     depth_resolve: Option<Image>,
 }
 
+/// How big the targets are and where the vertices are ([`Drawer::with_options`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrawOptions {
+    /// Width and height of every attachment (64).
+    pub size: u32,
+    /// Every draw covers the whole target: the first two components of every `float32`,
+    /// `float32x2` and `float32x3` vertex attribute are a triangle's corners (-1, -1), (3, -1)
+    /// and (-1, 3), which with the identity matrices covers clip space (false: corners spread
+    /// over [-0.8, 0.8], a few percent of the target each).
+    pub cover: bool,
+    /// Timestamp queries in the drawer's query pool, for [`Record::Timed`] (0: no pool).
+    pub timestamps: u32,
+}
+
+impl Default for DrawOptions {
+    fn default() -> Self {
+        DrawOptions { size: SIZE, cover: false, timestamps: 0 }
+    }
+}
+
+/// Whether and how queue family 0 (the drawer's) writes timestamps.
+#[derive(Clone, Copy, Debug)]
+#[allow(dead_code)] // link_cost's, as are `ns`, `Drawer::clock` and `Drawer::timestamps`
+pub struct Clock {
+    /// `VkQueueFamilyProperties::timestampValidBits` of family 0: 0 when it cannot write them.
+    pub valid_bits: u32,
+    /// `VkPhysicalDeviceLimits::timestampPeriod`: nanoseconds per tick.
+    pub period_ns: f32,
+    /// `VkPhysicalDeviceLimits::timestampComputeAndGraphics`: every graphics and compute queue
+    /// writes them.
+    pub compute_and_graphics: bool,
+}
+
+impl Clock {
+    /// The ticks from `start` to `end` (read with [`Drawer::timestamps`]) in nanoseconds, the
+    /// counter's wrap within its valid bits allowed for.
+    #[allow(dead_code)]
+    pub fn ns(&self, start: u64, end: u64) -> f64 {
+        let mask = if self.valid_bits >= 64 { u64::MAX } else { (1u64 << self.valid_bits) - 1 };
+        (end.wrapping_sub(start) & mask) as f64 * f64::from(self.period_ns)
+    }
+}
+
+/// `gpu`'s timestamp support on queue family 0.
+pub fn clock(gpu: &Gpu) -> Clock {
+    let i = gpu.raw_instance();
+    // SAFETY: `gpu.info.handle` is the physical device `gpu`'s device was created on; both
+    // queries only read properties.
+    let (limits, families) = unsafe {
+        (
+            i.get_physical_device_properties(gpu.info.handle).limits,
+            i.get_physical_device_queue_family_properties(gpu.info.handle),
+        )
+    };
+    Clock {
+        valid_bits: families.first().map_or(0, |f| f.timestamp_valid_bits),
+        period_ns: limits.timestamp_period,
+        compute_and_graphics: limits.timestamp_compute_and_graphics != 0,
+    }
+}
+
 /// Draws with archived pipelines on `gpu`'s queue family 0 (the one granary's device has).
 pub struct Drawer {
     gpu: Arc<Gpu>,
+    options: DrawOptions,
+    /// `options.timestamps` timestamp queries (null without).
+    queries: vk::QueryPool,
+    /// Per query: written by a timed draw of the batch being recorded (`pending`) or of the
+    /// last finished batch (`stamped`), so [`timestamps`](Self::timestamps) never waits for a
+    /// query no submitted work writes.
+    pending: Vec<bool>,
+    stamped: Vec<bool>,
+    /// Queue family 0's timestamps.
+    clock: Clock,
     queue: vk::Queue,
     pool: vk::CommandPool,
     cmd: vk::CommandBuffer,
@@ -183,8 +275,17 @@ pub struct Drawer {
 }
 
 impl Drawer {
-    /// Makes the queue, command buffer, samplers and arena.
+    /// Makes the queue, command buffer, samplers and arena (64×64 targets).
     pub fn new(gpu: Arc<Gpu>) -> Result<Drawer, Error> {
+        Drawer::with_options(gpu, DrawOptions::default())
+    }
+
+    /// [`new`](Self::new) with targets of `options.size` and, with `options.cover`, draws that
+    /// cover them.
+    pub fn with_options(gpu: Arc<Gpu>, options: DrawOptions) -> Result<Drawer, Error> {
+        if options.size == 0 {
+            return Err("a target of size 0".into());
+        }
         let d = gpu.raw_device();
         // SAFETY: queue family 0, index 0 is the one queue granary's device was created with;
         // every create info below points only at locals that outlive its call.
@@ -204,6 +305,11 @@ impl Drawer {
             )?;
             let mut me = Drawer {
                 gpu: gpu.clone(),
+                options,
+                queries: vk::QueryPool::null(),
+                pending: vec![false; options.timestamps as usize],
+                stamped: vec![false; options.timestamps as usize],
+                clock: clock(&gpu),
                 queue,
                 pool,
                 cmd: vk::CommandBuffer::null(),
@@ -267,6 +373,14 @@ impl Drawer {
             };
             me.sampler = call("vkCreateSampler", d.create_sampler(&sampler(false), None))?;
             me.compare_sampler = call("vkCreateSampler", d.create_sampler(&sampler(true), None))?;
+            if options.timestamps > 0 {
+                let info = vk::QueryPoolCreateInfo {
+                    query_type: vk::QueryType::TIMESTAMP,
+                    query_count: options.timestamps,
+                    ..Default::default()
+                };
+                me.queries = call("vkCreateQueryPool", d.create_query_pool(&info, None))?;
+            }
             let usage = vk::BufferUsageFlags::VERTEX_BUFFER
                 | vk::BufferUsageFlags::UNIFORM_BUFFER
                 | vk::BufferUsageFlags::STORAGE_BUFFER
@@ -413,7 +527,7 @@ impl Drawer {
         if let Some(b) = r.vertex_buffers.iter().find(|b| b.stride > MAX_STRIDE) {
             return Err(format!("a vertex stride of {} bytes", b.stride));
         }
-        plan.vertex = r.vertex_buffers.iter().map(vertex_bytes).collect();
+        plan.vertex = r.vertex_buffers.iter().map(|b| vertex_bytes(b, self.options.cover)).collect();
         Ok(())
     }
 
@@ -440,6 +554,7 @@ impl Drawer {
         }
         self.used = 0;
         self.readbacks.clear();
+        self.pending.iter_mut().for_each(|p| *p = false);
         self.recording = true;
         self.storage_cleared = false;
         Ok(())
@@ -711,7 +826,8 @@ impl Drawer {
         if self.targets.contains_key(&key) {
             return Ok(());
         }
-        let extent = vk::Extent3D { width: SIZE, height: SIZE, depth: 1 };
+        let size = self.options.size;
+        let extent = vk::Extent3D { width: size, height: size, depth: 1 };
         let one = |s: &Self, f, samples, usage, aspect| {
             s.make_image(f, extent, 1, vk::ImageType::_2D, vk::ImageViewType::_2D, samples, usage, aspect)
         };
@@ -739,12 +855,29 @@ impl Drawer {
     /// recording order.
     pub fn draw(&mut self, pipeline: &Loaded, plan: &Plan, how: Record) -> Result<(), Error> {
         let (draws, read_back) = match how {
-            Record::Draw => (true, false),
+            Record::Draw | Record::Timed { .. } => (true, false),
             Record::DrawAndRead => (true, true),
             Record::ReadWithoutDrawing => (false, true),
         };
+        // `(pool, first query)` and the render pass instances, each with one draw call.
+        let (timed, repeats) = match how {
+            Record::Timed { first, repeats } => (Some((self.queries, first)), repeats.max(1)),
+            _ => (None, 1),
+        };
         if !self.recording {
             return Err("draw outside a batch".into());
+        }
+        if let Some((_, first)) = timed {
+            if plan.compute {
+                return Err("a timed draw of a compute pipeline".into());
+            }
+            if self.clock.valid_bits == 0 {
+                return Err("queue family 0 writes no timestamps (timestampValidBits 0)".into());
+            }
+            let end = first as usize + 2 * repeats as usize;
+            if end > self.pending.len() {
+                return Err(format!("timestamp queries {first}..{end} past the pool's {}", self.pending.len()).into());
+            }
         }
         let handle = pipeline.pipeline.handle();
         let layout = pipeline.pipeline.layout().ok_or("a pipeline without a layout")?;
@@ -889,7 +1022,10 @@ impl Drawer {
         let mut reads = Vec::new();
         // SAFETY: recording `cmd`; every handle bound is alive until the batch finished
         // (`pipeline` is the caller's, held by it until `finish` returns; the rest is this
-        // drawer's); the set layouts are identical to the pipeline layout's (layout_desc).
+        // drawer's); the set layouts are identical to the pipeline layout's (layout_desc). A
+        // timed draw's queries are inside this drawer's pool (checked above), reset outside
+        // any render pass instance before they are written, on a queue family whose
+        // timestampValidBits is not 0 (checked above); no view mask is set (multiview off).
         unsafe {
             if !plan.compute {
                 // Set before binding: a pipeline with the state static overrides them.
@@ -1035,8 +1171,9 @@ impl Drawer {
                     ..Default::default()
                 });
                 let (has_depth, has_stencil) = plan.depth.map_or((false, false), |d| (d.1, d.2));
+                let size = self.options.size;
                 let area =
-                    vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: SIZE, height: SIZE } };
+                    vk::Rect2D { offset: vk::Offset2D::default(), extent: vk::Extent2D { width: size, height: size } };
                 let rendering = vk::RenderingInfo {
                     render_area: area,
                     layer_count: 1,
@@ -1052,37 +1189,54 @@ impl Drawer {
                     },
                     ..Default::default()
                 };
-                d.cmd_begin_rendering(cmd, &rendering);
+                if let Some((pool, first)) = timed {
+                    // Outside any render pass instance, before the queries' first write.
+                    d.cmd_reset_query_pool(cmd, pool, first, 2 * repeats);
+                }
                 let viewport = vk::Viewport {
                     x: 0.0,
                     y: 0.0,
-                    width: SIZE as f32,
-                    height: SIZE as f32,
+                    width: size as f32,
+                    height: size as f32,
                     min_depth: 0.0,
                     max_depth: 1.0,
                 };
-                d.cmd_set_viewport(cmd, 0, &[viewport]);
-                d.cmd_set_scissor(cmd, 0, &[area]);
-                if !vertex.is_empty() {
-                    let buffers = vec![self.arena; vertex.len()];
-                    d.cmd_bind_vertex_buffers(cmd, 0, &buffers, &vertex);
+                for k in 0..repeats {
+                    if k > 0 {
+                        // The previous instance's attachment writes before this one's clear.
+                        self.barrier();
+                    }
+                    d.cmd_begin_rendering(cmd, &rendering);
+                    d.cmd_set_viewport(cmd, 0, &[viewport]);
+                    d.cmd_set_scissor(cmd, 0, &[area]);
+                    if !vertex.is_empty() {
+                        let buffers = vec![self.arena; vertex.len()];
+                        d.cmd_bind_vertex_buffers(cmd, 0, &buffers, &vertex);
+                    }
+                    let stamp = |q: u32| {
+                        if let Some((pool, first)) = timed {
+                            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, pool, first + q);
+                        }
+                    };
+                    stamp(2 * k);
+                    if draws {
+                        d.cmd_draw(cmd, VERTICES, INSTANCES, 0, 0);
+                    }
+                    stamp(2 * k + 1);
+                    d.cmd_end_rendering(cmd);
                 }
-                if draws {
-                    d.cmd_draw(cmd, VERTICES, INSTANCES, 0, 0);
-                }
-                d.cmd_end_rendering(cmd);
                 if read_back {
                     let out = if msaa { &t_resolves } else { &t_colors };
                     let mut copies = Vec::new();
                     for (i, c) in out.iter().enumerate() {
-                        let n = u64::from(SIZE * SIZE)
+                        let n = u64::from(size * size)
                             * texel_bytes(plan.colors[i]).ok_or("an attachment format without a size")?;
                         copies.push((c.0, vk::ImageAspectFlags::COLOR, n));
                     }
                     if out.is_empty() && has_depth {
                         let z = if msaa { t_depth_resolve } else { t_depth };
                         if let (Some(z), Some((f, _, _))) = (z, plan.depth) {
-                            let n = u64::from(SIZE * SIZE) * if f == vk::Format::D16_UNORM { 2 } else { 4 };
+                            let n = u64::from(size * size) * if f == vk::Format::D16_UNORM { 2 } else { 4 };
                             copies.push((z.0, vk::ImageAspectFlags::DEPTH, n));
                         }
                     }
@@ -1101,7 +1255,7 @@ impl Drawer {
                             image,
                             vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
                             aspect,
-                            (SIZE, SIZE),
+                            (size, size),
                             self.arena,
                             to,
                         );
@@ -1112,6 +1266,11 @@ impl Drawer {
         }
         self.barrier();
         self.readbacks.push(reads);
+        if let Some((_, first)) = timed {
+            // Recorded: the batch's submission writes them (marked only now, so that a draw
+            // that failed half-way leaves no query `timestamps` would wait for forever).
+            self.pending[first as usize..first as usize + 2 * repeats as usize].iter_mut().for_each(|p| *p = true);
+        }
         Ok(())
     }
 
@@ -1132,6 +1291,7 @@ impl Drawer {
             call("vkWaitForFences", d.wait_for_fences(&[self.fence], true, u64::MAX))?;
             call("vkResetFences", d.reset_fences(&[self.fence]))?;
         }
+        self.stamped.clone_from(&self.pending);
         let out = self
             .readbacks
             .iter()
@@ -1147,6 +1307,38 @@ impl Drawer {
             })
             .collect();
         Ok(out)
+    }
+
+    /// Whether and how this drawer's queue writes timestamps.
+    #[allow(dead_code)]
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// The `count` timestamps from query `first` as the last finished batch wrote them (raw
+    /// ticks: [`Clock::ns`] converts a difference); an error for a query that batch did not
+    /// write ([`Record::Timed`]).
+    #[allow(dead_code)]
+    pub fn timestamps(&self, first: u32, count: u32) -> Result<Vec<u64>, Error> {
+        let range = first as usize..first as usize + count as usize;
+        if range.end > self.stamped.len() || !self.stamped[range.clone()].iter().all(|&s| s) {
+            return Err(format!("timestamp queries {range:?} were not written by the last finished batch").into());
+        }
+        let mut bytes = vec![0u8; count as usize * 8];
+        // SAFETY: every query read was reset and written by the last finished batch (its fence
+        // waited, so `WAIT` returns at once); `bytes` holds `count` 64-bit results at stride 8.
+        let r = unsafe {
+            self.gpu.raw_device().get_query_pool_results(
+                self.queries,
+                first,
+                count,
+                &mut bytes,
+                8,
+                vk::QueryResultFlags::_64 | vk::QueryResultFlags::WAIT,
+            )
+        };
+        call("vkGetQueryPoolResults", r)?;
+        Ok(bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
     }
 }
 
@@ -1175,6 +1367,7 @@ impl Drop for Drawer {
             d.destroy_sampler(self.sampler, None);
             d.destroy_sampler(self.compare_sampler, None);
             d.destroy_descriptor_pool(self.descriptors, None);
+            d.destroy_query_pool(self.queries, None);
             d.destroy_fence(self.fence, None);
             d.destroy_command_pool(self.pool, None);
         }
@@ -1219,6 +1412,21 @@ unsafe fn copy_image(
         image_extent: vk::Extent3D { width, height, depth: 1 },
     };
     d.cmd_copy_image_to_buffer(cmd, image, layout, arena, &[copy]);
+}
+
+/// The bundled example (`examples/renderer/pipelines.json`) compiled with the `none` backend
+/// (SPIR-V only, no device section): the archive the examples run on when given none.
+pub fn example_archive() -> Result<Archive, Error> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/renderer/pipelines.json");
+    let script = Script::load(&path)?;
+    let compiler = Compiler::new(CompilerOptions::default());
+    let mut entries = Vec::new();
+    for p in script.pipelines {
+        let Ok(desc) = p.descriptor else { continue };
+        let label = desc.label().unwrap_or("unlabelled").to_string();
+        entries.push(WriteEntry { entry: compiler.compile(&desc)?, labels: vec![label].into(), binaries: vec![] });
+    }
+    Ok(Archive::from_bytes(granary::archive::encode(&entries, &granary::archive::portable_meta()))?)
 }
 
 /// The aspects of a depth/stencil format with depth and/or stencil.
@@ -1449,8 +1657,9 @@ fn put(ty: &Type, at: usize, out: &mut [u8], counter: &mut u64, diagonal: Option
     }
 }
 
-/// A vertex buffer's bytes: `VERTICES` (or `INSTANCES`) elements, attributes by format.
-fn vertex_bytes(b: &VertexBufferLayout) -> Vec<u8> {
+/// A vertex buffer's bytes: `VERTICES` (or `INSTANCES`) elements, attributes by format; with
+/// `cover`, per-vertex ones make triangles that cover the target ([`DrawOptions::cover`]).
+fn vertex_bytes(b: &VertexBufferLayout, cover: bool) -> Vec<u8> {
     let n = if b.step == StepMode::Instance { INSTANCES } else { VERTICES } as usize;
     let stride = (b.stride as usize).max(4);
     let mut out = vec![0u8; stride * n + 64];
@@ -1467,7 +1676,19 @@ fn vertex_bytes(b: &VertexBufferLayout) -> Vec<u8> {
                 (0..4).flat_map(|r| if r == column { 1.0f32 } else { 0.0 }.to_le_bytes()).collect()
             } else {
                 let source = if b.step == StepMode::Instance { v } else { source_vertex(v) };
-                attribute(a.format, (source * 31 + a.location as usize) as u64)
+                let mut bytes = attribute(a.format, (source * 31 + a.location as usize) as u64);
+                let name = a.format.name();
+                if cover && b.step == StepMode::Vertex && name.starts_with("float32") && !name.ends_with("x4") {
+                    // Corners (-1, -1), (3, -1), (-1, 3): each triangle (source vertices 0–2,
+                    // 3–5) covers clip space [-1, 1]².
+                    let corner = [[-1.0f32, -1.0], [3.0, -1.0], [-1.0, 3.0]][source % 3];
+                    for (c, x) in corner.iter().enumerate() {
+                        if let Some(dst) = bytes.get_mut(4 * c..4 * c + 4) {
+                            dst.copy_from_slice(&x.to_le_bytes());
+                        }
+                    }
+                }
+                bytes
             };
             if let Some(dst) = out.get_mut(at..at + bytes.len()) {
                 dst.copy_from_slice(&bytes);
