@@ -5,6 +5,8 @@
 #
 #   scripts/device-capture-auto.sh GRANARY OUT [VULKAN_TEST_BINARY]
 #
+# SAMPLES (default "256 1000"): further seed2kx runs with --calibrate-pipelines N each.
+#
 # OUT/summary.txt: per workload the choice (mode, reason, calibration) and the wall times.
 set -uo pipefail
 G=$(realpath "$1"); OUT=$(realpath -m "$2"); T=${3:-}
@@ -16,7 +18,7 @@ mkdir -p "$W/seed2kx" && cp -r "$W/seed2k"/. "$W/seed2kx/"
 sed -i '0,/{/s//{"expand_unspecialized":{"formats":["rgba8unorm"]},/' "$W/seed2kx/pipelines.json"
 one() {
   local name=$1 script=$2; shift 2
-  /usr/bin/time -f "%e" -o "$W/$name.time" "$G" harvest "$script" -o "$W/$name.granary" --backend vulkan --capture auto --json -q -j 16 "$@" > "$W/$name.json" 2> "$W/$name.err"
+  /usr/bin/time -f "%e" -o "$W/$name.time" "$G" harvest "$script" -o "$W/$name.granary" --backend vulkan --capture auto --json -q -j 16 "$@" ${HX:-} > "$W/$name.json" 2> "$W/$name.err"
   echo "$name harvest: exit $?, $(cat "$W/$name.time") s wall of the whole command (calibration included)" >> "$SUM"
   "$G" warm "$W/$name.granary" -j 1 --json "$@" > "$W/$name-warm.json" 2>> "$W/$name.err"
   python3 - "$W/$name.json" "$W/$name-warm.json" >> "$SUM" <<'PY'
@@ -28,6 +30,10 @@ print("  warm -j1: %.3f s, p50 %.1f us, from_binaries %s, cache_hits %s" % (w["w
 PY
 }
 one seed2kx "$W/seed2kx/pipelines.json" --no-pipeline-libraries
+# What the sample's size decides on seed2kx (SAMPLES, default "256 1000"; 64 is the run above).
+for n in ${SAMPLES-256 1000}; do
+  HX="--calibrate-pipelines $n" one "seed2kx-sample$n" "$W/seed2kx/pipelines.json" --no-pipeline-libraries
+done
 one example examples/renderer/pipelines.json
 if [ -n "$T" ]; then
   GRANARY_REQUIRE_VULKAN=1 timeout -k 10 300 "$T" --test-threads 4 > "$OUT/vulkan-tests.txt" 2>&1

@@ -873,6 +873,10 @@ fn capture_modes_say_what_they_stored_and_why() {
             assert!(c[kind]["warm_seconds"].as_f64().unwrap() > 0.0, "{s}");
         }
         assert!(c["pipelines"].as_u64().unwrap() > 0, "{s}");
+        // --calibrate-pipelines sizes the sample: 335 pipelines at 100 a shard is 4 shards.
+        let (code, s) = run(&["--capture", "auto", "--calibrate-pipelines", "100"]);
+        assert!(code <= 1, "{s}");
+        assert_eq!(s["capture"]["calibration"]["shards"], 4, "{s}");
         let o = granary(&["harvest", EXAMPLE, "-o", out_s, "--backend", "vulkan", "--capture", "binaries", "-q"], &[]);
         assert!(o.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&o.stderr));
     } else {

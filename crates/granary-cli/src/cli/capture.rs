@@ -2,7 +2,8 @@
 //! data) this harvest stores, decided by measurement on a sample of the script (issue 24
 //! item 4), and the record of the choice the summary prints.
 //!
-//! The sample is one shard of the script (about [`SAMPLE`] pipelines), harvested twice by
+//! The sample is one shard of the script (about [`SAMPLE`] pipelines unless
+//! `--calibrate-pipelines` says otherwise), harvested twice by
 //! this binary as child processes — `--capture binaries` and `--capture cache`, output checks
 //! off — each into a temporary folder, and each archive warmed once at one thread
 //! (`granary warm -j 1`). The capture that warms faster wins, the faster harvest when the two
@@ -16,8 +17,8 @@ use anyhow::Context as _;
 use std::path::Path;
 use std::process::Command;
 
-/// Pipelines in the calibration sample, about.
-pub const SAMPLE: usize = 64;
+/// Pipelines in the calibration sample, about (`--calibrate-pipelines`' default).
+pub const SAMPLE: u64 = 64;
 
 /// Warm times within this fraction of each other are a tie.
 const TIE: f64 = 0.05;
@@ -75,6 +76,8 @@ pub struct Sample<'a> {
     pub profile: &'a str,
     /// Say on standard error that a calibration runs (`harvest` without `-q` or `--json`).
     pub announce: bool,
+    /// Pipelines in the sample, about (`--calibrate-pipelines`, at least 1).
+    pub sample: usize,
 }
 
 impl CaptureChoice {
@@ -194,8 +197,9 @@ fn archived_kind(output: &Path) -> Option<bool> {
 
 /// Harvests the sample with each capture and warms each archive once.
 fn calibrate(device: &DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Calibration> {
-    let n = granary::script::Script::load(s.script).map(|sc| sc.pipelines.len()).unwrap_or(SAMPLE);
-    let shards = n.div_ceil(SAMPLE).max(1);
+    let sample = s.sample.max(1);
+    let n = granary::script::Script::load(s.script).map(|sc| sc.pipelines.len()).unwrap_or(sample);
+    let shards = n.div_ceil(sample).max(1);
     let dir = tempfile_dir()?;
     let exe = std::env::current_exe().context("cannot find this granary binary")?;
     let device_flags = |c: &mut Command| {

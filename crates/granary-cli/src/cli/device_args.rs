@@ -29,9 +29,9 @@ pub struct DeviceArgs {
     /// With --backend vulkan: what to capture. device (the default): VK_KHR_pipeline_binary
     /// binaries where the device has the extension, else VkPipelineCache data; binaries: the
     /// binaries (refused on a device without them); cache: the cache data; auto (harvest):
-    /// measured on a sample of the script — both captures of about 64 pipelines, each archive
-    /// warmed once, the one that warms faster wins (the faster harvest on a tie); cache data
-    /// where the device has no binaries; with --resume, what the archive already holds.
+    /// measured on a sample of the script — both captures of about --calibrate-pipelines (64)
+    /// pipelines, each archive warmed once, the one that warms faster wins (the faster harvest
+    /// on a tie); cache data where the device has no binaries; with --resume, what the archive already holds.
     /// Elsewhere auto is device. The harvest summary says what was chosen and why. On NVIDIA
     /// 580 the cache data harvests and warms faster at 2,000 pipelines and more, but the
     /// 64-pipeline sample favours binaries: give --capture cache there (docs/BENCHMARKS.md).

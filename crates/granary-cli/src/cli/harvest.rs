@@ -49,6 +49,12 @@ pub struct HarvestArgs {
     /// script still produces; compile only the rest.
     #[arg(long)]
     resume: bool,
+    /// With --capture auto: pipelines in the calibration sample, about (the first of
+    /// ceil(script / N) shards). Larger samples predict large scripts better (a driver's
+    /// shared compile work and NVIDIA's dictionary binary only show past a few hundred
+    /// pipelines; docs/BENCHMARKS.md) and cost more: both captures of the sample are harvested.
+    #[arg(long, value_name = "N", default_value_t = super::capture::SAMPLE, value_parser = clap::value_parser!(u64).range(1..))]
+    calibrate_pipelines: u64,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -287,6 +293,7 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
         targets: a.targets.names(),
         profile: a.profile.name,
         announce: !a.quiet && !a.json,
+        sample: a.calibrate_pipelines as usize,
     };
     let mut capture = super::capture::choose(&mut a.device, &sample)?;
     let (backend, log) = a.device.open_validated(a.targets, true, validation.on)?;
