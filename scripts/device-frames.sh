@@ -26,7 +26,7 @@ for w in example:examples/renderer/pipelines.json:${PER_FRAME_EXAMPLE:-4} seed2k
   IFS=: read -r n s per <<< "$w"
   "$G" harvest "$s" -o "$W/$n.granary" --backend vulkan -q -j 16 > /dev/null 2> "$OUT/$n-harvest.err"
   say "$n harvest: exit $?"
-  for mode in compile blocking progressive; do
+  for mode in ${MODES:-compile blocking progressive}; do
     check=0
     [ "$mode" = blocking ] && check=${CHECK:-64}
     timeout 400 "$F" "$W/$n.granary" --mode "$mode" --per-frame "$per" --workers "${WORKERS:-4}" --tail 10 \

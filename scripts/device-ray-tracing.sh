@@ -20,7 +20,7 @@ SUM=$OUT/summary.txt; : > "$SUM"
 export GRANARY_SPIRV_VAL=$BIN/spirv-val GRANARY_REQUIRE_VULKAN=1 __GL_SHADER_DISK_CACHE=0
 export GRANARY_VALIDATE_EXPECT=${GRANARY_VALIDATE_EXPECT:-WARNING-vkGetDeviceProcAddr-device,UNASSIGNED-CoreValidation-Shader-OutputNotConsumed}
 for v in 0 1; do
-  GRANARY_VALIDATE=$v timeout -k 10 300 "$BIN/native-test" --test-threads 4 --nocapture > "$OUT/native-validate$v.txt" 2>&1
+  GRANARY_VALIDATE=$v timeout -k 10 ${TEST_TIMEOUT:-300} "$BIN/native-test" --test-threads "${TEST_THREADS:-4}" --nocapture > "$OUT/native-validate$v.txt" 2>&1
   echo "native-test (GRANARY_VALIDATE=$v): exit $? $(grep -E '^test result' "$OUT/native-validate$v.txt" | tail -1)" >> "$SUM"
   grep -E "^test .*ray_tracing|ray.tracing|group order|recursion|dynamic stack|SKIP_TRIANGLES|library with" \
     "$OUT/native-validate$v.txt" | sed 's/^/  /' >> "$SUM"

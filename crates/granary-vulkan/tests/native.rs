@@ -2061,7 +2061,7 @@ fn a_harvested_ray_tracing_pipeline_warms_from_its_binaries_with_its_groups() {
         let state = p.native_state().expect("state").expect("a native state");
         assert_eq!(state.ray_tracing.as_ref().map(|r| r.groups.len()), Some(5), "{label}");
         if binaries {
-            let device = archive.binaries_for(&gpu.info.identity).expect("read").expect("this device's section");
+            let device = archive.binaries_for(&gpu.identity()).expect("read").expect("this device's section");
             let set = device.binaries(&p).expect("read").expect("a binary set");
             assert!(!set.is_empty() && !set.pipeline_key().is_empty(), "{label}: binaries and a pipeline key");
         }
