@@ -371,18 +371,7 @@ fn run(archive: Option<&std::path::Path>, o: &Options) -> Result<Outcome, Box<dy
     drop(loader);
     drop(archive);
     drop(gpu);
-    if let Some(log) = backend.validation() {
-        let expected = std::env::var("GRANARY_VALIDATE_EXPECT").unwrap_or_default();
-        let messages: Vec<String> = log
-            .messages()
-            .into_iter()
-            .filter(|m| !expected.split(',').any(|id| id.trim() == m.id))
-            .map(|m| format!("{} {}", m.id, m.text))
-            .collect();
-        if !messages.is_empty() {
-            return Err(format!("the validation layer reported:\n{}", messages.join("\n")).into());
-        }
-    }
+    draw::validation_clean(&backend)?;
     Ok(Outcome::Done(r))
 }
 

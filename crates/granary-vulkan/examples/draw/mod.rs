@@ -1747,3 +1747,22 @@ fn half(x: f32) -> u16 {
     }
     sign | ((exponent.min(30) as u16) << 10) | ((bits >> 13) & 0x3ff) as u16
 }
+
+/// Under `GRANARY_VALIDATE=1` (the backend opened with the validation layer): an error listing
+/// every WARNING or ERROR message whose id `GRANARY_VALIDATE_EXPECT` (comma-separated) does
+/// not name; `Ok` without the layer.
+pub fn validation_clean(backend: &granary_vulkan::VulkanBackend) -> Result<(), Error> {
+    let Some(log) = backend.validation() else { return Ok(()) };
+    let expected = std::env::var("GRANARY_VALIDATE_EXPECT").unwrap_or_default();
+    let messages: Vec<String> = log
+        .messages()
+        .into_iter()
+        .filter(|m| !expected.split(',').any(|id| id.trim() == m.id))
+        .map(|m| format!("{} {}", m.id, m.text))
+        .collect();
+    if messages.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the validation layer reported:\n{}", messages.join("\n")).into())
+    }
+}
