@@ -21,7 +21,16 @@ export GRANARY_SPIRV_VAL=$BIN/spirv-val GRANARY_REQUIRE_VULKAN=1 __GL_SHADER_DIS
 export GRANARY_VALIDATE_EXPECT=${GRANARY_VALIDATE_EXPECT:-WARNING-vkGetDeviceProcAddr-device,UNASSIGNED-CoreValidation-Shader-OutputNotConsumed}
 for v in 0 1; do
   GRANARY_VALIDATE=$v timeout -k 10 ${TEST_TIMEOUT:-300} "$BIN/native-test" --test-threads "${TEST_THREADS:-4}" --nocapture > "$OUT/native-validate$v.txt" 2>&1
-  echo "native-test (GRANARY_VALIDATE=$v): exit $? $(grep -E '^test result' "$OUT/native-validate$v.txt" | tail -1)" >> "$SUM"
+  rc=$?
+  echo "native-test (GRANARY_VALIDATE=$v): exit $rc $(grep -E '^test result' "$OUT/native-validate$v.txt" | tail -1)" >> "$SUM"
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    # Out of time (a test hung): each test alone, in its own process, to name the one.
+    "$BIN/native-test" --list 2>/dev/null | sed -n 's/: test$//p' | while read -r t; do
+      GRANARY_VALIDATE=$v timeout -k 5 60 "$BIN/native-test" --exact "$t" --test-threads 1 --nocapture \
+        > "$OUT/alone-$v-$t.txt" 2>&1
+      echo "  alone: $t exit $?" >> "$SUM"
+    done
+  fi
   grep -E "^test .*ray_tracing|ray.tracing|group order|recursion|dynamic stack|SKIP_TRIANGLES|library with" \
     "$OUT/native-validate$v.txt" | sed 's/^/  /' >> "$SUM"
 done
