@@ -843,7 +843,8 @@ fn granary_validate_fails_on_any_unexpected_message_and_expected_ids_are_not_fai
 /// the device's own kind; `cache` stores cache data anywhere; `binaries` is refused, exit 2,
 /// on a device without `VK_KHR_pipeline_binary`; `auto` there stores cache data saying why,
 /// and on a device with binaries measures both on a sample (each harvested and warmed) and
-/// stores the one its figures chose.
+/// stores the one its figures chose — and keeps that choice, unmeasured, when it harvests the
+/// same output again.
 #[test]
 fn capture_modes_say_what_they_stored_and_why() {
     let Some(d) = device() else { return };
@@ -862,6 +863,8 @@ fn capture_modes_say_what_they_stored_and_why() {
     assert!(code <= 1, "{s}");
     assert_eq!((&s["capture"]["mode"], &s["device"]["captures"]), (&"cache-data".into(), &"cache-data".into()), "{s}");
 
+    // A new output: nothing recorded for this device yet.
+    std::fs::remove_file(&out).unwrap();
     let (code, s) = run(&["--capture", "auto"]);
     assert!(code <= 1, "{s}");
     assert_eq!(s["capture"]["asked"], "--capture auto", "{s}");
@@ -873,7 +876,15 @@ fn capture_modes_say_what_they_stored_and_why() {
             assert!(c[kind]["warm_seconds"].as_f64().unwrap() > 0.0, "{s}");
         }
         assert!(c["pipelines"].as_u64().unwrap() > 0, "{s}");
+        // Harvesting the same output again keeps what the first one decided, unmeasured.
+        let chosen = s["capture"]["mode"].clone();
+        let (code, s) = run(&["--capture", "auto"]);
+        assert!(code <= 1, "{s}");
+        assert_eq!(s["capture"]["mode"], chosen, "{s}");
+        assert!(s["capture"]["calibration"].is_null(), "{s}");
+        assert!(s["capture"]["reason"].as_str().unwrap().contains("kept from the earlier harvest"), "{s}");
         // --calibrate-pipelines sizes the sample: 335 pipelines at 100 a shard is 4 shards.
+        std::fs::remove_file(&out).unwrap();
         let (code, s) = run(&["--capture", "auto", "--calibrate-pipelines", "100"]);
         assert!(code <= 1, "{s}");
         assert_eq!(s["capture"]["calibration"]["shards"], 4, "{s}");
@@ -882,6 +893,12 @@ fn capture_modes_say_what_they_stored_and_why() {
     } else {
         assert!(s["capture"]["calibration"].is_null(), "{s}");
         assert!(s["capture"]["reason"].as_str().unwrap().contains("no VK_KHR_pipeline_binary"), "{s}");
+        // The same output again: the section this harvest wrote for this device and driver is
+        // the recorded decision.
+        let (code, s) = run(&["--capture", "auto"]);
+        assert!(code <= 1, "{s}");
+        assert_eq!(s["capture"]["mode"], "cache-data", "{s}");
+        assert!(s["capture"]["reason"].as_str().unwrap().contains("kept from the earlier harvest"), "{s}");
         let o = granary(&["harvest", EXAMPLE, "-o", out_s, "--backend", "vulkan", "--capture", "binaries", "-q"], &[]);
         assert_eq!(o.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&o.stderr).contains("no VK_KHR_pipeline_binary"));

@@ -10,7 +10,9 @@
 //! warm within 5 % of each other: a player waits for the warm start, the build machine for
 //! the harvest. Without `VK_KHR_pipeline_binary` there is nothing to choose (cache data);
 //! with `--resume` of an archive that holds this device's capture already, the archive's kind
-//! is kept (a resume that switched would compile everything again).
+//! is kept (a resume that switched would compile everything again); and so it is when the
+//! output archive already has a section for this device and driver version: the decision an
+//! earlier harvest recorded (a driver update has no section there, and measures again).
 
 use super::device_args::{BackendKind, CaptureMode, DeviceArgs};
 use anyhow::Context as _;
@@ -127,7 +129,7 @@ pub fn choose(device: &mut DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Option<
         )));
     }
     let asked = "--capture auto";
-    let has_binaries = match device_has_binaries(device.device.as_deref()) {
+    let (has_binaries, this) = match device_has_binaries(device.device.as_deref()) {
         Ok(b) => b,
         // Opening the backend reports the problem properly; nothing to measure here.
         Err(e) => {
@@ -135,6 +137,21 @@ pub fn choose(device: &mut DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Option<
             return Ok(Some(CaptureChoice::new(true, asked, format!("the device could not be inspected ({e:#})"))));
         }
     };
+    // The decision an earlier harvest of this output recorded for this device and driver: the
+    // kind of capture its section holds (a new driver version has no section, and measures).
+    if let Some(binaries) = recorded_kind(s.output, &this).filter(|b| has_binaries || !b) {
+        device.capture = if binaries { CaptureMode::Binaries } else { CaptureMode::Cache };
+        return Ok(Some(CaptureChoice::new(
+            binaries,
+            asked,
+            format!(
+                "kept from the earlier harvest of {}, whose section for this device and driver holds {} (delete it, \
+                 or give --capture binaries or cache, to choose again)",
+                s.output.display(),
+                if binaries { "binaries" } else { "cache data" }
+            ),
+        )));
+    }
     if !has_binaries {
         device.capture = CaptureMode::Cache;
         return Ok(Some(CaptureChoice::new(false, asked, "the device has no VK_KHR_pipeline_binary")));
@@ -177,11 +194,27 @@ pub fn choose(device: &mut DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Option<
     Ok(Some(choice))
 }
 
-/// Whether the selected device has `VK_KHR_pipeline_binary`.
-fn device_has_binaries(wanted: Option<&str>) -> anyhow::Result<bool> {
+/// Whether the selected device has `VK_KHR_pipeline_binary`, and its physical identity.
+fn device_has_binaries(wanted: Option<&str>) -> anyhow::Result<(bool, granary_archive::DeviceIdentity)> {
     let driver = granary_archive::vulkan::Driver::load()?;
     let info = granary_archive::vulkan::select_device(driver.physical_devices()?, wanted)?;
-    Ok(info.supports.pipeline_binaries)
+    Ok((info.supports.pipeline_binaries, info.identity.clone()))
+}
+
+/// The kind of capture (`Some(true)`: binaries) the existing archive at `output` holds for the
+/// device `this` describes: a section whose vendor, device, driver, driver version and
+/// pipeline-cache UUID are all `this`'s. `None` without an archive that opens or such a
+/// section. (The features enabled and the binary global key are the logical device's, known
+/// only once it is opened; a harvest enables the same features on the same driver.)
+fn recorded_kind(output: &Path, this: &granary_archive::DeviceIdentity) -> Option<bool> {
+    let ar = granary_archive::Archive::open(output).ok()?;
+    let devices = ar.devices().ok()?;
+    let same = |d: &granary_archive::DeviceIdentity| {
+        (d.vendor_id, d.device_id, d.driver_id, d.driver_version, d.pipeline_cache_uuid)
+            == (this.vendor_id, this.device_id, this.driver_id, this.driver_version, this.pipeline_cache_uuid)
+    };
+    let mine: Vec<_> = devices.iter().filter(|d| same(d.identity())).collect();
+    (!mine.is_empty()).then(|| mine.iter().any(|d| d.has_pipeline_binaries()))
 }
 
 /// With `--resume`: whether the existing archive's device sections hold binaries (`Some(true)`),
@@ -266,4 +299,43 @@ fn tempfile_dir() -> anyhow::Result<TempDir> {
     let path = std::env::temp_dir().join(format!("granary-capture-{}", std::process::id()));
     std::fs::create_dir_all(&path).with_context(|| format!("cannot create {}", path.display()))?;
     Ok(TempDir { path })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use granary_archive::{ArchiveMeta, Blob, DeviceCache, DeviceIdentity};
+    use std::sync::Arc;
+
+    fn identity(driver_version: u32) -> DeviceIdentity {
+        DeviceIdentity {
+            vendor_id: 0x10de,
+            device_id: 0x2330,
+            driver_id: 4,
+            driver_version,
+            api_version: 1 << 22,
+            features: granary_archive::DeviceFeatures::NONE,
+            pipeline_cache_uuid: [7; 16],
+            binary_global_key: Vec::new(),
+            device_name: "a GPU".into(),
+            driver_name: "a driver".into(),
+            driver_info: String::new(),
+        }
+    }
+
+    /// An archive's section for the same device and driver version is the recorded decision
+    /// (its kind: cache data here); another driver version, or no archive, records none.
+    #[test]
+    fn a_section_for_this_device_and_driver_is_the_recorded_decision() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.granary");
+        let mut meta = ArchiveMeta::new("writer options");
+        meta.device_caches.push(DeviceCache { device: Arc::new(identity(5)), data: Blob::new(vec![1, 2, 3]) });
+        std::fs::write(&path, granary_archive::encode(&[], &meta)).unwrap();
+        assert_eq!(recorded_kind(&path, &identity(5)), Some(false));
+        assert_eq!(recorded_kind(&path, &identity(6)), None, "a driver update measures again");
+        let other_card = DeviceIdentity { device_id: 0x2331, ..identity(5) };
+        assert_eq!(recorded_kind(&path, &other_card), None);
+        assert_eq!(recorded_kind(&dir.path().join("absent.granary"), &identity(5)), None);
+    }
 }

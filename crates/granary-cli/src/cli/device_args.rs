@@ -31,7 +31,10 @@ pub struct DeviceArgs {
     /// binaries (refused on a device without them); cache: the cache data; auto (harvest):
     /// measured on a sample of the script — both captures of about --calibrate-pipelines (64)
     /// pipelines, each archive warmed once, the one that warms faster wins (the faster harvest
-    /// on a tie); cache data where the device has no binaries; with --resume, what the archive already holds.
+    /// on a tie); cache data where the device has no binaries; where the output archive
+    /// already has a section for this device and driver version, what it holds (the choice
+    /// an earlier harvest recorded: delete it, or name the capture, to choose again); with
+    /// --resume, what the archive already holds.
     /// Elsewhere auto is device. The harvest summary says what was chosen and why. On NVIDIA
     /// 580 the cache data harvests and warms faster at 2,000 pipelines and more, but the
     /// 64-pipeline sample favours binaries: give --capture cache there (docs/BENCHMARKS.md).
