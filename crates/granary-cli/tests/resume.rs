@@ -325,7 +325,8 @@ fn sigkill_at_random_moments_then_resume() {
         // Past the trials, kill at archive writes until one lands mid-write: on a loaded
         // machine the kill can miss the write it saw start (the write ends before the signal),
         // and the test must have exercised a kill mid-write at least once.
-        let extra = trials >= 2 && kills >= trials && kills_mid_write == 0 && kills < trials + 20;
+        let more_at_writes = |kills: usize, mid_write: usize| trials >= 2 && mid_write == 0 && kills < trials + 20;
+        let extra = kills >= trials && more_at_writes(kills, kills_mid_write);
         let finished = if kills < trials || extra {
             rng ^= rng << 13;
             rng ^= rng >> 7;
@@ -376,7 +377,7 @@ fn sigkill_at_random_moments_then_resume() {
         }
         if let Some(st) = finished {
             assert!(st.success(), "harvest failed: {st}");
-            if kills >= trials && !(trials >= 2 && kills_mid_write == 0 && kills < trials + 20) {
+            if kills >= trials && !more_at_writes(kills, kills_mid_write) {
                 break;
             }
             // Finished before we killed it: start over to keep killing.

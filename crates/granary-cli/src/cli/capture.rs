@@ -139,7 +139,7 @@ pub fn choose(device: &mut DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Option<
     };
     // The decision an earlier harvest of this output recorded for this device and driver: the
     // kind of capture its section holds (a new driver version has no section, and measures).
-    if let Some(binaries) = recorded_kind(s.output, &this).filter(|b| has_binaries || !b) {
+    if let Some(binaries) = archived_kind(s.output, Some(&this)).filter(|b| has_binaries || !b) {
         device.capture = if binaries { CaptureMode::Binaries } else { CaptureMode::Cache };
         return Ok(Some(CaptureChoice::new(
             binaries,
@@ -157,7 +157,7 @@ pub fn choose(device: &mut DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Option<
         return Ok(Some(CaptureChoice::new(false, asked, "the device has no VK_KHR_pipeline_binary")));
     }
     if s.resume {
-        if let Some(binaries) = archived_kind(s.output) {
+        if let Some(binaries) = archived_kind(s.output, None) {
             device.capture = if binaries { CaptureMode::Binaries } else { CaptureMode::Cache };
             return Ok(Some(CaptureChoice::new(
                 binaries,
@@ -201,31 +201,24 @@ fn device_has_binaries(wanted: Option<&str>) -> anyhow::Result<(bool, granary_ar
     Ok((info.supports.pipeline_binaries, info.identity.clone()))
 }
 
-/// The kind of capture (`Some(true)`: binaries) the existing archive at `output` holds for the
-/// device `this` describes: a section whose vendor, device, driver, driver version and
-/// pipeline-cache UUID are all `this`'s. `None` without an archive that opens or such a
-/// section. (The features enabled and the binary global key are the logical device's, known
-/// only once it is opened; a harvest enables the same features on the same driver.)
-fn recorded_kind(output: &Path, this: &granary_archive::DeviceIdentity) -> Option<bool> {
+/// The kind of capture the existing archive at `output` holds (`Some(true)`: binaries in some
+/// section, `Some(false)`: only cache data), over its sections for the device `this`
+/// describes — vendor, device, driver, driver version and pipeline-cache UUID all `this`'s —
+/// or over every section when `this` is `None` (`--resume`). `None` without an archive that
+/// opens or such a section. (The features enabled and the binary global key are the logical
+/// device's, known only once it is opened; a harvest enables the same features on the same
+/// driver.)
+fn archived_kind(output: &Path, this: Option<&granary_archive::DeviceIdentity>) -> Option<bool> {
     let ar = granary_archive::Archive::open(output).ok()?;
     let devices = ar.devices().ok()?;
     let same = |d: &granary_archive::DeviceIdentity| {
-        (d.vendor_id, d.device_id, d.driver_id, d.driver_version, d.pipeline_cache_uuid)
-            == (this.vendor_id, this.device_id, this.driver_id, this.driver_version, this.pipeline_cache_uuid)
+        this.is_none_or(|t| {
+            (d.vendor_id, d.device_id, d.driver_id, d.driver_version, d.pipeline_cache_uuid)
+                == (t.vendor_id, t.device_id, t.driver_id, t.driver_version, t.pipeline_cache_uuid)
+        })
     };
-    let mine: Vec<_> = devices.iter().filter(|d| same(d.identity())).collect();
-    (!mine.is_empty()).then(|| mine.iter().any(|d| d.has_pipeline_binaries()))
-}
-
-/// With `--resume`: whether the existing archive's device sections hold binaries (`Some(true)`),
-/// only cache data (`Some(false)`), or there is no archive or no device section (`None`).
-fn archived_kind(output: &Path) -> Option<bool> {
-    let ar = granary_archive::Archive::open(output).ok()?;
-    let devices = ar.devices().ok()?;
-    if devices.is_empty() {
-        return None;
-    }
-    Some(devices.iter().any(|d| d.has_pipeline_binaries()))
+    let sections: Vec<_> = devices.iter().filter(|d| same(d.identity())).collect();
+    (!sections.is_empty()).then(|| sections.iter().any(|d| d.has_pipeline_binaries()))
 }
 
 /// Harvests the sample with each capture and warms each archive once.
@@ -332,10 +325,11 @@ mod tests {
         let mut meta = ArchiveMeta::new("writer options");
         meta.device_caches.push(DeviceCache { device: Arc::new(identity(5)), data: Blob::new(vec![1, 2, 3]) });
         std::fs::write(&path, granary_archive::encode(&[], &meta)).unwrap();
-        assert_eq!(recorded_kind(&path, &identity(5)), Some(false));
-        assert_eq!(recorded_kind(&path, &identity(6)), None, "a driver update measures again");
+        assert_eq!(archived_kind(&path, Some(&identity(5))), Some(false));
+        assert_eq!(archived_kind(&path, Some(&identity(6))), None, "a driver update measures again");
         let other_card = DeviceIdentity { device_id: 0x2331, ..identity(5) };
-        assert_eq!(recorded_kind(&path, &other_card), None);
-        assert_eq!(recorded_kind(&dir.path().join("absent.granary"), &identity(5)), None);
+        assert_eq!(archived_kind(&path, Some(&other_card)), None);
+        assert_eq!(archived_kind(&path, None), Some(false), "--resume reads every section");
+        assert_eq!(archived_kind(&dir.path().join("absent.granary"), Some(&identity(5))), None);
     }
 }
