@@ -21,6 +21,8 @@
 # STEPS (default "rt frames link-cost capture-auto") picks steps; a device call runs at most
 # 600 s, so split them: STEPS="rt link-cost" (at most 480 s), then STEPS="frames capture-auto"
 # (at most 580 s). RT_LIMIT, FRAMES_LIMIT, LINK_LIMIT, AUTO_LIMIT set each step's seconds.
+# The native tests run one at a time (TEST_THREADS, default 1): with four threads in one
+# process four of them never ended on an H100 (2026-12-07), a hang not yet explained.
 set -uo pipefail
 BIN=$(realpath "$1"); OUT=$(realpath -m "$2"); C=$(realpath "$3")
 mkdir -p "$OUT"; cd "$(dirname "$0")/.."
@@ -33,7 +35,7 @@ step() {
 }
 : > "$OUT/steps.txt"
 want() { [[ " ${STEPS:-rt frames link-cost capture-auto} " == *" $1 "* ]]; }
-want rt && step rt "${RT_LIMIT:-330}" env ${VL_PATH:+VK_ADD_LAYER_PATH=$VL_PATH LD_LIBRARY_PATH=${VL_LIB:-}} TEST_TIMEOUT=90 \
+want rt && step rt "${RT_LIMIT:-330}" env ${VL_PATH:+VK_ADD_LAYER_PATH=$VL_PATH LD_LIBRARY_PATH=${VL_LIB:-}} TEST_TIMEOUT="${TEST_TIMEOUT:-120}" TEST_THREADS="${TEST_THREADS:-1}" \
   scripts/device-ray-tracing.sh "$BIN" "$OUT/rt" "$C"
 want frames && step frames "${FRAMES_LIMIT:-400}" env CHECK=64 EXTRA="seed2kx seed2kx-reuse" scripts/device-frames.sh "$BIN/granary" "$BIN/frame_loop" "$OUT/frames"
 want link-cost && step link-cost "${LINK_LIMIT:-150}" scripts/device-link-cost.sh "$BIN/granary" "$BIN/link_cost" "$OUT/link-cost"
