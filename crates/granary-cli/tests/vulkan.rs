@@ -904,3 +904,101 @@ fn capture_modes_say_what_they_stored_and_why() {
         assert!(String::from_utf8_lossy(&o.stderr).contains("no VK_KHR_pipeline_binary"));
     }
 }
+
+/// `--whole-variants` on a device with graphics pipeline libraries: each pipeline with
+/// unspecialized colour output is archived as a library and, beside it, as its
+/// `expand_unspecialized` variants (whole pipelines labelled `LABEL@FORMAT`). The loader
+/// (`warm`) creates the variant in place of linking for the formats one was harvested for
+/// (from its own binaries where the device has them), links for any other format, and never
+/// takes a pipeline whose label merely looks like a variant's. `prune`, `--resume` and
+/// `plan` make the same selection.
+#[test]
+fn whole_variants_join_their_libraries_and_the_loader_creates_them_for_their_formats() {
+    let Some(dev) = device() else { return };
+    if dev["supports"]["graphics_pipeline_library"] != true {
+        return;
+    }
+    let dir = common::tempdir();
+    let mut script = example_json();
+    script["expand_unspecialized"] = serde_json::json!({"formats": ["rgba8unorm"]});
+    let path = dir.path().join("pipelines.json");
+    std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
+    let parsed = Script::load(&path).unwrap();
+    let open = parsed.pipelines.iter().filter(|p| p.descriptor.as_ref().is_ok_and(|d| d.needs_libraries())).count();
+    let out = dir.path().join("a.granary");
+    let args = ["--backend", "vulkan", "-j", "2", "--whole-variants"];
+    let (code, s) = harvest(path.to_str().unwrap(), &out, &args, &[]);
+    assert_eq!(code, 0, "{s}");
+    assert_eq!((s["whole_variants"].as_bool(), s["expanded"].as_u64()), (Some(true), Some(open as u64)), "{s}");
+    assert_eq!(s["variants"].as_u64(), Some(open as u64), "one format: one variant each");
+    assert_eq!(s["pipelines"].as_u64(), Some((parsed.pipelines.len() + open) as u64), "{s}");
+    assert_eq!(s["failed"], 0, "{s}");
+    let archive = Archive::read(&out).unwrap();
+    let library = archive.lookup_label("post/blit/unspecialized").unwrap().expect("the library stays");
+    let variant = archive.lookup_label("post/blit/unspecialized@rgba8unorm").unwrap().expect("its variant");
+    assert_ne!(library.key(), variant.key());
+    if captures_binaries(&dev) {
+        let d = &archive.devices().unwrap()[0];
+        let flags = |p: &granary::archive::PipelineRef<'_>| d.binaries(p).unwrap().expect("binaries").flags();
+        assert_ne!(flags(&library) & granary::archive::BINARY_SET_LIBRARY, 0);
+        assert_eq!(flags(&variant) & granary::archive::BINARY_SET_LIBRARY, 0, "the variant is whole");
+    }
+    let w = warm_json(&out, "rgba8unorm");
+    assert_eq!((w["failed"].as_u64(), w["linked"].as_u64()), (Some(0), Some(0)), "nothing links");
+    assert_eq!(w["whole_variants"].as_u64(), Some(open as u64));
+    let blit = warmed(&w, "post/blit/unspecialized");
+    assert_eq!((blit["variant"].as_bool(), blit["linked"].as_bool()), (Some(true), Some(false)), "{blit}");
+    if captures_binaries(&dev) {
+        assert_eq!(blit["source"], "binaries", "the variant from its own binaries: {blit}");
+    }
+    // Another format: no variant, every library links.
+    let w = warm_json(&out, "bgra8unorm");
+    assert_eq!((w["whole_variants"].as_u64(), w["linked"].as_u64()), (Some(0), Some(open as u64)), "{}", w["linked"]);
+    // Prune finds the selection with the variants beside their pipelines and keeps it all.
+    let pruned = dir.path().join("pruned.granary");
+    let r = prune(&out, &path, &pruned);
+    assert_eq!((r["whole_variants"].as_bool(), r["dropped"].as_u64()), (Some(true), Some(0)), "{r}");
+    assert_eq!(std::fs::read(&pruned).unwrap(), std::fs::read(&out).unwrap(), "pruned to itself");
+    // Resuming with the same selection compiles nothing.
+    let (code, s) = harvest(path.to_str().unwrap(), &out, &[&args[..], &["--resume"]].concat(), &[]);
+    assert_eq!((code, s["resumed"].as_u64()), (0, s["pipelines"].as_u64()), "{s}");
+    // `plan` counts the same pipelines.
+    let o = granary(&["plan", path.to_str().unwrap(), "--shards", "2", "--whole-variants", "--json"], &[]);
+    let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["expanded_variants"].as_u64(), Some(open as u64), "{plan}");
+    assert_eq!(plan["pipelines"].as_u64(), Some(archive.len() as u64), "{plan}");
+
+    // A decoy: a whole pipeline labelled as the rgba8unorm variant of a library pipeline, but
+    // with another format (the script's rgba16float blit). The loader links the library.
+    let find = |label: &str| script["pipelines"].as_array().unwrap().iter().find(|p| p["label"] == label).cloned();
+    let mut base = find("post/blit/unspecialized").expect("the blit library");
+    let mut decoy = find("post/blit/rgba16float").expect("the rgba16float blit");
+    base["label"] = Value::String("blit".into());
+    decoy["label"] = Value::String("blit@rgba8unorm".into());
+    let small = serde_json::json!({"granary_script": script["granary_script"], "libraries": script["libraries"],
+        "pipelines": [base, decoy]});
+    let small_path = dir.path().join("decoy.json");
+    std::fs::write(&small_path, serde_json::to_string(&small).unwrap()).unwrap();
+    let decoyed = dir.path().join("decoy.granary");
+    let (code, s) = harvest(small_path.to_str().unwrap(), &decoyed, &["--backend", "vulkan", "-j", "2"], &[]);
+    assert_eq!(code, 0, "{s}");
+    let w = warm_json(&decoyed, "rgba8unorm");
+    let blit = warmed(&w, "blit");
+    assert_eq!(
+        (blit["variant"].as_bool(), blit["linked"].as_bool()),
+        (Some(false), Some(true)),
+        "decoy refused: {blit}"
+    );
+}
+
+/// `granary warm ARCHIVE --json -j 2 --link-format FORMAT`, expecting success.
+fn warm_json(archive: &Path, format: &str) -> Value {
+    let o = granary(&["warm", archive.to_str().unwrap(), "--json", "-j", "2", "--link-format", format], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The record `warm --json` gives the pipeline labelled `label`.
+fn warmed(w: &Value, label: &str) -> Value {
+    w["records"].as_array().unwrap().iter().find(|r| r["label"] == label).cloned().unwrap_or_else(|| panic!("{label}"))
+}

@@ -248,6 +248,11 @@ pub struct Loaded {
     /// 0 as first made; 1 when a warm-up made it again whole after fast-linking it
     /// ([`Warmup::optimize_linked`](super::Warmup::optimize_linked)).
     pub generation: u32,
+    /// It was archived as a library, and the loader created instead the whole variant the
+    /// archive holds for the formats asked for (`granary harvest --whole-variants`): the
+    /// pipeline linking would make, optimized, from that variant's own binaries where it has
+    /// them. `linked` is then false.
+    pub variant: bool,
 }
 
 /// Why a pipeline could not be created. [`kind`](Self::kind) says it for code,
@@ -529,6 +534,9 @@ pub struct PipelineLoader {
     /// The blobs of this device's section that more than one binary set references (made on
     /// the first library set loaded; see [`LoaderOptions::link_shared_library_binaries`]).
     shared_blobs: std::sync::OnceLock<Result<std::collections::HashSet<usize>, String>>,
+    /// The archive's whole variants of library pipelines (made at the first pipeline with
+    /// unspecialized colour output; see [`super::variants`]).
+    variants: std::sync::OnceLock<Result<super::variants::Variants, String>>,
     /// What became of the sidecar at construction.
     sidecar: SidecarStatus,
     /// The archive's identity, recorded in a sidecar written for it.
@@ -615,6 +623,7 @@ impl PipelineLoader {
             outputs: Shared::default(),
             native: NativeObjects::default(),
             shared_blobs: std::sync::OnceLock::new(),
+            variants: std::sync::OnceLock::new(),
             sidecar,
             archive_id,
         })
@@ -896,6 +905,15 @@ impl PipelineLoader {
             }
         };
         super::feature_check::check_features(&self.gpu, &archived_layout, state.as_ref())?;
+        // Open colour output: the whole variant for these formats, where the archive has one
+        // that serves (`harvest --whole-variants`).
+        if let Some(v) = state.as_ref().filter(|s| !whole && s.is_unspecialized()) {
+            if let Some(v) = self.whole_variant(p, v, formats, cheap)? {
+                let mut made = self.create(&v, formats, cheap, false, start)?;
+                made.variant = true;
+                return Ok(made);
+            }
+        }
         // Whole: no binary set serves (the archive's are a library's), none is a fallback.
         let (set, mut fallback_reason) = if whole { (None, None) } else { self.binary_set(p, true, cheap)? };
 
@@ -1159,6 +1177,33 @@ impl PipelineLoader {
     /// and `input`'s multisample and depth/stencil formats: one per distinct output state,
     /// created once and shared by every pipeline linked with it. Returns it and the driver
     /// time spent creating it here (zero when it existed).
+    /// The whole variant of `p` (render state `state`) for `formats` that the archive holds and
+    /// that should be created in place of linking `p`: one whose binaries this device takes,
+    /// or — where `p` has no binaries here either, so both would compile — any. `None` sends
+    /// `p` down the link path.
+    fn whole_variant<'s>(
+        &'s self,
+        p: &PipelineRef<'_>,
+        state: &crate::render_state::RenderState,
+        formats: &[TextureFormat],
+        cheap: bool,
+    ) -> Result<Option<PipelineRef<'s>>, Fail> {
+        let index = self
+            .variants
+            .get_or_init(|| super::variants::Variants::index(&self.archive).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| format!("cannot read the archive's labels: {e}"))?;
+        if index.is_empty() {
+            return Ok(None);
+        }
+        let Some(v) = index.find(&self.archive, p, state, formats)? else { return Ok(None) };
+        if self.binary_set(&v, true, cheap)?.0.is_some() || self.binary_set(p, true, cheap)?.0.is_none() {
+            Ok(Some(v))
+        } else {
+            Ok(None)
+        }
+    }
+
     fn fragment_output(
         &self,
         state: &crate::render_state::RenderState,
@@ -1355,5 +1400,6 @@ pub(super) fn finish_load(
         total_time: start.elapsed(),
         feedback: created.feedback,
         generation: 0,
+        variant: false,
     })
 }

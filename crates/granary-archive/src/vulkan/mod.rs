@@ -32,6 +32,9 @@
 //!   create info with every chained structure ([`NativeInput`]), the stage create infos of
 //!   both forms with their `VkSpecializationInfo` ([`StageInput`]), and [`NativeObjects`],
 //!   the render passes, layouts and immutable samplers shared per device by content.
+//! - `variants` (private): the whole variants `harvest --whole-variants` archives beside a
+//!   library pipeline, found for the formats it is linked with and used only when provably
+//!   that pipeline.
 //! - Feature `capture` (implies `vulkan`, enabled by `granary-vulkan`): the harvest half —
 //!   [`CreateMode::Capture`], [`BlobInterner`], binary capture, [`Gpu::cache_data`]. A game
 //!   builds without it.
@@ -143,6 +146,7 @@ mod shared;
 mod sidecar;
 mod stats;
 mod translate;
+mod variants;
 mod warmup;
 
 #[cfg(feature = "capture")]

@@ -134,16 +134,22 @@ pub fn blend_attachment(blend: Blend, writes: ColorWrites) -> vk::PipelineColorB
     s
 }
 
+/// The blend an unspecialized blend is linked with (the fragment-output part made at run time).
+pub const LINK_BLEND: Blend = Blend::Off;
+
+/// The write mask an unspecialized write mask is linked with.
+pub const LINK_WRITE_MASK: ColorWrites = ColorWrites::ALL;
+
 /// The blend state an attachment is created with: unspecialized blend is off, an
 /// unspecialized write mask writes every channel.
 pub fn blend_state(c: &ColorAttachment) -> vk::PipelineColorBlendAttachmentState {
     let blend = match c.blend {
         MaybeSpecialized::Is(b) => b,
-        MaybeSpecialized::Unspecialized => Blend::Off,
+        MaybeSpecialized::Unspecialized => LINK_BLEND,
     };
     let writes = match c.write_mask {
         MaybeSpecialized::Is(m) => m,
-        MaybeSpecialized::Unspecialized => ColorWrites::ALL,
+        MaybeSpecialized::Unspecialized => LINK_WRITE_MASK,
     };
     blend_attachment(blend, writes)
 }

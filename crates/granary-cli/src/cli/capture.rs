@@ -80,6 +80,8 @@ pub struct Sample<'a> {
     pub announce: bool,
     /// Pipelines in the sample, about (`--calibrate-pipelines`, at least 1).
     pub sample: usize,
+    /// `--whole-variants`, passed on to the sample's harvests.
+    pub whole_variants: bool,
 }
 
 impl CaptureChoice {
@@ -244,6 +246,9 @@ fn calibrate(device: &DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Calibration>
         h.args(["--shard", &format!("0/{shards}"), "-j", &s.threads.to_string(), "--targets", &s.targets]);
         h.args(["--profile", s.profile]);
         device_flags(&mut h);
+        if s.whole_variants {
+            h.arg("--whole-variants");
+        }
         if device.driver_internal_cache {
             h.arg("--driver-internal-cache");
         }

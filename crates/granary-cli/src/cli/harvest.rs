@@ -49,6 +49,16 @@ pub struct HarvestArgs {
     /// script still produces; compile only the rest.
     #[arg(long)]
     resume: bool,
+    /// Also harvest the script's expand_unspecialized variants (one whole pipeline per format
+    /// combination, labelled LABEL@FORMAT[+FORMAT...]) beside the pipelines with unspecialized
+    /// colour output they come from. On a device with graphics pipeline libraries the loader
+    /// then creates the whole, optimized variant from its own binaries when it links with
+    /// those formats, instead of fast-linking the library (which can cost GPU time every draw,
+    /// and on NVIDIA with the dictionary binary compiles the library part). Costs a harvest
+    /// and archive bytes per variant. A device without libraries harvests only the variants
+    /// either way.
+    #[arg(long)]
+    whole_variants: bool,
     /// With --capture auto: pipelines in the calibration sample, about (the first of
     /// ceil(script / N) shards). Larger samples predict large scripts better (a driver's
     /// shared compile work and NVIDIA's dictionary binary only show past a few hundred
@@ -294,6 +304,7 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
         profile: a.profile.name,
         announce: !a.quiet && !a.json,
         sample: a.calibrate_pipelines as usize,
+        whole_variants: a.whole_variants,
     };
     let mut capture = super::capture::choose(&mut a.device, &sample)?;
     let (backend, log) = a.device.open_validated(a.targets, true, validation.on)?;
@@ -321,6 +332,7 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
         check_outputs: a.check_outputs,
         force: a.force,
         interrupt: Some(interrupt.clone()),
+        whole_variants: a.whole_variants,
         isolate: if a.isolate {
             anyhow::ensure!(a.timeout > 0.0 && a.timeout.is_finite(), "--timeout must be a positive number of seconds");
             Some(IsolateOptions {

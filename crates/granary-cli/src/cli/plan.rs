@@ -3,7 +3,7 @@
 use anyhow::Context as _;
 use granary::descriptor::{KeyContext, TargetSet};
 use granary::frontend::Profile;
-use granary::harvest::Selection;
+use granary::harvest::{Expand, Selection};
 use granary::script::Script;
 use std::path::PathBuf;
 
@@ -26,6 +26,10 @@ pub struct PlanArgs {
     /// pipeline with unspecialized colour output by its variants, and the split is of those.
     #[arg(long)]
     expand_unspecialized: bool,
+    /// Plan `harvest --whole-variants` on a device with graphics pipeline libraries: the
+    /// script's `expand_unspecialized` variants join the pipelines they come from.
+    #[arg(long, conflicts_with = "expand_unspecialized")]
+    whole_variants: bool,
     /// Print the plan as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -56,7 +60,8 @@ struct PlanReport {
     /// no shard).
     invalid_pipelines: usize,
     /// With `--expand-unspecialized`: script pipelines replaced by their variants, and the
-    /// variants (which the shards then hold).
+    /// variants (which the shards then hold); with `--whole-variants`, the pipelines the
+    /// variants join.
     expanded_pipelines: usize,
     expanded_variants: usize,
     stage_functions: usize,
@@ -77,7 +82,12 @@ pub fn run(a: PlanArgs) -> anyhow::Result<i32> {
     let script = Script::parse(&text, &a.script, a.script.parent().unwrap_or(std::path::Path::new("")))?;
     let ctx =
         KeyContext { target_options: granary::frontend::targets::target_options_fingerprint(a.profile, a.targets) };
-    let expansion = Selection::expansion(&script, a.expand_unspecialized);
+    let how = match (a.expand_unspecialized, a.whole_variants) {
+        (true, _) => Expand::Replace,
+        (false, true) => Expand::Beside,
+        (false, false) => Expand::No,
+    };
+    let expansion = Selection::expansion(&script, how);
     let selection = Selection::new(&script, &expansion, ctx);
     let invalid = selection.failures.len();
     let plan = selection.split(a.shards).assignment;

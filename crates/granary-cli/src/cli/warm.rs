@@ -147,6 +147,7 @@ struct Record {
 struct Made {
     source: Source,
     linked: bool,
+    variant: bool,
     binaries: usize,
     driver: Duration,
     total: Duration,
@@ -177,6 +178,7 @@ fn pass(loader: &PipelineLoader, archive: &Archive, threads: usize, trace: bool)
             .map(|l| Made {
                 source: l.source,
                 linked: l.linked,
+                variant: l.variant,
                 binaries: l.binaries,
                 driver: l.driver_time,
                 total: l.total_time,
@@ -348,6 +350,7 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
     let failed = p.records.iter().filter(|r| r.result.is_err()).count();
     let fell_back = p.records.iter().filter(|r| r.result.as_ref().is_ok_and(|m| m.fallback_reason.is_some())).count();
     let linked = p.records.iter().filter(|r| r.result.as_ref().is_ok_and(|m| m.linked)).count();
+    let variants = p.records.iter().filter(|r| r.result.as_ref().is_ok_and(|m| m.variant)).count();
     let n = p.records.len();
     let mut totals: Vec<f64> =
         p.records.iter().filter_map(|r| r.result.as_ref().ok()).map(|m| m.total.as_secs_f64() * 1e6).collect();
@@ -382,6 +385,7 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
                         "key": key,
                         "source": m.source.name(),
                         "linked": m.linked,
+                        "variant": m.variant,
                         "binaries": m.binaries,
                         "driver_us": m.driver.as_secs_f64() * 1e6,
                         "total_us": m.total.as_secs_f64() * 1e6,
@@ -414,6 +418,7 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
                 "failed": failed,
                 "fell_back": fell_back,
                 "linked": linked,
+                "whole_variants": variants,
                 "hit_rate": hit_rate,
                 "wall_seconds": p.wall.as_secs_f64(),
                 "wall_seconds_per_pass": walls,
@@ -454,6 +459,11 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
             percentile(&totals, 0.99),
             percentile(&drivers, 0.5)
         );
+        if variants > 0 {
+            outln!(
+                "{variants} library pipelines created as their whole variant for the link formats (--whole-variants)"
+            );
+        }
         if fell_back > 0 {
             outln!("{fell_back} pipelines fell back to compiling (see --json for the reasons)");
         }

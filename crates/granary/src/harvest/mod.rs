@@ -51,7 +51,7 @@ pub use preflight::writable;
 pub use process::WorkerCommand;
 pub use prune::{prune, PruneReport};
 pub use report::{Failure, HarvestSummary, Phases, ShardSummary, TargetCount};
-pub use select::{Selection, Split};
+pub use select::{Expand, Selection, Split};
 pub use worker::worker_main;
 
 use crate::archive::journal::remove_journal;
@@ -120,6 +120,13 @@ pub struct HarvestOptions {
     /// requester is answered, no new task starts in process, and the harvest ends without
     /// replacing the archive (`HarvestSummary::interrupted`). `None`: not interruptible.
     pub interrupt: Option<Arc<Interrupt>>,
+    /// Also harvest the script's `expand_unspecialized` variants beside the pipelines they
+    /// come from (`--whole-variants`), where the backend leaves colour output open (a device
+    /// with graphics pipeline libraries, the `none` backend): each variant is a whole pipeline
+    /// with its own binaries, labelled `LABEL@FORMAT[+FORMAT…]`, which the loader creates in
+    /// place of fast-linking the library when it links with those formats. A backend without
+    /// libraries replaces such pipelines by their variants either way.
+    pub whole_variants: bool,
 }
 
 /// Progress events, for a progress bar. Before [`Progress::Planned`] the harvest is loading
@@ -230,7 +237,7 @@ fn run_harvest(
     let (text, script) = load(opts)?;
     let setup = Setup::new(opts, threads);
     setup.compiler.frontend().checker().require(opts.targets).map_err(HarvestError::MissingValidator)?;
-    let expansion = expansion_for(&script, &*setup.backend);
+    let expansion = expansion_for(&script, &*setup.backend, opts.whole_variants);
     let mut selection = Selection::new(&script, &expansion, setup.compiler.key_context());
     let shard_record = shard.map(|spec| select_shard(&mut selection, spec));
     let device = setup.backend.device();
@@ -286,14 +293,16 @@ fn run_harvest(
         }),
         trace: if trace_error.is_none() { opts.trace.as_ref().map(|p| p.display().to_string()) } else { None },
         trace_error,
-        expanded: expansion.replaced.len(),
+        expanded: expansion.replaced.len() - if expansion.beside { expansion.errors.len() } else { 0 },
         variants: expansion.variants.len(),
         backend: setup.backend.name().to_string(),
         device: setup
             .backend
             .report()
             .map(|r| crate::backend::BackendReport { in_workers: opts.isolate.is_some(), ..r }),
-        pipelines: script.pipelines.len() - expansion.replaced.len() + expansion.variants.len(),
+        pipelines: script.pipelines.len() - if expansion.beside { 0 } else { expansion.replaced.len() }
+            + expansion.variants.len(),
+        whole_variants: expansion.beside,
         succeeded: outcome.compiled + resumed.pipelines,
         failed: outcome.failures.len(),
         resumed: resumed.pipelines,
@@ -383,12 +392,23 @@ impl Setup {
     }
 }
 
-/// Select, first step: the script's `expand_unspecialized`, for a device backend that cannot
-/// leave colour output open (in process and under `--isolate` alike: a worker expands the
-/// pipeline it is asked for a variant of the same way).
-fn expansion_for(script: &Script, backend: &dyn crate::backend::Backend) -> crate::script::Expanded {
-    let applies = script.expand_unspecialized.is_some() && backend.expands_unspecialized();
-    Selection::expansion(script, applies)
+/// Select, first step: the script's `expand_unspecialized`, replacing the pipelines it expands
+/// for a device backend that cannot leave colour output open, beside them with `whole_variants`
+/// elsewhere (in process and under `--isolate` alike: a worker expands the pipeline it is asked
+/// for a variant of the same way).
+fn expansion_for(
+    script: &Script,
+    backend: &dyn crate::backend::Backend,
+    whole_variants: bool,
+) -> crate::script::Expanded {
+    let how = if backend.expands_unspecialized() {
+        select::Expand::Replace
+    } else if whole_variants {
+        select::Expand::Beside
+    } else {
+        select::Expand::No
+    };
+    Selection::expansion(script, how)
 }
 
 /// Select, `--shard I/N`: keeps shard I's pipelines and returns the record the archive gets.

@@ -10,7 +10,7 @@
 //! ordinary archive of the script, and the report says why.
 
 use super::report::ShardSummary;
-use super::select::Selection;
+use super::select::{Expand, Selection};
 use super::HarvestError;
 use crate::archive::{write_shard_entries, Archive, ArchiveMeta, ShardRecord};
 use crate::descriptor::{KeyContext, PipelineKey, TargetSet};
@@ -53,6 +53,9 @@ pub struct PruneReport {
     /// it (a device backend without graphics pipeline libraries), as a shard's record shows or,
     /// unsharded, as the expanded pipelines find more of its entries than the script's own.
     pub expanded: bool,
+    /// The archive was harvested with the variants beside the pipelines they come from
+    /// (`harvest --whole-variants`), as above; `expanded` is then true too.
+    pub whole_variants: bool,
 }
 
 /// Writes to `output` (durably, replacing it whole) the entries of `archive` whose pipeline
@@ -94,7 +97,9 @@ pub fn prune(archive: &Path, script: &Path, output: &Path, force: bool) -> Resul
     // The archive may have been harvested with the script's `expand_unspecialized` applied
     // (a device without graphics pipeline libraries): a shard's record tells; an unsharded
     // archive, the keys it holds (below).
-    let expanded = script.expand_unspecialized.is_some().then(|| Selection::expansion(&script, true));
+    let expanded = script.expand_unspecialized.is_some().then(|| Selection::expansion(&script, Expand::Replace));
+    // Or with its variants beside the pipelines they come from (`--whole-variants`).
+    let beside = script.expand_unspecialized.is_some().then(|| Selection::expansion(&script, Expand::Beside));
     let no_expansion = Expanded::default();
     let plain = Selection::new(&script, &no_expansion, ctx);
     let mut shard = None;
@@ -107,24 +112,30 @@ pub fn prune(archive: &Path, script: &Path, output: &Path, force: bool) -> Resul
             // archive's entries than the script's own (ties: the script's own).
             let held =
                 |keys: &[u128]| keys.iter().filter(|k| matches!(input.get(PipelineKey(**k)), Ok(Some(_)))).count();
-            let with_expansion = expanded.as_ref().map(|x| {
+            // The variants beside their pipelines (`--whole-variants`) only if that finds more
+            // than either alone.
+            let mut best = (plain, keys);
+            for x in [expanded.as_ref(), beside.as_ref()].into_iter().flatten() {
                 let view = Selection::new(&script, x, ctx);
-                let keys = view.keys();
-                (view, keys)
-            });
-            match with_expansion {
-                Some((view, expanded_keys)) if held(&expanded_keys) > held(&keys) => (view, expanded_keys),
-                _ => (plain, keys),
+                let k = view.keys();
+                if held(&k) > held(&best.1) {
+                    best = (view, k);
+                }
             }
+            best
         }
         Some(record) => {
             let split = plain.split(record.count);
             // Harvested with `expand_unspecialized` applied, if that is what matches.
-            let with_expansion = expanded.as_ref().filter(|_| split.assignment.script != record.script).and_then(|x| {
-                let view = Selection::new(&script, x, ctx);
-                let split = view.split(record.count);
-                (split.assignment.script == record.script).then_some((view, split))
-            });
+            let with_expansion = [expanded.as_ref(), beside.as_ref()]
+                .into_iter()
+                .flatten()
+                .filter(|_| split.assignment.script != record.script)
+                .find_map(|x| {
+                    let view = Selection::new(&script, x, ctx);
+                    let split = view.split(record.count);
+                    (split.assignment.script == record.script).then_some((view, split))
+                });
             let summary = |pipelines: usize| ShardSummary {
                 index: record.index,
                 count: record.count,
@@ -177,7 +188,10 @@ pub fn prune(archive: &Path, script: &Path, output: &Path, force: bool) -> Resul
         script
             .pipelines
             .iter()
-            .filter(|p| p.descriptor.is_err() || view.expansion.errors.iter().any(|e| e.0 == p.index))
+            .filter(|p| {
+                p.descriptor.is_err()
+                    || (!view.expansion.beside && view.expansion.errors.iter().any(|e| e.0 == p.index))
+            })
             .map(|p| (p.index, p.display_name())),
     );
     missing.sort_by_key(|(i, _)| *i);
@@ -205,5 +219,6 @@ pub fn prune(archive: &Path, script: &Path, output: &Path, force: bool) -> Resul
         shard,
         shard_dropped,
         expanded: used_expansion,
+        whole_variants: view.expansion.beside,
     })
 }

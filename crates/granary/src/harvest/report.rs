@@ -91,10 +91,14 @@ pub struct HarvestSummary {
     /// Why the timeline could not be written (the harvest itself is unaffected).
     pub trace_error: Option<String>,
     /// Script pipelines replaced by their fully specialized variants (`expand_unspecialized`,
-    /// on a device without graphics pipeline libraries).
+    /// on a device without graphics pipeline libraries), or — with `whole_variants` — kept and
+    /// joined by them.
     pub expanded: usize,
     /// Variants they were expanded into (counted in `pipelines`).
     pub variants: usize,
+    /// `--whole-variants` applied: the variants were harvested beside the pipelines they come
+    /// from (a device with graphics pipeline libraries, or the `none` backend).
+    pub whole_variants: bool,
     /// The backend: `none` (the front end's translations only) or a device backend's name.
     pub backend: String,
     /// What the device backend did (device, what it captures, driver time, binaries);
@@ -306,7 +310,12 @@ impl HarvestSummary {
         if let Some(e) = &self.trace_error {
             s += &format!("  trace:                 {e}\n");
         }
-        if self.expanded > 0 {
+        if self.expanded > 0 && self.whole_variants {
+            s += &format!(
+                "  whole variants:        {} specialized variants of {} pipelines with unspecialized colour output, harvested beside them (--whole-variants; the loader creates them in place of fast-linking for those formats)\n",
+                self.variants, self.expanded
+            );
+        } else if self.expanded > 0 {
             s += &format!(
                 "  expanded:              {} pipelines with unspecialized colour output into {} specialized variants (expand_unspecialized; the device has no graphics pipeline libraries)\n",
                 self.expanded, self.variants

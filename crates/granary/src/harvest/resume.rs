@@ -205,8 +205,8 @@ fn refuse_other_expansion(
     if selection.script.expand_unspecialized.is_none() {
         return Ok(());
     }
-    let expanded_now = !selection.expansion.replaced.is_empty();
-    let other = Selection::expansion(selection.script, !expanded_now);
+    let expanded_now = !selection.expansion.replaced.is_empty() && !selection.expansion.beside;
+    let other = Selection::expansion(selection.script, super::select::Expand::replace_if(!expanded_now));
     let other_keys: HashSet<u128> =
         Selection::new(selection.script, &other, selection.ctx).keys().into_iter().collect();
     let lost: Vec<&WriteEntry> = old

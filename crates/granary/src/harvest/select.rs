@@ -1,8 +1,9 @@
 //! Which pipelines of a script a harvest compiles: the one selection `harvest`, `granary plan`
 //! and `prune` (and `--resume`) all make.
 //!
-//! The steps, always in this order: the script's `expand_unspecialized` applied or not
-//! ([`Selection::expansion`]); the valid pipelines, with the expanded ones replaced by their
+//! The steps, always in this order: the script's `expand_unspecialized` applied or not, and
+//! whether its variants replace their pipelines or join them ([`Selection::expansion`],
+//! [`Expand`]); the valid pipelines, with the expanded ones replaced by (or followed by) their
 //! variants ([`Selection::new`]); for `--shard I/N`, the assignment of *every* selected
 //! pipeline to N shards ([`Selection::split`], [`shard::assign_descriptors`] under the
 //! selection's key context) and then shard I's share ([`Selection::retain_shard`]).
@@ -18,6 +19,32 @@ use crate::archive::WriteEntry;
 use crate::descriptor::{KeyContext, PipelineDescriptor};
 use crate::script::{Expanded, Script};
 use std::collections::HashMap;
+
+/// How a selection applies the script's `expand_unspecialized`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expand {
+    /// Not at all: pipelines with unspecialized colour output stay as they are (a device with
+    /// graphics pipeline libraries, the `none` backend).
+    No,
+    /// Each such pipeline is replaced by its variants (a device without graphics pipeline
+    /// libraries, `--no-pipeline-libraries`, `granary plan --expand-unspecialized`).
+    Replace,
+    /// The variants are selected beside the pipelines they come from (`harvest
+    /// --whole-variants` on a device with libraries or the `none` backend): whole pipelines
+    /// the loader creates in place of fast-linking the library for the formats they name.
+    Beside,
+}
+
+impl Expand {
+    /// `Replace` when `apply`, else `No`.
+    pub fn replace_if(apply: bool) -> Expand {
+        if apply {
+            Expand::Replace
+        } else {
+            Expand::No
+        }
+    }
+}
 
 /// The pipelines a harvest of a script compiles, `(index, descriptor)`, under one key context.
 pub struct Selection<'a> {
@@ -45,12 +72,11 @@ pub struct Split {
 }
 
 impl<'a> Selection<'a> {
-    /// The script's `expand_unspecialized` applied to `script` when `apply` (a device backend
-    /// without graphics pipeline libraries, or `granary plan --expand-unspecialized`) and the
-    /// script has one; otherwise nothing expanded.
-    pub fn expansion(script: &Script, apply: bool) -> Expanded {
-        match script.expand_unspecialized.as_ref().filter(|_| apply) {
-            Some(e) => e.apply(script),
+    /// The script's `expand_unspecialized` applied to `script` as `how` says, where the script
+    /// has one; otherwise nothing expanded.
+    pub fn expansion(script: &Script, how: Expand) -> Expanded {
+        match script.expand_unspecialized.as_ref().filter(|_| how != Expand::No) {
+            Some(e) => Expanded { beside: how == Expand::Beside, ..e.apply(script) },
             None => Expanded::default(),
         }
     }
@@ -58,13 +84,13 @@ impl<'a> Selection<'a> {
     /// The selection of `script` with `expansion` applied, keyed under `ctx`.
     pub fn new(script: &'a Script, expansion: &'a Expanded, ctx: KeyContext) -> Selection<'a> {
         let mut failures = Vec::new();
-        for (index, name, message) in &expansion.errors {
+        for (index, name, message) in expansion.errors.iter().filter(|_| !expansion.beside) {
             failures.push(sink::process_failure(*index, name.clone(), "script", message.clone()));
         }
         let mut pipelines: Vec<(usize, &PipelineDescriptor)> = Vec::new();
         for p in &script.pipelines {
             match &p.descriptor {
-                Ok(d) if !expansion.replaced.contains(&p.index) => pipelines.push((p.index, d)),
+                Ok(d) if expansion.beside || !expansion.replaced.contains(&p.index) => pipelines.push((p.index, d)),
                 Ok(_) => {}
                 Err(e) => failures.push(sink::script_failure(p.index, p.display_name(), e)),
             }

@@ -42,6 +42,10 @@ pub struct Expanded {
     pub replaced: std::collections::HashSet<usize>,
     /// `(script index, name, message)` of each pipeline that could not be expanded.
     pub errors: Vec<(usize, String, String)>,
+    /// The variants are harvested beside the pipelines they come from (`harvest
+    /// --whole-variants`), which stay selected: `replaced` then names the pipelines that have
+    /// variants, and `errors` fail nothing (such a pipeline is harvested only as it is).
+    pub beside: bool,
 }
 
 impl Expanded {

@@ -298,6 +298,7 @@ pub fn harvest_options(script: &std::path::Path, out: &std::path::Path) -> grana
         check_outputs: Default::default(),
         force: false,
         interrupt: None,
+        whole_variants: false,
     }
 }
 
