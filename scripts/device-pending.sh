@@ -23,7 +23,8 @@
 # STEPS (default "rt frames link-cost capture-auto variants") picks steps; a device call runs
 # at most 600 s, so split them: STEPS="rt variants" (at most 450 s), then STEPS="frames
 # link-cost" (at most 550 s), then STEPS="capture-auto". RT_LIMIT, FRAMES_LIMIT, LINK_LIMIT,
-# AUTO_LIMIT, VARIANTS_LIMIT set each step's seconds.
+# AUTO_LIMIT, VARIANTS_LIMIT set each step's seconds; FRAMES_EXTRA (default "seed2kx
+# seed2kx-reuse") the frame step's extra workloads.
 # The native tests run one at a time (TEST_THREADS, default 1): with four threads in one
 # process four of them never ended on an H100 (2026-12-07), a hang not yet explained.
 set -uo pipefail
@@ -40,7 +41,7 @@ step() {
 want() { [[ " ${STEPS:-rt frames link-cost capture-auto variants} " == *" $1 "* ]]; }
 want rt && step rt "${RT_LIMIT:-330}" env ${VL_PATH:+VK_ADD_LAYER_PATH=$VL_PATH LD_LIBRARY_PATH=${VL_LIB:-}} TEST_TIMEOUT="${TEST_TIMEOUT:-120}" TEST_THREADS="${TEST_THREADS:-1}" \
   scripts/device-ray-tracing.sh "$BIN" "$OUT/rt" "$C"
-want frames && step frames "${FRAMES_LIMIT:-400}" env CHECK=64 EXTRA="seed2kx seed2kx-reuse" scripts/device-frames.sh "$BIN/granary" "$BIN/frame_loop" "$OUT/frames"
+want frames && step frames "${FRAMES_LIMIT:-400}" env CHECK=64 EXTRA="${FRAMES_EXTRA-seed2kx seed2kx-reuse}" scripts/device-frames.sh "$BIN/granary" "$BIN/frame_loop" "$OUT/frames"
 want link-cost && step link-cost "${LINK_LIMIT:-150}" scripts/device-link-cost.sh "$BIN/granary" "$BIN/link_cost" "$OUT/link-cost"
 want capture-auto && step capture-auto "${AUTO_LIMIT:-180}" env SAMPLES="256 1000" scripts/device-capture-auto.sh "$BIN/granary" "$OUT/capture-auto"
 want variants && step variants "${VARIANTS_LIMIT:-120}" scripts/device-whole-variants.sh "$BIN/granary" "$OUT/variants"
