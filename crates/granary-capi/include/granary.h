@@ -407,8 +407,10 @@ typedef struct GranaryPipelineInfo {
     // fast-linked pipeline replaced it (the earlier pipeline stays valid until the warm-up is
     // destroyed). Since the second version of this struct.
     uint32_t generation;
-    // Reserved, 0.
-    uint32_t reserved;
+    // 1 if it was archived as a library and created instead as the archive's whole variant
+    // for its link formats (`granary harvest --whole-variants`), so not linked; else 0
+    // (always 0 from granary versions before this field, which was reserved).
+    uint32_t variant;
 } GranaryPipelineInfo;
 
 // Where a warm-up's requests stand.

@@ -86,8 +86,10 @@ pub struct GranaryPipelineInfo {
     /// fast-linked pipeline replaced it (the earlier pipeline stays valid until the warm-up is
     /// destroyed). Since the second version of this struct.
     pub generation: u32,
-    /// Reserved, 0.
-    pub reserved: u32,
+    /// 1 if it was archived as a library and created instead as the archive's whole variant
+    /// for its link formats (`granary harvest --whole-variants`), so not linked; else 0
+    /// (always 0 from granary versions before this field, which was reserved).
+    pub variant: u32,
 }
 
 impl Default for GranaryPipelineInfo {
@@ -106,7 +108,7 @@ impl Default for GranaryPipelineInfo {
             key_lo: 0,
             key_hi: 0,
             generation: 0,
-            reserved: 0,
+            variant: 0,
         }
     }
 }
@@ -519,6 +521,7 @@ pub unsafe extern "C" fn granary_warmup_try_get(
                 value.driver_time_ns = l.driver_time.as_nanos() as u64;
                 value.total_time_ns = l.total_time.as_nanos() as u64;
                 value.generation = l.generation;
+                value.variant = u32::from(l.variant);
                 GranaryResult::GRANARY_OK
             }
             Status::Pending => GranaryResult::GRANARY_PENDING,

@@ -391,9 +391,14 @@ struct Warmed {
     whole: usize,
     /// `GranaryWarmupStats::optimized` at the end.
     optimized: u64,
+    /// Tickets whose pipeline was first made as its whole variant (`variant` 1, not linked).
+    variants: usize,
+    /// Tickets whose pipeline was linked when first ready, counted with or without `optimize`.
+    linked_first: usize,
 }
 
-/// Opens the example archive, makes a loader over `app`'s device as `description` says (with
+/// Opens the example archive (`bytes`: [`common::example_archive_bytes`] or another form of
+/// it), makes a loader over `app`'s device as `description` says (with
 /// `allocator` and `flags`), warms every pipeline whose label starts with `prefix` (two worker
 /// threads and this thread pumping, at once), checks each is ready with a pipeline and a
 /// layout, then destroys every granary handle. `during` runs while the warm-up is alive. With
@@ -401,13 +406,13 @@ struct Warmed {
 /// (`granary_warmup_optimize_linked`), and every ticket is looked at again once none is pending.
 fn warm(
     app: &App,
+    bytes: Vec<u8>,
     allocator: *const vk::AllocationCallbacks,
     flags: u32,
     prefix: &str,
     optimize: bool,
     during: impl Fn(),
 ) -> Warmed {
-    let bytes = common::example_archive_bytes();
     let mut archive: *mut GranaryArchive = null_mut();
     // SAFETY: valid bytes (copied during the call) and out pointer.
     let r = unsafe {
@@ -436,7 +441,7 @@ fn warm(
     let mut warmup: *mut GranaryWarmup = null_mut();
     let prefix = CString::new(prefix).unwrap();
     let mut tickets: Vec<GranaryTicket>;
-    let (mut ready, mut linked, mut whole, mut optimized) = (0, 0, 0, 0);
+    let (mut ready, mut linked, mut whole, mut optimized, mut variants, mut linked_first) = (0, 0, 0, 0, 0, 0);
     let info_of = |warmup: *const GranaryWarmup, t: GranaryTicket| {
         let mut info = GranaryPipelineInfo {
             struct_size: std::mem::size_of::<GranaryPipelineInfo>() as u32,
@@ -487,6 +492,9 @@ fn warm(
                 panic!("ticket {t}: {r:?}: {}", CStr::from_ptr(why.as_ptr()).to_string_lossy());
             }
             assert!(!info.pipeline.is_null() && !info.layout.is_null());
+            assert!(info.variant == 0 || info.linked == 0, "a whole variant is not linked");
+            variants += info.variant as usize;
+            linked_first += info.linked as usize;
             ready += 1;
             first.push(info);
         }
@@ -530,7 +538,7 @@ fn warm(
         during();
         granary_warmup_destroy(warmup);
     }
-    Warmed { ready, requested: tickets.len(), linked, whole, optimized }
+    Warmed { ready, requested: tickets.len(), linked, whole, optimized, variants, linked_first }
 }
 
 #[test]
@@ -539,7 +547,7 @@ fn the_applications_allocator_makes_and_frees_every_object_granary_creates() {
     let Some(app) = App::open() else { return };
     let counter = Counter::default();
     let allocator = callbacks(&counter);
-    let warmed = warm(&app, &allocator, 0, "", false, || {
+    let warmed = warm(&app, common::example_archive_bytes(), &allocator, 0, "", false, || {
         // While pipelines and their modules, layouts and cache live, they hold memory from
         // the application's callbacks.
         assert!(counter.live.load(Ordering::SeqCst) > 0, "no live allocation while the warm-up holds its objects");
@@ -576,7 +584,7 @@ fn fast_linked_pipelines_are_made_again_whole_and_swapped_in_through_the_c_api()
     }
     let counter = Counter::default();
     let allocator = callbacks(&counter);
-    let warmed = warm(&app, &allocator, 0, "", true, || {});
+    let warmed = warm(&app, common::example_archive_bytes(), &allocator, 0, "", true, || {});
     assert_eq!(warmed.ready, warmed.requested);
     assert!(warmed.linked > 0, "the example has pipelines with unspecialized colour output");
     assert_eq!(warmed.whole, warmed.linked, "every fast-linked ticket now has its whole pipeline");
@@ -585,11 +593,28 @@ fn fast_linked_pipelines_are_made_again_whole_and_swapped_in_through_the_c_api()
     app.finish();
 }
 
+/// An archive with whole variants beside its library pipelines (`harvest --whole-variants`):
+/// every `post/` pipeline with unspecialized colour output is made as its `rgba8unorm` variant
+/// (the loader's default link format), so nothing links, and `GranaryPipelineInfo::variant`
+/// says so.
+#[test]
+fn whole_variants_are_made_in_place_of_linking_through_the_c_api() {
+    install_log();
+    let Some(app) = App::open() else { return };
+    let (bytes, expanded) = common::example_archive_with_variants_bytes();
+    let open = expanded.iter().filter(|l| l.starts_with("post/")).count();
+    let warmed = warm(&app, bytes, null(), 0, "post/", false, || {});
+    assert_eq!(warmed.ready, warmed.requested);
+    assert!(open > 0, "the example's post/ pipelines include some with unspecialized colour output");
+    assert_eq!((warmed.variants, warmed.linked_first), (open, 0), "{open} library pipelines, each made as its variant");
+    app.finish();
+}
+
 #[test]
 fn a_null_allocator_still_works() {
     install_log();
     let Some(app) = App::open() else { return };
-    let warmed = warm(&app, null(), 0, "post/", false, || {});
+    let warmed = warm(&app, common::example_archive_bytes(), null(), 0, "post/", false, || {});
     assert_eq!(warmed.ready, warmed.requested);
     app.finish();
 }
@@ -600,7 +625,8 @@ fn ignore_allocator_still_works_and_never_calls_the_callbacks() {
     let Some(app) = App::open() else { return };
     let counter = Counter::default();
     let allocator = callbacks(&counter);
-    let warmed = warm(&app, &allocator, GRANARY_DEVICE_IGNORE_ALLOCATOR, "post/", false, || {});
+    let warmed =
+        warm(&app, common::example_archive_bytes(), &allocator, GRANARY_DEVICE_IGNORE_ALLOCATOR, "post/", false, || {});
     assert_eq!(warmed.ready, warmed.requested);
     assert_eq!(counter.allocations.load(Ordering::SeqCst), 0, "granary used callbacks it was told to ignore");
     assert_eq!(counter.frees.load(Ordering::SeqCst), 0);

@@ -12,22 +12,51 @@ use std::path::Path;
 /// `none` backend, as granary-vulkan's loader tests make it: SPIR-V, layouts and render
 /// states, no device section (so the loader compiles every pipeline).
 pub fn example_archive_bytes() -> Vec<u8> {
+    example_archive_with(None)
+}
+
+/// [`example_archive_bytes`] with, beside each pipeline with unspecialized colour output, its
+/// whole `rgba8unorm` variant labelled `LABEL@rgba8unorm` (what `harvest --whole-variants`
+/// archives for `"expand_unspecialized": {"formats": ["rgba8unorm"]}`); returns the bytes and
+/// the labels of the pipelines that have a variant.
+pub fn example_archive_with_variants_bytes() -> (Vec<u8>, Vec<String>) {
+    use granary::descriptor::{Blend, ColorWrites, TextureFormat};
+    let expansion = granary::script::Expansion {
+        formats: vec![TextureFormat::Rgba8unorm],
+        blend: Blend::Off,
+        write_mask: ColorWrites::ALL,
+    };
+    let mut expanded = Vec::new();
+    let bytes = example_archive_with(Some((&expansion, &mut expanded)));
+    (bytes, expanded)
+}
+
+fn example_archive_with(mut expand: Option<(&granary::script::Expansion, &mut Vec<String>)>) -> Vec<u8> {
     let script = Script::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/renderer/pipelines.json"))
         .expect("example script");
     let compiler = Compiler::new(CompilerOptions::default());
-    let entries: Vec<WriteEntry> = script
-        .pipelines
-        .into_iter()
-        .map(|p| {
-            let desc = p.descriptor.expect("valid");
-            let label = desc.label().expect("labelled").to_string();
-            WriteEntry {
-                entry: compiler.compile(&desc).expect("compiles"),
-                labels: vec![label].into(),
-                binaries: vec![],
+    let mut descriptors = Vec::new();
+    for p in script.pipelines {
+        let desc = p.descriptor.expect("valid");
+        let label = desc.label().expect("labelled").to_string();
+        if let Some((e, names)) = expand.as_mut() {
+            if let Some(variants) = e.variants(&desc, &label) {
+                descriptors.extend(variants.expect("expands"));
+                names.push(label);
             }
-        })
-        .collect();
+        }
+        descriptors.push(desc);
+    }
+    // One entry per key, with every label (a variant may equal a pipeline of the script).
+    let mut entries: Vec<WriteEntry> = Vec::new();
+    for desc in descriptors {
+        let label = desc.label().expect("labelled").to_string();
+        let entry = compiler.compile(&desc).expect("compiles");
+        match entries.iter_mut().find(|w| w.entry.key == entry.key) {
+            Some(w) => w.labels = w.labels.iter().cloned().chain([label]).collect::<Vec<_>>().into(),
+            None => entries.push(WriteEntry { entry, labels: vec![label].into(), binaries: vec![] }),
+        }
+    }
     granary::archive::encode(&entries, &granary::archive::portable_meta())
 }
 
