@@ -99,6 +99,16 @@ fn example_json() -> Value {
     script
 }
 
+/// The example script with `expand_unspecialized` to `formats`, written as `pipelines.json` in
+/// `dir`.
+fn expanded_example(dir: &Path, formats: &[&str]) -> PathBuf {
+    let mut script = example_json();
+    script["expand_unspecialized"] = serde_json::json!({ "formats": formats });
+    let path = dir.join("pipelines.json");
+    std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
+    path
+}
+
 fn needs_libraries(label: &str) -> bool {
     let script = Script::load(Path::new(EXAMPLE)).expect("example");
     let d: &PipelineDescriptor = script
@@ -285,10 +295,7 @@ fn expand_unspecialized_compiles_specialized_variants_without_libraries() {
         return;
     }
     let dir = common::tempdir();
-    let mut script = example_json();
-    script["expand_unspecialized"] = serde_json::json!({"formats": ["rgba8unorm", "rgba16float"]});
-    let path = dir.path().join("pipelines.json");
-    std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
+    let path = expanded_example(dir.path(), &["rgba8unorm", "rgba16float"]);
     let parsed = Script::load(&path).unwrap();
     let open = parsed.pipelines.iter().filter(|p| p.descriptor.as_ref().is_ok_and(|d| d.needs_libraries())).count();
     let out = dir.path().join("a.granary");
@@ -632,10 +639,7 @@ fn resume_refuses_to_drop_another_devices_pipelines_of_the_other_expansion() {
         return;
     }
     let dir = common::tempdir();
-    let mut script = example_json();
-    script["expand_unspecialized"] = serde_json::json!({"formats": ["rgba8unorm"]});
-    let path = dir.path().join("pipelines.json");
-    std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
+    let path = expanded_example(dir.path(), &["rgba8unorm"]);
     let (a, old) = (dir.path().join("a.granary"), dir.path().join("old.granary"));
     let (code, s) = harvest(path.to_str().unwrap(), &a, &["--backend", "vulkan", "-j", "2"], &[]);
     assert_eq!((code, s["expanded"].as_u64()), (0, Some(0)), "{s}");
@@ -711,10 +715,7 @@ fn prune_keeps_the_variants_of_an_unsharded_expanded_harvest() {
         return;
     }
     let dir = common::tempdir();
-    let mut script = example_json();
-    script["expand_unspecialized"] = serde_json::json!({"formats": ["rgba8unorm"]});
-    let path = dir.path().join("pipelines.json");
-    std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
+    let path = expanded_example(dir.path(), &["rgba8unorm"]);
     let out = dir.path().join("a.granary");
     let (code, s) =
         harvest(path.to_str().unwrap(), &out, &["--backend", "vulkan", "--no-pipeline-libraries", "-j", "2"], &[]);
@@ -919,10 +920,7 @@ fn whole_variants_join_their_libraries_and_the_loader_creates_them_for_their_for
         return;
     }
     let dir = common::tempdir();
-    let mut script = example_json();
-    script["expand_unspecialized"] = serde_json::json!({"formats": ["rgba8unorm"]});
-    let path = dir.path().join("pipelines.json");
-    std::fs::write(&path, serde_json::to_string(&script).unwrap()).unwrap();
+    let path = expanded_example(dir.path(), &["rgba8unorm"]);
     let parsed = Script::load(&path).unwrap();
     let open = parsed.pipelines.iter().filter(|p| p.descriptor.as_ref().is_ok_and(|d| d.needs_libraries())).count();
     let out = dir.path().join("a.granary");
@@ -970,6 +968,7 @@ fn whole_variants_join_their_libraries_and_the_loader_creates_them_for_their_for
 
     // A decoy: a whole pipeline labelled as the rgba8unorm variant of a library pipeline, but
     // with another format (the script's rgba16float blit). The loader links the library.
+    let script = example_json();
     let find = |label: &str| script["pipelines"].as_array().unwrap().iter().find(|p| p["label"] == label).cloned();
     let mut base = find("post/blit/unspecialized").expect("the blit library");
     let mut decoy = find("post/blit/rgba16float").expect("the rgba16float blit");
