@@ -6,7 +6,7 @@
 //! the only direction.)
 
 use super::device::Gpu;
-use super::features::{required, required_by_spirv, required_native, Need};
+use super::features::{never_enabled, required, required_by_spirv, required_native, Need};
 use crate::device::DeviceFeatures;
 use crate::layout::PipelineLayout;
 use crate::native::NativePipeline;
@@ -33,6 +33,7 @@ fn missing(gpu: &Gpu, need: Need) -> Option<(String, &'static str)> {
 /// feature not enabled on device 'D'" (several: "features"; an extension among them: "the X
 /// extension (why)").
 fn refuse_missing(gpu: &Gpu, needs: Vec<(Need, String)>) -> Result<(), String> {
+    never_enabled(&needs)?;
     let mut found: Vec<(String, &'static str)> = Vec::new();
     for (n, why) in needs {
         if let Some((name, kind)) = missing(gpu, n) {

@@ -444,6 +444,11 @@ pub(crate) fn required_by_spirv(spirv: &[u8]) -> Vec<(Need, String)> {
             // OpCapability
             17 => {
                 let cap = word(i + 1);
+                for (_, c, ext, instead) in NEVER_ENABLED.iter() {
+                    if let Some((_, name)) = c.filter(|(n, _)| Some(*n) == cap) {
+                        out.push((Need::Never(ext, instead), format!("the SPIR-V declares capability {name}")));
+                    }
+                }
                 for (_, name, f) in CAPABILITY_FEATURES.iter().filter(|(c, _, _)| Some(*c) == cap) {
                     let why = format!("the SPIR-V declares capability {name}");
                     let need = if f.0.count_ones() == 1 { Need::Feature(*f) } else { Need::AnyOf(*f) };
@@ -454,6 +459,9 @@ pub(crate) fn required_by_spirv(spirv: &[u8]) -> Vec<(Need, String)> {
             10 => {
                 let bytes = spirv.get((i + 1) * 4..(i + len.max(1)) * 4).unwrap_or(&[]);
                 let name = bytes.split(|b| *b == 0).next().unwrap_or(&[]);
+                if let Some((spv, _, ext, instead)) = NEVER_ENABLED.iter().find(|(s, _, _, _)| s.as_bytes() == name) {
+                    out.push((Need::Never(ext, instead), format!("the SPIR-V declares extension {spv}")));
+                }
                 if let Some((spv, ext)) = SPIRV_EXTENSIONS.iter().find(|(s, _)| s.as_bytes() == name) {
                     if let Some((_, mask, _)) = EXTENSIONS.iter().find(|(names, _, _)| names.contains(ext)) {
                         out.push((Need::Extension(*mask, ext), format!("the SPIR-V declares extension {spv}")));
@@ -470,6 +478,20 @@ pub(crate) fn required_by_spirv(spirv: &[u8]) -> Vec<(Need, String)> {
         i += len;
     }
     out
+}
+
+/// Refuses needs of an extension granary enables on no device (whatever the device supports):
+/// "needs the X extension (why), which granary does not enable: what to do instead".
+pub(crate) fn never_enabled(needs: &[(Need, String)]) -> Result<(), String> {
+    match needs.iter().find_map(|(n, why)| match n {
+        Need::Never(ext, instead) => Some((ext, why, instead)),
+        _ => None,
+    }) {
+        Some((ext, why, instead)) => {
+            Err(format!("needs the {ext} extension ({why}), which granary does not enable: {instead}"))
+        }
+        None => Ok(()),
+    }
 }
 
 /// The mask of every line-rasterization feature.
@@ -769,7 +791,25 @@ pub(crate) enum Need {
     Eds3(u32, &'static str),
     /// Any one of the features of the mask (a SPIR-V capability several features allow).
     AnyOf(DeviceFeatures),
+    /// A device extension granary never enables, with what to do instead: the module is
+    /// refused on every device ([`NEVER_ENABLED`]).
+    Never(&'static str, &'static str),
 }
+
+/// SPIR-V declarations (`OpExtension` names and `OpCapability` numbers) whose device extension
+/// granary never enables, the extension, and what to do instead. `SPV_NV_ray_tracing`
+/// (`RayTracingNV`, 5340) needs `VK_NV_ray_tracing`: its shaders bind acceleration structures
+/// as `VK_DESCRIPTOR_TYPE_ACCELERATION_STRUCTURE_NV`, while granary creates ray-tracing
+/// pipelines through `VK_KHR_ray_tracing_pipeline` with KHR acceleration structures (such a
+/// module reaching `vkCreateRayTracingPipelinesKHR` is `VUID-VkShaderModuleCreateInfo-pCode-08742`
+/// and `VUID-VkRayTracingPipelineCreateInfoKHR-layout-07990`).
+pub(crate) const NEVER_ENABLED: [(&str, Option<(u32, &str)>, &str, &str); 1] = [(
+    "SPV_NV_ray_tracing",
+    Some((5340, "RayTracingNV")),
+    "VK_NV_ray_tracing",
+    "granary creates ray-tracing pipelines through VK_KHR_ray_tracing_pipeline; compile the shader for \
+     SPV_KHR_ray_tracing (DXC: -fspv-extension=SPV_KHR_ray_tracing; glslang: GL_EXT_ray_tracing)",
+)];
 
 /// What one dynamic state needs (`Ok(None)`: nothing beyond Vulkan 1.3), or why granary does
 /// not take it.
@@ -1115,6 +1155,35 @@ mod tests {
         assert!(required_by_spirv(&bytes)[0].1.contains("ClipDistance"));
         assert!(required_by_spirv(b"not spirv at all").is_empty());
         assert!(required_by_spirv(&bytes[..22]).is_empty(), "a cut module needs nothing it did not say");
+    }
+
+    #[test]
+    fn nv_ray_tracing_modules_are_refused_on_every_device_saying_what_to_do() {
+        // The preamble of DXC's raytracingbasic/raygen.rgen in ../shared/corpora/willems:
+        // `OpCapability RayTracingNV`, `OpExtension "SPV_NV_ray_tracing"`.
+        let mut w: Vec<u32> = vec![0x0723_0203, 0x0001_0000, 0, 216, 0, (2 << 16) | 17, 5340];
+        let ext = b"SPV_NV_ray_tracing\0\0";
+        w.push(((1 + ext.len() as u32 / 4) << 16) | 10);
+        w.extend(ext.chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+        w.extend([(3 << 16) | 14, 0, 1]);
+        let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let needs = required_by_spirv(&bytes);
+        let never: Vec<&str> = needs
+            .iter()
+            .filter_map(|(n, why)| matches!(n, Need::Never("VK_NV_ray_tracing", _)).then_some(why.as_str()))
+            .collect();
+        assert_eq!(
+            never,
+            ["the SPIR-V declares capability RayTracingNV", "the SPIR-V declares extension SPV_NV_ray_tracing"]
+        );
+        let e = never_enabled(&needs).unwrap_err();
+        assert!(e.starts_with("needs the VK_NV_ray_tracing extension (the SPIR-V declares capability RayTracingNV)"));
+        assert!(
+            e.contains("which granary does not enable") && e.contains("-fspv-extension=SPV_KHR_ray_tracing"),
+            "{e}"
+        );
+        // A KHR module needs no such thing.
+        assert!(never_enabled(&[]).is_ok());
     }
 
     #[test]
