@@ -796,6 +796,10 @@ pub(crate) enum Need {
     Never(&'static str, &'static str),
 }
 
+/// A row of [`NEVER_ENABLED`]: the SPIR-V extension, the capability (number and name) that
+/// also declares it, the device extension, and what to do instead.
+type NeverRow = (&'static str, Option<(u32, &'static str)>, &'static str, &'static str);
+
 /// SPIR-V declarations (`OpExtension` names and `OpCapability` numbers) whose device extension
 /// granary never enables, the extension, and what to do instead. `SPV_NV_ray_tracing`
 /// (`RayTracingNV`, 5340) needs `VK_NV_ray_tracing`: its shaders bind acceleration structures
@@ -803,7 +807,7 @@ pub(crate) enum Need {
 /// pipelines through `VK_KHR_ray_tracing_pipeline` with KHR acceleration structures (such a
 /// module reaching `vkCreateRayTracingPipelinesKHR` is `VUID-VkShaderModuleCreateInfo-pCode-08742`
 /// and `VUID-VkRayTracingPipelineCreateInfoKHR-layout-07990`).
-pub(crate) const NEVER_ENABLED: [(&str, Option<(u32, &str)>, &str, &str); 1] = [(
+pub(crate) const NEVER_ENABLED: [NeverRow; 1] = [(
     "SPV_NV_ray_tracing",
     Some((5340, "RayTracingNV")),
     "VK_NV_ray_tracing",
