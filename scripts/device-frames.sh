@@ -26,6 +26,7 @@ export __GL_SHADER_DISK_CACHE=0 MESA_SHADER_CACHE_DISABLE=true
 SUM=$OUT/summary.txt; : > "$SUM"
 W=$(mktemp -d)
 say() { echo "$*" | tee -a "$SUM"; }
+rc=0
 "$G" gen seed-scale -o "$W/seed2k" --pipelines "${SEED_PIPELINES:-2000}" --vertex-functions "${SEED_VERTEX_FUNCTIONS:-970}" \
   --max-run "${SEED_MAX_RUN:-250}" > /dev/null 2>&1
 # seed2kx: the same pipelines whole (every unspecialized attachment expanded to rgba8unorm,
@@ -51,7 +52,12 @@ for w in $work; do
     [ "$mode" = blocking ] && check=${CHECK:-64}
     timeout 400 "$F" "$W/$n.granary" --mode "$mode" --per-frame "$per" --workers "${WORKERS:-4}" --tail 10 \
       --check "$check" > "$OUT/$n-$mode.txt" 2>&1
-    say "$n $mode: exit $?; $(grep '^mode=' "$OUT/$n-$mode.txt")"
-    [ "$check" != 0 ] && say "$n $mode: $(grep '^pixels' "$OUT/$n-$mode.txt")"
+    code=$?
+    [ "$code" = 0 ] || rc=1
+    say "$n $mode: exit $code; $(grep '^mode=' "$OUT/$n-$mode.txt")"
+    if [ "$check" != 0 ]; then say "$n $mode: $(grep '^pixels' "$OUT/$n-$mode.txt")"; fi
   done
 done
+rm -rf "$W"
+# Nonzero when any run failed (a crash among them).
+exit $rc

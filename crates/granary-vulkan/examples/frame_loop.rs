@@ -115,6 +115,8 @@ struct Options {
     tail: usize,
     /// Pipelines the pixel check samples (0: no check).
     check: usize,
+    /// Each phase, and each draw before it is recorded, on stderr: where a driver crash struck.
+    trace: bool,
 }
 
 /// Runs the frame loop in `mode` with a loader of its own.
@@ -148,6 +150,9 @@ fn run_mode(
         if mode == Mode::Blocking {
             warmup.wait(&tickets, Duration::from_secs(3600));
             r.all_ready = start.elapsed();
+            if o.trace {
+                eprintln!("{}: every pipeline ready after {:.1} ms", mode.name(), ms(r.all_ready));
+            }
         }
     }
     let mut late = vec![false; n];
@@ -207,9 +212,15 @@ fn run_mode(
         drawer.begin()?;
         for i in new {
             if let (Some(l), Some(plan)) = (&held[i], &plans[i]) {
+                if o.trace {
+                    eprintln!("{} frame {frame}: drawing pipeline {i} ({:?})", mode.name(), l.source);
+                }
                 drawer.draw(l, plan, draw::Record::Draw)?;
                 r.draws += 1;
             }
+        }
+        if o.trace {
+            eprintln!("{} frame {frame}: submitting", mode.name());
         }
         drawer.finish()?;
         let drawing = drawing.elapsed();
@@ -454,14 +465,14 @@ fn run(
 
 /// The command line.
 const USAGE: &str = "frame_loop [ARCHIVE] [--mode all|compile|blocking|progressive] [--per-frame N (4)] \
-                     [--workers N (2)] [--tail N (10)] [--check N (0: no pixel check)]";
+                     [--workers N (2)] [--tail N (10)] [--check N (0: no pixel check)] [--trace]";
 
-/// `frame_loop [ARCHIVE] [--mode M] [--per-frame N] [--workers N] [--tail N] [--check N]`.
+/// `frame_loop [ARCHIVE] [--mode M] [--per-frame N] [--workers N] [--tail N] [--check N] [--trace]`.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let mut archive = None;
     let mut modes = vec![Mode::Compile, Mode::Blocking, Mode::Progressive];
-    let mut o = Options { per_frame: 4, workers: 2, tail: 10, check: 0 };
+    let mut o = Options { per_frame: 4, workers: 2, tail: 10, check: 0, trace: false };
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{a} needs a value"));
         match a.as_str() {
@@ -478,6 +489,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--workers" => o.workers = value()?.parse::<usize>()?.max(1),
             "--tail" => o.tail = value()?.parse()?,
             "--check" => o.check = value()?.parse()?,
+            "--trace" => o.trace = true,
             "--help" | "-h" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -496,7 +508,7 @@ mod tests {
 
     #[test]
     fn every_mode_draws_every_pipeline_and_only_compile_creates_on_the_frame_thread() {
-        let o = Options { per_frame: 40, workers: 2, tail: 2, check: 48 };
+        let o = Options { per_frame: 40, workers: 2, tail: 2, check: 48, trace: false };
         let Some((out, pixels)) = run(None, &[Mode::Compile, Mode::Blocking, Mode::Progressive], &o).unwrap() else {
             assert!(
                 std::env::var("GRANARY_REQUIRE_VULKAN").map_or(true, |v| v != "1"),
