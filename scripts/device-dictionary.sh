@@ -13,10 +13,14 @@
 # bytes a pipeline hands the driver: p50 and total, the archive's unique binary bytes), and
 # per warm its wall, p50 per pipeline and the driver's p50 — the figures that explain where
 # each way's time and bytes go.
+# Then the frame-loop crash (docs/BENCHMARKS.md, "NVIDIA H100, 2026-12-07"): `warm --hold` of
+# each archive at -j1 (every pipeline kept alive, as the frame loop keeps them) and, with
+# FRAME_LOOP (`cargo build --release -p granary-vulkan --example frame_loop`), the blocking frame
+# loop with one worker and --trace: its exit status and the last phase it printed.
 #
-#   scripts/device-dictionary.sh GRANARY OUT
+#   scripts/device-dictionary.sh GRANARY OUT [FRAME_LOOP]
 set -uo pipefail
-G=$(realpath "$1"); OUT=$(realpath -m "$2")
+G=$(realpath "$1"); OUT=$(realpath -m "$2"); F=${3:+$(realpath "$3")}
 mkdir -p "$OUT"; cd "$(dirname "$0")/.."
 W=$OUT/work; mkdir -p "$W"
 export __GL_SHADER_DISK_CACHE=0 MESA_SHADER_CACHE_DISABLE=true
@@ -41,6 +45,15 @@ for rep in $(seq "$REPS"); do
       echo "$a warm -j$j rep $rep: exit $?"
     done
   done
+done
+for a in one shards; do
+  "$G" warm "$W/$a.granary" -j 1 --hold --json > "$OUT/$a.hold.json" 2> "$OUT/$a.hold.err"
+  echo "$a warm -j1 --hold: exit $?" | tee -a "$OUT/crash.txt"
+  if [ -n "$F" ]; then
+    timeout 120 "$F" "$W/$a.granary" --mode blocking --per-frame 20 --workers 1 --check 0 --trace \
+      > "$OUT/$a.frames.txt" 2> "$OUT/$a.frames.err"
+    echo "$a frame_loop blocking, 1 worker: exit $?; last: $(tail -1 "$OUT/$a.frames.err")" | tee -a "$OUT/crash.txt"
+  fi
 done
 python3 - "$OUT" "$W" "$N" "$REPS" > "$OUT/summary.txt" <<'PY'
 import json, os, statistics, sys
@@ -83,5 +96,6 @@ for j in (1, 4, 16):
             ", ".join(str((r.get("driver_us") or {}).get("p50")) for r in rows),
             ", ".join(str(r.get("from_binaries")) for r in rows)))
 PY
+cat "$OUT/crash.txt" >> "$OUT/summary.txt"
 cat "$OUT/summary.txt"
 rm -rf "$W"

@@ -13,7 +13,8 @@
 #   5. whole variants against fast-linked libraries, harvest and warm (issue 24 item 6):
 #      scripts/device-whole-variants.sh;
 #   6. seed2kx with NVIDIA's dictionary binary and without it (one process against shards),
-#      capture, bytes and warm at -j1/4/16 (issue 24 item 2): scripts/device-dictionary.sh.
+#      capture, bytes and warm at -j1/4/16 (issue 24 item 2), and where the frame loop's crash on
+#      the dictionary archive strikes (warm --hold, frame_loop --trace): scripts/device-dictionary.sh.
 #
 #   scripts/device-pending.sh BIN OUT CORPORA
 #
@@ -47,7 +48,7 @@ want frames && step frames "${FRAMES_LIMIT:-400}" env CHECK=64 EXTRA="${FRAMES_E
 want link-cost && step link-cost "${LINK_LIMIT:-150}" scripts/device-link-cost.sh "$BIN/granary" "$BIN/link_cost" "$OUT/link-cost"
 want capture-auto && step capture-auto "${AUTO_LIMIT:-180}" env SAMPLES="256 1000" scripts/device-capture-auto.sh "$BIN/granary" "$OUT/capture-auto"
 want variants && step variants "${VARIANTS_LIMIT:-120}" scripts/device-whole-variants.sh "$BIN/granary" "$OUT/variants"
-want dictionary && step dictionary "${DICT_LIMIT:-120}" scripts/device-dictionary.sh "$BIN/granary" "$OUT/dictionary"
+want dictionary && step dictionary "${DICT_LIMIT:-150}" scripts/device-dictionary.sh "$BIN/granary" "$OUT/dictionary" "$BIN/frame_loop"
 for s in rt frames link-cost capture-auto variants dictionary; do
   [ -f "$OUT/$s/summary.txt" ] && { echo "== $s"; cat "$OUT/$s/summary.txt"; }
 done

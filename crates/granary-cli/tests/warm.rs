@@ -78,6 +78,16 @@ fn warm_on_the_harvest_device_creates_everything_and_says_how() {
         assert_eq!(w["linked"], EXAMPLE_LIBRARIES, "library pipelines are linked with --link-format");
     }
     assert!(records.iter().all(|r| r["label"].is_string() && r["total_us"].as_f64() > Some(0.0)));
+    assert_eq!(w["held"], false);
+
+    // --hold keeps every pipeline alive until the pass ends (as a game holds them): the same
+    // pipelines, made the same way.
+    let (code, h, stderr) = warm(&archive, &["--hold"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(h["held"], true);
+    for k in ["created", "from_binaries", "linked", "failed"] {
+        assert_eq!(h[k], w[k], "{k} with --hold");
+    }
 
     // The same from SPIR-V (the compile path a developer without granary has), writing the
     // pipeline cache; then a warm pipeline cache read back from that file.

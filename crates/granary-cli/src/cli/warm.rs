@@ -106,6 +106,11 @@ pub struct WarmArgs {
     /// Diagnostics: print each pipeline's index and binary count to stderr before creating it.
     #[arg(long, hide = true)]
     trace_each: bool,
+    /// Keep every pipeline of a pass alive until the pass ends, as a game holds what it
+    /// created, instead of destroying each one as soon as it is made (the default: warm then
+    /// measures creation with little driver memory in use).
+    #[arg(long)]
+    hold: bool,
     /// Print JSON: the summary and one record per pipeline.
     #[arg(long)]
     json: bool,
@@ -161,9 +166,11 @@ struct Pass {
     cpu: Duration,
 }
 
-fn pass(loader: &PipelineLoader, archive: &Archive, threads: usize, trace: bool) -> Pass {
+fn pass(loader: &PipelineLoader, archive: &Archive, threads: usize, trace: bool, hold: bool) -> Pass {
     let n = archive.len();
     let out = Mutex::new(Vec::with_capacity(n));
+    // With `hold`: every pipeline made, destroyed only after the pass's timing.
+    let held = Mutex::new(Vec::with_capacity(if hold { n } else { 0 }));
     let timing = granary_lab::bench::parallel(n, threads, |i| {
         if trace {
             eprintln!("warm: creating pipeline {i}");
@@ -172,22 +179,29 @@ fn pass(loader: &PipelineLoader, archive: &Archive, threads: usize, trace: bool)
         if trace {
             eprintln!("warm: pipeline {i}: {}", result.as_ref().map_or("failed", |l| l.source.name()));
         }
-        // The pipeline is destroyed here (dropped with `l`): warm measures creation, and
-        // keeps no driver memory growing with the archive.
+        // The pipeline is destroyed here (dropped with `l`) unless held: warm measures
+        // creation, and keeps no driver memory growing with the archive.
         let result = result
-            .map(|l| Made {
-                source: l.source,
-                linked: l.linked,
-                variant: l.variant,
-                binaries: l.binaries,
-                driver: l.driver_time,
-                total: l.total_time,
-                feedback: l.feedback,
-                fallback_reason: l.fallback_reason,
+            .map(|l| {
+                let made = Made {
+                    source: l.source,
+                    linked: l.linked,
+                    variant: l.variant,
+                    binaries: l.binaries,
+                    driver: l.driver_time,
+                    total: l.total_time,
+                    feedback: l.feedback,
+                    fallback_reason: l.fallback_reason.clone(),
+                };
+                if hold {
+                    held.lock().unwrap_or_else(|p| p.into_inner()).push(l);
+                }
+                made
             })
             .map_err(|e| e.to_string());
         out.lock().unwrap_or_else(|p| p.into_inner()).push(Record { index: i, result });
     });
+    drop(held);
     let mut records = out.into_inner().unwrap_or_else(|p| p.into_inner());
     records.sort_by_key(|r| r.index);
     Pass { records, wall: timing.wall, cpu: timing.cpu }
@@ -322,7 +336,7 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
             Some(l) => l,
             None => PipelineLoader::new(archive.clone(), gpu.clone(), options.clone())?,
         };
-        let p = pass(&loader, &archive, threads, a.trace_each);
+        let p = pass(&loader, &archive, threads, a.trace_each, a.hold);
         key_mismatches = loader.key_mismatches();
         walls.push(p.wall.as_secs_f64());
         if let Some(path) = &a.pipeline_cache_out {
@@ -410,6 +424,7 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
                 "cache_blobs_skipped": skipped_caches,
                 "key_mismatches": key_mismatches,
                 "threads": threads,
+                "held": a.hold,
                 "pipelines": n,
                 "created": n - failed,
                 "from_binaries": from_binaries,
