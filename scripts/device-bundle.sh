@@ -43,6 +43,9 @@ apt-get $T update > /dev/null
 for d in "$t"/*.deb; do dpkg -x "$d" "$t/x"; done
 cp "$t"/x/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so "$t"/x/usr/share/vulkan/explicit_layer.d/*.json .gl/vvl/
 cp -P "$t"/x/usr/lib/x86_64-linux-gnu/libstdc++.so.6* "$t"/x/usr/lib/x86_64-linux-gnu/libgcc_s.so.1 .gl/vvl/lib/
+# The manifest names its library bare, which the loader looks up on the library path: make it
+# relative to the manifest's folder, where it is.
+sed -i 's#"library_path": "lib#"library_path": "./lib#' .gl/vvl/*.json
 for b in target/release/granary "$native" target/release/examples/frame_loop target/release/examples/link_cost; do
   n=$(basename "$b"); case $n in native-*) n=native-test;; esac
   strip -o ".gl/bin/$n" "$b"
