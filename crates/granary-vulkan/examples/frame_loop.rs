@@ -145,6 +145,9 @@ fn run_mode(
     let mut tickets = Vec::new();
     let mut workers = None;
     if mode != Mode::Compile {
+        if o.trace {
+            eprintln!("{}: requesting {n} pipelines, {} workers", mode.name(), o.workers);
+        }
         tickets = keys.iter().map(|k| warmup.request(*k, Priority::NORMAL)).collect();
         workers = Some(warmup.spawn_workers(o.workers)?);
         if mode == Mode::Blocking {
@@ -252,9 +255,15 @@ fn run_mode(
             std::thread::sleep(rest);
         }
     }
+    if o.trace {
+        eprintln!("{}: {} frames; destroying the workers, the drawer and the pipelines", mode.name(), r.frames);
+    }
     drop(workers);
     drop(drawer);
     drop(held);
+    if o.trace {
+        eprintln!("{}: destroyed", mode.name());
+    }
     Ok(r)
 }
 
