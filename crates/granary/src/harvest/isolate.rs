@@ -270,6 +270,12 @@ fn mib(bytes: u64) -> String {
     }
 }
 
+/// `bytes` in MiB to one decimal, rounded up: a size over a whole-MiB limit never reads as
+/// the limit itself ("limit of 256 MiB (resident 256.1 MiB)", not "256.0").
+fn mib_up(bytes: u64) -> String {
+    format!("{:.1} MiB", (bytes as f64 * 10.0 / f64::from(1u32 << 20)).ceil() / 10.0)
+}
+
 impl Dispatcher<'_> {
     fn spawn(&self) -> std::io::Result<Worker> {
         let w = spawn(&self.opts.worker, self.text)?;
@@ -359,7 +365,7 @@ impl Dispatcher<'_> {
                     "memory",
                     format!(
                         "pipeline '{name}': worker passed the memory limit of {limit} (resident {}) while compiling it; worker killed and replaced",
-                        mib(rss)
+                        mib_up(rss)
                     ),
                 );
             }
@@ -415,5 +421,18 @@ impl Dispatcher<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_size_just_over_a_whole_mib_limit_reads_over_it() {
+        assert_eq!(mib_up((256 << 20) + 1), "256.1 MiB");
+        assert_eq!(mib_up((256 << 20) + (1 << 19)), "256.5 MiB");
+        assert_eq!(mib_up(256 << 20), "256.0 MiB");
+        assert_eq!(mib(256 << 20), "256 MiB");
     }
 }
