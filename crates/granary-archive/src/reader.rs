@@ -25,6 +25,7 @@ mod entries;
 #[cfg(feature = "sign")]
 mod signature;
 mod verify;
+#[cfg(feature = "vulkan")]
 pub(crate) use device::DeviceSlot;
 pub use device::{BinaryRef, BinarySetRef, DeviceMismatch, DeviceRef};
 pub use verify::VerifyReport;
