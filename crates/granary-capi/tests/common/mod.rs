@@ -12,52 +12,62 @@ use std::path::Path;
 /// `none` backend, as granary-vulkan's loader tests make it: SPIR-V, layouts and render
 /// states, no device section (so the loader compiles every pipeline).
 pub fn example_archive_bytes() -> Vec<u8> {
-    example_archive_with(None)
-}
-
-/// [`example_archive_bytes`] with, beside each pipeline with unspecialized colour output, its
-/// whole `rgba8unorm` variant labelled `LABEL@rgba8unorm` (what `harvest --whole-variants`
-/// archives for `"expand_unspecialized": {"formats": ["rgba8unorm"]}`); returns the bytes and
-/// the labels of the pipelines that have a variant.
-pub fn example_archive_with_variants_bytes() -> (Vec<u8>, Vec<String>) {
-    use granary::descriptor::{Blend, ColorWrites, TextureFormat};
-    let expansion = granary::script::Expansion {
-        formats: vec![TextureFormat::Rgba8unorm],
-        blend: Blend::Off,
-        write_mask: ColorWrites::ALL,
-    };
-    let mut expanded = Vec::new();
-    let bytes = example_archive_with(Some((&expansion, &mut expanded)));
-    (bytes, expanded)
-}
-
-fn example_archive_with(mut expand: Option<(&granary::script::Expansion, &mut Vec<String>)>) -> Vec<u8> {
     let script = Script::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/renderer/pipelines.json"))
         .expect("example script");
     let compiler = Compiler::new(CompilerOptions::default());
-    let mut descriptors = Vec::new();
-    for p in script.pipelines {
-        let desc = p.descriptor.expect("valid");
-        let label = desc.label().expect("labelled").to_string();
-        if let Some((e, names)) = expand.as_mut() {
-            if let Some(variants) = e.variants(&desc, &label) {
-                descriptors.extend(variants.expect("expands"));
-                names.push(label);
+    let entries: Vec<WriteEntry> = script
+        .pipelines
+        .into_iter()
+        .map(|p| {
+            let desc = p.descriptor.expect("valid");
+            let label = desc.label().expect("labelled").to_string();
+            WriteEntry {
+                entry: compiler.compile(&desc).expect("compiles"),
+                labels: vec![label].into(),
+                binaries: vec![],
             }
-        }
-        descriptors.push(desc);
-    }
-    // One entry per key, with every label (a variant may equal a pipeline of the script).
-    let mut entries: Vec<WriteEntry> = Vec::new();
-    for desc in descriptors {
-        let label = desc.label().expect("labelled").to_string();
-        let entry = compiler.compile(&desc).expect("compiles");
-        match entries.iter_mut().find(|w| w.entry.key == entry.key) {
-            Some(w) => w.labels = w.labels.iter().cloned().chain([label]).collect::<Vec<_>>().into(),
-            None => entries.push(WriteEntry { entry, labels: vec![label].into(), binaries: vec![] }),
-        }
-    }
+        })
+        .collect();
     granary::archive::encode(&entries, &granary::archive::portable_meta())
+}
+
+/// The bundled example harvested as `granary harvest --whole-variants` does with the `none`
+/// backend, its script given `"expand_unspecialized": {"formats": ["rgba8unorm"]}`: beside each
+/// pipeline with unspecialized colour output, its whole variant `LABEL@rgba8unorm`. Returns
+/// the archive's bytes and the labels of the pipelines that have a variant.
+pub fn example_archive_with_variants_bytes() -> (Vec<u8>, Vec<String>) {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/renderer");
+    let text = std::fs::read_to_string(example.join("pipelines.json")).expect("example script");
+    let shaders = format!("\"path\": \"{}/shaders/", example.display());
+    let text = text.replacen('{', "{\"expand_unspecialized\": {\"formats\": [\"rgba8unorm\"]},", 1);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (script, out) = (dir.path().join("pipelines.json"), dir.path().join("variants.granary"));
+    std::fs::write(&script, text.replace("\"path\": \"shaders/", &shaders)).expect("write script");
+    let options = granary::harvest::HarvestOptions {
+        script,
+        output: out.clone(),
+        threads: 2,
+        targets: granary_archive::TargetSet::SPIRV,
+        profile: granary::frontend::Profile::default_profile(),
+        flush_every: None,
+        resume: false,
+        isolate: None,
+        require_all_targets: false,
+        backend: None,
+        trace: None,
+        max_library_bytes: None,
+        check_outputs: Default::default(),
+        force: false,
+        interrupt: None,
+        whole_variants: true,
+    };
+    let summary = granary::harvest::harvest(&options, &|_| {}).expect("harvest");
+    assert!(summary.failed == 0 && summary.whole_variants && summary.expanded > 0, "{summary:?}");
+    let bytes = std::fs::read(&out).expect("archive");
+    let archive = granary::archive::Archive::from_bytes(bytes.clone()).expect("archive reads");
+    let labels = archive.labels().expect("labels");
+    let expanded = labels.iter().filter_map(|(l, _)| l.strip_suffix("@rgba8unorm").map(str::to_string)).collect();
+    (bytes, expanded)
 }
 
 /// Says that a test skipped for want of a Vulkan driver (`why`); a failure instead under
