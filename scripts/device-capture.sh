@@ -19,6 +19,8 @@
 # reuse's archives from binaries at -j 1. The example: cap and base once each. With
 # VULKAN_TEST_BINARY, `tests/vulkan.rs` (release) runs last.
 #
+# OTHER (a path to another granary build) adds, per round, its cache-mode harvest (cache-other)
+# beside granary's (after it in odd rounds, before it in even ones), and its archive's warm at -j 1 and 16: an A/B of two builds in one run.
 # PIPELINES, VERTEX_FUNCTIONS, MAX_RUN resize the workload (a quick check on lavapipe, or
 # the full 33,000/16,000/1,000); SKIP lists step-name prefixes not to run ("internal reuse").
 # OUT/summary.txt has one line per step (wall, peak RSS and the JSON's main figures); every
@@ -88,7 +90,9 @@ for r in $(seq 1 "$ROUNDS"); do
   fi
   step "reuse-r$r" "$G" "${H[@]}" -o "$W/reuse.granary" --reuse-binaries-by-key
   step "internal-r$r" "$G" "${H[@]}" -o "$W/internal.granary" --capture-from-internal-cache
+  [ -n "${OTHER:-}" ] && [ $((r % 2)) -eq 0 ] && step "cache-other-r$r" "$OTHER" "${H[@]}" -o "$W/other.granary" --no-pipeline-binaries
   step "cache-r$r" "$G" "${H[@]}" -o "$W/cache.granary" --no-pipeline-binaries
+  [ -n "${OTHER:-}" ] && [ $((r % 2)) -eq 1 ] && step "cache-other-r$r" "$OTHER" "${H[@]}" -o "$W/other.granary" --no-pipeline-binaries
 done
 for j in 1 2 4 8 16; do
   step "warm-bin-j$j" "$G" warm "$W/cap.granary" -j "$j" --no-pipeline-libraries --json
@@ -96,6 +100,7 @@ done
 for j in 1 16; do
   step "warm-cachein-j$j" "$G" warm "$W/cap.granary" --source spirv --pipeline-cache-in "$W/base.cache" -j "$j" --no-pipeline-libraries --json
   step "warm-cachemode-j$j" "$G" warm "$W/cache.granary" -j "$j" --no-pipeline-libraries --json
+  [ -n "${OTHER:-}" ] && step "warm-cacheother-j$j" "$G" warm "$W/other.granary" -j "$j" --no-pipeline-libraries --json
 done
 [ -s "$W/internal.granary" ] && step "warm-internal-j1" "$G" warm "$W/internal.granary" -j 1 --no-pipeline-libraries --json
 step "warm-reuse-j1" "$G" warm "$W/reuse.granary" -j 1 --no-pipeline-libraries --json
