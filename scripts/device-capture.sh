@@ -56,7 +56,7 @@ for k in ("succeeded", "failed", "wall_seconds", "pipelines", "from_binaries", "
     if k in d:
         keep[k] = d[k]
 dev = d.get("device") or {}
-for k in ("pipelines_created", "driver_seconds", "key_seconds", "capture_seconds", "binaries", "binary_bytes",
+for k in ("pipelines_created", "cache_hits", "driver_seconds", "key_seconds", "capture_seconds", "binaries", "binary_bytes",
           "binary_fetches_skipped", "binary_key_mismatches"):
     if isinstance(dev, dict) and k in dev:
         keep["device." + k] = round(dev[k], 3) if isinstance(dev[k], float) else dev[k]
@@ -109,6 +109,13 @@ step "example-cap" "$G" harvest "$EX" --backend vulkan --json -q -j "$J" -o "$W/
 step "example-base" "$G" warm "$W/ex.granary" --source spirv -j "$J" --pipeline-cache-out "$W/ex.cache" --json
 step "example-warm-bin-j1" "$G" warm "$W/ex.granary" -j 1 --json
 ls -l "$W"/*.granary "$W"/*.cache >> "$SUM" 2>&1
+# Per device section: the bytes the issue's goal compares with the baseline's cache file.
+for a in cap cache other; do
+  [ -s "$W/$a.granary" ] && "$G" ls "$W/$a.granary" --json 2> /dev/null | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+print("%s.granary: %d bytes; device sections (cache data, binaries): %s" % (sys.argv[1], d["bytes"],
+      [(x["cache_bytes"], x["binary_bytes"]) for x in d["devices"]]))' "$a" >> "$SUM"
+done
 if [ -n "$T" ]; then
   GRANARY_REQUIRE_VULKAN=1 timeout -k 10 300 "$T" --test-threads 4 > "$R/vulkan-tests.txt" 2>&1
   say "tests/vulkan.rs: exit $? $(grep -E '^test result' "$R/vulkan-tests.txt" | tail -1)"
