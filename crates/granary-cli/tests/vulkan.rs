@@ -875,6 +875,10 @@ fn capture_modes_say_what_they_stored_and_why() {
         for kind in ["binaries", "cache"] {
             assert!(c[kind]["harvest_seconds"].as_f64().unwrap() > 0.0, "{s}");
             assert!(c[kind]["warm_seconds"].as_f64().unwrap() > 0.0, "{s}");
+            // Three warms each, the median reported.
+            let runs: Vec<f64> = c[kind]["warm_runs"].as_array().unwrap().iter().map(|r| r.as_f64().unwrap()).collect();
+            assert_eq!(runs.len(), 3, "{s}");
+            assert!(runs.contains(&c[kind]["warm_seconds"].as_f64().unwrap()), "{s}");
         }
         assert!(c["pipelines"].as_u64().unwrap() > 0, "{s}");
         // Harvesting the same output again keeps what the first one decided, unmeasured.

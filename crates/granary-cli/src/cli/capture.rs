@@ -5,10 +5,11 @@
 //! The sample is one shard of the script (about [`SAMPLE`] pipelines unless
 //! `--calibrate-pipelines` says otherwise), harvested twice by
 //! this binary as child processes — `--capture binaries` and `--capture cache`, output checks
-//! off — each into a temporary folder, and each archive warmed once at one thread
-//! (`granary warm -j 1`). The capture that warms faster wins, the faster harvest when the two
-//! warm within 5 % of each other: a player waits for the warm start, the build machine for
-//! the harvest. Without `VK_KHR_pipeline_binary` there is nothing to choose (cache data);
+//! off — each into a temporary folder, and each archive warmed [`WARMS`] times at one thread
+//! (`granary warm -j 1`, the two interleaved). The capture whose median warm is faster wins,
+//! the faster harvest when the two medians are within 5 % of each other or within the spread
+//! of either's repeats (noise, not a difference): a player waits for the warm start, the build
+//! machine for the harvest. Without `VK_KHR_pipeline_binary` there is nothing to choose (cache data);
 //! with `--resume` of an archive that holds this device's capture already, the archive's kind
 //! is kept (a resume that switched would compile everything again); and so it is when the
 //! output archive already has a section for this device and driver version: the decision an
@@ -24,6 +25,10 @@ pub const SAMPLE: u64 = 64;
 
 /// Warm times within this fraction of each other are a tie.
 const TIE: f64 = 0.05;
+
+/// Warm starts of each sample archive, interleaved (binaries, cache, binaries, …): the median
+/// is compared, and a difference no larger than the spread of either's repeats is a tie.
+const WARMS: usize = 3;
 
 /// What `--capture` came to, and why: the summary's `capture` object.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -56,10 +61,36 @@ pub struct Calibration {
 pub struct Measured {
     /// The sample's harvest wall time (its `wall_seconds`).
     pub harvest_seconds: f64,
-    /// Warm start of the sample's archive at one thread (its `wall_seconds`).
+    /// Warm start of the sample's archive at one thread: the median of `warm_runs`.
     pub warm_seconds: f64,
-    /// The warm's per-pipeline median, µs.
+    /// Each warm start's `wall_seconds`, in the order they ran.
+    pub warm_runs: Vec<f64>,
+    /// The median warm's per-pipeline median, µs.
     pub warm_p50_us: f64,
+}
+
+impl Measured {
+    /// How far apart this capture's repeated warms were (largest minus smallest), seconds.
+    fn spread(&self) -> f64 {
+        let max = self.warm_runs.iter().copied().fold(f64::MIN, f64::max);
+        let min = self.warm_runs.iter().copied().fold(f64::MAX, f64::min);
+        if self.warm_runs.is_empty() {
+            0.0
+        } else {
+            max - min
+        }
+    }
+}
+
+/// Whether cache data wins: the faster median warm, unless the two are within [`TIE`] or
+/// within the spread of either's repeated warms (noise), and then the faster harvest.
+fn cache_wins(b: &Measured, k: &Measured) -> bool {
+    let margin = (TIE * b.warm_seconds.max(k.warm_seconds)).max(b.spread()).max(k.spread());
+    if (b.warm_seconds - k.warm_seconds).abs() <= margin {
+        k.harvest_seconds < b.harvest_seconds
+    } else {
+        k.warm_seconds < b.warm_seconds
+    }
 }
 
 /// What a harvest needs to know to calibrate.
@@ -175,18 +206,16 @@ pub fn choose(device: &mut DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Option<
     }
     let c = calibrate(device, s).context("calibrating --capture auto (give --capture binaries or cache to skip it)")?;
     let (b, k) = (&c.binaries, &c.cache);
-    let cache_wins = if (b.warm_seconds - k.warm_seconds).abs() <= TIE * b.warm_seconds.max(k.warm_seconds) {
-        k.harvest_seconds < b.harvest_seconds
-    } else {
-        k.warm_seconds < b.warm_seconds
-    };
+    let cache_wins = cache_wins(b, k);
     let reason = format!(
-        "measured on {} pipelines (shard 0 of {}): warm at -j1 {:.1} ms from binaries vs {:.1} ms from cache data, \
-         harvest {:.2} s vs {:.2} s",
+        "measured on {} pipelines (shard 0 of {}): warm at -j1 {:.1} ms from binaries vs {:.1} ms from cache data \
+         (median of {WARMS}; repeats spread {:.1} and {:.1} ms), harvest {:.2} s vs {:.2} s",
         c.pipelines,
         c.shards,
         b.warm_seconds * 1e3,
         k.warm_seconds * 1e3,
+        b.spread() * 1e3,
+        k.spread() * 1e3,
         b.harvest_seconds,
         k.harvest_seconds
     );
@@ -223,7 +252,7 @@ fn archived_kind(output: &Path, this: Option<&granary_archive::DeviceIdentity>) 
     (!sections.is_empty()).then(|| sections.iter().any(|d| d.has_pipeline_binaries()))
 }
 
-/// Harvests the sample with each capture and warms each archive once.
+/// Harvests the sample with each capture and warms each archive [`WARMS`] times.
 fn calibrate(device: &DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Calibration> {
     let sample = s.sample.max(1);
     let n = granary::script::Script::load(s.script).map(|sc| sc.pipelines.len()).unwrap_or(sample);
@@ -238,7 +267,7 @@ fn calibrate(device: &DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Calibration>
             c.arg("--no-pipeline-libraries");
         }
     };
-    let measure = |capture: &str| -> anyhow::Result<(Measured, u64)> {
+    let harvest = |capture: &str| -> anyhow::Result<(std::path::PathBuf, serde_json::Value)> {
         let out = dir.path.join(format!("{capture}.granary"));
         let mut h = Command::new(&exe);
         h.args(["harvest"]).arg(s.script).arg("-o").arg(&out);
@@ -252,23 +281,38 @@ fn calibrate(device: &DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Calibration>
         if device.driver_internal_cache {
             h.arg("--driver-internal-cache");
         }
-        let harvest = run_json(&mut h, "the sample's harvest")?;
-        let mut w = Command::new(&exe);
-        w.arg("warm").arg(&out).args(["-j", "1", "--json"]);
-        device_flags(&mut w);
-        let warm = run_json(&mut w, "the sample's warm start")?;
-        let num = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
-        Ok((
-            Measured {
-                harvest_seconds: num(&harvest["wall_seconds"]),
-                warm_seconds: num(&warm["wall_seconds"]),
-                warm_p50_us: num(&warm["per_pipeline_us"]["p50"]),
-            },
-            harvest["succeeded"].as_u64().unwrap_or(0),
-        ))
+        Ok((out, run_json(&mut h, "the sample's harvest")?))
     };
-    let (binaries, pipelines) = measure("binaries")?;
-    let (cache, _) = measure("cache")?;
+    let warm = |archive: &Path| -> anyhow::Result<serde_json::Value> {
+        let mut w = Command::new(&exe);
+        w.arg("warm").arg(archive).args(["-j", "1", "--json"]);
+        device_flags(&mut w);
+        run_json(&mut w, "the sample's warm start")
+    };
+    let num = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+    let (b_out, b_harvest) = harvest("binaries")?;
+    let (k_out, k_harvest) = harvest("cache")?;
+    // Interleaved, so that a drift of the machine falls on both.
+    let (mut b_warms, mut k_warms) = (Vec::new(), Vec::new());
+    for _ in 0..WARMS {
+        b_warms.push(warm(&b_out)?);
+        k_warms.push(warm(&k_out)?);
+    }
+    let measured = |harvest: &serde_json::Value, warms: &[serde_json::Value]| {
+        let runs: Vec<f64> = warms.iter().map(|w| num(&w["wall_seconds"])).collect();
+        let mut order: Vec<usize> = (0..runs.len()).collect();
+        order.sort_by(|&a, &b| runs[a].total_cmp(&runs[b]));
+        let median = order.get(order.len() / 2).map_or(&serde_json::Value::Null, |&i| &warms[i]);
+        Measured {
+            harvest_seconds: num(&harvest["wall_seconds"]),
+            warm_seconds: num(&median["wall_seconds"]),
+            warm_runs: runs,
+            warm_p50_us: num(&median["per_pipeline_us"]["p50"]),
+        }
+    };
+    let binaries = measured(&b_harvest, &b_warms);
+    let cache = measured(&k_harvest, &k_warms);
+    let pipelines = b_harvest["succeeded"].as_u64().unwrap_or(0);
     Ok(Calibration { pipelines, shards, binaries, cache })
 }
 
@@ -304,6 +348,34 @@ mod tests {
     use super::*;
     use granary_archive::{ArchiveMeta, Blob, DeviceCache, DeviceIdentity};
     use std::sync::Arc;
+
+    fn measured(harvest_seconds: f64, warm_runs: &[f64]) -> Measured {
+        let mut sorted = warm_runs.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        Measured {
+            harvest_seconds,
+            warm_seconds: sorted[sorted.len() / 2],
+            warm_runs: warm_runs.to_vec(),
+            warm_p50_us: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_warm_difference_within_the_repeats_spread_is_a_tie_the_harvest_decides() {
+        // Medians 40 and 48 ms (20 % apart), binaries harvest slower: a real difference when the
+        // repeats agree, so binaries win ...
+        let (b, k) = (measured(0.33, &[0.040, 0.041, 0.039]), measured(0.22, &[0.048, 0.047, 0.049]));
+        assert!(!cache_wins(&b, &k));
+        // ... noise when one capture's repeats spread wider than that: the faster harvest wins.
+        let k = measured(0.22, &[0.048, 0.031, 0.050]);
+        assert!(cache_wins(&b, &k));
+        // Within 5 % is a tie however steady the repeats.
+        let k = measured(0.22, &[0.041, 0.041, 0.041]);
+        assert!(cache_wins(&b, &k));
+        // A faster warm well beyond the noise wins even with the slower harvest.
+        let (b, k) = (measured(0.20, &[0.060, 0.061, 0.059]), measured(0.30, &[0.040, 0.041, 0.040]));
+        assert!(cache_wins(&b, &k));
+    }
 
     fn identity(driver_version: u32) -> DeviceIdentity {
         DeviceIdentity {

@@ -30,8 +30,8 @@ pub struct DeviceArgs {
     /// binaries where the device has the extension, else VkPipelineCache data; binaries: the
     /// binaries (refused on a device without them); cache: the cache data; auto (harvest):
     /// measured on a sample of the script — both captures of about --calibrate-pipelines (64)
-    /// pipelines, each archive warmed once, the one that warms faster wins (the faster harvest
-    /// on a tie); cache data where the device has no binaries; where the output archive
+    /// pipelines, each archive warmed three times, the faster median warm wins (the faster
+    /// harvest on a tie: within 5 % or within the repeats' spread); cache data where the device has no binaries; where the output archive
     /// already has a section for this device and driver version, what it holds (the choice
     /// an earlier harvest recorded: delete it, or name the capture, to choose again); with
     /// --resume, what the archive already holds.
