@@ -16,7 +16,7 @@ use crate::descriptor::{
     native_stage_key, FunctionDescriptor, KeyContext, Library, PipelineDescriptor, ShaderStage, StageKey,
 };
 use granary_archive::native::Specialization;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Pipelines per wave: the most pipelines whose stage functions are queued ahead of them.
@@ -65,47 +65,36 @@ pub fn plan(pipelines: &[(usize, &PipelineDescriptor)], ctx: &KeyContext, thread
         handles.into_iter().zip(&parts).map(|(h, part)| h.join().unwrap_or_else(|_| keys_of(part))).collect()
     });
     let mut keys = keyed.into_iter().flatten();
-    // Each pipeline's stage keys, one per stage reference, in order (`next` always: a chunk's
-    // keys are its stage references').
-    let stage_keys: Vec<Vec<StageKey>> = pipelines
-        .iter()
-        .map(|(_, d)| {
-            let specs = native_specializations(d);
-            d.stages()
-                .into_iter()
-                .enumerate()
-                .map(|(i, (stage, f))| {
-                    keys.next()
-                        .unwrap_or_else(|| native_stage_key(f, stage, specs.get(i).cloned().flatten().as_deref(), ctx))
-                })
-                .collect()
-        })
-        .collect();
     let mut libs = HashSet::new();
     let mut funcs = HashSet::new();
     // Per wave: the libraries and stage functions it uses first, and its pipelines.
     let mut waves: Vec<(Vec<Task>, Vec<Task>)> = Vec::new();
     let (mut libraries, mut functions, mut stage_references) = (0, 0, 0);
-    for (n, &p) in spread_shared_stages(&stage_keys).iter().enumerate() {
-        let (index, d) = pipelines[p];
+    for (n, (index, d)) in pipelines.iter().enumerate() {
         if n % WAVE == 0 {
             waves.push((Vec::new(), Vec::new()));
         }
         let Some((ahead, wave)) = waves.last_mut() else { break };
-        let specs = native_specializations(d);
-        for (i, ((stage, f), key)) in d.stages().into_iter().zip(&stage_keys[p]).enumerate() {
+        let specs: Vec<Option<Arc<Specialization>>> = match d {
+            PipelineDescriptor::Native(n) => n.stages.iter().map(|s| s.specialization.clone()).collect(),
+            _ => Vec::new(),
+        };
+        for (i, (stage, f)) in d.stages().into_iter().enumerate() {
+            let spec = specs.get(i).cloned().flatten();
             stage_references += 1;
             let (lib, _) = f.base();
             if libs.insert(lib.hash()) {
                 libraries += 1;
                 ahead.push(Task::Library(lib.clone()));
             }
-            if funcs.insert(*key) {
+            // Always `next`: one key per stage reference, in order.
+            let key = keys.next().unwrap_or_else(|| native_stage_key(f, stage, spec.as_deref(), ctx));
+            if funcs.insert(key) {
                 functions += 1;
-                ahead.push(Task::Function(f.clone(), stage, specs.get(i).cloned().flatten()));
+                ahead.push(Task::Function(f.clone(), stage, spec));
             }
         }
-        wave.push(Task::Pipeline(index));
+        wave.push(Task::Pipeline(*index));
     }
     // Wave w's pipelines follow wave w+1's libraries and functions.
     let mut tasks = Vec::with_capacity(libraries + functions + pipelines.len());
@@ -116,60 +105,4 @@ pub fn plan(pipelines: &[(usize, &PipelineDescriptor)], ctx: &KeyContext, thread
     }
     tasks.extend(behind.into_iter().flatten());
     Plan { tasks, libraries, functions, stage_references }
-}
-
-/// A native pipeline's per-stage `VkSpecializationInfo` (part of each stage's key); none for
-/// the others.
-fn native_specializations(d: &PipelineDescriptor) -> Vec<Option<Arc<Specialization>>> {
-    match d {
-        PipelineDescriptor::Native(n) => n.stages.iter().map(|s| s.specialization.clone()).collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// The order pipelines are compiled in (positions into `stage_keys`): by how many earlier
-/// pipelines of the script have exactly the same stages (keys), then in script order. So the
-/// first pipeline of every stage set comes before any second one, every second before any
-/// third, and so on.
-///
-/// A script lists pipelines that share their stages next to each other (the report's runs of
-/// one vertex function; a material's passes), and threads taking them in that order compile
-/// them at the same moment, so none finds the others' work in a shared pipeline cache: a
-/// driver answers a pipeline from the cache only when an equal one has *finished*. Spread
-/// this way, a pipeline that the driver compiles to the same code as an earlier one (equal
-/// stages, state it does not compile in) comes after that one, typically a whole rank of
-/// compiles later. What lands does not depend on the order (the archive is sorted by key).
-fn spread_shared_stages(stage_keys: &[Vec<StageKey>]) -> Vec<usize> {
-    let mut seen: HashMap<&[StageKey], usize> = HashMap::with_capacity(stage_keys.len());
-    let mut ranked: Vec<(usize, usize)> = stage_keys
-        .iter()
-        .enumerate()
-        .map(|(p, keys)| {
-            let n = seen.entry(keys.as_slice()).or_insert(0);
-            *n += 1;
-            (*n - 1, p)
-        })
-        .collect();
-    ranked.sort_unstable();
-    ranked.into_iter().map(|(_, p)| p).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pipelines_sharing_stages_are_spread_by_rank_in_script_order() {
-        let (a, b, c) = (vec![StageKey(1), StageKey(2)], vec![StageKey(1), StageKey(3)], vec![StageKey(4)]);
-        // A run of one stage set, another set twice, a third once.
-        let keys = vec![a.clone(), a.clone(), a.clone(), b.clone(), b, c, a];
-        let order = spread_shared_stages(&keys);
-        assert_eq!(order, vec![0, 3, 5, 1, 4, 2, 6]);
-        // Every pipeline exactly once.
-        let mut sorted = order.clone();
-        sorted.sort_unstable();
-        assert_eq!(sorted, (0..keys.len()).collect::<Vec<_>>());
-        // A stage set's first pipeline is not confused with a prefix of a longer one.
-        assert_eq!(spread_shared_stages(&[vec![StageKey(1)], vec![StageKey(1), StageKey(2)]]), vec![0, 1]);
-    }
 }
