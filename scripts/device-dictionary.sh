@@ -13,10 +13,13 @@
 # bytes a pipeline hands the driver: p50 and total, the archive's unique binary bytes), and
 # per warm its wall, p50 per pipeline and the driver's p50 — the figures that explain where
 # each way's time and bytes go.
-# Then the frame-loop crash (docs/BENCHMARKS.md, "NVIDIA H100, 2026-12-07"): `warm --hold` of
-# each archive at -j1 (every pipeline kept alive, as the frame loop keeps them) and, with
-# FRAME_LOOP (`cargo build --release -p granary-vulkan --example frame_loop`), the blocking frame
-# loop with one worker and --trace: its exit status and the last phase it printed.
+# (Every warm passes --dictionary-binaries: the loader's default compiles the dictionary's sets
+# instead, and one default warm at -j16 says what that costs.)
+# Then the frame-loop crash (docs/BENCHMARKS.md, "The dictionary binary at draw time"): `warm
+# --hold` of each archive at -j1 (every pipeline kept alive, as the frame loop keeps them) and,
+# with FRAME_LOOP (`cargo build --release -p granary-vulkan --example frame_loop`), the blocking
+# frame loop with one worker and --trace, three ways on the dictionary archive: its exit status
+# and the last phase it printed.
 #
 #   scripts/device-dictionary.sh GRANARY OUT [FRAME_LOOP]
 set -uo pipefail
@@ -41,20 +44,37 @@ for a in one shards; do "$G" ls "$W/$a.granary" --json > "$W/$a.ls.json" 2> "$OU
 for rep in $(seq "$REPS"); do
   for j in 1 4 16; do
     for a in one shards; do
-      "$G" warm "$W/$a.granary" -j "$j" --no-pipeline-libraries --json > "$OUT/$a.warm-j$j-$rep.json" 2> "$OUT/$a.warm-j$j-$rep.err"
+      "$G" warm "$W/$a.granary" -j "$j" --no-pipeline-libraries --dictionary-binaries --json > "$OUT/$a.warm-j$j-$rep.json" 2> "$OUT/$a.warm-j$j-$rep.err"
       echo "$a warm -j$j rep $rep: exit $?"
     done
   done
 done
+# What the loader's default costs on the dictionary archive: its 959-odd dictionary sets compiled.
+"$G" warm "$W/one.granary" -j 16 --no-pipeline-libraries --json > "$OUT/one.warm-default-j16.json" 2> "$OUT/one.warm-default-j16.err"
+echo "one warm -j16 (default: dictionary sets compiled): exit $?; $(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print("wall %.3f s, from binaries %s, fell back %s, compiled %s, cache hits %s" % (d["wall_seconds"], d["from_binaries"],
+      d["fell_back"], d["compiled"], d["cache_hits"]))' "$OUT/one.warm-default-j16.json" 2>&1)" | tee -a "$OUT/crash.txt"
 for a in one shards; do
-  "$G" warm "$W/$a.granary" -j 1 --hold --json > "$OUT/$a.hold.json" 2> "$OUT/$a.hold.err"
-  echo "$a warm -j1 --hold: exit $?" | tee -a "$OUT/crash.txt"
-  if [ -n "$F" ]; then
-    timeout 120 "$F" "$W/$a.granary" --mode blocking --per-frame 20 --workers 1 --check 0 --trace \
-      > "$OUT/$a.frames.txt" 2> "$OUT/$a.frames.err"
-    echo "$a frame_loop blocking, 1 worker: exit $?; last: $(tail -1 "$OUT/$a.frames.err")" | tee -a "$OUT/crash.txt"
-  fi
+  "$G" warm "$W/$a.granary" -j 1 --hold --dictionary-binaries --json > "$OUT/$a.hold.json" 2> "$OUT/$a.hold.err"
+  echo "$a warm -j1 --hold --dictionary-binaries: exit $?" | tee -a "$OUT/crash.txt"
 done
+# The frame loop (blocking, one worker, traced) on the dictionary archive: the loader's default
+# (dictionary sets compiled), the dictionary's binaries (the crash), and those binaries created
+# per pipeline instead of once per loader (whether the shared handle is the trigger); then the
+# shards' archive.
+if [ -n "$F" ]; then
+  frames() {
+    local name=$1 a=$2; shift 2
+    timeout 120 "$F" "$W/$a.granary" --mode blocking --per-frame 20 --workers 1 --check 0 --trace "$@" \
+      > "$OUT/$name.frames.txt" 2> "$OUT/$name.frames.err"
+    echo "$name frame_loop blocking, 1 worker $*: exit $?; last: $(tail -1 "$OUT/$name.frames.err")" | tee -a "$OUT/crash.txt"
+  }
+  frames one-default one
+  frames one-dictionary one --dictionary-binaries
+  frames one-unshared one --dictionary-binaries --share-binaries-from 18446744073709551615
+  frames shards shards --dictionary-binaries
+fi
 python3 - "$OUT" "$W" "$N" "$REPS" > "$OUT/summary.txt" <<'PY'
 import json, os, statistics, sys
 out, w, n, reps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])

@@ -78,6 +78,11 @@
 // shared dictionary binary (crashes NVIDIA 580.159; off by default).
 #define GRANARY_LOADER_LINK_SHARED_LIBRARY_BINARIES 32
 
+// `GranaryLoaderOptions::flags`: create whole pipelines from binaries even when their set
+// carries a shared dictionary binary (drawing with them crashes NVIDIA 580.159; off by
+// default: such pipelines are compiled).
+#define GRANARY_LOADER_WHOLE_DICTIONARY_BINARIES 64
+
 // `granary_loader_sidecar_status`: no sidecar configured.
 #define GRANARY_SIDECAR_OFF 0
 

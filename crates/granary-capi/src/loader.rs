@@ -38,12 +38,17 @@ pub const GRANARY_LOADER_COMPILE_LIBRARY_PARTS: u32 = 16;
 /// `GranaryLoaderOptions::flags`: link libraries from binaries even when their set carries a
 /// shared dictionary binary (crashes NVIDIA 580.159; off by default).
 pub const GRANARY_LOADER_LINK_SHARED_LIBRARY_BINARIES: u32 = 32;
+/// `GranaryLoaderOptions::flags`: create whole pipelines from binaries even when their set
+/// carries a shared dictionary binary (drawing with them crashes NVIDIA 580.159; off by
+/// default: such pipelines are compiled).
+pub const GRANARY_LOADER_WHOLE_DICTIONARY_BINARIES: u32 = 64;
 const LOADER_FLAGS: u32 = GRANARY_LOADER_NO_BINARIES
     | GRANARY_LOADER_NO_FALLBACK_COMPILE
     | GRANARY_LOADER_REQUIRE_BINARIES
     | GRANARY_LOADER_NO_ARCHIVE_CACHE
     | GRANARY_LOADER_COMPILE_LIBRARY_PARTS
-    | GRANARY_LOADER_LINK_SHARED_LIBRARY_BINARIES;
+    | GRANARY_LOADER_LINK_SHARED_LIBRARY_BINARIES
+    | GRANARY_LOADER_WHOLE_DICTIONARY_BINARIES;
 
 /// How the loader creates pipelines. Zero-initialized (with `struct_size` set) is the
 /// default: binaries where usable, compile otherwise, the archive's cache data, libraries
@@ -154,6 +159,7 @@ unsafe fn options_of(o: &GranaryLoaderOptions, function: &str) -> Result<LoaderO
     options.use_archive_cache = !on(GRANARY_LOADER_NO_ARCHIVE_CACHE);
     options.library_binaries = !on(GRANARY_LOADER_COMPILE_LIBRARY_PARTS);
     options.link_shared_library_binaries = on(GRANARY_LOADER_LINK_SHARED_LIBRARY_BINARIES);
+    options.whole_dictionary_binaries = on(GRANARY_LOADER_WHOLE_DICTIONARY_BINARIES);
     Ok(options)
 }
 

@@ -30,7 +30,8 @@
 //! this device) against the same draw with the pipeline compiled from SPIR-V (`check_pixels`).
 //!
 //!     cargo run --release -p granary-vulkan --example frame_loop -- [ARCHIVE] [--mode all|compile|blocking|progressive]
-//!         [--per-frame N] [--workers N] [--tail N] [--check N]
+//!         [--per-frame N] [--workers N] [--tail N] [--check N] [--trace]
+//!         [--dictionary-binaries] [--share-binaries-from BYTES]
 //!
 //! Without ARCHIVE: the bundled example compiled with the `none` backend (SPIR-V only). The
 //! test below runs all three modes and a check of 48 on it (lavapipe in CI). docs/BENCHMARKS.md
@@ -117,6 +118,11 @@ struct Options {
     check: usize,
     /// Each phase, and each draw before it is recorded, on stderr: where a driver crash struck.
     trace: bool,
+    /// `LoaderOptions::whole_dictionary_binaries` (blocking and progressive): create pipelines
+    /// from sets that carry NVIDIA's dictionary instead of compiling them.
+    dictionary_binaries: bool,
+    /// `LoaderOptions::share_binaries_from` (blocking and progressive), when given.
+    share_binaries_from: Option<usize>,
 }
 
 /// Runs the frame loop in `mode` with a loader of its own.
@@ -136,7 +142,14 @@ fn run_mode(
     let start = Instant::now();
     let options = match mode {
         Mode::Compile => LoaderOptions { use_binaries: false, use_archive_cache: false, ..LoaderOptions::default() },
-        _ => LoaderOptions::default(),
+        _ => {
+            let d = LoaderOptions::default();
+            LoaderOptions {
+                whole_dictionary_binaries: o.dictionary_binaries,
+                share_binaries_from: o.share_binaries_from.unwrap_or(d.share_binaries_from),
+                ..d
+            }
+        }
     };
     let loader = Arc::new(PipelineLoader::new(archive.clone(), gpu.clone(), options)?);
     let warmup = Warmup::new(loader.clone());
@@ -474,14 +487,23 @@ fn run(
 
 /// The command line.
 const USAGE: &str = "frame_loop [ARCHIVE] [--mode all|compile|blocking|progressive] [--per-frame N (4)] \
-                     [--workers N (2)] [--tail N (10)] [--check N (0: no pixel check)] [--trace]";
+                     [--workers N (2)] [--tail N (10)] [--check N (0: no pixel check)] [--trace] [--dictionary-binaries] [--share-binaries-from BYTES]";
 
-/// `frame_loop [ARCHIVE] [--mode M] [--per-frame N] [--workers N] [--tail N] [--check N] [--trace]`.
+/// `frame_loop [ARCHIVE] [--mode M] [--per-frame N] [--workers N] [--tail N] [--check N] [--trace]
+/// [--dictionary-binaries] [--share-binaries-from BYTES]`.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let mut archive = None;
     let mut modes = vec![Mode::Compile, Mode::Blocking, Mode::Progressive];
-    let mut o = Options { per_frame: 4, workers: 2, tail: 10, check: 0, trace: false };
+    let mut o = Options {
+        per_frame: 4,
+        workers: 2,
+        tail: 10,
+        check: 0,
+        trace: false,
+        dictionary_binaries: false,
+        share_binaries_from: None,
+    };
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{a} needs a value"));
         match a.as_str() {
@@ -499,6 +521,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--tail" => o.tail = value()?.parse()?,
             "--check" => o.check = value()?.parse()?,
             "--trace" => o.trace = true,
+            "--dictionary-binaries" => o.dictionary_binaries = true,
+            "--share-binaries-from" => o.share_binaries_from = Some(value()?.parse()?),
             "--help" | "-h" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -517,7 +541,15 @@ mod tests {
 
     #[test]
     fn every_mode_draws_every_pipeline_and_only_compile_creates_on_the_frame_thread() {
-        let o = Options { per_frame: 40, workers: 2, tail: 2, check: 48, trace: false };
+        let o = Options {
+            per_frame: 40,
+            workers: 2,
+            tail: 2,
+            check: 48,
+            trace: false,
+            dictionary_binaries: false,
+            share_binaries_from: None,
+        };
         let Some((out, pixels)) = run(None, &[Mode::Compile, Mode::Blocking, Mode::Progressive], &o).unwrap() else {
             assert!(
                 std::env::var("GRANARY_REQUIRE_VULKAN").map_or(true, |v| v != "1"),

@@ -76,6 +76,17 @@ pub struct LoaderOptions {
     /// loader's pipeline cache), saying so in [`Loaded::fallback_reason`]. Sets of whole
     /// pipelines, and sections without a dictionary, are never affected.
     pub link_shared_library_binaries: bool,
+    /// Create whole pipelines from binary sets that carry NVIDIA's dictionary (default
+    /// `false`). On NVIDIA 580.159 a pipeline created from such a set is created without
+    /// error and can be held, but the first draw with it crashes the process (SIGSEGV, one
+    /// thread, every time; docs/BENCHMARKS.md, "The dictionary binary at draw time"). So by
+    /// default a set that carries a binary of at least [`DICTIONARY_MIN_BYTES`] whose blob
+    /// another set of this device's section references is not handed to the driver: the
+    /// pipeline is compiled from SPIR-V with the loader's pipeline cache, saying so in
+    /// [`Loaded::fallback_reason`]. Sets without such a binary are unaffected. A device that
+    /// capture binaries with the dictionary is better harvested with cache data
+    /// (`--capture cache`) or in shards of fewer than about 1,000 pipelines.
+    pub whole_dictionary_binaries: bool,
     /// Seed the compile path's `VkPipelineCache` with these bytes too (e.g. a file the
     /// application saved with `vkGetPipelineCacheData`), merged with the archive's data for
     /// this device when [`use_archive_cache`](Self::use_archive_cache) is on. Their header must match the device
@@ -132,6 +143,7 @@ impl Default for LoaderOptions {
             library_binaries: true,
             share_binaries_from: 64 << 10,
             link_shared_library_binaries: false,
+            whole_dictionary_binaries: false,
             use_archive_cache: true,
             initial_cache: None,
             engine_cache: None,
@@ -474,6 +486,12 @@ fn would_compile(e: VulkanError) -> Fail {
     }
 }
 
+/// Why a whole pipeline whose binaries include NVIDIA's dictionary was compiled instead
+/// ([`LoaderOptions::whole_dictionary_binaries`]).
+pub(super) const DICTIONARY_SET_REFUSED: &str =
+    "its binaries include one other pipelines share (NVIDIA's dictionary: drawing with a pipeline created from \
+     such binaries crashes NVIDIA 580): compiled from SPIR-V (LoaderOptions::whole_dictionary_binaries)";
+
 /// The smallest shared binary taken for NVIDIA's dictionary: the dictionary measures 125–710 KB
 /// on NVIDIA 580, the code binaries of one pipeline 1–30 KB (docs/BENCHMARKS.md).
 pub const DICTIONARY_MIN_BYTES: usize = 64 << 10;
@@ -670,7 +688,7 @@ impl PipelineLoader {
     /// function — link fine and are not counted (on NVIDIA the example's 202 libraries share
     /// such binaries, and linking them from binaries is 47 times faster than compiling). One pass over the section's binary records on
     /// the first call, then a hash lookup per binary.
-    fn carries_shared_binary(&self, set: &crate::reader::BinarySetRef<'_>) -> Result<bool, String> {
+    pub(super) fn carries_shared_binary(&self, set: &crate::reader::BinarySetRef<'_>) -> Result<bool, String> {
         let shared = self.dictionary_blobs()?;
         for i in 0..set.len() {
             let (blob, _) = set.record(i).map_err(|e| e.to_string())?;
@@ -1068,6 +1086,12 @@ impl PipelineLoader {
                      (LoaderOptions::link_shared_library_binaries)"
                         .to_string()
                 });
+                None
+            }
+            Some(s)
+                if !is_library(&s) && !self.options.whole_dictionary_binaries && self.carries_shared_binary(&s)? =>
+            {
+                fallback_reason = Some(DICTIONARY_SET_REFUSED.to_string());
                 None
             }
             Some(s) if is_library(&s) && !self.gpu.libraries() => {

@@ -257,6 +257,16 @@ impl PipelineLoader {
             self.key_mismatches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         let set = if offer == Offer::Binaries { set } else { None };
+        // A set with NVIDIA's dictionary is not handed to the driver (`whole_dictionary_binaries`).
+        let (offer, set) = match set {
+            Some(s)
+                if !self.options.whole_dictionary_binaries
+                    && self.carries_shared_binary(&s).map_err(|m| Fail::from(m).named(|| key.to_hex()))? =>
+            {
+                (Offer::Cache { why: super::loader::DICTIONARY_SET_REFUSED.to_string() }, None)
+            }
+            set => (offer, set),
+        };
         Ok((AppLookup { key, offer }, set, app))
     }
 
@@ -289,14 +299,17 @@ impl PipelineLoader {
             }
             Offer::Cache { why } => {
                 let mismatched = why.starts_with("pipeline key differs") || self.mismatch().is_some();
-                if mismatched && !self.options.fallback_compile {
+                // Declined for the driver's sake: compiled whatever `fallback_compile` says, as
+                // `load` does.
+                let declined = why == super::loader::DICTIONARY_SET_REFUSED;
+                if mismatched && !declined && !self.options.fallback_compile {
                     return Err(match self.section() {
                         Err(m) => LoadError::Mismatch(m.clone()),
                         Ok(_) => fail(Fail::of(LoadErrorKind::BinariesUnusable, why.clone())),
                     });
                 }
                 // A missing set is no fallback (as `load` reports it); a refused one is.
-                mismatched.then(|| why.clone())
+                (mismatched || declined).then(|| why.clone())
             }
         };
         let mut own = Vec::new();

@@ -99,6 +99,12 @@ pub struct WarmArgs {
     /// link formats, from SPIR-V (their library binaries cannot be used; `fell_back` says so).
     #[arg(long)]
     no_pipeline_libraries: bool,
+    /// Create whole pipelines from binary sets that carry NVIDIA's dictionary (a binary of at
+    /// least 64 KiB that other pipelines' sets share) instead of compiling them: drawing with
+    /// such a pipeline crashes NVIDIA 580.159, so the loader declines them by default
+    /// (`fell_back` counts them). For measuring what those binaries cost.
+    #[arg(long)]
+    dictionary_binaries: bool,
     /// Binaries of at least this many bytes are created once and shared between pipelines;
     /// smaller ones are created per pipeline (0: share every binary).
     #[arg(long, hide = true, default_value_t = 64 << 10)]
@@ -257,6 +263,7 @@ fn warm(a: &WarmArgs, driver: Arc<Driver>) -> anyhow::Result<(i32, Option<serde_
         require_binaries: a.source == SourceArg::Binaries && a.fallback == FallbackArg::Fail,
         library_binaries: a.libraries != LibrariesArg::Compile,
         link_shared_library_binaries: a.libraries == LibrariesArg::BinariesAll,
+        whole_dictionary_binaries: a.dictionary_binaries,
         share_binaries_from: a.share_binaries_from,
         use_archive_cache: matches!(a.source, SourceArg::Auto | SourceArg::Cache),
         initial_cache,
