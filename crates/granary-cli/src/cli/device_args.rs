@@ -36,8 +36,9 @@ pub struct DeviceArgs {
     /// an earlier harvest recorded: delete it, or name the capture, to choose again); with
     /// --resume, what the archive already holds.
     /// Elsewhere auto is device. The harvest summary says what was chosen and why. On NVIDIA
-    /// 580 the cache data harvests and warms faster at 2,000 pipelines and more, but the
-    /// 64-pipeline sample favours binaries: give --capture cache there (docs/BENCHMARKS.md).
+    /// 580 the cache data harvests faster and warms as fast as a hand-written shared pipeline
+    /// cache, and its binaries carry a dictionary the loader must compile around: auto chose
+    /// cache data there (docs/BENCHMARKS.md).
     #[arg(long, value_enum, default_value = "device")]
     pub capture: CaptureMode,
     /// With --backend vulkan: do not use graphics pipeline libraries even where the device has
