@@ -169,7 +169,8 @@ pub use layout::{
     StageMask,
 };
 pub use reader::{
-    Archive, BinaryRef, BinarySetRef, DeviceMismatch, DeviceRef, PipelineRef, SignatureInfo, StageRef, VerifyReport,
+    Archive, BinaryRef, BinarySetRef, DeviceMismatch, DeviceRef, PipelineRef, SharedBinaries, SignatureInfo, StageRef,
+    VerifyReport,
 };
 pub use render_state::codec::StateError;
 pub use render_state::walk::StateSink;

@@ -27,7 +27,7 @@ mod signature;
 mod verify;
 #[cfg(feature = "vulkan")]
 pub(crate) use device::DeviceSlot;
-pub use device::{BinaryRef, BinarySetRef, DeviceMismatch, DeviceRef};
+pub use device::{BinaryRef, BinarySetRef, DeviceMismatch, DeviceRef, SharedBinaries};
 pub use verify::VerifyReport;
 
 enum Data {

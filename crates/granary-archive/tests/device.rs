@@ -126,6 +126,43 @@ fn set_bytes(a: &Archive, d: &DeviceIdentity, key: u128) -> Option<(u32, Binarie
     ))
 }
 
+/// What the run-time loader keeps from the driver (NVIDIA's dictionary: drawing with a pipeline
+/// created from a set that carries it crashes NVIDIA 580) is found by content: a binary at least
+/// the threshold long that two sets of the section share. Small shared binaries, and a large
+/// binary only one set has, are not it.
+#[test]
+fn shared_binaries_are_the_large_blobs_two_sets_of_a_section_reference() {
+    let a = Archive::from_bytes(encode(&sample(), &meta())).unwrap();
+    let nv = a.device_for(&nvidia()).unwrap().expect("NVIDIA section");
+    let carried = |shared: &granary_archive::SharedBinaries, k: u128| {
+        let p = a.get(PipelineKey(k)).unwrap().unwrap();
+        shared.carried_by(&nv.binaries(&p).unwrap().unwrap()).unwrap()
+    };
+    // The 125 KB dictionary, shared by all three sets; the 3 KB binary they also share is small.
+    let dictionary = nv.shared_binaries(64 << 10).unwrap();
+    assert_eq!(dictionary.len(), 1);
+    assert!((1..=3).all(|k| carried(&dictionary, k)));
+    // With no threshold, the small shared binary counts too; the per-pipeline ones never do.
+    assert_eq!(nv.shared_binaries(0).unwrap().len(), 2);
+    // Nothing is that large: nothing shared.
+    assert!(nv.shared_binaries(1 << 20).unwrap().is_empty());
+    // A lavapipe section of empty sets shares nothing.
+    assert!(a.device_for(&lavapipe()).unwrap().unwrap().shared_binaries(0).unwrap().is_empty());
+
+    // A large binary in one set only (each pipeline's dictionary from another process: other
+    // bytes, other blobs) is not shared.
+    let mut lone = vec![with_binaries(1, 0)];
+    lone.push(with_binaries(2, 1));
+    let b = Archive::from_bytes(encode(&lone, &meta())).unwrap();
+    let nv = b.device_for(&nvidia()).unwrap().unwrap();
+    let shared = nv.shared_binaries(64 << 10).unwrap();
+    assert!(shared.is_empty(), "two different dictionaries, one set each");
+    for k in 1..=2u128 {
+        let p = b.get(PipelineKey(k)).unwrap().unwrap();
+        assert!(!shared.carried_by(&nv.binaries(&p).unwrap().unwrap()).unwrap());
+    }
+}
+
 #[test]
 fn two_devices_round_trip_with_a_shared_dictionary_stored_once_and_order_kept() {
     let entries = sample();

@@ -335,6 +335,26 @@ impl<'a> DeviceRef<'a> {
         Ok(None)
     }
 
+    /// The binaries of this section at least `min_bytes` long whose stored blob more than one
+    /// of its binary sets references — NVIDIA's "dictionary", which the driver attaches to
+    /// most pipelines compiled after its first thousand or so in one process, and which the
+    /// run-time loader must not hand to that driver (docs/BENCHMARKS.md). One pass over the
+    /// section's binary records; no binary's bytes are read.
+    pub fn shared_binaries(&self, min_bytes: usize) -> Result<SharedBinaries> {
+        let mut seen = std::collections::HashSet::new();
+        let mut shared = std::collections::HashSet::new();
+        for j in 0..self.pipeline_count {
+            let (_, set) = self.set_at(j)?;
+            for i in 0..set.len() {
+                let (blob, _) = set.record(i)?;
+                if self.archive.blob_len(blob)? >= min_bytes && !seen.insert(blob) {
+                    shared.insert(blob);
+                }
+            }
+        }
+        Ok(SharedBinaries { blobs: shared })
+    }
+
     /// The device's `VkPipelineCache` blobs, each checked against its content hash.
     pub fn caches(&self) -> Result<Vec<&'a [u8]>> {
         (self.first_cache..self.first_cache + self.cache_count)
@@ -343,6 +363,34 @@ impl<'a> DeviceRef<'a> {
                 self.archive.blob(blob).map(|b| b.1)
             })
             .collect()
+    }
+}
+
+/// The binaries that several binary sets of one device section share
+/// ([`DeviceRef::shared_binaries`]), by stored blob. Plain data: `Send + Sync`, valid for sets
+/// of the archive it was taken from.
+#[derive(Clone, Debug, Default)]
+pub struct SharedBinaries {
+    blobs: std::collections::HashSet<usize>,
+}
+
+impl SharedBinaries {
+    /// How many distinct shared binaries there are.
+    pub fn len(&self) -> usize {
+        self.blobs.len()
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.blobs.is_empty()
+    }
+    /// Whether `set` (of the same archive) carries one of them.
+    pub fn carried_by(&self, set: &BinarySetRef<'_>) -> Result<bool> {
+        for i in 0..set.len() {
+            if self.blobs.contains(&set.record(i)?.0) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 }
 
@@ -376,7 +424,6 @@ impl<'a> BinarySetRef<'a> {
     }
     /// Binary `i`'s blob index and key, its record checked but not yet its bytes (the loader
     /// checks each distinct blob once, when it first hands it to the driver).
-    #[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
     pub(crate) fn record(&self, i: usize) -> Result<(usize, &'a [u8])> {
         if i >= self.count {
             return Err(ArchiveError::Incompatible(format!("binary {i} of a set of {}", self.count)));

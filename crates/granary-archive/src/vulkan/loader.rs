@@ -551,7 +551,7 @@ pub struct PipelineLoader {
     native: NativeObjects,
     /// The blobs of this device's section that more than one binary set references (made on
     /// the first library set loaded; see [`LoaderOptions::link_shared_library_binaries`]).
-    shared_blobs: std::sync::OnceLock<Result<std::collections::HashSet<usize>, String>>,
+    shared_blobs: std::sync::OnceLock<Result<crate::reader::SharedBinaries, String>>,
     /// The archive's whole variants of library pipelines (made at the first pipeline with
     /// unspecialized colour output; see [`super::variants`]).
     variants: std::sync::OnceLock<Result<super::variants::Variants, String>>,
@@ -689,14 +689,7 @@ impl PipelineLoader {
     /// such binaries, and linking them from binaries is 47 times faster than compiling). One pass over the section's binary records on
     /// the first call, then a hash lookup per binary.
     pub(super) fn carries_shared_binary(&self, set: &crate::reader::BinarySetRef<'_>) -> Result<bool, String> {
-        let shared = self.dictionary_blobs()?;
-        for i in 0..set.len() {
-            let (blob, _) = set.record(i).map_err(|e| e.to_string())?;
-            if shared.contains(&blob) {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        self.dictionary_blobs()?.carried_by(set).map_err(|e| e.to_string())
     }
 
     /// Whether this device's section holds any binary of at least [`DICTIONARY_MIN_BYTES`]
@@ -705,26 +698,12 @@ impl PipelineLoader {
         Ok(!self.dictionary_blobs()?.is_empty())
     }
 
-    /// The blobs of this device's section that more than one binary set references and that
-    /// are at least [`DICTIONARY_MIN_BYTES`] long (one pass over the section, on first use).
-    fn dictionary_blobs(&self) -> Result<&std::collections::HashSet<usize>, String> {
+    /// The binaries of this device's section that more than one binary set references and
+    /// that are at least [`DICTIONARY_MIN_BYTES`] long (one pass over the section, on first use).
+    fn dictionary_blobs(&self) -> Result<&crate::reader::SharedBinaries, String> {
         let shared = self.shared_blobs.get_or_init(|| {
             let d = self.section().map_err(|m| m.to_string())?;
-            let mut seen = std::collections::HashSet::new();
-            let mut shared = std::collections::HashSet::new();
-            for j in 0..d.pipeline_count() {
-                let (_, s) = d.pipeline_binaries(j).map_err(|e| e.to_string())?;
-                for i in 0..s.len() {
-                    let (blob, _) = s.record(i).map_err(|e| e.to_string())?;
-                    if self.archive.blob_len(blob).map_err(|e| e.to_string())? < DICTIONARY_MIN_BYTES {
-                        continue;
-                    }
-                    if !seen.insert(blob) {
-                        shared.insert(blob);
-                    }
-                }
-            }
-            Ok(shared)
+            d.shared_binaries(DICTIONARY_MIN_BYTES).map_err(|e| e.to_string())
         });
         shared.as_ref().map_err(Clone::clone)
     }
