@@ -225,6 +225,68 @@ pub fn choose(device: &mut DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Option<
     Ok(Some(choice))
 }
 
+/// One device section's binaries that several sets share, as `harvest` reports them after
+/// writing: NVIDIA's dictionary, which the run-time loader declines (drawing with a pipeline
+/// created from such a set crashes NVIDIA 580.159), so those pipelines compile at run time.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SharedBinaries {
+    /// The device section (`DeviceIdentity`'s description).
+    pub device: String,
+    /// Binary sets (pipelines with binaries) in the section.
+    pub sets: usize,
+    /// Of those, the sets that carry a shared binary of at least 64 KiB.
+    pub sets_with_shared_binary: usize,
+    /// Distinct shared binaries of at least 64 KiB.
+    pub shared_binaries: usize,
+}
+
+impl SharedBinaries {
+    /// The summary's warning, or nothing when no set carries one.
+    pub fn text(&self) -> String {
+        if self.sets_with_shared_binary == 0 {
+            return String::new();
+        }
+        format!(
+            "granary: warning: {} of {} binary sets for {} carry a binary other sets share (NVIDIA's dictionary: \
+             drawing with a pipeline created from one crashes NVIDIA 580); the loader compiles those pipelines \
+             instead. To ship binaries it can use, harvest in shards of fewer than about 1,000 pipelines \
+             (--shard I/N, then merge), or capture cache data (--capture cache or auto)\n",
+            self.sets_with_shared_binary, self.sets, self.device
+        )
+    }
+}
+
+/// Per device section of the archive at `output` that holds binaries: how many of its sets
+/// carry a binary of at least [`granary_archive::vulkan::DICTIONARY_MIN_BYTES`] that another
+/// set shares. One pass over each section's binary records; no binary bytes are read. Empty
+/// when the archive cannot be opened (the harvest reported that already).
+pub fn shared_binaries(output: &Path) -> Vec<SharedBinaries> {
+    let Ok(ar) = granary_archive::Archive::open(output) else { return Vec::new() };
+    let Ok(devices) = ar.devices() else { return Vec::new() };
+    let mut out = Vec::new();
+    for d in devices.iter().filter(|d| d.has_pipeline_binaries()) {
+        let Ok(shared) = d.shared_binaries(granary_archive::vulkan::DICTIONARY_MIN_BYTES) else { continue };
+        let (mut sets, mut carrying) = (0, 0);
+        for j in 0..d.pipeline_count() {
+            let Ok((_, set)) = d.pipeline_binaries(j) else { continue };
+            if set.is_empty() {
+                continue;
+            }
+            sets += 1;
+            if shared.carried_by(&set).unwrap_or(false) {
+                carrying += 1;
+            }
+        }
+        out.push(SharedBinaries {
+            device: d.identity().describe(),
+            sets,
+            sets_with_shared_binary: carrying,
+            shared_binaries: shared.len(),
+        });
+    }
+    out
+}
+
 /// Whether the selected device has `VK_KHR_pipeline_binary`, and its physical identity.
 fn device_has_binaries(wanted: Option<&str>) -> anyhow::Result<(bool, granary_archive::DeviceIdentity)> {
     let driver = granary_archive::vulkan::Driver::load()?;
@@ -395,6 +457,66 @@ mod tests {
 
     /// An archive's section for the same device and driver version is the recorded decision
     /// (its kind: cache data here); another driver version, or no archive, records none.
+    /// The harvest's report of NVIDIA's dictionary: the sets of a binaries section that carry a
+    /// large binary another set shares, counted from the written archive.
+    #[test]
+    fn the_summary_counts_the_sets_that_carry_a_shared_large_binary() {
+        use granary_archive::{
+            BinarySet, DeviceBinaries, DeviceBinary, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry,
+            StageKey, Target, TargetOutputs, WriteEntry,
+        };
+        let mut nvidia = identity(5);
+        nvidia.binary_global_key = vec![9; 20];
+        let nvidia = Arc::new(nvidia);
+        let dictionary = Blob::new(vec![0xd1; 100_000]);
+        let entry = |k: u128, with_dictionary: bool| {
+            let mut outputs = TargetOutputs::default();
+            outputs.0[Target::Spirv as usize] = Some(Blob::new(vec![k as u8; 40]));
+            let stage = StageEntry {
+                key: StageKey(k * 7),
+                stage: ShaderStage::Compute,
+                entry_point: "main".into(),
+                outputs,
+                specialization: None,
+            };
+            let mut binaries = vec![DeviceBinary { key: vec![k as u8, 1], data: Blob::new(vec![k as u8; 2000]) }];
+            if with_dictionary {
+                binaries.push(DeviceBinary { key: vec![0xd1; 32], data: dictionary.clone() });
+            }
+            WriteEntry {
+                entry: Arc::new(PipelineEntry {
+                    key: PipelineKey(k),
+                    kind: PipelineKind::Compute,
+                    stages: vec![stage],
+                    layout: None,
+                    state: None,
+                }),
+                labels: vec![format!("p{k}")].into(),
+                binaries: vec![DeviceBinaries {
+                    device: nvidia.clone(),
+                    set: Arc::new(BinarySet { flags: 0, pipeline_key: vec![k as u8; 16], binaries }),
+                }],
+            }
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.granary");
+        let entries = [entry(1, true), entry(2, false), entry(3, true), entry(4, true)];
+        std::fs::write(&path, granary_archive::encode(&entries, &ArchiveMeta::new("writer options"))).unwrap();
+        let report = shared_binaries(&path);
+        assert_eq!(report.len(), 1);
+        let r = &report[0];
+        assert_eq!((r.sets, r.sets_with_shared_binary, r.shared_binaries), (4, 3, 1));
+        assert!(r.text().contains("3 of 4 binary sets") && r.text().contains("--capture cache"), "{}", r.text());
+        // Without the dictionary in a second set, nothing is shared and nothing is said.
+        let path = dir.path().join("b.granary");
+        let entries = [entry(1, true), entry(2, false)];
+        std::fs::write(&path, granary_archive::encode(&entries, &ArchiveMeta::new("writer options"))).unwrap();
+        let report = shared_binaries(&path);
+        assert_eq!((report[0].sets, report[0].sets_with_shared_binary), (2, 0));
+        assert!(report[0].text().is_empty());
+        assert!(shared_binaries(&dir.path().join("absent.granary")).is_empty());
+    }
+
     #[test]
     fn a_section_for_this_device_and_driver_is_the_recorded_decision() {
         let dir = tempfile::tempdir().unwrap();

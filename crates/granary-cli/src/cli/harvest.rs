@@ -383,12 +383,19 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
         let text = serde_json::to_string_pretty(&records)?;
         std::fs::write(path, text + "\n").with_context(|| format!("cannot write report {}", path.display()))?;
     }
+    // What the loader will decline on NVIDIA 580: sets that carry the driver's dictionary.
+    let shared = if capture.is_some() && !summary.kept_existing_archive {
+        super::capture::shared_binaries(&a.output)
+    } else {
+        Vec::new()
+    };
     let report = if a.json {
         let report = finish();
         let mut v = serde_json::to_value(&summary)?;
         super::validation::add_report(report.as_ref(), &mut v);
         if let Some(fields) = v.as_object_mut() {
             fields.insert("capture".into(), serde_json::to_value(&capture)?);
+            fields.insert("shared_binaries".into(), serde_json::to_value(&shared)?);
             if let Some(r) = &recorded {
                 fields.insert("recorded".into(), serde_json::to_value(r)?);
             }
@@ -399,6 +406,9 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
         eprint!("{}", summary.to_text());
         if let Some(c) = &capture {
             eprint!("{}", c.text());
+        }
+        for s in &shared {
+            eprint!("{}", s.text());
         }
         finish()
     };
