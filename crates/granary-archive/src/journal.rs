@@ -444,31 +444,12 @@ mod tests {
     use super::*;
     use crate::blob::Blob;
     use crate::entry::{PipelineEntry, StageEntry, TargetOutputs};
-    use crate::key::{PipelineKey, StageKey};
+    use crate::key::StageKey;
     use crate::types::{PipelineKind, ShaderStage};
     use std::sync::Arc;
 
     fn entry(k: u128) -> WriteEntry {
-        let mut outputs = TargetOutputs::default();
-        outputs.0[0] = Some(Blob::new(vec![k as u8; 64]));
-        let stage = StageEntry {
-            key: StageKey(k * 7),
-            stage: ShaderStage::Compute,
-            entry_point: "main".into(),
-            outputs,
-            specialization: None,
-        };
-        WriteEntry {
-            entry: Arc::new(PipelineEntry {
-                key: PipelineKey(k),
-                kind: PipelineKind::Compute,
-                stages: vec![stage],
-                layout: None,
-                state: None,
-            }),
-            labels: vec![format!("p{k}")].into(),
-            binaries: Vec::new(),
-        }
+        crate::__compute_entry(k, k * 7, vec![k as u8; 64], format!("p{k}"))
     }
 
     fn keys(r: &JournalReplay) -> Vec<u128> {

@@ -225,31 +225,36 @@ pub use writer::{check_device_data, encode, prepare, prepare_shard, ArchiveMeta,
 #[doc(hidden)]
 #[cfg(feature = "write")]
 pub fn __doc_example_archive() -> Vec<u8> {
-    use std::sync::Arc;
     // A minimal valid SPIR-V header (magic, version 1.0, generator, bound, schema).
     let words: [u32; 5] = [0x0723_0203, 0x0001_0000, 0, 1, 0];
     let spirv: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let entry = |key: u128, label: &str| {
-        let mut outputs = TargetOutputs::default();
-        outputs.0[Target::Spirv as usize] = Some(Blob::new(spirv.clone()));
-        let stage = StageEntry {
-            key: StageKey(key),
-            stage: ShaderStage::Compute,
-            entry_point: "main".into(),
-            outputs,
-            specialization: None,
-        };
-        WriteEntry {
-            entry: Arc::new(PipelineEntry {
-                key: PipelineKey(key),
-                kind: PipelineKind::Compute,
-                stages: vec![stage],
-                layout: None,
-                state: None,
-            }),
-            labels: vec![label.to_string()].into(),
-            binaries: Vec::new(),
-        }
-    };
+    let entry = |key: u128, label: &str| __compute_entry(key, key, spirv.clone(), label.to_string());
     encode(&[entry(0xa1, "post/tonemap"), entry(0xb2, "post/bloom")], &ArchiveMeta::new("example"))
+}
+
+/// A pipeline entry for examples and tests: one compute stage `main` (stage key `stage`, SPIR-V
+/// output `spirv`), pipeline key `key`, one label, no layout, no binaries.
+#[doc(hidden)]
+#[cfg(feature = "write")]
+pub fn __compute_entry(key: u128, stage: u128, spirv: Vec<u8>, label: String) -> WriteEntry {
+    let mut outputs = TargetOutputs::default();
+    outputs.0[Target::Spirv as usize] = Some(Blob::new(spirv));
+    let stage = StageEntry {
+        key: StageKey(stage),
+        stage: ShaderStage::Compute,
+        entry_point: "main".into(),
+        outputs,
+        specialization: None,
+    };
+    WriteEntry {
+        entry: std::sync::Arc::new(PipelineEntry {
+            key: PipelineKey(key),
+            kind: PipelineKind::Compute,
+            stages: vec![stage],
+            layout: None,
+            state: None,
+        }),
+        labels: vec![label].into(),
+        binaries: Vec::new(),
+    }
 }

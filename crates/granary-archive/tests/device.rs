@@ -2,8 +2,7 @@
 
 use granary_archive::{
     encode, merge, salvage, write_entries, Archive, ArchiveError, ArchiveMeta, BinarySet, Blob, DeviceBinaries,
-    DeviceBinary, DeviceCache, DeviceIdentity, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry,
-    StageKey, Target, TargetOutputs, WriteEntry, BINARY_SET_LIBRARY,
+    DeviceBinary, DeviceCache, DeviceIdentity, PipelineKey, WriteEntry, BINARY_SET_LIBRARY,
 };
 use granary_archive::{replay_journal, Journal};
 use std::sync::Arc;
@@ -41,26 +40,7 @@ fn lavapipe() -> Arc<DeviceIdentity> {
 }
 
 fn entry(k: u128) -> WriteEntry {
-    let mut outputs = TargetOutputs::default();
-    outputs.0[Target::Spirv as usize] = Some(Blob::new(vec![k as u8; 40]));
-    let stage = StageEntry {
-        key: StageKey(k * 7),
-        stage: ShaderStage::Compute,
-        entry_point: "main".into(),
-        outputs,
-        specialization: None,
-    };
-    WriteEntry {
-        entry: Arc::new(PipelineEntry {
-            key: PipelineKey(k),
-            kind: PipelineKind::Compute,
-            stages: vec![stage],
-            layout: None,
-            state: None,
-        }),
-        labels: vec![format!("p{k}")].into(),
-        binaries: Vec::new(),
-    }
+    granary_archive::__compute_entry(k, k * 7, vec![k as u8; 40], format!("p{k}"))
 }
 
 fn bin(key: &[u8], data: Vec<u8>) -> DeviceBinary {

@@ -461,42 +461,22 @@ mod tests {
     /// large binary another set shares, counted from the written archive.
     #[test]
     fn the_summary_counts_the_sets_that_carry_a_shared_large_binary() {
-        use granary_archive::{
-            BinarySet, DeviceBinaries, DeviceBinary, PipelineEntry, PipelineKey, PipelineKind, ShaderStage, StageEntry,
-            StageKey, Target, TargetOutputs, WriteEntry,
-        };
+        use granary_archive::{BinarySet, DeviceBinaries, DeviceBinary};
         let mut nvidia = identity(5);
         nvidia.binary_global_key = vec![9; 20];
         let nvidia = Arc::new(nvidia);
         let dictionary = Blob::new(vec![0xd1; 100_000]);
         let entry = |k: u128, with_dictionary: bool| {
-            let mut outputs = TargetOutputs::default();
-            outputs.0[Target::Spirv as usize] = Some(Blob::new(vec![k as u8; 40]));
-            let stage = StageEntry {
-                key: StageKey(k * 7),
-                stage: ShaderStage::Compute,
-                entry_point: "main".into(),
-                outputs,
-                specialization: None,
-            };
             let mut binaries = vec![DeviceBinary { key: vec![k as u8, 1], data: Blob::new(vec![k as u8; 2000]) }];
             if with_dictionary {
                 binaries.push(DeviceBinary { key: vec![0xd1; 32], data: dictionary.clone() });
             }
-            WriteEntry {
-                entry: Arc::new(PipelineEntry {
-                    key: PipelineKey(k),
-                    kind: PipelineKind::Compute,
-                    stages: vec![stage],
-                    layout: None,
-                    state: None,
-                }),
-                labels: vec![format!("p{k}")].into(),
-                binaries: vec![DeviceBinaries {
-                    device: nvidia.clone(),
-                    set: Arc::new(BinarySet { flags: 0, pipeline_key: vec![k as u8; 16], binaries }),
-                }],
-            }
+            let mut w = granary_archive::__compute_entry(k, k * 7, vec![k as u8; 40], format!("p{k}"));
+            w.binaries = vec![DeviceBinaries {
+                device: nvidia.clone(),
+                set: Arc::new(BinarySet { flags: 0, pipeline_key: vec![k as u8; 16], binaries }),
+            }];
+            w
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.granary");
