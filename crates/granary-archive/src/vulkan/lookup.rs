@@ -291,7 +291,8 @@ impl PipelineLoader {
                 return Err(LoadError::NotFound(format!("for this create info (key {})", lookup.key.to_hex())))
             }
             Offer::Binaries => None,
-            Offer::Cache { why } if self.options.require_binaries => {
+            // (A set declined for the driver's sake exists: not what `require_binaries` is about.)
+            Offer::Cache { why } if self.options.require_binaries && why != super::loader::DICTIONARY_SET_REFUSED => {
                 return Err(fail(Fail::of(
                     LoadErrorKind::BinariesUnusable,
                     format!("LoaderOptions::require_binaries, and no binaries here: {why}"),
