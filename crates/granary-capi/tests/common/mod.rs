@@ -3,32 +3,13 @@
 
 #![allow(dead_code)] // each test file uses part of it
 
-use granary::compiler::{Compiler, CompilerOptions};
-use granary::script::Script;
-use granary_archive::WriteEntry;
 use std::path::Path;
 
-/// The bundled example (`examples/renderer/pipelines.json`, 335 pipelines) compiled with the
-/// `none` backend, as granary-vulkan's loader tests make it: SPIR-V, layouts and render
-/// states, no device section (so the loader compiles every pipeline).
+/// The bundled example (`examples/renderer/pipelines.json`, 335 pipelines) harvested with the
+/// `none` backend: SPIR-V, layouts and render states, no device section (so the loader
+/// compiles every pipeline).
 pub fn example_archive_bytes() -> Vec<u8> {
-    let script = Script::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/renderer/pipelines.json"))
-        .expect("example script");
-    let compiler = Compiler::new(CompilerOptions::default());
-    let entries: Vec<WriteEntry> = script
-        .pipelines
-        .into_iter()
-        .map(|p| {
-            let desc = p.descriptor.expect("valid");
-            let label = desc.label().expect("labelled").to_string();
-            WriteEntry {
-                entry: compiler.compile(&desc).expect("compiles"),
-                labels: vec![label].into(),
-                binaries: vec![],
-            }
-        })
-        .collect();
-    granary::archive::encode(&entries, &granary::archive::portable_meta())
+    harvest_example(false).0
 }
 
 /// The bundled example harvested as `granary harvest --whole-variants` does with the `none`
@@ -36,33 +17,29 @@ pub fn example_archive_bytes() -> Vec<u8> {
 /// pipeline with unspecialized colour output, its whole variant `LABEL@rgba8unorm`. Returns
 /// the archive's bytes and the labels of the pipelines that have a variant.
 pub fn example_archive_with_variants_bytes() -> (Vec<u8>, Vec<String>) {
+    harvest_example(true)
+}
+
+/// The example harvested (with its script's `expand_unspecialized` and `--whole-variants`
+/// when `variants`): the archive's bytes and the labels that have a `@rgba8unorm` variant.
+fn harvest_example(variants: bool) -> (Vec<u8>, Vec<String>) {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/renderer");
-    let text = std::fs::read_to_string(example.join("pipelines.json")).expect("example script");
+    let mut text = std::fs::read_to_string(example.join("pipelines.json")).expect("example script");
+    if variants {
+        text = text.replacen('{', "{\"expand_unspecialized\": {\"formats\": [\"rgba8unorm\"]},", 1);
+    }
     let shaders = format!("\"path\": \"{}/shaders/", example.display());
-    let text = text.replacen('{', "{\"expand_unspecialized\": {\"formats\": [\"rgba8unorm\"]},", 1);
     let dir = tempfile::tempdir().expect("tempdir");
-    let (script, out) = (dir.path().join("pipelines.json"), dir.path().join("variants.granary"));
+    let (script, out) = (dir.path().join("pipelines.json"), dir.path().join("example.granary"));
     std::fs::write(&script, text.replace("\"path\": \"shaders/", &shaders)).expect("write script");
     let options = granary::harvest::HarvestOptions {
-        script,
-        output: out.clone(),
         threads: 2,
-        targets: granary_archive::TargetSet::SPIRV,
-        profile: granary::frontend::Profile::default_profile(),
-        flush_every: None,
-        resume: false,
-        isolate: None,
-        require_all_targets: false,
-        backend: None,
-        trace: None,
-        max_library_bytes: None,
-        check_outputs: Default::default(),
-        force: false,
-        interrupt: None,
-        whole_variants: true,
+        whole_variants: variants,
+        ..granary::harvest::HarvestOptions::new(script, &out)
     };
     let summary = granary::harvest::harvest(&options, &|_| {}).expect("harvest");
-    assert!(summary.failed == 0 && summary.whole_variants && summary.expanded > 0, "{summary:?}");
+    assert!(summary.failed == 0 && summary.whole_variants == variants, "{summary:?}");
+    assert!(!variants || summary.expanded > 0, "{summary:?}");
     let bytes = std::fs::read(&out).expect("archive");
     let archive = granary::archive::Archive::from_bytes(bytes.clone()).expect("archive reads");
     let labels = archive.labels().expect("labels");

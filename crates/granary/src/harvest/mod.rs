@@ -129,6 +129,33 @@ pub struct HarvestOptions {
     pub whole_variants: bool,
 }
 
+impl HarvestOptions {
+    /// `script` harvested into `output` with the CLI's defaults: one thread per core, the
+    /// SPIR-V target, the default profile, the default library size limit and output checks;
+    /// no journal flushes, no resume, threads not processes, no device backend, no trace, no
+    /// interrupt, no whole variants. Set the fields to change any of it.
+    pub fn new(script: impl Into<PathBuf>, output: impl Into<PathBuf>) -> Self {
+        HarvestOptions {
+            script: script.into(),
+            output: output.into(),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            targets: TargetSet::SPIRV,
+            profile: crate::frontend::Profile::default_profile(),
+            flush_every: None,
+            resume: false,
+            isolate: None,
+            require_all_targets: false,
+            backend: None,
+            trace: None,
+            max_library_bytes: Some(crate::frontend::MAX_LIBRARY_BYTES),
+            check_outputs: Default::default(),
+            force: false,
+            interrupt: None,
+            whole_variants: false,
+        }
+    }
+}
+
 /// Progress events, for a progress bar. Before [`Progress::Planned`] the harvest is loading
 /// (reading the script and its libraries, and with `--resume` verifying the existing archive
 /// and replaying its journal).

@@ -282,24 +282,7 @@ pub fn assert_labels_unique(path: &std::path::Path) {
 /// no flushes, no resume, threads not processes, no device backend, no trace, the default
 /// library size limit.
 pub fn harvest_options(script: &std::path::Path, out: &std::path::Path) -> granary::harvest::HarvestOptions {
-    granary::harvest::HarvestOptions {
-        script: script.to_path_buf(),
-        output: out.to_path_buf(),
-        threads: 2,
-        targets: TargetSet::SPIRV,
-        profile: granary::frontend::Profile::default_profile(),
-        flush_every: None,
-        resume: false,
-        isolate: None,
-        require_all_targets: false,
-        backend: None,
-        trace: None,
-        max_library_bytes: Some(granary::frontend::MAX_LIBRARY_BYTES),
-        check_outputs: Default::default(),
-        force: false,
-        interrupt: None,
-        whole_variants: false,
-    }
+    granary::harvest::HarvestOptions { threads: 2, ..granary::harvest::HarvestOptions::new(script, out) }
 }
 
 /// Two copies of the bundled example, in `dir/original` and `dir/edited`, the second with
