@@ -1,25 +1,65 @@
 #!/usr/bin/env bash
 # Why granary's cache-data harvest finds fewer pipelines in its shared VkPipelineCache than the
-# baseline's run does (issue 24 item 5): seed2kx (as scripts/device-capture.sh makes it) harvested
-# with --capture cache at -j16 and at -j1, and the baseline (warm --source spirv
-# --pipeline-cache-out, the same pipelines in archive order) at -j1 and -j16. At one thread no
-# two creations overlap, so equal counts there mean the two create the same things and the gap
-# at -j16 is the order or the overlap; unequal counts mean the create infos differ.
+# baseline's run does (issue 24 item 5), and what the pipeline order has to do with it.
+# Workload: seed2kx (as scripts/device-capture.sh makes it); "shuffled" is the same script with
+# its pipelines in a fixed random order (the baseline creates them in archive order, which is
+# sorted by pipeline key, so effectively random too). At one thread no two creations overlap:
+# equal hit counts there mean the two create the same things and any gap at -j16 comes from
+# the order or the overlap; unequal counts mean the create infos differ.
 #
-#   OUT=dir scripts/device-hits.sh      (on the device, after . .gl/setup.sh)
+#   scripts/device-hits.sh GRANARY OUT      (on the device, after . .gl/setup.sh)
 #
-# OUT/h/summary.txt: wall and cache hits of each run.
-set -u
-G=.gl/bin/granary; W=/tmp/w; mkdir -p $W $OUT/h
-export __GL_SHADER_DISK_CACHE=0
-$G gen seed-scale -o $W/s --pipelines 2000 --vertex-functions 970 --max-run 250 >/dev/null
-sed -i '0,/{/s//{"expand_unspecialized":{"formats":["rgba8unorm"]},/' $W/s/pipelines.json
-H="harvest $W/s/pipelines.json --backend vulkan --no-pipeline-libraries --json -q"
-$G $H -j 16 -o $W/c16.granary --capture cache > $OUT/h/c16.json 2>$OUT/h/c16.err
-$G warm $W/c16.granary --source spirv -j 1 --no-pipeline-libraries --pipeline-cache-out $W/b1.cache --json > $OUT/h/b1.json 2>$OUT/h/b1.err
-$G $H -j 1 -o $W/c1.granary --capture cache > $OUT/h/c1.json 2>$OUT/h/c1.err
-$G warm $W/c16.granary --source spirv -j 16 --no-pipeline-libraries --pipeline-cache-out $W/b16.cache --json > $OUT/h/b16.json 2>$OUT/h/b16.err
-ls -l $W/*.cache $W/*.granary > $OUT/h/ls.txt
-for f in c16 c1 b1 b16; do python3 -c "
-import json,sys; d=json.load(open('$OUT/h/$f.json')); dev=d.get('device') if isinstance(d.get('device'),dict) else {}
-print('$f', 'wall', round(d['wall_seconds'],3), 'hits', dev.get('cache_hits', d.get('cache_hits')), 'succeeded', d.get('succeeded', d.get('pipelines')))"; done | tee $OUT/h/summary.txt
+# Steps (ROUNDS of the -j16 trio, interleaved, then the -j1 runs once; SKIP as in
+# device-capture.sh): c16 / c16s harvest --capture cache at -j16 in script / shuffled order;
+# b16 the baseline (warm --source spirv --pipeline-cache-out) at -j16; c1, c1s, b1 the same at
+# -j1; auto16 harvest --capture auto (calibration included) at -j16.
+# OUT/summary.txt: wall, peak RSS, cache hits and driver time of each step.
+set -uo pipefail
+G=$(realpath "$1"); OUT=$(realpath -m "$2")
+mkdir -p "$OUT/raw"; R=$OUT/raw; SUM=$OUT/summary.txt; : > "$SUM"
+export __GL_SHADER_DISK_CACHE=0 MESA_SHADER_CACHE_DISABLE=true
+W=$(mktemp -d); ROUNDS=${ROUNDS:-3}
+say() { echo "$*" | tee -a "$SUM"; }
+step() {
+  local name=$1; shift
+  for s in ${SKIP:-}; do [[ $name == $s* ]] && return 0; done
+  /usr/bin/time -f "%e %M" -o "$R/$name.time" timeout -k 5 300 "$@" > "$R/$name.json" 2> "$R/$name.err"
+  local rc=$?
+  say "$name: exit $rc, $(python3 - "$R/$name.json" "$R/$name.time" <<'EOF'
+import json, sys
+t = open(sys.argv[2]).read().split()
+out = "%s s, %.0f MiB" % (t[-2], int(t[-1]) / 1024) if len(t) >= 2 else "no time"
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception:
+    print(out + "; no JSON"); sys.exit()
+dev = d.get("device") if isinstance(d.get("device"), dict) else {}
+hits = dev.get("cache_hits", d.get("cache_hits"))
+drv = dev.get("driver_seconds", d.get("cpu_seconds"))
+cap = (d.get("capture") or {}).get("mode")
+print("%s; wall %.3f s, hits %s, driver/cpu %s s, ok %s%s" % (out, d.get("wall_seconds", -1), hits, drv,
+      d.get("succeeded", d.get("pipelines")), ", capture " + cap if cap else ""))
+EOF
+)"
+}
+$G gen seed-scale -o "$W/s" --pipelines ${PIPELINES:-2000} --vertex-functions ${VERTEX_FUNCTIONS:-970} --max-run ${MAX_RUN:-250} > /dev/null
+sed -i '0,/{/s//{"expand_unspecialized":{"formats":["rgba8unorm"]},/' "$W/s/pipelines.json"
+mkdir -p "$W/r"; cp -r "$W/s/." "$W/r/"
+python3 - "$W/r/pipelines.json" <<'EOF'
+import json, random, sys
+d = json.load(open(sys.argv[1])); random.Random(1).shuffle(d["pipelines"]); json.dump(d, open(sys.argv[1], "w"))
+EOF
+H="harvest --backend vulkan --no-pipeline-libraries --json -q"
+# The baseline's input: an archive of the same pipelines (its SPIR-V; the capture is not used).
+$G $H "$W/s/pipelines.json" -o "$W/in.granary" --capture cache -j 16 > /dev/null 2>&1
+for r in $(seq 1 "$ROUNDS"); do
+  step "c16-r$r" $G $H "$W/s/pipelines.json" -o "$W/c16-$r.granary" --capture cache -j 16
+  step "b16-r$r" $G warm "$W/in.granary" --source spirv -j 16 --no-pipeline-libraries --pipeline-cache-out "$W/b16-$r.cache" --json
+  step "c16s-r$r" $G $H "$W/r/pipelines.json" -o "$W/c16s-$r.granary" --capture cache -j 16
+done
+step auto16 $G $H "$W/s/pipelines.json" -o "$W/auto.granary" --capture auto -j 16
+step c1 $G $H "$W/s/pipelines.json" -o "$W/c1.granary" --capture cache -j 1
+step c1s $G $H "$W/r/pipelines.json" -o "$W/c1s.granary" --capture cache -j 1
+step b1 $G warm "$W/in.granary" --source spirv -j 1 --no-pipeline-libraries --pipeline-cache-out "$W/b1.cache" --json
+ls -l "$W"/*.cache "$W"/*.granary >> "$SUM"
+tar czf "$OUT/raw.tar.gz" -C "$R" . && rm -rf "$R"

@@ -156,6 +156,7 @@ fn run_time(backend: &VulkanBackend, path: &std::path::Path) -> Result<Vec<Strin
     out.push(match &lookup.offer {
         Offer::Binaries => "offer: this device's binaries (the driver's pipeline key agrees)".to_string(),
         Offer::Cache { why } => format!("offer: the archive's pipeline cache ({why})"),
+        Offer::Declined { why } => format!("offer: binaries declined, the archive's pipeline cache ({why})"),
         Offer::NotArchived => "offer: not archived (the engine compiles it itself)".to_string(),
     });
     if lookup.offer != Offer::NotArchived {

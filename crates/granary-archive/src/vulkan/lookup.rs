@@ -38,6 +38,16 @@ pub enum Offer {
         /// Why binaries are not used.
         why: String,
     },
+    /// This device's binaries match the create info, but the loader declines them for the
+    /// driver's sake (a whole pipeline whose set carries a binary other sets share — NVIDIA's
+    /// dictionary, which crashes NVIDIA 580 at draw time; see
+    /// [`LoaderOptions::whole_dictionary_binaries`](super::LoaderOptions::whole_dictionary_binaries)):
+    /// it is compiled with the loader's pipeline cache, as [`Offer::Cache`], whatever
+    /// `require_binaries` says (the binaries exist; the loader chose not to use them).
+    Declined {
+        /// Why, in words (the fallback reason the loader reports).
+        why: String,
+    },
     /// The archive holds no pipeline with this key.
     NotArchived,
 }
@@ -263,7 +273,7 @@ impl PipelineLoader {
                 if !self.options.whole_dictionary_binaries
                     && self.carries_shared_binary(&s).map_err(|m| Fail::from(m).named(|| key.to_hex()))? =>
             {
-                (Offer::Cache { why: super::loader::DICTIONARY_SET_REFUSED.to_string() }, None)
+                (Offer::Declined { why: super::loader::DICTIONARY_SET_REFUSED.to_string() }, None)
             }
             set => (offer, set),
         };
@@ -291,8 +301,10 @@ impl PipelineLoader {
                 return Err(LoadError::NotFound(format!("for this create info (key {})", lookup.key.to_hex())))
             }
             Offer::Binaries => None,
-            // (A set declined for the driver's sake exists: not what `require_binaries` is about.)
-            Offer::Cache { why } if self.options.require_binaries && why != super::loader::DICTIONARY_SET_REFUSED => {
+            // Declined for the driver's sake: compiled whatever `require_binaries` and
+            // `fallback_compile` say (the binaries exist), as `load` does; a fallback.
+            Offer::Declined { why } => Some(why.clone()),
+            Offer::Cache { why } if self.options.require_binaries => {
                 return Err(fail(Fail::of(
                     LoadErrorKind::BinariesUnusable,
                     format!("LoaderOptions::require_binaries, and no binaries here: {why}"),
@@ -300,17 +312,14 @@ impl PipelineLoader {
             }
             Offer::Cache { why } => {
                 let mismatched = why.starts_with("pipeline key differs") || self.mismatch().is_some();
-                // Declined for the driver's sake: compiled whatever `fallback_compile` says, as
-                // `load` does.
-                let declined = why == super::loader::DICTIONARY_SET_REFUSED;
-                if mismatched && !declined && !self.options.fallback_compile {
+                if mismatched && !self.options.fallback_compile {
                     return Err(match self.section() {
                         Err(m) => LoadError::Mismatch(m.clone()),
                         Ok(_) => fail(Fail::of(LoadErrorKind::BinariesUnusable, why.clone())),
                     });
                 }
                 // A missing set is no fallback (as `load` reports it); a refused one is.
-                (mismatched || declined).then(|| why.clone())
+                mismatched.then(|| why.clone())
             }
         };
         let mut own = Vec::new();
