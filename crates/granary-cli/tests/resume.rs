@@ -493,9 +493,11 @@ const PIPELINES: usize = 900;
 const HUNG: usize = 800;
 
 /// Writes `dir/s.json`: [`PIPELINES`] compute pipelines, each with a library of its own; the
-/// entry point of pipeline [`HUNG`] is `late` (the others `mainK`).
+/// entry point of the pipeline compiled [`HUNG`]th (the harvest takes pipelines in
+/// `granary::harvest::spread` order) is `late` (the others `mainK`).
 fn one_library_per_pipeline(dir: &Path) -> std::path::PathBuf {
-    let entry = |k: usize| if k == HUNG { "late".to_string() } else { format!("main{k}") };
+    let hung = granary::harvest::spread(PIPELINES).nth(HUNG).unwrap();
+    let entry = |k: usize| if k == hung { "late".to_string() } else { format!("main{k}") };
     let libraries: Vec<_> = (0..PIPELINES)
         .map(|k| {
             let source = format!(
@@ -614,7 +616,12 @@ fn sigint_on_the_vulkan_backend_journals_whole_entries_while_the_driver_compiles
     let dir = common::tempdir();
     let script = one_library_per_pipeline(dir.path());
     let out = dir.path().join("o.granary");
-    let child = harvest_until_late_hangs(&script, &out, &dir.path().join("reached"), &["--backend", "vulkan", "-j2"]);
+    let child = harvest_until_late_hangs(
+        &script,
+        &out,
+        &dir.path().join("reached"),
+        &["--backend", "vulkan", "--capture", "device", "-j2"],
+    );
     let st = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(st.success());
     let o = child.wait_with_output().unwrap();
@@ -627,7 +634,11 @@ fn sigint_on_the_vulkan_backend_journals_whole_entries_while_the_driver_compiles
     assert!((2 * granary::harvest::WAVE..PIPELINES).contains(&journaled), "{journaled}: {err}");
     assert!(err.contains(&format!("{journaled} pipelines are kept")), "{err}");
 
-    let s = harvest_json(&script, &out, &["--resume", "--backend", "vulkan", "--check-outputs", "off"]);
+    let s = harvest_json(
+        &script,
+        &out,
+        &["--resume", "--backend", "vulkan", "--capture", "device", "--check-outputs", "off"],
+    );
     assert_eq!(s["resumed"], journaled, "{s}");
     assert_eq!(s["succeeded"], PIPELINES, "{s}");
     assert_eq!(s["failed"], 0, "{s}");
@@ -693,7 +704,12 @@ fn an_interrupted_resume_onto_a_device_keeps_what_it_compiled_there() {
     let out = dir.path().join("o.granary");
     harvest_json(&script, &out, &["-j2", "--check-outputs", "off"]);
     let reached = dir.path().join("reached");
-    let child = harvest_until_late_hangs(&script, &out, &reached, &["--resume", "--backend", "vulkan", "-j2"]);
+    let child = harvest_until_late_hangs(
+        &script,
+        &out,
+        &reached,
+        &["--resume", "--backend", "vulkan", "--capture", "device", "-j2"],
+    );
     let st = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(st.success());
     let o = child.wait_with_output().unwrap();
@@ -705,7 +721,17 @@ fn an_interrupted_resume_onto_a_device_keeps_what_it_compiled_there() {
     assert!(replay.entries.iter().all(|w| w.binaries.len() == 1), "each journaled entry has the device's set");
 
     let o = granary()
-        .args(["harvest", script.to_str().unwrap(), "-o", out.to_str().unwrap(), "--resume", "--backend", "vulkan"])
+        .args([
+            "harvest",
+            script.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--resume",
+            "--backend",
+            "vulkan",
+            "--capture",
+            "device",
+        ])
         .args(["--check-outputs", "off", "-j2"])
         .output()
         .unwrap();

@@ -46,7 +46,7 @@ mod worker;
 pub use inprocess::{run_plan, ThreadShare};
 pub use interrupt::{Answer, Interrupt, InterruptReport};
 pub use isolate::IsolateOptions;
-pub use plan::{plan, Plan, Task, WAVE};
+pub use plan::{plan, spread, Plan, Task, WAVE};
 pub use preflight::writable;
 pub use process::WorkerCommand;
 pub use prune::{prune, PruneReport};

@@ -11,6 +11,10 @@
 //! And a pipeline task rarely waits: its functions were queued a whole wave of functions
 //! earlier, so by the time a thread takes it they are cached (a thread that does get there
 //! first waits on the function's cell, never compiles it twice).
+//!
+//! Pipelines are taken in a fixed scattered order ([`spread`]), not in script order: related
+//! pipelines that a script lists together then rarely compile at the same moment, so a
+//! backend's shared pipeline cache can answer the later ones from the earlier ones' work.
 
 use crate::descriptor::{
     native_stage_key, FunctionDescriptor, KeyContext, Library, PipelineDescriptor, ShaderStage, StageKey,
@@ -46,8 +50,9 @@ pub struct Plan {
 }
 
 /// Plans `pipelines` (each with its index into the caller's list), computing stage keys on
-/// up to `threads` threads. The task order does not depend on `threads`: libraries and stage
-/// functions appear in the order of their first use in `pipelines`.
+/// up to `threads` threads. The task order does not depend on `threads`: pipelines come in
+/// [`spread`] order of their positions in `pipelines`, libraries and stage functions in the
+/// order of their first use in that order.
 pub fn plan(pipelines: &[(usize, &PipelineDescriptor)], ctx: &KeyContext, threads: usize) -> Plan {
     // Hashing every stage reference's canonical encoding is most of the planning work (66,000
     // stage keys at seed scale): compute them in parallel, in order, then deduplicate serially.
@@ -64,37 +69,48 @@ pub fn plan(pipelines: &[(usize, &PipelineDescriptor)], ctx: &KeyContext, thread
         // again here, so every stage reference keeps its own key.
         handles.into_iter().zip(&parts).map(|(h, part)| h.join().unwrap_or_else(|_| keys_of(part))).collect()
     });
+    // Each pipeline's stage keys, in `pipelines`' order (`next` always: a chunk's keys are its
+    // stage references', in order), then taken in the spread order.
     let mut keys = keyed.into_iter().flatten();
+    let stage_keys: Vec<Vec<StageKey>> = pipelines
+        .iter()
+        .map(|(_, d)| {
+            let specs = native_specializations(d);
+            d.stages()
+                .into_iter()
+                .enumerate()
+                .map(|(i, (stage, f))| {
+                    keys.next()
+                        .unwrap_or_else(|| native_stage_key(f, stage, specs.get(i).cloned().flatten().as_deref(), ctx))
+                })
+                .collect()
+        })
+        .collect();
     let mut libs = HashSet::new();
     let mut funcs = HashSet::new();
     // Per wave: the libraries and stage functions it uses first, and its pipelines.
     let mut waves: Vec<(Vec<Task>, Vec<Task>)> = Vec::new();
     let (mut libraries, mut functions, mut stage_references) = (0, 0, 0);
-    for (n, (index, d)) in pipelines.iter().enumerate() {
+    for (n, p) in spread(pipelines.len()).enumerate() {
+        let (index, d) = pipelines[p];
         if n % WAVE == 0 {
             waves.push((Vec::new(), Vec::new()));
         }
         let Some((ahead, wave)) = waves.last_mut() else { break };
-        let specs: Vec<Option<Arc<Specialization>>> = match d {
-            PipelineDescriptor::Native(n) => n.stages.iter().map(|s| s.specialization.clone()).collect(),
-            _ => Vec::new(),
-        };
-        for (i, (stage, f)) in d.stages().into_iter().enumerate() {
-            let spec = specs.get(i).cloned().flatten();
+        let specs = native_specializations(d);
+        for (i, ((stage, f), key)) in d.stages().into_iter().zip(&stage_keys[p]).enumerate() {
             stage_references += 1;
             let (lib, _) = f.base();
             if libs.insert(lib.hash()) {
                 libraries += 1;
                 ahead.push(Task::Library(lib.clone()));
             }
-            // Always `next`: one key per stage reference, in order.
-            let key = keys.next().unwrap_or_else(|| native_stage_key(f, stage, spec.as_deref(), ctx));
-            if funcs.insert(key) {
+            if funcs.insert(*key) {
                 functions += 1;
-                ahead.push(Task::Function(f.clone(), stage, spec));
+                ahead.push(Task::Function(f.clone(), stage, specs.get(i).cloned().flatten()));
             }
         }
-        wave.push(Task::Pipeline(*index));
+        wave.push(Task::Pipeline(index));
     }
     // Wave w's pipelines follow wave w+1's libraries and functions.
     let mut tasks = Vec::with_capacity(libraries + functions + pipelines.len());
@@ -105,4 +121,59 @@ pub fn plan(pipelines: &[(usize, &PipelineDescriptor)], ctx: &KeyContext, thread
     }
     tasks.extend(behind.into_iter().flatten());
     Plan { tasks, libraries, functions, stage_references }
+}
+
+/// A native pipeline's per-stage `VkSpecializationInfo` (part of each stage's key); none for
+/// the others.
+fn native_specializations(d: &PipelineDescriptor) -> Vec<Option<Arc<Specialization>>> {
+    match d {
+        PipelineDescriptor::Native(n) => n.stages.iter().map(|s| s.specialization.clone()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The order the pipelines `0..n` are compiled in: a fixed permutation that scatters script
+/// neighbours (positions sorted by a bijective 64-bit mix of each position), the same for every
+/// run, thread count and machine.
+///
+/// Scripts list related pipelines together (the report's runs of one vertex function, a
+/// material's passes). Threads taking them in script order create them at the same moment, so
+/// a driver's shared pipeline cache answers none of them from another's work: a pipeline is
+/// found in the cache only once an equal one (to the driver) has finished. Scattered, such
+/// pipelines are usually far apart, as in a loader that creates an archive's pipelines in key
+/// order. What lands does not depend on the order (the archive is sorted by key).
+pub fn spread(n: usize) -> impl Iterator<Item = usize> {
+    let mut order: Vec<(u64, usize)> = (0..n).map(|p| (mix(p as u64), p)).collect();
+    order.sort_unstable();
+    order.into_iter().map(|(_, p)| p)
+}
+
+/// splitmix64's finalizer: a bijection on `u64` whose outputs of neighbouring inputs look
+/// unrelated.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spread_order_is_a_fixed_permutation_that_scatters_neighbours() {
+        for n in [0, 1, 2, 7, 256, 1000] {
+            let order: Vec<usize> = spread(n).collect();
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "every pipeline exactly once");
+            assert_eq!(order, spread(n).collect::<Vec<_>>(), "the same every time");
+        }
+        // A run of 250 neighbours (one vertex function) spreads over the whole order: among
+        // the first 100 of 2,000 positions compiled, only a handful come from it.
+        let first: Vec<usize> = spread(2000).take(100).collect();
+        let from_run = first.iter().filter(|&&p| (500..750).contains(&p)).count();
+        assert!((3..=30).contains(&from_run), "{from_run} of the first 100 from one run of 250");
+    }
 }
