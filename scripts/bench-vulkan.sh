@@ -31,22 +31,22 @@ harvest() { # NAME SCRIPT ARGS...
 case "$PART" in
 scaling)
   "$G" gen seed-scale -o "$W/seed2k" --pipelines 2000 --vertex-functions 970 --max-run 250 > /dev/null
-  for j in $(threads); do harvest "example-j$j" "$EX" --backend vulkan -j "$j"; done
-  for j in $(threads); do harvest "seed2k-j$j" "$W/seed2k/pipelines.json" --backend vulkan -j "$j"; done
+  for j in $(threads); do harvest "example-j$j" "$EX" --backend vulkan --capture device -j "$j"; done
+  for j in $(threads); do harvest "seed2k-j$j" "$W/seed2k/pipelines.json" --backend vulkan --capture device -j "$j"; done
   J=$(threads | tail -1)
   harvest example-none "$EX" -j "$J"
   harvest seed2k-none "$W/seed2k/pipelines.json" -j "$J"
-  harvest example-again "$EX" --backend vulkan -j "$J"
+  harvest example-again "$EX" --backend vulkan --capture device -j "$J"
   "$G" ls "$W/example-j$J.granary" --json > "$OUT/example-j$J.ls.json"
   "$G" ls "$W/example-again.granary" --json > "$OUT/example-again.ls.json"
   "$G" ls "$W/seed2k-j$J.granary" --json | gzip > "$OUT/seed2k-j$J.ls.json.gz"
-  harvest example-isolate "$EX" --backend vulkan --isolate -j "$J"
+  harvest example-isolate "$EX" --backend vulkan --capture device --isolate -j "$J"
   "$G" verify "$W"/*.granary
   ;;
 full)
   "$G" gen seed-scale -o "$W/seed" > /dev/null
   J=$(threads | tail -1)
-  harvest "seed-j$J" "$W/seed/pipelines.json" --backend vulkan -j "$J"
+  harvest "seed-j$J" "$W/seed/pipelines.json" --backend vulkan --capture device -j "$J"
   "$G" ls "$W/seed-j$J.granary" --json | gzip > "$OUT/seed-j$J.ls.json.gz"
   "$G" verify "$W/seed-j$J.granary"
   ;;

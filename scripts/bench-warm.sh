@@ -171,7 +171,7 @@ for w in "${WORKLOADS[@]}"; do
   for j in $(threads); do
     # shellcheck disable=SC2086
     step "harvest-$w-j$j" "$OUT/harvest-$w-j$j.json" \
-      "$G" harvest "$s" -o "$W/$w-j$j.granary" --backend vulkan ${HARGS[$w]} -j "$j" --json -q
+      "$G" harvest "$s" -o "$W/$w-j$j.granary" --backend vulkan --capture device ${HARGS[$w]} -j "$j" --json -q
     need "$W/$w-j$j.granary" "base-$w-j$j" \
       && step "base-$w-j$j" "$OUT/base-$w-j$j.json" \
         "$G" warm "$W/$w-j$j.granary" --source spirv -j "$j" --pipeline-cache-out "$W/$w-base-j$j.cache" --json

@@ -23,8 +23,8 @@ for c in hlsl slang glslang-hlsl; do
   [ -d "$C/$c" ] || { echo "$c: no corpus at $C/$c" | tee -a "$SUM"; continue; }
   python3 scripts/corpus-pipelines.py "$C/$c" "$OUT/$c/pipelines.json" 2> "$OUT/$c-script.txt"
   cat "$OUT/$c-script.txt" >> "$SUM"
-  for step in "none:--backend none -j 2" "validate:--backend vulkan --validate -j 2" "vulkan:--backend vulkan -j 2" \
-      "vulkan-j1:--backend vulkan -j 1" "isolate:--backend vulkan --isolate -j 2"; do
+  for step in "none:--backend none -j 2" "validate:--backend vulkan --capture device --validate -j 2" "vulkan:--backend vulkan --capture device -j 2" \
+      "vulkan-j1:--backend vulkan --capture device -j 1" "isolate:--backend vulkan --capture device --isolate -j 2"; do
     name=${step%%:*}; args=${step#*:}
     # shellcheck disable=SC2086
     "$G" harvest "$OUT/$c/pipelines.json" -o "$OUT/$c/$name.granary" $args --json -q > "$OUT/$c-$name.json" 2> "$OUT/$c-$name.err"

@@ -79,7 +79,7 @@ say "device: $(python3 -c "import json; d=json.load(open('$R/devices.json'))['de
 mkdir -p "$W/seed2kx" && cp -r "$W/seed2k"/. "$W/seed2kx/"
 sed -i '0,/{/s//{"expand_unspecialized":{"formats":["rgba8unorm"]},/' "$W/seed2kx/pipelines.json"
 S=$W/seed2kx/pipelines.json
-H=(harvest "$S" --backend vulkan --no-pipeline-libraries --json -q -j "$J")
+H=(harvest "$S" --backend vulkan --capture device --no-pipeline-libraries --json -q -j "$J")
 for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) -eq 1 ]; then
     step "cap-r$r" "$G" "${H[@]}" -o "$W/cap.granary"
@@ -105,7 +105,7 @@ done
 [ -s "$W/internal.granary" ] && step "warm-internal-j1" "$G" warm "$W/internal.granary" -j 1 --no-pipeline-libraries --json
 step "warm-reuse-j1" "$G" warm "$W/reuse.granary" -j 1 --no-pipeline-libraries --json
 EX=examples/renderer/pipelines.json
-step "example-cap" "$G" harvest "$EX" --backend vulkan --json -q -j "$J" -o "$W/ex.granary"
+step "example-cap" "$G" harvest "$EX" --backend vulkan --capture device --json -q -j "$J" -o "$W/ex.granary"
 step "example-base" "$G" warm "$W/ex.granary" --source spirv -j "$J" --pipeline-cache-out "$W/ex.cache" --json
 step "example-warm-bin-j1" "$G" warm "$W/ex.granary" -j 1 --json
 ls -l "$W"/*.granary "$W"/*.cache >> "$SUM" 2>&1

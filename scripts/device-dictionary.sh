@@ -31,7 +31,7 @@ J=${J:-16}; N=${SHARDS:-4}; REPS=${REPS:-2}
 "$G" gen seed-scale -o "$W/seed" --pipelines "${SEED_PIPELINES:-2000}" --vertex-functions "${SEED_VERTEX_FUNCTIONS:-970}" \
   --max-run "${SEED_MAX_RUN:-250}" > /dev/null
 sed -i '0,/{/s//{"expand_unspecialized":{"formats":["rgba8unorm"]},/' "$W/seed/pipelines.json"
-H=(harvest "$W/seed/pipelines.json" --backend vulkan --no-pipeline-libraries -j "$J" --json -q)
+H=(harvest "$W/seed/pipelines.json" --backend vulkan --capture device --no-pipeline-libraries -j "$J" --json -q)
 "$G" "${H[@]}" -o "$W/one.granary" > "$OUT/one.harvest.json" 2> "$OUT/one.harvest.err"
 echo "one harvest: exit $?"
 for ((i = 0; i < N; i++)); do

@@ -45,7 +45,7 @@ for w in $work; do
     seed2kx) hx=(--no-pipeline-libraries) ;;
     seed2kx-reuse) hx=(--no-pipeline-libraries --reuse-binaries-by-key) ;;
   esac
-  "$G" harvest "$s" -o "$W/$n.granary" --backend vulkan -q -j 16 "${hx[@]}" > /dev/null 2> "$OUT/$n-harvest.err"
+  "$G" harvest "$s" -o "$W/$n.granary" --backend vulkan --capture device -q -j 16 "${hx[@]}" > /dev/null 2> "$OUT/$n-harvest.err"
   say "$n harvest: exit $?"
   for mode in ${MODES:-compile blocking progressive}; do
     check=0

@@ -7,12 +7,13 @@
 # equal hit counts there mean the two create the same things and any gap at -j16 comes from
 # the order or the overlap; unequal counts mean the create infos differ.
 #
-#   scripts/device-hits.sh GRANARY OUT      (on the device, after . .gl/setup.sh)
+#   [OTHER=granary-build] scripts/device-hits.sh GRANARY OUT   (on the device, after . .gl/setup.sh)
 #
-# Steps (ROUNDS of the -j16 trio, interleaved, then the -j1 runs once; SKIP as in
-# device-capture.sh): c16 / c16s harvest --capture cache at -j16 in script / shuffled order;
-# b16 the baseline (warm --source spirv --pipeline-cache-out) at -j16; c1, c1s, b1 the same at
-# -j1; auto16 harvest --capture auto (calibration included) at -j16.
+# Steps (ROUNDS of the -j16 ones, interleaved, then the -j1 runs once; SKIP as in
+# device-capture.sh): c16 / c16s harvest --capture cache at -j16 of the script / the shuffled
+# script; b16 the baseline (warm --source spirv --pipeline-cache-out) at -j16; c1, c1s, b1 the
+# same at -j1; auto16 harvest --capture auto (calibration included) at -j16. With OTHER (another
+# build, an A/B in one run): o16 and o1, its harvest of the script at -j16 and -j1.
 # OUT/summary.txt: wall, peak RSS, cache hits and driver time of each step.
 set -uo pipefail
 G=$(realpath "$1"); OUT=$(realpath -m "$2")
@@ -56,9 +57,11 @@ for r in $(seq 1 "$ROUNDS"); do
   step "c16-r$r" $G $H "$W/s/pipelines.json" -o "$W/c16-$r.granary" --capture cache -j 16
   step "b16-r$r" $G warm "$W/in.granary" --source spirv -j 16 --no-pipeline-libraries --pipeline-cache-out "$W/b16-$r.cache" --json
   step "c16s-r$r" $G $H "$W/r/pipelines.json" -o "$W/c16s-$r.granary" --capture cache -j 16
+  [ -n "${OTHER:-}" ] && step "o16-r$r" "$OTHER" $H "$W/s/pipelines.json" -o "$W/o16-$r.granary" --capture cache -j 16
 done
 step auto16 $G $H "$W/s/pipelines.json" -o "$W/auto.granary" --capture auto -j 16
 step c1 $G $H "$W/s/pipelines.json" -o "$W/c1.granary" --capture cache -j 1
+[ -n "${OTHER:-}" ] && step o1 "$OTHER" $H "$W/s/pipelines.json" -o "$W/o1.granary" --capture cache -j 1
 step c1s $G $H "$W/r/pipelines.json" -o "$W/c1s.granary" --capture cache -j 1
 step b1 $G warm "$W/in.granary" --source spirv -j 1 --no-pipeline-libraries --pipeline-cache-out "$W/b1.cache" --json
 ls -l "$W"/*.cache "$W"/*.granary >> "$SUM"

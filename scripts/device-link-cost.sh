@@ -20,7 +20,7 @@ export __GL_SHADER_DISK_CACHE=0 MESA_SHADER_CACHE_DISABLE=true
 SUM=$OUT/summary.txt; : > "$SUM"
 W=$(mktemp -d)
 say() { echo "$*" | tee -a "$SUM"; }
-"$G" harvest examples/renderer/pipelines.json -o "$W/example.granary" --backend vulkan -q -j 16 > /dev/null \
+"$G" harvest examples/renderer/pipelines.json -o "$W/example.granary" --backend vulkan --capture device -q -j 16 > /dev/null \
   2> "$OUT/example-harvest.err"
 say "example harvest: exit $?"
 args=(--size "${SIZE:-1024}" --draws "${DRAWS:-16}" --reps "${REPS:-5}" --workers "${WORKERS:-4}")

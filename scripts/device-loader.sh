@@ -58,7 +58,7 @@ say "device: $(python3 -c "import json; d=json.load(open('$R/devices.json'))['de
 "$G" gen seed-scale -o "$W/seed2k" --pipelines "${PIPELINES:-2000}" --vertex-functions "${VERTEX_FUNCTIONS:-970}" --max-run "${MAX_RUN:-250}" > /dev/null 2>&1
 for w in example:examples/renderer/pipelines.json seed2k:$W/seed2k/pipelines.json; do
   n=${w%%:*}; s=${w#*:}
-  step "$n-harvest" "$G" harvest "$s" --backend vulkan --json -q -j "$J" -o "$W/$n.granary"
+  step "$n-harvest" "$G" harvest "$s" --backend vulkan --capture device --json -q -j "$J" -o "$W/$n.granary"
   for l in binaries binaries-all compile; do
     step "$n-warm-$l" "$G" warm "$W/$n.granary" -j 1 --libraries "$l" --json
   done

@@ -24,15 +24,15 @@ echo "device: $(field "$OUT/devices.json" "d['devices'][0]['device_name'] + ', '
 rc=$(step none "$G" harvest "$EX" -o "$W/a.granary" --json -q -j "$J")
 echo "harvest --backend none: exit $rc, $(field "$OUT/none.json" "d['succeeded']") pipelines; $(cat "$OUT/none.time")" >> "$SUM"
 cp "$W/a.granary" "$W/none.granary"
-rc=$(step resume1 "$G" harvest "$EX" -o "$W/a.granary" --json -q -j "$J" --resume --backend vulkan)
+rc=$(step resume1 "$G" harvest "$EX" -o "$W/a.granary" --json -q -j "$J" --resume --backend vulkan --capture device)
 echo "resume onto the device: exit $rc, resumed $(field "$OUT/resume1.json" "d['resumed']"), recompiled_for_device $(field "$OUT/resume1.json" "d['recompiled_for_device']"), created $(field "$OUT/resume1.json" "d['device']['pipelines_created']") pipelines + $(field "$OUT/resume1.json" "d['device']['libraries_created']") libraries, $(field "$OUT/resume1.json" "d['device']['binaries']") binaries captured ($(field "$OUT/resume1.json" "d['device']['captures']")); $(cat "$OUT/resume1.time")" >> "$SUM"
 rc=$(step warm1 "$G" warm "$W/a.granary" --json -j "$J")
 echo "warm after the resume: exit $rc, $(field "$OUT/warm1.json" "{k: v for k, v in d.items() if k in ('pipelines', 'from_binaries', 'compiled', 'fell_back', 'failed', 'key_mismatches', 'matches_device', 'hit_rate')}"); $(cat "$OUT/warm1.time")" >> "$SUM"
 cp "$W/a.granary" "$W/after1.granary"
-rc=$(step resume2 "$G" harvest "$EX" -o "$W/a.granary" --json -q -j "$J" --resume --backend vulkan)
+rc=$(step resume2 "$G" harvest "$EX" -o "$W/a.granary" --json -q -j "$J" --resume --backend vulkan --capture device)
 same=$(cmp -s "$W/a.granary" "$W/after1.granary" && echo "archive unchanged" || echo "ARCHIVE CHANGED")
 echo "second resume: exit $rc, resumed $(field "$OUT/resume2.json" "d['resumed']"), recompiled_for_device $(field "$OUT/resume2.json" "d['recompiled_for_device']"), created $(field "$OUT/resume2.json" "d['device']['pipelines_created']"); $same" >> "$SUM"
-rc=$(step fresh "$G" harvest "$EX" -o "$W/fresh.granary" --json -q -j "$J" --backend vulkan)
+rc=$(step fresh "$G" harvest "$EX" -o "$W/fresh.granary" --json -q -j "$J" --backend vulkan --capture device)
 "$G" merge "$W/fresh.granary" "$W/none.granary" -o "$W/merged.granary" > "$OUT/merge.txt" 2>&1
 "$G" ls "$W/merged.granary" --json > "$OUT/ls-merged.json" 2>&1
 "$G" ls "$W/after1.granary" --json > "$OUT/ls-resumed.json" 2>&1

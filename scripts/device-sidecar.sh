@@ -49,7 +49,7 @@ say "device: $(python3 -c "import json; d=json.load(open('$R/devices.json'))['de
 for w in example:examples/renderer/pipelines.json seed2k:$W/seed2k/pipelines.json; do
   n=${w%%:*}; s=${w#*:}
   step "$n-harvest-none" "$G" harvest "$s" -o "$W/$n-none.granary" --backend none --json -q -j 16
-  step "$n-harvest-device" "$G" harvest "$s" -o "$W/$n-dev.granary" --backend vulkan --json -q -j 16
+  step "$n-harvest-device" "$G" harvest "$s" -o "$W/$n-dev.granary" --backend vulkan --capture device --json -q -j 16
   for i in 1 2 3; do
     step "$n-sidecar-launch$i" "$G" warm "$W/$n-none.granary" --fallback compile --sidecar "$W/$n.sidecar" -j 1 --json
   done

@@ -36,7 +36,7 @@ for w in example:$W/example.json seed2k:$W/seed2k/pipelines.json; do
   name=${w%%:*}; script=${w#*:}
   for mode in libraries whole-variants; do
     extra=(); [ "$mode" = whole-variants ] && extra=(--whole-variants)
-    "$G" harvest "$script" -o "$W/$name-$mode.granary" --backend vulkan -j "$J" --json -q "${extra[@]}" \
+    "$G" harvest "$script" -o "$W/$name-$mode.granary" --backend vulkan --capture device -j "$J" --json -q "${extra[@]}" \
       > "$OUT/$name-$mode.harvest.json" 2> "$OUT/$name-$mode.harvest.err"
     echo "$name $mode harvest: exit $?"
   done

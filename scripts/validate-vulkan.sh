@@ -66,7 +66,7 @@ fi
 for w in ${ONLY:-example seed2k seed2kx}; do
   s=${SCRIPT[$w]:-}; [ -n "$s" ] || { say "$w: no script"; continue; }
   # shellcheck disable=SC2086
-  step "harvest-$w-bin" "$OUT/harvest-$w-bin.json" "$G" harvest "$s" -o "$W/$w-bin.granary" --backend vulkan ${HARGS[$w]} -j "$J" --validate --json -q
+  step "harvest-$w-bin" "$OUT/harvest-$w-bin.json" "$G" harvest "$s" -o "$W/$w-bin.granary" --backend vulkan --capture device ${HARGS[$w]} -j "$J" --validate --json -q
   # shellcheck disable=SC2086
   step "harvest-$w-cache" "$OUT/harvest-$w-cache.json" "$G" harvest "$s" -o "$W/$w-cache.granary" --backend vulkan --no-pipeline-binaries ${HARGS[$w]} -j "$J" --validate --json -q
   step "warm-$w-bin" "$OUT/warm-$w-bin.json" "$G" warm "$W/$w-bin.granary" -j "$J" --validate --json

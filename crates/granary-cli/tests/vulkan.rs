@@ -22,7 +22,23 @@ fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_granary"))
 }
 
+/// Runs granary. A `harvest --backend vulkan` that names no `--capture` gets `--capture
+/// device`: these tests check what the device's own kind of capture gives (binaries where it
+/// has them), not the default's measurement, which `capture_modes_say_what_they_stored_and_why`
+/// tests (through [`granary_as_given`]).
 fn granary(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let device_kind = args.first() == Some(&"harvest")
+        && args.contains(&"vulkan")
+        && !args.iter().any(|a| a.starts_with("--capture") || *a == "--no-pipeline-binaries");
+    let mut args = args.to_vec();
+    if device_kind {
+        args.extend(["--capture", "device"]);
+    }
+    granary_as_given(&args, env)
+}
+
+/// Runs granary with exactly `args`.
+fn granary_as_given(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(bin());
     c.args(args).env_remove("GRANARY_FAULT");
     for (k, v) in env {
@@ -840,12 +856,12 @@ fn granary_validate_fails_on_any_unexpected_message_and_expected_ids_are_not_fai
     assert!(String::from_utf8_lossy(&o.stderr).contains("--validate needs --backend vulkan"));
 }
 
-/// Issue 24 item 4: `--capture` says what a harvest stored and why. `device` (the default) is
-/// the device's own kind; `cache` stores cache data anywhere; `binaries` is refused, exit 2,
-/// on a device without `VK_KHR_pipeline_binary`; `auto` there stores cache data saying why,
-/// and on a device with binaries measures both on a sample (each harvested and warmed) and
-/// stores the one its figures chose — and keeps that choice, unmeasured, when it harvests the
-/// same output again.
+/// Issue 24 item 4: `--capture` says what a harvest stored and why. `auto` is the default;
+/// `device` is the device's own kind; `cache` stores cache data anywhere; `binaries` is
+/// refused, exit 2, on a device without `VK_KHR_pipeline_binary`; `auto` there stores cache
+/// data saying why, and on a device with binaries measures both on a sample (each harvested and
+/// warmed) and stores the one its figures chose — and keeps that choice, unmeasured, when it
+/// harvests the same output again; a sharded harvest does not measure.
 #[test]
 fn capture_modes_say_what_they_stored_and_why() {
     let Some(d) = device() else { return };
@@ -854,11 +870,36 @@ fn capture_modes_say_what_they_stored_and_why() {
     let out_s = out.to_str().unwrap();
     let run = |extra: &[&str]| harvest(EXAMPLE, &out, &[&["--backend", "vulkan", "-j", "2"][..], extra].concat(), &[]);
 
-    let (code, s) = run(&[]);
+    // The default, as a user types it: auto.
+    let o = granary_as_given(&["harvest", EXAMPLE, "-o", out_s, "--json", "-q", "--backend", "vulkan", "-j", "2"], &[]);
+    let s: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{s}");
+    assert_eq!(s["capture"]["asked"], "--capture auto", "{s}");
+    assert_eq!(s["capture"]["mode"], s["device"]["captures"], "{s}");
+    assert_eq!(s["capture"]["calibration"].is_null(), !captures_binaries(&d), "{s}");
+    std::fs::remove_file(&out).unwrap();
+
+    let (code, s) = run(&["--capture", "device"]);
     assert!(code <= 1, "{s}");
     assert_eq!(s["capture"]["asked"], "--capture device", "{s}");
     assert_eq!(s["capture"]["mode"], s["device"]["captures"], "{s}");
     assert!(s["capture"]["calibration"].is_null(), "{s}");
+
+    // A shard does not measure: it takes the device's own kind.
+    let shard = dir.path().join("shard.granary");
+    let (code, s) = harvest(
+        EXAMPLE,
+        &shard,
+        &["--backend", "vulkan", "-j", "2", "--capture", "auto", "--shard", "0/4", "--check-outputs", "off"],
+        &[],
+    );
+    assert!(code <= 1, "{s}");
+    assert!(s["capture"]["calibration"].is_null(), "{s}");
+    assert_eq!(s["capture"]["mode"], s["device"]["captures"], "{s}");
+    if captures_binaries(&d) {
+        assert!(s["capture"]["reason"].as_str().unwrap().contains("sharded"), "{s}");
+    }
 
     let (code, s) = run(&["--capture", "cache"]);
     assert!(code <= 1, "{s}");

@@ -13,7 +13,11 @@
 //! with `--resume` of an archive that holds this device's capture already, the archive's kind
 //! is kept (a resume that switched would compile everything again); and so it is when the
 //! output archive already has a section for this device and driver version: the decision an
-//! earlier harvest recorded (a driver update has no section there, and measures again).
+//! earlier harvest recorded (a driver update has no section there, and measures again). A
+//! sharded harvest (`--shard I/N`, N > 1) does not measure: each shard would measure on its own
+//! and could choose differently for the same device, so it takes the device's own kind (shards
+//! of fewer than about 1,000 pipelines, one process each, carry no NVIDIA dictionary either).
+//! `auto` is the default: the calibration costs a few seconds once per output and driver.
 
 use super::device_args::{BackendKind, CaptureMode, DeviceArgs};
 use anyhow::Context as _;
@@ -113,6 +117,8 @@ pub struct Sample<'a> {
     pub sample: usize,
     /// `--whole-variants`, passed on to the sample's harvests.
     pub whole_variants: bool,
+    /// `--shard I/N` with N > 1: no calibration (see the module's documentation).
+    pub sharded: bool,
 }
 
 impl CaptureChoice {
@@ -198,6 +204,15 @@ pub fn choose(device: &mut DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Option<
                 "--resume keeps the kind of capture the archive already holds",
             )));
         }
+    }
+    if s.sharded {
+        device.capture = CaptureMode::Device;
+        return Ok(Some(CaptureChoice::new(
+            true,
+            asked,
+            "a sharded harvest takes the device's own kind unmeasured (shards would measure apart and could \
+             choose differently; give every shard the same --capture to choose)",
+        )));
     }
     if s.announce {
         eprintln!(

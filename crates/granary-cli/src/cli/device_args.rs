@@ -26,20 +26,22 @@ pub struct DeviceArgs {
     /// VK_KHR_pipeline_binary exists (the same as --capture cache).
     #[arg(long)]
     pub no_pipeline_binaries: bool,
-    /// With --backend vulkan: what to capture. device (the default): VK_KHR_pipeline_binary
-    /// binaries where the device has the extension, else VkPipelineCache data; binaries: the
-    /// binaries (refused on a device without them); cache: the cache data; auto (harvest):
-    /// measured on a sample of the script — both captures of about --calibrate-pipelines (64)
-    /// pipelines, each archive warmed three times, the faster median warm wins (the faster
-    /// harvest on a tie: within 5 % or within the repeats' spread); cache data where the device has no binaries; where the output archive
-    /// already has a section for this device and driver version, what it holds (the choice
-    /// an earlier harvest recorded: delete it, or name the capture, to choose again); with
-    /// --resume, what the archive already holds.
-    /// Elsewhere auto is device. The harvest summary says what was chosen and why. On NVIDIA
-    /// 580 the cache data harvests faster and warms as fast as a hand-written shared pipeline
-    /// cache, and its binaries carry a dictionary the loader must compile around: auto chose
-    /// cache data there (docs/BENCHMARKS.md).
-    #[arg(long, value_enum, default_value = "device")]
+    /// With --backend vulkan: what to capture. auto (the default, harvest): chosen by
+    /// measurement — cache data where the device has no VK_KHR_pipeline_binary; where the
+    /// output archive already has a section for this device and driver version, what it holds
+    /// (the choice an earlier harvest recorded: delete it, or name the capture, to choose
+    /// again); with --resume, what the archive already holds; with --shard, the device's own
+    /// kind (shards would measure apart and could choose differently); otherwise both captures
+    /// of a sample of about --calibrate-pipelines (64) pipelines, each archive warmed three
+    /// times, the faster median warm wins (the faster harvest on a tie: within 5 % or within the
+    /// repeats' spread) — a few seconds, once per output and driver version. device:
+    /// VK_KHR_pipeline_binary binaries where the device has the extension, else VkPipelineCache
+    /// data, unmeasured. binaries: the binaries (refused on a device without them). cache: the
+    /// cache data. Outside harvest auto is device. The harvest summary says what was chosen and
+    /// why. On NVIDIA 580 the cache data harvests faster and warms as fast as a hand-written
+    /// shared pipeline cache, and its binaries carry a dictionary the loader must compile
+    /// around: auto chooses cache data there (docs/BENCHMARKS.md).
+    #[arg(long, value_enum, default_value = "auto")]
     pub capture: CaptureMode,
     /// With --backend vulkan: do not use graphics pipeline libraries even where the device has
     /// them, as on a device without them (pipelines with unspecialized colour attachments then
@@ -71,7 +73,7 @@ pub struct DeviceArgs {
 pub enum CaptureMode {
     /// Binaries where the device has them, else cache data.
     Device,
-    /// Chosen by measurement (harvest); elsewhere as `device`.
+    /// Chosen by measurement (harvest; the default); elsewhere as `device`.
     Auto,
     /// `VK_KHR_pipeline_binary` binaries.
     Binaries,

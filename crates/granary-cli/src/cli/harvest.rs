@@ -305,6 +305,7 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
         announce: !a.quiet && !a.json,
         sample: a.calibrate_pipelines as usize,
         whole_variants: a.whole_variants,
+        sharded: shard.as_ref().is_some_and(|s| s.count > 1),
     };
     let mut capture = super::capture::choose(&mut a.device, &sample)?;
     let (backend, log) = a.device.open_validated(a.targets, true, validation.on)?;
