@@ -26,22 +26,14 @@ fn granary(args: &[&str]) -> Output {
     Command::new(bin()).args(args).env_remove("GRANARY_FAULT").output().expect("run granary")
 }
 
+/// A harvest's arguments for the first device, capturing its own kind (binaries where it has
+/// them): what these tests warm from.
+const ON_THE_DEVICE: &[&str] = &["--backend", "vulkan", "--capture", "device", "-q", "-j", "2"];
+
 /// Harvests the example on the first device into `dir/NAME`.
 fn harvest(dir: &Path, name: &str) -> PathBuf {
     let out = dir.join(name);
-    let o = granary(&[
-        "harvest",
-        EXAMPLE,
-        "-o",
-        out.to_str().unwrap(),
-        "--backend",
-        "vulkan",
-        "--capture",
-        "device",
-        "-q",
-        "-j",
-        "2",
-    ]);
+    let o = granary(&[&["harvest", EXAMPLE, "-o", out.to_str().unwrap()][..], ON_THE_DEVICE].concat());
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     out
 }
@@ -228,20 +220,9 @@ fn warm_seeds_its_cache_with_every_cache_blob_of_the_device() {
     for i in 0..2 {
         let out = dir.path().join(format!("shard-{i}.granary"));
         let shard = format!("{i}/2");
-        let args = [
-            "harvest",
-            EXAMPLE,
-            "-o",
-            out.to_str().unwrap(),
-            "--backend",
-            "vulkan",
-            "--capture",
-            "device",
-            "-q",
-            "-j",
-            "2",
-        ];
-        let o = granary(&[&args[..], &["--shard", &shard]].concat());
+        let o = granary(
+            &[&["harvest", EXAMPLE, "-o", out.to_str().unwrap(), "--shard", &shard][..], ON_THE_DEVICE].concat(),
+        );
         assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
         shards.push(out);
     }
@@ -328,19 +309,7 @@ fn warm_validate_keeps_the_json_valid_and_counts_the_layers_messages() {
         c.env_remove("GRANARY_FAULT").env_remove("GRANARY_VALIDATE").env_remove("GRANARY_VALIDATE_EXPECT");
     };
     let mut c = Command::new(bin());
-    c.args([
-        "harvest",
-        EXAMPLE,
-        "-o",
-        archive.to_str().unwrap(),
-        "--backend",
-        "vulkan",
-        "--capture",
-        "device",
-        "-q",
-        "-j",
-        "2",
-    ]);
+    c.args(["harvest", EXAMPLE, "-o", archive.to_str().unwrap()]).args(ON_THE_DEVICE);
     clean(&mut c);
     let o = c.output().expect("harvest");
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
