@@ -5,7 +5,11 @@
 #   .gl/vvl/          Debian 13's Khronos validation layer (1.4.309: the first Debian one that knows
 #                     VK_KHR_pipeline_binary), its manifest beside it, and Debian 13's libstdc++ in
 #                     .gl/vvl/lib for a machine whose own is older than the layer needs;
-#   .gl/bin.tar.xz    granary (release), native-test, frame_loop, link_cost (stripped) and spirv-val;
+#   .gl/bin.tar.xz    granary (release), native-test, vulkan-test (tests/vulkan.rs, release: it
+#                     runs the granary at this checkout's target/release/granary, so a device call
+#                     copies .gl/bin/granary there, with the checkout at this path or linked to it),
+#                     frame_loop, link_cost (stripped) and spirv-val; with OLD=path, that build as
+#                     granary-old (an A/B: `OTHER=.gl/bin/granary-old scripts/device-hits.sh …`);
 #   .gl/corpora/willems-shaders   the real-shader corpus (../shared does not travel);
 #   .gl/setup.sh      sourced first in every run: unpacks the above, sets VK_DRIVER_FILES to the
 #                     NVIDIA ICD, and VL_PATH / VL_LIB for scripts/device-pending.sh.
@@ -23,6 +27,12 @@ native=$(cargo test --release --no-run -p granary-vulkan --test native --message
 for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "native" and m.get("executable"):
+        print(m["executable"])')
+vulkan=$(cargo test --release --no-run -p granary-cli --test vulkan --message-format json 2>/dev/null \
+  | python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "vulkan" and m.get("executable"):
         print(m["executable"])')
 cargo build --release -p granary-vulkan --example frame_loop --example link_cost
 rm -rf .gl/bin .gl/vvl .gl/corpora; mkdir -p .gl/bin .gl/vvl/lib .gl/corpora
@@ -46,10 +56,11 @@ cp -P "$t"/x/usr/lib/x86_64-linux-gnu/libstdc++.so.6* "$t"/x/usr/lib/x86_64-linu
 # The manifest names its library bare, which the loader looks up on the library path: make it
 # relative to the manifest's folder, where it is.
 sed -i 's#"library_path": "lib#"library_path": "./lib#' .gl/vvl/*.json
-for b in target/release/granary "$native" target/release/examples/frame_loop target/release/examples/link_cost; do
-  n=$(basename "$b"); case $n in native-*) n=native-test;; esac
+for b in target/release/granary "$native" "$vulkan" target/release/examples/frame_loop target/release/examples/link_cost; do
+  n=$(basename "$b"); case $n in native-*) n=native-test;; vulkan-*) n=vulkan-test;; esac
   strip -o ".gl/bin/$n" "$b"
 done
+if [ -n "${OLD:-}" ]; then strip -o .gl/bin/granary-old "$OLD"; fi
 cp "$(command -v spirv-val)" .gl/bin/
 tar cJf .gl/bin.tar.xz -C .gl bin && rm -rf .gl/bin
 cp -r ../shared/corpora/willems/shaders .gl/corpora/willems-shaders
