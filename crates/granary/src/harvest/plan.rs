@@ -16,9 +16,7 @@
 //! pipelines that a script lists together then rarely compile at the same moment, so a
 //! backend's shared pipeline cache can answer the later ones from the earlier ones' work.
 
-use crate::descriptor::{
-    native_stage_key, FunctionDescriptor, KeyContext, Library, PipelineDescriptor, ShaderStage, StageKey,
-};
+use crate::descriptor::{FunctionDescriptor, KeyContext, Library, PipelineDescriptor, ShaderStage, StageKey};
 use granary_archive::native::Specialization;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -58,34 +56,18 @@ pub fn plan(pipelines: &[(usize, &PipelineDescriptor)], ctx: &KeyContext, thread
     // stage keys at seed scale): compute them in parallel, in order, then deduplicate serially.
     let threads = threads.clamp(1, pipelines.len() / 512 + 1);
     let chunk = pipelines.len().div_ceil(threads).max(1);
-    let keys_of = |part: &[(usize, &PipelineDescriptor)]| -> Vec<StageKey> {
-        part.iter().flat_map(|(_, d)| d.stage_keys(ctx)).collect()
+    // Each pipeline's stage keys, one per stage reference, in `pipelines`' order.
+    let keys_of = |part: &[(usize, &PipelineDescriptor)]| -> Vec<Vec<StageKey>> {
+        part.iter().map(|(_, d)| d.stage_keys(ctx)).collect()
     };
     let parts: Vec<&[(usize, &PipelineDescriptor)]> = pipelines.chunks(chunk).collect();
-    let keyed: Vec<Vec<StageKey>> = std::thread::scope(|s| {
+    let stage_keys: Vec<Vec<StageKey>> = std::thread::scope(|s| {
         let keys_of = &keys_of;
         let handles: Vec<_> = parts.iter().map(|part| s.spawn(move || keys_of(part))).collect();
         // Hashing cannot panic on any input; should a thread die anyway, its chunk is keyed
         // again here, so every stage reference keeps its own key.
-        handles.into_iter().zip(&parts).map(|(h, part)| h.join().unwrap_or_else(|_| keys_of(part))).collect()
+        handles.into_iter().zip(&parts).flat_map(|(h, part)| h.join().unwrap_or_else(|_| keys_of(part))).collect()
     });
-    // Each pipeline's stage keys, in `pipelines`' order (`next` always: a chunk's keys are its
-    // stage references', in order), then taken in the spread order.
-    let mut keys = keyed.into_iter().flatten();
-    let stage_keys: Vec<Vec<StageKey>> = pipelines
-        .iter()
-        .map(|(_, d)| {
-            let specs = native_specializations(d);
-            d.stages()
-                .into_iter()
-                .enumerate()
-                .map(|(i, (stage, f))| {
-                    keys.next()
-                        .unwrap_or_else(|| native_stage_key(f, stage, specs.get(i).cloned().flatten().as_deref(), ctx))
-                })
-                .collect()
-        })
-        .collect();
     let mut libs = HashSet::new();
     let mut funcs = HashSet::new();
     // Per wave: the libraries and stage functions it uses first, and its pipelines.
