@@ -490,6 +490,10 @@ fn salvage_keeps_what_verifies_and_reports_the_rest() {
 }
 
 const PIPELINES: usize = 900;
+
+/// A harvest on the first device capturing its own kind (binaries where it has them), which
+/// the journal's whole entries are checked against.
+const ON_THE_DEVICE: &[&str] = &["--backend", "vulkan", "--capture", "device"];
 const HUNG: usize = 800;
 
 /// Writes `dir/s.json`: [`PIPELINES`] compute pipelines, each with a library of its own; the
@@ -616,12 +620,8 @@ fn sigint_on_the_vulkan_backend_journals_whole_entries_while_the_driver_compiles
     let dir = common::tempdir();
     let script = one_library_per_pipeline(dir.path());
     let out = dir.path().join("o.granary");
-    let child = harvest_until_late_hangs(
-        &script,
-        &out,
-        &dir.path().join("reached"),
-        &["--backend", "vulkan", "--capture", "device", "-j2"],
-    );
+    let child =
+        harvest_until_late_hangs(&script, &out, &dir.path().join("reached"), &[ON_THE_DEVICE, &["-j2"]].concat());
     let st = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(st.success());
     let o = child.wait_with_output().unwrap();
@@ -634,11 +634,7 @@ fn sigint_on_the_vulkan_backend_journals_whole_entries_while_the_driver_compiles
     assert!((2 * granary::harvest::WAVE..PIPELINES).contains(&journaled), "{journaled}: {err}");
     assert!(err.contains(&format!("{journaled} pipelines are kept")), "{err}");
 
-    let s = harvest_json(
-        &script,
-        &out,
-        &["--resume", "--backend", "vulkan", "--capture", "device", "--check-outputs", "off"],
-    );
+    let s = harvest_json(&script, &out, &[&["--resume", "--check-outputs", "off"], ON_THE_DEVICE].concat());
     assert_eq!(s["resumed"], journaled, "{s}");
     assert_eq!(s["succeeded"], PIPELINES, "{s}");
     assert_eq!(s["failed"], 0, "{s}");
@@ -704,12 +700,7 @@ fn an_interrupted_resume_onto_a_device_keeps_what_it_compiled_there() {
     let out = dir.path().join("o.granary");
     harvest_json(&script, &out, &["-j2", "--check-outputs", "off"]);
     let reached = dir.path().join("reached");
-    let child = harvest_until_late_hangs(
-        &script,
-        &out,
-        &reached,
-        &["--resume", "--backend", "vulkan", "--capture", "device", "-j2"],
-    );
+    let child = harvest_until_late_hangs(&script, &out, &reached, &[&["--resume", "-j2"], ON_THE_DEVICE].concat());
     let st = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(st.success());
     let o = child.wait_with_output().unwrap();
@@ -721,17 +712,8 @@ fn an_interrupted_resume_onto_a_device_keeps_what_it_compiled_there() {
     assert!(replay.entries.iter().all(|w| w.binaries.len() == 1), "each journaled entry has the device's set");
 
     let o = granary()
-        .args([
-            "harvest",
-            script.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--resume",
-            "--backend",
-            "vulkan",
-            "--capture",
-            "device",
-        ])
+        .args(["harvest", script.to_str().unwrap(), "-o", out.to_str().unwrap(), "--resume"])
+        .args(ON_THE_DEVICE)
         .args(["--check-outputs", "off", "-j2"])
         .output()
         .unwrap();
