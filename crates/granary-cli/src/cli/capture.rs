@@ -265,7 +265,7 @@ impl SharedBinaries {
             "granary: warning: {} of {} binary sets for {} carry a binary other sets share (NVIDIA's dictionary: \
              drawing with a pipeline created from one crashes NVIDIA 580); the loader compiles those pipelines \
              instead. To ship binaries it can use, harvest in shards of fewer than about 1,000 pipelines \
-             (--shard I/N, then merge), or capture cache data (--capture cache or auto)\n",
+             (--shard I/N, then merge), or capture cache data (--capture cache)\n",
             self.sets_with_shared_binary, self.sets, self.device
         )
     }
@@ -470,8 +470,6 @@ mod tests {
         }
     }
 
-    /// An archive's section for the same device and driver version is the recorded decision
-    /// (its kind: cache data here); another driver version, or no archive, records none.
     /// The harvest's report of NVIDIA's dictionary: the sets of a binaries section that carry a
     /// large binary another set shares, counted from the written archive.
     #[test]
@@ -512,6 +510,8 @@ mod tests {
         assert!(shared_binaries(&dir.path().join("absent.granary")).is_empty());
     }
 
+    /// An archive's section for the same device and driver version is the recorded decision
+    /// (its kind: cache data here); another driver version, or no archive, records none.
     #[test]
     fn a_section_for_this_device_and_driver_is_the_recorded_decision() {
         let dir = tempfile::tempdir().unwrap();
