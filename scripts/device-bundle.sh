@@ -22,18 +22,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 grep -qx '/.gl/' .git/info/exclude 2>/dev/null || echo /.gl/ >> .git/info/exclude
 cargo build --release -p granary-cli --bin granary
-native=$(cargo test --release --no-run -p granary-vulkan --test native --message-format json 2>/dev/null \
-  | python3 -c 'import json,sys
+# test_binary PACKAGE TEST: builds that integration test in release and prints its executable.
+test_binary() {
+  cargo test --release --no-run -p "$1" --test "$2" --message-format json 2>/dev/null \
+    | python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "native" and m.get("executable"):
-        print(m["executable"])')
-vulkan=$(cargo test --release --no-run -p granary-cli --test vulkan --message-format json 2>/dev/null \
-  | python3 -c 'import json,sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "vulkan" and m.get("executable"):
-        print(m["executable"])')
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == sys.argv[1] and m.get("executable"):
+        print(m["executable"])' "$2"
+}
+native=$(test_binary granary-vulkan native)
+vulkan=$(test_binary granary-cli vulkan)
 cargo build --release -p granary-vulkan --example frame_loop --example link_cost
 rm -rf .gl/bin .gl/vvl .gl/corpora; mkdir -p .gl/bin .gl/vvl/lib .gl/corpora
 ARCH='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64'
