@@ -13,8 +13,11 @@
 # device-capture.sh): c16 / c16s harvest --capture cache at -j16 of the script / the shuffled
 # script; b16 the baseline (warm --source spirv --pipeline-cache-out) at -j16; c1, c1s, b1 the
 # same at -j1; auto16 harvest --capture auto (calibration included) at -j16. With OTHER (another
-# build, an A/B in one run): o16 and o1, its harvest of the script at -j16 and -j1.
-# OUT/summary.txt: wall, peak RSS, cache hits and driver time of each step.
+# build, an A/B in one run): o16 and o1, its harvest of the script at -j16 and -j1. Where the
+# rest of the wall goes: n16 harvests with --check-outputs off (no validator runs), f16 and
+# f16n run the front end alone (--backend none) with and without the checks, and t16 is one
+# c16 with --trace (OUT/trace.json, the threads' timelines). J1_ROUNDS (default 1) repeats the
+# -j1 steps. OUT/summary.txt: wall, peak RSS, cache hits and driver time of each step.
 set -uo pipefail
 G=$(realpath "$1"); OUT=$(realpath -m "$2")
 mkdir -p "$OUT/raw"; R=$OUT/raw; SUM=$OUT/summary.txt; : > "$SUM"
@@ -38,8 +41,11 @@ dev = d.get("device") if isinstance(d.get("device"), dict) else {}
 hits = dev.get("cache_hits", d.get("cache_hits"))
 drv = dev.get("driver_seconds", d.get("cpu_seconds"))
 cap = (d.get("capture") or {}).get("mode")
-print("%s; wall %.3f s, hits %s, driver/cpu %s s, ok %s%s" % (out, d.get("wall_seconds", -1), hits, drv,
-      d.get("succeeded", d.get("pipelines")), ", capture " + cap if cap else ""))
+chk = ((d.get("output_checks") or {}).get("stats") or {}).get("wall_ns")
+print("%s; wall %.3f s, hits %s, driver/cpu %s s, ok %s%s%s%s" % (out, d.get("wall_seconds", -1), hits, drv,
+      d.get("succeeded", d.get("pipelines")), ", capture " + cap if cap else "",
+      ", process cpu %.2f s" % d["process_cpu_seconds"] if "process_cpu_seconds" in d else "",
+      ", checks %.2f s" % (chk / 1e9) if chk is not None else ""))
 EOF
 )"
 }
@@ -58,11 +64,17 @@ for r in $(seq 1 "$ROUNDS"); do
   step "b16-r$r" $G warm "$W/in.granary" --source spirv -j 16 --no-pipeline-libraries --pipeline-cache-out "$W/b16-$r.cache" --json
   step "c16s-r$r" $G $H "$W/r/pipelines.json" -o "$W/c16s-$r.granary" --capture cache -j 16
   [ -n "${OTHER:-}" ] && step "o16-r$r" "$OTHER" $H "$W/s/pipelines.json" -o "$W/o16-$r.granary" --capture cache -j 16
+  step "n16-r$r" $G $H "$W/s/pipelines.json" -o "$W/n16-$r.granary" --capture cache -j 16 --check-outputs off
+  step "f16-r$r" $G harvest --backend none --json -q "$W/s/pipelines.json" -o "$W/f16-$r.granary" -j 16
+  step "f16n-r$r" $G harvest --backend none --json -q "$W/s/pipelines.json" -o "$W/f16n-$r.granary" -j 16 --check-outputs off
 done
+step t16 $G $H "$W/s/pipelines.json" -o "$W/t16.granary" --capture cache -j 16 --trace "$OUT/trace.json"
 step auto16 $G $H "$W/s/pipelines.json" -o "$W/auto.granary" --capture auto -j 16
-step c1 $G $H "$W/s/pipelines.json" -o "$W/c1.granary" --capture cache -j 1
-[ -n "${OTHER:-}" ] && step o1 "$OTHER" $H "$W/s/pipelines.json" -o "$W/o1.granary" --capture cache -j 1
-step c1s $G $H "$W/r/pipelines.json" -o "$W/c1s.granary" --capture cache -j 1
-step b1 $G warm "$W/in.granary" --source spirv -j 1 --no-pipeline-libraries --pipeline-cache-out "$W/b1.cache" --json
+for r in $(seq 1 "${J1_ROUNDS:-1}"); do
+  step "c1-r$r" $G $H "$W/s/pipelines.json" -o "$W/c1.granary" --capture cache -j 1
+  [ -n "${OTHER:-}" ] && step "o1-r$r" "$OTHER" $H "$W/s/pipelines.json" -o "$W/o1.granary" --capture cache -j 1
+  step "c1s-r$r" $G $H "$W/r/pipelines.json" -o "$W/c1s.granary" --capture cache -j 1
+  step "b1-r$r" $G warm "$W/in.granary" --source spirv -j 1 --no-pipeline-libraries --pipeline-cache-out "$W/b1.cache" --json
+done
 ls -l "$W"/*.cache "$W"/*.granary >> "$SUM"
 tar czf "$OUT/raw.tar.gz" -C "$R" . && rm -rf "$R"
