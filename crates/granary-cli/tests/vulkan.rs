@@ -40,7 +40,9 @@ fn granary(args: &[&str], env: &[(&str, &str)]) -> Output {
 /// Runs granary with exactly `args`.
 fn granary_as_given(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(bin());
-    c.args(args).env_remove("GRANARY_FAULT");
+    // No machine record of `--capture auto` decisions unless a test names one: each test
+    // measures (or not) on its own, whatever ran before it on this machine.
+    c.args(args).env_remove("GRANARY_FAULT").env("GRANARY_CACHE_DIR", "");
     for (k, v) in env {
         c.env(k, v);
     }
@@ -861,7 +863,9 @@ fn granary_validate_fails_on_any_unexpected_message_and_expected_ids_are_not_fai
 /// refused, exit 2, on a device without `VK_KHR_pipeline_binary`; `auto` there stores cache
 /// data saying why, and on a device with binaries measures both on a sample (each harvested and
 /// warmed) and stores the one its figures chose — and keeps that choice, unmeasured, when it
-/// harvests the same output again; a sharded harvest does not measure.
+/// harvests the same output again, or a new output on a machine that recorded it (until
+/// `--recalibrate`); a calibration that cannot run stores cache data and says why; a sharded
+/// harvest does not measure.
 #[test]
 fn capture_modes_say_what_they_stored_and_why() {
     let Some(d) = device() else { return };
@@ -929,11 +933,55 @@ fn capture_modes_say_what_they_stored_and_why() {
         assert_eq!(s["capture"]["mode"], chosen, "{s}");
         assert!(s["capture"]["calibration"].is_null(), "{s}");
         assert!(s["capture"]["reason"].as_str().unwrap().contains("kept from the earlier harvest"), "{s}");
-        // --calibrate-pipelines sizes the sample: 335 pipelines at 100 a shard is 4 shards.
+        // A new output on a machine with a record of the calibration: the record answers.
+        let record = dir.path().join("record");
+        let with_record = [("GRANARY_CACHE_DIR", record.to_str().unwrap())];
+        let recorded = |extra: &[&str]| {
+            harvest(
+                EXAMPLE,
+                &out,
+                &[&["--backend", "vulkan", "-j", "2", "--capture", "auto"][..], extra].concat(),
+                &with_record,
+            )
+        };
         std::fs::remove_file(&out).unwrap();
-        let (code, s) = run(&["--capture", "auto", "--calibrate-pipelines", "100"]);
+        let (code, s) = recorded(&[]);
+        assert!(code <= 1, "{s}");
+        assert!(!s["capture"]["calibration"].is_null(), "nothing recorded yet: {s}");
+        assert!(s["capture"]["reason"].as_str().unwrap().contains("recorded in"), "{s}");
+        let chosen = s["capture"]["mode"].clone();
+        std::fs::remove_file(&out).unwrap();
+        let (code, s) = recorded(&[]);
+        assert!(code <= 1, "{s}");
+        assert_eq!(s["capture"]["mode"], chosen, "{s}");
+        assert!(s["capture"]["calibration"].is_null(), "{s}");
+        assert!(s["capture"]["reason"].as_str().unwrap().contains("kept from this machine's record"), "{s}");
+        // --recalibrate measures regardless; --calibrate-pipelines sizes the sample: 335
+        // pipelines at 100 a shard is 4 shards.
+        std::fs::remove_file(&out).unwrap();
+        let (code, s) = recorded(&["--recalibrate", "--calibrate-pipelines", "100"]);
         assert!(code <= 1, "{s}");
         assert_eq!(s["capture"]["calibration"]["shards"], 4, "{s}");
+        // A calibration that cannot run does not fail the harvest: the sample's harvests
+        // (the whole script at 400 a shard) crash on a pipeline, the harvest itself survives
+        // it under --isolate and stores cache data, saying why.
+        std::fs::remove_file(&out).unwrap();
+        let (code, s) = harvest(
+            EXAMPLE,
+            &out,
+            &["--backend", "vulkan", "-j", "2", "--isolate", "--capture", "auto", "--calibrate-pipelines", "400"],
+            &[("GRANARY_FAULT", "device-crash:post/fxaa/low")],
+        );
+        assert_eq!(code, 1, "{s}");
+        assert_eq!(
+            (&s["capture"]["mode"], &s["device"]["captures"]),
+            (&"cache-data".into(), &"cache-data".into()),
+            "{s}"
+        );
+        assert!(s["capture"]["calibration"].is_null(), "{s}");
+        assert!(s["capture"]["reason"].as_str().unwrap().contains("the calibration failed"), "{s}");
+        assert_eq!(s["failures"].as_array().map(Vec::len), Some(1), "{s}");
+        std::fs::remove_file(&out).unwrap();
         let o = granary(&["harvest", EXAMPLE, "-o", out_s, "--backend", "vulkan", "--capture", "binaries", "-q"], &[]);
         assert!(o.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&o.stderr));
     } else {

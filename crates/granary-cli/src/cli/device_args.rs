@@ -31,10 +31,13 @@ pub struct DeviceArgs {
     /// output archive already has a section for this device and driver version, what it holds
     /// (the choice an earlier harvest recorded: delete it, or name the capture, to choose
     /// again); with --resume, what the archive already holds; with --shard, the device's own
-    /// kind (shards would measure apart and could choose differently); otherwise both captures
-    /// of a sample of about --calibrate-pipelines (64) pipelines, each archive warmed three
-    /// times, the faster median warm wins (the faster harvest on a tie: within 5 % or within the
-    /// repeats' spread) — a few seconds, once per output and driver version. device:
+    /// kind (shards would measure apart and could choose differently); where this machine
+    /// recorded a calibration for the device, driver version and flags, that (see
+    /// --recalibrate); otherwise both captures of a sample of about --calibrate-pipelines (64)
+    /// pipelines, each archive warmed three times, the faster median warm wins (the faster
+    /// harvest on a tie: within 5 % or within the repeats' spread) — a few seconds, once per
+    /// machine and driver version — and the choice is recorded; a calibration that cannot run
+    /// stores cache data, saying why. device:
     /// VK_KHR_pipeline_binary binaries where the device has the extension, else VkPipelineCache
     /// data, unmeasured. binaries: the binaries (refused on a device without them). cache: the
     /// cache data. Outside harvest auto is device. The harvest summary says what was chosen and

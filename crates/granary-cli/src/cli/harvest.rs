@@ -65,6 +65,13 @@ pub struct HarvestArgs {
     /// pipelines; docs/BENCHMARKS.md) and cost more: both captures of the sample are harvested.
     #[arg(long, value_name = "N", default_value_t = super::capture::SAMPLE, value_parser = clap::value_parser!(u64).range(1..))]
     calibrate_pipelines: u64,
+    /// With --capture auto: measure both captures even when the output archive's section for
+    /// this device and driver, or this machine's record of earlier calibrations
+    /// ($GRANARY_CACHE_DIR, else $XDG_CACHE_HOME/granary, else ~/.cache/granary:
+    /// capture-choices.json), holds a decision; the new one replaces the record's. Not with
+    /// --resume, which keeps the kind the archive holds.
+    #[arg(long)]
+    recalibrate: bool,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -306,6 +313,7 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
         sample: a.calibrate_pipelines as usize,
         whole_variants: a.whole_variants,
         sharded: shard.as_ref().is_some_and(|s| s.count > 1),
+        recalibrate: a.recalibrate,
     };
     let mut capture = super::capture::choose(&mut a.device, &sample)?;
     let (backend, log) = a.device.open_validated(a.targets, true, validation.on)?;

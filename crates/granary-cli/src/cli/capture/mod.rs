@@ -17,7 +17,16 @@
 //! sharded harvest (`--shard I/N`, N > 1) does not measure: each shard would measure on its own
 //! and could choose differently for the same device, so it takes the device's own kind (shards
 //! of fewer than about 1,000 pipelines, one process each, carry no NVIDIA dictionary either).
-//! `auto` is the default: the calibration costs a few seconds once per output and driver.
+//! Otherwise this machine's record of earlier calibrations ([`record`]) answers for the device,
+//! driver version and compile-changing flags when it holds an entry, so a harvest to a new
+//! output measures only the first time on a machine and driver; every calibration is recorded
+//! there. `--recalibrate` measures regardless (not under `--resume`, which keeps the archive's
+//! kind). A calibration that cannot run (a child fails) does not fail the harvest: it stores
+//! cache data, says why on standard error and in the summary, and records nothing.
+//! `auto` is the default: the calibration costs a few seconds (4–5 s on an NVIDIA H100), once
+//! per machine, driver version and flags.
+
+pub mod record;
 
 use super::device_args::{BackendKind, CaptureMode, DeviceArgs};
 use anyhow::Context as _;
@@ -119,6 +128,8 @@ pub struct Sample<'a> {
     pub whole_variants: bool,
     /// `--shard I/N` with N > 1: no calibration (see the module's documentation).
     pub sharded: bool,
+    /// `--recalibrate`: measure even where the output or this machine's record holds a decision.
+    pub recalibrate: bool,
 }
 
 impl CaptureChoice {
@@ -178,7 +189,9 @@ pub fn choose(device: &mut DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Option<
     };
     // The decision an earlier harvest of this output recorded for this device and driver: the
     // kind of capture its section holds (a new driver version has no section, and measures).
-    if let Some(binaries) = archived_kind(s.output, Some(&this)).filter(|b| has_binaries || !b) {
+    if let Some(binaries) =
+        archived_kind(s.output, Some(&this)).filter(|b| (has_binaries || !b) && !(s.recalibrate && has_binaries))
+    {
         device.capture = if binaries { CaptureMode::Binaries } else { CaptureMode::Cache };
         return Ok(Some(CaptureChoice::new(
             binaries,
@@ -214,12 +227,56 @@ pub fn choose(device: &mut DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Option<
              choose differently; give every shard the same --capture to choose)",
         )));
     }
+    // The decision this machine recorded for the device, driver and flags (`record`).
+    let mut flags = Vec::new();
+    if device.no_pipeline_libraries {
+        flags.push("--no-pipeline-libraries");
+    }
+    if s.whole_variants {
+        flags.push("--whole-variants");
+    }
+    if device.driver_internal_cache {
+        flags.push("--driver-internal-cache");
+    }
+    let key = record::Key::new(&this, &flags);
+    let folder = record::folder();
+    if let (Some(dir), false) = (&folder, s.recalibrate) {
+        if let Some(e) = record::lookup(dir, &key) {
+            device.capture = if e.binaries { CaptureMode::Binaries } else { CaptureMode::Cache };
+            return Ok(Some(CaptureChoice::new(
+                e.binaries,
+                asked,
+                format!(
+                    "kept from this machine's record ({}) for this device, driver and flags, measured on {} \
+                     at {}: {} (--recalibrate measures again)",
+                    dir.join(record::FILE).display(),
+                    e.script,
+                    record::utc(e.unix_seconds),
+                    e.measured
+                ),
+            )));
+        }
+    }
     if s.announce {
         eprintln!(
             "granary: measuring both captures on a sample of the script (--capture auto; binaries or cache skips this)"
         );
     }
-    let c = calibrate(device, s).context("calibrating --capture auto (give --capture binaries or cache to skip it)")?;
+    let c = match calibrate(device, s) {
+        Ok(c) => c,
+        // A calibration that cannot run (a child harvest or warm that fails) must not cost the
+        // harvest: cache data is the capture every Vulkan driver has, and on every device
+        // measured so far the one chosen. Not recorded: the next harvest measures again.
+        Err(e) => {
+            let why = format!(
+                "the calibration failed ({e:#}); cache data, the capture every Vulkan driver has (--capture binaries \
+                 stores binaries unmeasured)"
+            );
+            eprintln!("granary: warning: --capture auto: {why}");
+            device.capture = CaptureMode::Cache;
+            return Ok(Some(CaptureChoice::new(false, asked, why)));
+        }
+    };
     let (b, k) = (&c.binaries, &c.cache);
     let cache_wins = cache_wins(b, k);
     let reason = format!(
@@ -235,7 +292,22 @@ pub fn choose(device: &mut DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Option<
         k.harvest_seconds
     );
     device.capture = if cache_wins { CaptureMode::Cache } else { CaptureMode::Binaries };
-    let mut choice = CaptureChoice::new(!cache_wins, asked, reason);
+    let mut reason_recorded = reason.clone();
+    if let Some(dir) = &folder {
+        let entry = record::Entry {
+            key,
+            binaries: !cache_wins,
+            measured: reason.clone(),
+            script: s.script.display().to_string(),
+            unix_seconds: record::now(),
+        };
+        // A record that cannot be written costs the next harvest a calibration, nothing more.
+        match record::store(dir, entry) {
+            Ok(()) => reason_recorded.push_str(&format!("; recorded in {}", dir.join(record::FILE).display())),
+            Err(e) => reason_recorded.push_str(&format!("; not recorded ({e})")),
+        }
+    }
+    let mut choice = CaptureChoice::new(!cache_wins, asked, reason_recorded);
     choice.calibration = Some(c);
     Ok(Some(choice))
 }
