@@ -12,7 +12,8 @@
 # Steps (ROUNDS of the -j16 ones, interleaved, then the -j1 runs once; SKIP as in
 # device-capture.sh): c16 / c16s harvest --capture cache at -j16 of the script / the shuffled
 # script; b16 the baseline (warm --source spirv --pipeline-cache-out) at -j16; c1, c1s, b1 the
-# same at -j1; auto16 harvest --capture auto (calibration included) at -j16. With OTHER (another
+# same at -j1; auto16 harvest --capture auto (calibration included) at -j16, auto16r the same
+# to a new output, answered by the machine's record that auto16 wrote. With OTHER (another
 # build, an A/B in one run): o16 and o1, its harvest of the script at -j16 and -j1. Where the
 # rest of the wall goes: n16 harvests with --check-outputs off (no validator runs), f16 and
 # f16n run the front end alone (--backend none) with and without the checks, and t16 is one
@@ -69,7 +70,11 @@ for r in $(seq 1 "$ROUNDS"); do
   step "f16n-r$r" $G harvest --backend none --json -q "$W/s/pipelines.json" -o "$W/f16n-$r.granary" -j 16 --check-outputs off
 done
 step t16 $G $H "$W/s/pipelines.json" -o "$W/t16.granary" --capture cache -j 16 --trace "$OUT/trace.json"
+# The machine's record of --capture auto decisions starts empty: auto16 calibrates and records,
+# auto16r harvests to a new output and keeps the record's choice.
+export GRANARY_CACHE_DIR=$W/record
 step auto16 $G $H "$W/s/pipelines.json" -o "$W/auto.granary" --capture auto -j 16
+step auto16r $G $H "$W/s/pipelines.json" -o "$W/auto-r.granary" --capture auto -j 16
 for r in $(seq 1 "${J1_ROUNDS:-1}"); do
   step "c1-r$r" $G $H "$W/s/pipelines.json" -o "$W/c1.granary" --capture cache -j 1
   [ -n "${OTHER:-}" ] && step "o1-r$r" "$OTHER" $H "$W/s/pipelines.json" -o "$W/o1.granary" --capture cache -j 1
