@@ -5,5 +5,9 @@
 mod cli;
 
 fn main() {
+    // Before any thread exists (setting the environment is not thread-safe).
+    if let Some((name, value)) = cli::library_backtraces(|k| std::env::var_os(k)) {
+        std::env::set_var(name, value);
+    }
     std::process::exit(cli::main());
 }

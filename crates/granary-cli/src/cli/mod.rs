@@ -160,6 +160,18 @@ pub fn main() -> i32 {
     }
 }
 
+/// What `main` sets in the environment before anything runs: `RUST_LIB_BACKTRACE=0` unless
+/// it is set, so that `RUST_BACKTRACE=1` (common on developers' machines and in CI) keeps
+/// panics' backtraces but does not make every library error capture one. granary prints errors
+/// as text and never shows such a backtrace, and a dependency on the front end's hot path,
+/// spirq's SPIR-V reflection, makes and drops errors while it succeeds: with the capture on, a
+/// SPIR-V library's front end cost 2.3× its CPU time (docs/BENCHMARKS.md). The setting reaches
+/// the workers and calibration harvests this process starts. `RUST_LIB_BACKTRACE=1` turns the
+/// capture back on.
+pub fn library_backtraces(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<(&'static str, &'static str)> {
+    var("RUST_LIB_BACKTRACE").is_none().then_some(("RUST_LIB_BACKTRACE", "0"))
+}
+
 /// An error and its causes on one line, `a: b: c`, each cause once: a library error that
 /// already says its cause in its own message (`…: No such file or directory (os error 2)`) is
 /// not followed by that cause again.
@@ -180,6 +192,15 @@ pub(crate) fn error_text(e: &anyhow::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn library_backtraces_are_off_unless_named() {
+        let env =
+            |v: Option<&'static str>| move |k: &str| (k == "RUST_LIB_BACKTRACE").then_some(v).flatten().map(Into::into);
+        assert_eq!(super::library_backtraces(env(None)), Some(("RUST_LIB_BACKTRACE", "0")));
+        assert_eq!(super::library_backtraces(env(Some("1"))), None, "an explicit setting is kept");
+        assert_eq!(super::library_backtraces(env(Some("0"))), None);
+    }
+
     #[test]
     fn a_cause_already_in_the_message_is_not_repeated() {
         let io = std::io::Error::from_raw_os_error(2);
