@@ -16,7 +16,8 @@
 # to a new output, answered by the machine's record that auto16 wrote. With OTHER (another
 # build, an A/B in one run): o16 and o1, its harvest of the script at -j16 and -j1. Where the
 # rest of the wall goes: n16 harvests with --check-outputs off (no validator runs), f16 and
-# f16n run the front end alone (--backend none) with and without the checks, and t16 is one
+# f16n run the front end alone (--backend none) with and without the checks, v16 harvests the
+# script's SPIR-V-input twin (the baseline's own input: no translation), and t16 is one
 # c16 with --trace (OUT/trace.json, the threads' timelines). J1_ROUNDS (default 1) repeats the
 # -j1 steps. OUT/summary.txt: wall, peak RSS, cache hits and driver time of each step.
 set -uo pipefail
@@ -60,12 +61,16 @@ EOF
 H="harvest --backend vulkan --no-pipeline-libraries --json -q"
 # The baseline's input: an archive of the same pipelines (its SPIR-V; the capture is not used).
 $G $H "$W/s/pipelines.json" -o "$W/in.granary" --capture cache -j 16 > /dev/null 2>&1
+# The script's SPIR-V-input twin (scripts/spirv-input.py): each stage the module in.granary
+# holds for it, so v16 starts from the same finished SPIR-V as the baseline.
+python3 "$(dirname "$0")/spirv-input.py" "$G" "$W/s/pipelines.json" "$W/in.granary" "$W/v" >> "$SUM" 2>&1
 for r in $(seq 1 "$ROUNDS"); do
   step "c16-r$r" $G $H "$W/s/pipelines.json" -o "$W/c16-$r.granary" --capture cache -j 16
   step "b16-r$r" $G warm "$W/in.granary" --source spirv -j 16 --no-pipeline-libraries --pipeline-cache-out "$W/b16-$r.cache" --json
   step "c16s-r$r" $G $H "$W/r/pipelines.json" -o "$W/c16s-$r.granary" --capture cache -j 16
   [ -n "${OTHER:-}" ] && step "o16-r$r" "$OTHER" $H "$W/s/pipelines.json" -o "$W/o16-$r.granary" --capture cache -j 16
   step "n16-r$r" $G $H "$W/s/pipelines.json" -o "$W/n16-$r.granary" --capture cache -j 16 --check-outputs off
+  step "v16-r$r" $G $H "$W/v/pipelines.json" -o "$W/v16-$r.granary" --capture cache -j 16
   step "f16-r$r" $G harvest --backend none --json -q "$W/s/pipelines.json" -o "$W/f16-$r.granary" -j 16
   step "f16n-r$r" $G harvest --backend none --json -q "$W/s/pipelines.json" -o "$W/f16n-$r.granary" -j 16 --check-outputs off
 done
