@@ -391,12 +391,7 @@ fn device_has_binaries(wanted: Option<&str>) -> anyhow::Result<(bool, granary_ar
 fn archived_kind(output: &Path, this: Option<&granary_archive::DeviceIdentity>) -> Option<bool> {
     let ar = granary_archive::Archive::open(output).ok()?;
     let devices = ar.devices().ok()?;
-    let same = |d: &granary_archive::DeviceIdentity| {
-        this.is_none_or(|t| {
-            (d.vendor_id, d.device_id, d.driver_id, d.driver_version, d.pipeline_cache_uuid)
-                == (t.vendor_id, t.device_id, t.driver_id, t.driver_version, t.pipeline_cache_uuid)
-        })
-    };
+    let same = |d: &granary_archive::DeviceIdentity| this.is_none_or(|t| record::Key::same_device(d, t));
     let sections: Vec<_> = devices.iter().filter(|d| same(d.identity())).collect();
     (!sections.is_empty()).then(|| sections.iter().any(|d| d.has_pipeline_binaries()))
 }

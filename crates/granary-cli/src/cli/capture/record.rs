@@ -77,6 +77,13 @@ impl Key {
             flags,
         }
     }
+
+    /// Whether a decision measured on `a` holds for `b`: the same vendor, device, driver id,
+    /// driver version and pipeline-cache UUID (the output archive's own sections are matched
+    /// to the device this way too).
+    pub fn same_device(a: &granary_archive::DeviceIdentity, b: &granary_archive::DeviceIdentity) -> bool {
+        Key::new(a, &[]) == Key::new(b, &[])
+    }
 }
 
 /// One recorded decision.
@@ -190,6 +197,7 @@ mod tests {
         assert_eq!(lookup(dir.path(), &same).map(|e| e.binaries), Some(false));
         assert_eq!(lookup(dir.path(), &Key::new(&device(1), &["--whole-variants"])), None);
         assert_eq!(lookup(dir.path(), &Key::new(&device(2), &["--whole-variants", "--no-pipeline-libraries"])), None);
+        assert!(Key::same_device(&device(1), &device(1)) && !Key::same_device(&device(1), &device(2)));
         // A new measurement replaces the entry for its key and keeps the others.
         let other = Key::new(&device(2), &[]);
         store(dir.path(), entry(other.clone(), true)).unwrap();
