@@ -44,10 +44,12 @@ hits = dev.get("cache_hits", d.get("cache_hits"))
 drv = dev.get("driver_seconds", d.get("cpu_seconds"))
 cap = (d.get("capture") or {}).get("mode")
 chk = ((d.get("output_checks") or {}).get("stats") or {}).get("wall_ns")
-print("%s; wall %.3f s, hits %s, driver/cpu %s s, ok %s%s%s%s" % (out, d.get("wall_seconds", -1), hits, drv,
+ds = d.get("device_seconds") or {}
+dev_oc = ", device open %.3f close %.3f s" % (ds["open"], ds["close"]) if ds.get("open") is not None else ""
+print("%s; wall %.3f s, hits %s, driver/cpu %s s, ok %s%s%s%s%s" % (out, d.get("wall_seconds", -1), hits, drv,
       d.get("succeeded", d.get("pipelines")), ", capture " + cap if cap else "",
       ", process cpu %.2f s" % d["process_cpu_seconds"] if "process_cpu_seconds" in d else "",
-      ", checks %.2f s" % (chk / 1e9) if chk is not None else ""))
+      ", checks %.2f s" % (chk / 1e9) if chk is not None else "", dev_oc))
 EOF
 )"
 }

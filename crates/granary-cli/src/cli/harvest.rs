@@ -316,7 +316,10 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
         recalibrate: a.recalibrate,
     };
     let mut capture = super::capture::choose(&mut a.device, &sample)?;
+    let opening = std::time::Instant::now();
     let (backend, log) = a.device.open_validated(a.targets, true, validation.on)?;
+    // What the driver's start-up and shutdown cost (outside the summary's `wall_seconds`).
+    let opened = backend.is_some().then(|| opening.elapsed().as_secs_f64());
     if let (Some(c), Some(b)) = (&mut capture, &backend) {
         c.settle(b.report().as_ref());
     }
@@ -370,7 +373,9 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
     }
     // The device is destroyed here (the last reference to the backend), so the layer's
     // messages about destruction are in the report too.
+    let closing = std::time::Instant::now();
     drop(opts);
+    let closed = opened.map(|_| closing.elapsed().as_secs_f64());
     if let (Some(log), Some(w)) = (&log, &worker_logs) {
         w.collect_into(log)?;
     }
@@ -405,6 +410,7 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
         if let Some(fields) = v.as_object_mut() {
             fields.insert("capture".into(), serde_json::to_value(&capture)?);
             fields.insert("shared_binaries".into(), serde_json::to_value(&shared)?);
+            fields.insert("device_seconds".into(), serde_json::json!({ "open": opened, "close": closed }));
             if let Some(r) = &recorded {
                 fields.insert("recorded".into(), serde_json::to_value(r)?);
             }
