@@ -26,32 +26,13 @@ mkdir -p "$OUT/raw"; R=$OUT/raw; SUM=$OUT/summary.txt; : > "$SUM"
 export __GL_SHADER_DISK_CACHE=0 MESA_SHADER_CACHE_DISABLE=true
 W=$(mktemp -d); ROUNDS=${ROUNDS:-3}
 say() { echo "$*" | tee -a "$SUM"; }
+# shellcheck source=scripts/lib/step.sh
+. "$(dirname "$0")/lib/step.sh"
 step() {
   local name=$1; shift
   for s in ${SKIP:-}; do [[ $name == $s* ]] && return 0; done
-  /usr/bin/time -f "%e %M" -o "$R/$name.time" timeout -k 5 300 "$@" > "$R/$name.json" 2> "$R/$name.err"
-  local rc=$?
-  say "$name: exit $rc, $(python3 - "$R/$name.json" "$R/$name.time" <<'EOF'
-import json, sys
-t = open(sys.argv[2]).read().split()
-out = "%s s, %.0f MiB" % (t[-2], int(t[-1]) / 1024) if len(t) >= 2 else "no time"
-try:
-    d = json.load(open(sys.argv[1]))
-except Exception:
-    print(out + "; no JSON"); sys.exit()
-dev = d.get("device") if isinstance(d.get("device"), dict) else {}
-hits = dev.get("cache_hits", d.get("cache_hits"))
-drv = dev.get("driver_seconds", d.get("cpu_seconds"))
-cap = (d.get("capture") or {}).get("mode")
-chk = ((d.get("output_checks") or {}).get("stats") or {}).get("wall_ns")
-ds = d.get("device_seconds") or {}
-dev_oc = ", device open %.3f close %.3f s" % (ds["open"], ds["close"]) if ds.get("open") is not None else ""
-print("%s; wall %.3f s, hits %s, driver/cpu %s s, ok %s%s%s%s%s" % (out, d.get("wall_seconds", -1), hits, drv,
-      d.get("succeeded", d.get("pipelines")), ", capture " + cap if cap else "",
-      ", process cpu %.2f s" % d["process_cpu_seconds"] if "process_cpu_seconds" in d else "",
-      ", checks %.2f s" % (chk / 1e9) if chk is not None else "", dev_oc))
-EOF
-)"
+  step_run "$name" 300 "$@"
+  step_say "$name" $?
 }
 $G gen seed-scale -o "$W/s" --pipelines ${PIPELINES:-2000} --vertex-functions ${VERTEX_FUNCTIONS:-970} --max-run ${MAX_RUN:-250} > /dev/null
 sed -i '0,/{/s//{"expand_unspecialized":{"formats":["rgba8unorm"]},/' "$W/s/pipelines.json"

@@ -20,35 +20,9 @@ G=$(realpath "$1"); OUT=$(realpath -m "$2")
 mkdir -p "$OUT/raw"; R=$OUT/raw; SUM=$OUT/summary.txt; : > "$SUM"
 export __GL_SHADER_DISK_CACHE=0 MESA_SHADER_CACHE_DISABLE=true
 W=$(mktemp -d); ROUNDS=${ROUNDS:-3}
-say() { echo "$*" | tee -a "$SUM"; }
-# step NAME CMD...: runs CMD, keeps its JSON, and says its process wall and the JSON's figures.
-step() {
-  local name=$1; shift
-  /usr/bin/time -f "%e %M" -o "$R/$name.time" timeout -k 5 120 "$@" > "$R/$name.json" 2> "$R/$name.err"
-  local rc=$?
-  say "$name: exit $rc, $(python3 - "$R/$name.json" "$R/$name.time" <<'EOF'
-import json, sys
-t = open(sys.argv[2]).read().split()
-out = "process %s s, %.0f MiB" % (t[-2], int(t[-1]) / 1024) if len(t) >= 2 else "no time"
-try:
-    d = json.load(open(sys.argv[1]))
-except Exception:
-    print(out + "; no JSON"); sys.exit()
-if not isinstance(d, dict):
-    print(out); sys.exit()
-parts = []
-if d.get("device_seconds"):
-    parts.append("device open %.3f close %.3f s" % (d["device_seconds"]["open"], d["device_seconds"]["close"]))
-if "wall_seconds_per_pass" in d:
-    parts.append("passes " + ", ".join("%.1f" % (w * 1e3) for w in d["wall_seconds_per_pass"]) + " ms")
-elif "wall_seconds" in d:
-    parts.append("wall %.1f ms" % (d["wall_seconds"] * 1e3))
-if (d.get("capture") or {}).get("reason"):
-    parts.append("capture %s (%s)" % (d["capture"].get("mode"), d["capture"]["reason"][:60]))
-print(out + ("; " + "; ".join(parts) if parts else ""))
-EOF
-)"
-}
+# shellcheck source=scripts/lib/step.sh
+. "$(dirname "$0")/lib/step.sh"
+step() { step_run "$1" 120 "${@:2}"; step_say "$1" $?; }
 $G gen seed-scale -o "$W/one" --pipelines 1 --vertex-functions 1 --max-run 1 > /dev/null
 $G gen seed-scale -o "$W/s" --pipelines 2000 --vertex-functions 970 --max-run 250 > /dev/null
 for f in "$W/one/pipelines.json" "$W/s/pipelines.json"; do
