@@ -9,7 +9,7 @@ mod common;
 use common::{assert_labels_unique, copy_example, edit_shader, harvest_options, EXAMPLE};
 use granary::archive::{self, Archive};
 use granary::descriptor::{Target, TargetSet};
-use granary::harvest::{harvest, prune, HarvestOptions, HarvestSummary};
+use granary::harvest::{harvest, prune, EarlyFrontEnd, HarvestOptions, HarvestSummary, IsolateOptions};
 use std::path::{Path, PathBuf};
 
 fn run(opts: &HarvestOptions) -> HarvestSummary {
@@ -29,6 +29,55 @@ fn one_thread_and_eight_with_flushes_write_byte_identical_archives() {
     assert_eq!(s1.pipelines, s8.pipelines);
     assert!(s8.flushes >= 1, "flushes happened during the 8-thread run");
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+}
+
+/// The front end started before the harvest (as the CLI does while the device opens) changes
+/// nothing the harvest writes or counts: the same archive bytes, libraries parsed, unique stage
+/// functions and output checks as without it, at one thread and at eight; the harvest finds
+/// the early work done (every library and stage function task ran early). Where its selection
+/// could differ from the harvest's (`--resume`, `--isolate`, a shard) or the preflight refuses
+/// the options, it does not start.
+#[test]
+fn an_early_front_end_changes_no_byte_and_no_count() {
+    let dir = common::tempdir();
+    for threads in [1, 8] {
+        let (a, b) =
+            (dir.path().join(format!("plain{threads}.granary")), dir.path().join(format!("early{threads}.granary")));
+        let plain = run(&HarvestOptions { threads, ..harvest_options(Path::new(EXAMPLE), &a) });
+        let opts = HarvestOptions { threads, ..harvest_options(Path::new(EXAMPLE), &b) };
+        let early = EarlyFrontEnd::start(&opts, false).expect("an early front end starts").wait();
+        assert_eq!(
+            early.tasks as u64,
+            plain.libraries_parsed + plain.unique_stage_functions,
+            "every library and stage function ran early"
+        );
+        let s = run(&HarvestOptions { early: Some(early), ..opts });
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "{threads} threads: same bytes");
+        assert_eq!(
+            (s.succeeded, s.libraries_parsed, s.unique_stage_functions, s.stage_references),
+            (plain.succeeded, plain.libraries_parsed, plain.unique_stage_functions, plain.stage_references)
+        );
+        let checked = |s: &HarvestSummary| s.output_checks.stats.as_ref().map(|c| c.checked);
+        assert_eq!(checked(&s), checked(&plain), "each output checked once");
+    }
+    let out = dir.path().join("x.granary");
+    let opts = harvest_options(Path::new(EXAMPLE), &out);
+    assert!(EarlyFrontEnd::start(&HarvestOptions { resume: true, ..opts.clone() }, false).is_none());
+    assert!(EarlyFrontEnd::start(&opts, true).is_none(), "a shard selects its own pipelines");
+    let isolate = IsolateOptions {
+        worker: granary::harvest::WorkerCommand {
+            program: PathBuf::from("granary-worker-that-never-runs"),
+            args: Vec::new(),
+            env: Vec::new(),
+        },
+        timeout: None,
+        recycle_after: 1,
+        memory_limit: None,
+        device: None,
+    };
+    assert!(EarlyFrontEnd::start(&HarvestOptions { isolate: Some(isolate), ..opts.clone() }, false).is_none());
+    let missing = dir.path().join("no-such-folder").join("x.granary");
+    assert!(EarlyFrontEnd::start(&harvest_options(Path::new(EXAMPLE), &missing), false).is_none(), "preflight");
 }
 
 /// Issue 7 item 3: after a shader is edited, resume keeps only the entries the script still

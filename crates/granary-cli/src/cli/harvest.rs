@@ -7,7 +7,9 @@ use anyhow::Context as _;
 use granary::descriptor::TargetSet;
 use granary::frontend::{CheckOutputs, Profile};
 use granary::harvest::shard::ShardSpec;
-use granary::harvest::{harvest_shard, HarvestOptions, Interrupt, IsolateOptions, Progress, WorkerCommand};
+use granary::harvest::{
+    harvest_shard, EarlyFrontEnd, HarvestOptions, Interrupt, IsolateOptions, Progress, WorkerCommand,
+};
 use std::ffi::OsString;
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -316,20 +318,8 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
         recalibrate: a.recalibrate,
     };
     let mut capture = super::capture::choose(&mut a.device, &sample)?;
-    let opening = std::time::Instant::now();
-    let (backend, log) = a.device.open_validated(a.targets, true, validation.on)?;
-    // What the driver's start-up and shutdown cost (outside the summary's `wall_seconds`).
-    let opened = backend.is_some().then(|| opening.elapsed().as_secs_f64());
-    if let (Some(c), Some(b)) = (&mut capture, &backend) {
-        c.settle(b.report().as_ref());
-    }
-    let worker_logs = match &log {
-        Some(_) if a.isolate => Some(WorkerLogs::create()?),
-        _ => None,
-    };
-    let validation_args = worker_logs.as_ref().map(|w| validation.worker_args(&w.0)).unwrap_or_default();
     let interrupt = std::sync::Arc::new(Interrupt::new());
-    let opts = HarvestOptions {
+    let mut opts = HarvestOptions {
         script: a.script.clone(),
         output: a.output.clone(),
         threads,
@@ -338,27 +328,46 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
         flush_every: a.flush_every,
         resume: a.resume,
         require_all_targets: a.require_all_targets,
-        backend: backend.clone(),
+        backend: None,
         trace: a.trace.clone(),
         max_library_bytes: in_process_library_limit(a.max_library_bytes),
         check_outputs: a.check_outputs,
         force: a.force,
         interrupt: Some(interrupt.clone()),
         whole_variants: a.whole_variants,
-        isolate: if a.isolate {
-            anyhow::ensure!(a.timeout > 0.0 && a.timeout.is_finite(), "--timeout must be a positive number of seconds");
-            Some(IsolateOptions {
-                worker: worker_command(&a, validation_args)?,
-                timeout: Some(std::time::Duration::from_secs_f64(a.timeout)),
-                recycle_after: a.recycle_after,
-                memory_limit: a.worker_memory_limit.map(|m| m << 20),
-                device: backend.as_ref().and_then(|b| b.device()),
-            })
-        } else {
-            None
-        },
+        isolate: None,
+        early: None,
     };
-    drop(backend);
+    // The driver's start-up takes one thread (about 0.4 s on NVIDIA): the front end starts
+    // meanwhile on the others (granary::harvest::EarlyFrontEnd says when it does not).
+    let early = (a.device.backend == BackendKind::Vulkan && !a.isolate)
+        .then(|| EarlyFrontEnd::start(&opts, shard.as_ref().is_some_and(|s| s.count > 1)))
+        .flatten();
+    let opening = std::time::Instant::now();
+    let (backend, log) = a.device.open_validated(a.targets, true, validation.on)?;
+    // What the driver's start-up and shutdown cost (outside the summary's `wall_seconds`).
+    let opened = backend.is_some().then(|| opening.elapsed().as_secs_f64());
+    opts.early = early.map(EarlyFrontEnd::finish);
+    if let (Some(c), Some(b)) = (&mut capture, &backend) {
+        c.settle(b.report().as_ref());
+    }
+    let worker_logs = match &log {
+        Some(_) if a.isolate => Some(WorkerLogs::create()?),
+        _ => None,
+    };
+    let validation_args = worker_logs.as_ref().map(|w| validation.worker_args(&w.0)).unwrap_or_default();
+    if a.isolate {
+        anyhow::ensure!(a.timeout > 0.0 && a.timeout.is_finite(), "--timeout must be a positive number of seconds");
+        opts.isolate = Some(IsolateOptions {
+            worker: worker_command(&a, validation_args)?,
+            timeout: Some(std::time::Duration::from_secs_f64(a.timeout)),
+            recycle_after: a.recycle_after,
+            memory_limit: a.worker_memory_limit.map(|m| m << 20),
+            device: backend.as_ref().and_then(|b| b.device()),
+        });
+    }
+    opts.backend = backend;
+    let early_report = opts.early.as_ref().map(|e| serde_json::json!({ "tasks": e.tasks, "seconds": e.seconds }));
     let view = (!a.quiet && std::io::stderr().is_terminal()).then(ProgressView::new);
     let bar = view.as_ref().map(|v| v.bar.clone());
     on_signals(&interrupt, bar.clone(), &a.output, a.json);
@@ -411,6 +420,7 @@ pub fn run(mut a: HarvestArgs) -> anyhow::Result<i32> {
             fields.insert("capture".into(), serde_json::to_value(&capture)?);
             fields.insert("shared_binaries".into(), serde_json::to_value(&shared)?);
             fields.insert("device_seconds".into(), serde_json::json!({ "open": opened, "close": closed }));
+            fields.insert("early_front_end".into(), early_report.unwrap_or(serde_json::Value::Null));
             if let Some(r) = &recorded {
                 fields.insert("recorded".into(), serde_json::to_value(r)?);
             }

@@ -225,7 +225,7 @@ impl Default for CompilerOptions {
 /// Thread safety: `Send + Sync`. `compile` may be called from any number of threads at once,
 /// also while the attached capture is being written. Nothing is externally synchronized.
 pub struct Compiler {
-    frontend: Frontend,
+    frontend: Arc<Frontend>,
     backend: Arc<dyn Backend>,
     /// The backend has a device (its compile step is where device faults are injected).
     device_backend: bool,
@@ -247,6 +247,41 @@ impl Compiler {
     /// If the attached capture was made for another profile ([`Capture::for_profile`]): its
     /// archives' header would not describe the keys this compiler computes.
     pub fn with_backend(options: CompilerOptions, backend: Arc<dyn Backend>) -> Self {
+        let frontend = Arc::new(Self::front_end(&options));
+        Self::with_frontend(options, backend, frontend)
+    }
+
+    /// The front end a compiler made with `options` has: its targets, profile, function
+    /// cache, library limit, output checks and a task limiter of `max_concurrent_tasks`. For
+    /// work started on it before the compiler exists ([`Compiler::with_frontend`]).
+    pub fn front_end(options: &CompilerOptions) -> Frontend {
+        let max =
+            options.max_concurrent_tasks.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        Frontend::with_profile(
+            options.targets,
+            options.profile,
+            Arc::new(TaskLimiter::new(max)),
+            options.cache_functions,
+        )
+        .with_max_library_bytes(options.max_library_bytes)
+        .with_output_checks(options.check_outputs)
+    }
+
+    /// A compiler on `frontend`, which [`Compiler::front_end`] made from the same `options`:
+    /// the libraries and stage functions it holds are this compiler's (cache hits, counted
+    /// once), its task limiter is this compiler's. The harvest uses it to start the front end
+    /// while the device opens.
+    ///
+    /// # Panics
+    ///
+    /// If the attached capture was made for another profile ([`Capture::for_profile`]), or
+    /// `frontend` writes other targets or another profile than `options` say: its keys would
+    /// not be this compiler's.
+    pub fn with_frontend(options: CompilerOptions, backend: Arc<dyn Backend>, frontend: Arc<Frontend>) -> Self {
+        assert!(
+            frontend.targets() == options.targets && std::ptr::eq(frontend.profile(), options.profile),
+            "the front end was made for other targets or another profile than the compiler's"
+        );
         if let Some(c) = &options.capture {
             assert!(
                 c.adopt_profile(options.profile, options.targets),
@@ -256,22 +291,12 @@ impl Compiler {
             );
             c.attach_backend(backend.clone());
         }
-        let max =
-            options.max_concurrent_tasks.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let limiter = Arc::new(TaskLimiter::new(max));
         Compiler {
-            frontend: Frontend::with_profile(
-                options.targets,
-                options.profile,
-                limiter.clone(),
-                options.cache_functions,
-            )
-            .with_max_library_bytes(options.max_library_bytes)
-            .with_output_checks(options.check_outputs),
+            limiter: frontend.limiter().clone(),
+            frontend,
             device_backend: backend.device().is_some(),
             backend,
             capture: options.capture,
-            limiter,
             require_all_targets: options.require_all_targets,
         }
     }
@@ -280,8 +305,17 @@ impl Compiler {
     /// program at `path` (default: the one `GRANARY_SPIRV_VAL` names, else SPIRV-Tools linked
     /// in, else `spirv-val` on `PATH`). The validator only accepts or refuses modules, so it is
     /// part of no key. Call before compiling.
+    ///
+    /// # Panics
+    ///
+    /// If the front end is shared ([`Compiler::with_frontend`] with a front end held elsewhere
+    /// too): give that front end its validator ([`Frontend::with_validator`]) before sharing it.
     pub fn with_spirv_validator(mut self, path: std::path::PathBuf) -> Self {
-        self.frontend = self.frontend.with_validator(crate::frontend::spirv::Validator::at(path));
+        let validator = crate::frontend::spirv::Validator::at(path);
+        self.frontend = match Arc::try_unwrap(self.frontend) {
+            Ok(f) => Arc::new(f.with_validator(validator)),
+            Err(_) => panic!("with_spirv_validator on a compiler whose front end is shared"),
+        };
         self
     }
 

@@ -348,6 +348,11 @@ impl Frontend {
         self.profile
     }
 
+    /// The limiter of the tasks this front end runs at once (shared with its compiler).
+    pub fn limiter(&self) -> &Arc<TaskLimiter> {
+        &self.limiter
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> FrontendStats {
         let c = &self.counters;

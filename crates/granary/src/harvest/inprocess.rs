@@ -75,20 +75,15 @@ fn schedule(
                                 t.slice(track, name, t0, Instant::now(), args());
                             }
                         };
+                        // Library and function errors surface through the pipelines that use
+                        // them, with the pipeline named.
                         match task {
-                            // Library and function errors surface through the pipelines that
-                            // use them, with the pipeline named.
-                            // (Panics in naga are caught inside the front end and cached as the
-                            // library's or function's error.)
                             Task::Library(l) => {
-                                let ok = compiler.frontend().library(l).is_ok();
+                                let ok = front_task(compiler.frontend(), task) == Some(true);
                                 traced("library", &|| serde_json::json!({"library": l.name(), "ok": ok}));
                             }
-                            Task::Function(f, stage, spec) => {
-                                let ok = match spec {
-                                    None => compiler.frontend().function(f, *stage).is_ok(),
-                                    Some(s) => compiler.frontend().native_function(f, *stage, Some(s)).is_ok(),
-                                };
+                            Task::Function(f, stage, _) => {
+                                let ok = front_task(compiler.frontend(), task) == Some(true);
                                 traced(
                                     "stage function",
                                     &|| serde_json::json!({"function": f.describe(), "stage": stage.name(), "ok": ok}),
@@ -107,6 +102,18 @@ fn schedule(
             .collect();
         workers.into_iter().map(|w| w.join().unwrap_or_default()).collect()
     })
+}
+
+/// Runs a library or stage-function task in `frontend` (a library parsed, a function
+/// specialized and written; panics in naga are caught inside the front end and cached as the
+/// library's or function's error): `Some(ok)`, or `None` for a pipeline task.
+pub(super) fn front_task(frontend: &crate::frontend::Frontend, task: &Task) -> Option<bool> {
+    match task {
+        Task::Library(l) => Some(frontend.library(l).is_ok()),
+        Task::Function(f, stage, None) => Some(frontend.function(f, *stage).is_ok()),
+        Task::Function(f, stage, Some(s)) => Some(frontend.native_function(f, *stage, Some(s)).is_ok()),
+        Task::Pipeline(_) => None,
+    }
 }
 
 /// Runs every task of `plan` on `threads` threads, each pipeline recorded in `sink`; returns

@@ -22,8 +22,10 @@
 //! worker processes, [`WorkerCommand`]), `wire` (the protocol and answer checks) and `intern`
 //! (answer blobs kept once), `worker` (the worker's side), `sink` (where outcomes land),
 //! `flush` (journal flushes), `prune`, `report` (the summary), `trace` (`--trace`), `preflight`
-//! (every output checked before anything compiles), `interrupt` (Ctrl-C: journal what landed).
+//! (every output checked before anything compiles), `interrupt` (Ctrl-C: journal what landed),
+//! `early` (the front end started while the device opens, [`EarlyFrontEnd`]).
 
+mod early;
 mod flush;
 mod inprocess;
 mod intern;
@@ -43,6 +45,7 @@ mod wire;
 mod worker;
 
 #[doc(hidden)]
+pub use early::{Early, EarlyFrontEnd};
 pub use inprocess::{run_plan, ThreadShare};
 pub use interrupt::{Answer, Interrupt, InterruptReport};
 pub use isolate::IsolateOptions;
@@ -127,6 +130,11 @@ pub struct HarvestOptions {
     /// place of fast-linking the library when it links with those formats. A backend without
     /// libraries replaces such pipelines by their variants either way.
     pub whole_variants: bool,
+    /// The front end started while the device opened ([`EarlyFrontEnd`], made from these same
+    /// options): the harvest's compiler is made on it, and the summary says what it had done
+    /// (`HarvestSummary::early`). Ignored under `--resume` and `--isolate`. `None`: the front
+    /// end starts with the harvest.
+    pub early: Option<Early>,
 }
 
 impl HarvestOptions {
@@ -152,6 +160,7 @@ impl HarvestOptions {
             force: false,
             interrupt: None,
             whole_variants: false,
+            early: None,
         }
     }
 }
@@ -402,19 +411,11 @@ impl Setup {
         let capture = Arc::new(Capture::for_profile(CaptureMode::Outputs, opts.profile, opts.targets));
         let backend: Arc<dyn crate::backend::Backend> =
             opts.backend.clone().unwrap_or_else(|| Arc::new(crate::backend::NoneBackend));
-        let compiler = Compiler::with_backend(
-            CompilerOptions {
-                targets: opts.targets,
-                profile: opts.profile,
-                max_concurrent_tasks: Some(threads),
-                capture: Some(capture.clone()),
-                cache_functions: true,
-                require_all_targets: opts.require_all_targets,
-                max_library_bytes: opts.max_library_bytes,
-                check_outputs: opts.check_outputs,
-            },
-            backend.clone(),
-        );
+        let options = CompilerOptions { capture: Some(capture.clone()), ..early::compiler_options(opts, threads) };
+        let compiler = match opts.early.as_ref().filter(|_| !opts.resume && opts.isolate.is_none()) {
+            Some(e) => Compiler::with_frontend(options, backend.clone(), e.frontend.clone()),
+            None => Compiler::with_backend(options, backend.clone()),
+        };
         Setup { capture, backend, compiler }
     }
 }
