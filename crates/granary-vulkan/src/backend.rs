@@ -129,7 +129,18 @@ pub struct VulkanBackend {
 impl VulkanBackend {
     /// Loads Vulkan and opens the selected device.
     pub fn open(options: &VulkanOptions) -> Result<VulkanBackend, VulkanError> {
-        let driver = Driver::load_with(DriverOptions { validation: options.validate })?;
+        Self::open_with(None, options)
+    }
+
+    /// [`VulkanBackend::open`] on `loaded`, an instance the caller already made without
+    /// validation (its own look at the devices: the driver's start-up is about 0.3 s on
+    /// NVIDIA), where `options.validate` is off; with validation, or `None`, the driver is
+    /// loaded here.
+    pub fn open_with(loaded: Option<Arc<Driver>>, options: &VulkanOptions) -> Result<VulkanBackend, VulkanError> {
+        let driver = match loaded.filter(|d| !options.validate && d.validation().is_none()) {
+            Some(d) => d,
+            None => Driver::load_with(DriverOptions { validation: options.validate })?,
+        };
         let validation = driver.validation().cloned();
         let info = select_device(driver.physical_devices()?, options.device.as_deref())?;
         // `Gpu::open` refuses a device without Vulkan 1.3 dynamic rendering, saying so.

@@ -9,6 +9,16 @@ use std::sync::Arc;
 /// A backend (`None`: `none`) and, when validated, the layer's log.
 pub type Opened = (Option<Arc<dyn granary::backend::Backend>>, Option<Arc<ValidationLog>>);
 
+/// A Vulkan instance already made in this process ([`DeviceArgs::loaded`]).
+#[derive(Clone, Default)]
+pub struct LoadedDriver(pub Option<std::sync::Arc<granary_archive::vulkan::Driver>>);
+
+impl std::fmt::Debug for LoadedDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "LoadedDriver(loaded)" } else { "LoadedDriver(none)" })
+    }
+}
+
 /// Backend and device selection, shared by `harvest` and `stress`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct DeviceArgs {
@@ -18,6 +28,10 @@ pub struct DeviceArgs {
     /// Needs the spirv target. See `granary devices`.
     #[arg(long, value_enum, default_value = "none")]
     pub backend: BackendKind,
+    /// The driver `--capture auto` loaded to look at the device, opened again by the harvest
+    /// instead of loading it twice (not an argument).
+    #[arg(skip)]
+    pub loaded: LoadedDriver,
     /// With --backend vulkan: the device, by index or part of its name (`granary devices`
     /// lists them) [default: 0].
     #[arg(long, value_name = "N|NAME")]
@@ -134,16 +148,19 @@ impl DeviceArgs {
                     !(self.no_pipeline_binaries && self.capture == CaptureMode::Binaries),
                     "--no-pipeline-binaries and --capture binaries contradict each other"
                 );
-                let b = granary_vulkan::VulkanBackend::open(&granary_vulkan::VulkanOptions {
-                    device: self.device.clone(),
-                    no_pipeline_binaries: self.no_pipeline_binaries || self.capture == CaptureMode::Cache,
-                    no_libraries: self.no_pipeline_libraries,
-                    driver_internal_cache: self.driver_internal_cache,
-                    reuse_binaries_by_key: self.reuse_binaries_by_key,
-                    capture_from_internal_cache: self.capture_from_internal_cache,
-                    share_identical,
-                    validate,
-                })
+                let b = granary_vulkan::VulkanBackend::open_with(
+                    self.loaded.0.clone(),
+                    &granary_vulkan::VulkanOptions {
+                        device: self.device.clone(),
+                        no_pipeline_binaries: self.no_pipeline_binaries || self.capture == CaptureMode::Cache,
+                        no_libraries: self.no_pipeline_libraries,
+                        driver_internal_cache: self.driver_internal_cache,
+                        reuse_binaries_by_key: self.reuse_binaries_by_key,
+                        capture_from_internal_cache: self.capture_from_internal_cache,
+                        share_identical,
+                        validate,
+                    },
+                )
                 .context("cannot open the Vulkan device")?;
                 anyhow::ensure!(
                     self.capture != CaptureMode::Binaries || b.captures_binaries(),

@@ -180,7 +180,11 @@ pub fn choose(device: &mut DeviceArgs, s: &Sample<'_>) -> anyhow::Result<Option<
     }
     let asked = "--capture auto";
     let (has_binaries, this) = match device_has_binaries(device.device.as_deref()) {
-        Ok(b) => b,
+        Ok((binaries, this, driver)) => {
+            // The harvest opens its device on this instance (`DeviceArgs::loaded`).
+            device.loaded = super::device_args::LoadedDriver(Some(driver));
+            (binaries, this)
+        }
         // Opening the backend reports the problem properly; nothing to measure here.
         Err(e) => {
             device.capture = CaptureMode::Device;
@@ -374,11 +378,14 @@ pub fn shared_binaries(output: &Path) -> Vec<SharedBinaries> {
     out
 }
 
-/// Whether the selected device has `VK_KHR_pipeline_binary`, and its physical identity.
-fn device_has_binaries(wanted: Option<&str>) -> anyhow::Result<(bool, granary_archive::DeviceIdentity)> {
+/// Whether the selected device has `VK_KHR_pipeline_binary`, its physical identity, and the
+/// instance it was found on (the harvest opens its device there).
+fn device_has_binaries(
+    wanted: Option<&str>,
+) -> anyhow::Result<(bool, granary_archive::DeviceIdentity, std::sync::Arc<granary_archive::vulkan::Driver>)> {
     let driver = granary_archive::vulkan::Driver::load()?;
     let info = granary_archive::vulkan::select_device(driver.physical_devices()?, wanted)?;
-    Ok((info.supports.pipeline_binaries, info.identity.clone()))
+    Ok((info.supports.pipeline_binaries, info.identity.clone(), driver))
 }
 
 /// The kind of capture the existing archive at `output` holds (`Some(true)`: binaries in some
