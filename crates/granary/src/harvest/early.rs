@@ -3,8 +3,8 @@
 //! A harvest on a device spends its first moments in the driver's start-up (about 0.4 s on
 //! NVIDIA 580, one thread busy, the others waiting: docs/BENCHMARKS.md) before its clock
 //! starts. [`EarlyFrontEnd::start`] uses that time: it takes the script's libraries and stage
-//! functions, in plan order, on the harvest's thread count, into a front end made as the
-//! harvest's compiler makes it ([`Compiler::front_end`]); [`EarlyFrontEnd::finish`] stops it
+//! functions, in plan order, on the harvest's thread count less one (the opening thread's
+//! core), into a front end made as the harvest's compiler makes it ([`Compiler::front_end`]); [`EarlyFrontEnd::finish`] stops it
 //! (each thread finishes the task it is on) and hands the front end to the harvest
 //! ([`HarvestOptions::early`]), whose compiler is made on it ([`Compiler::with_frontend`]):
 //! what was done is a cache hit there.

@@ -44,8 +44,8 @@ mod trace;
 mod wire;
 mod worker;
 
-#[doc(hidden)]
 pub use early::{Early, EarlyFrontEnd};
+#[doc(hidden)]
 pub use inprocess::{run_plan, ThreadShare};
 pub use interrupt::{Answer, Interrupt, InterruptReport};
 pub use isolate::IsolateOptions;
@@ -131,9 +131,9 @@ pub struct HarvestOptions {
     /// libraries replaces such pipelines by their variants either way.
     pub whole_variants: bool,
     /// The front end started while the device opened ([`EarlyFrontEnd`], made from these same
-    /// options): the harvest's compiler is made on it, and the summary says what it had done
-    /// (`HarvestSummary::early`). Ignored under `--resume` and `--isolate`. `None`: the front
-    /// end starts with the harvest.
+    /// options): the harvest's compiler is made on it, so what it did ([`Early::tasks`]) is
+    /// cache hits. Ignored under `--resume` and `--isolate`. `None`: the front end starts with
+    /// the harvest.
     pub early: Option<Early>,
 }
 
