@@ -115,3 +115,33 @@ fn threads_sharing_shader_modules_while_the_cache_is_read() {
     drop(b);
     support::assert_clean(log);
 }
+
+/// `VulkanBackend::open_with` on an instance the caller made (what `harvest --capture auto`
+/// hands over after looking at the device): the same device, pipelines created on it, the
+/// instance shared rather than made again; and a validated open never takes an instance made
+/// without the layer (it loads its own, whose log collects the messages).
+#[test]
+fn a_backend_opens_on_an_instance_the_caller_made() {
+    let Some(plain) = backend() else { return };
+    let driver = granary_archive::vulkan::Driver::load().expect("the driver loaded for the backend loads again");
+    let options = granary_vulkan::VulkanOptions::default();
+    let b = VulkanBackend::open_with(Some(driver.clone()), &options).expect("opens on the given instance");
+    assert_eq!(b.identity(), plain.identity(), "the same device as a backend that loaded its own");
+    assert!(Arc::strong_count(&driver) > 1, "the backend holds the given instance");
+    let (desc, fs, layout) = example().into_iter().next().expect("a pipeline");
+    b.create_pipeline(&desc, &fs, &layout).unwrap_or_else(|e| panic!("{:?}: {e}", desc.label()));
+    drop(b);
+    assert_eq!(Arc::strong_count(&driver), 1, "closing the backend lets the instance go");
+    if support::requested() {
+        let v = granary_vulkan::VulkanOptions { validate: true, ..Default::default() };
+        let b = VulkanBackend::open_with(Some(driver.clone()), &v).expect("a validated open");
+        assert!(b.validation().is_some(), "the layer's own instance, not the one given");
+        assert_eq!(Arc::strong_count(&driver), 1);
+        let log = b.validation().cloned();
+        drop(b);
+        support::assert_clean(log);
+    }
+    let log = plain.validation().cloned();
+    drop(plain);
+    support::assert_clean(log);
+}
