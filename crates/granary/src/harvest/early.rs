@@ -12,6 +12,8 @@
 //! Invariants:
 //! - nothing is written: no archive, journal, trace or message; a script that does not load,
 //!   or options the preflight refuses, start nothing (the harvest reports them as before);
+//! - the script is read once: the harvest takes the text and parse this front end worked
+//!   from ([`Early`]), so the two can never see different files;
 //! - only libraries and stage functions of pipelines the harvest will compile are started, so
 //!   the summary's counts are those of a harvest without it: none under `--resume`,
 //!   `--isolate` (workers compile their own) or `--shard` (each selects differently), and the
@@ -43,8 +45,11 @@ pub struct EarlyFrontEnd {
     frontend: Arc<Frontend>,
     stop: Arc<AtomicBool>,
     started: Instant,
-    thread: Option<JoinHandle<usize>>,
+    thread: Option<JoinHandle<(usize, Option<Loaded>)>>,
 }
+
+/// A script as [`super::load`] returns it: its text and what it parses to.
+pub(super) type Loaded = Arc<(String, crate::script::Script)>;
 
 /// A front end handed to a harvest ([`HarvestOptions::early`]) and what was done in it.
 ///
@@ -53,6 +58,9 @@ pub struct EarlyFrontEnd {
 pub struct Early {
     /// The front end, made for the harvest's options.
     pub(crate) frontend: Arc<Frontend>,
+    /// The script it loaded, which the harvest uses instead of loading it again (so its
+    /// selection is the one this front end worked for); `None` when it did not load.
+    pub(crate) loaded: Option<Loaded>,
     /// Libraries and stage functions done (each task run, whatever its result).
     pub tasks: usize,
     /// From the start to the moment it was stopped.
@@ -82,12 +90,13 @@ impl EarlyFrontEnd {
             .spawn(move || {
                 // A script that does not load starts nothing: the harvest loads it again and
                 // reports the error.
-                let Ok((_, script)) = super::load(&o) else { return 0 };
-                let expansion = Selection::expansion(&script, Expand::Replace);
-                let selection = Selection::new(&script, &expansion, f.key_context());
+                let Ok(loaded) = super::load(&o).map(Arc::new) else { return (0, None) };
+                let expansion = Selection::expansion(&loaded.1, Expand::Replace);
+                let selection = Selection::new(&loaded.1, &expansion, f.key_context());
                 let plan = plan::plan(&selection.pipelines, &selection.ctx, threads);
                 // One core is the opening thread's.
-                run(&f, &plan.tasks, threads.saturating_sub(1).max(1), &halt)
+                let tasks = run(&f, &plan.tasks, threads.saturating_sub(1).max(1), &halt);
+                (tasks, Some(loaded))
             })
             .ok()?;
         Some(EarlyFrontEnd { frontend, stop, started: Instant::now(), thread: Some(thread) })
@@ -103,8 +112,8 @@ impl EarlyFrontEnd {
     /// nothing to overlap has no reason to start one).
     #[doc(hidden)]
     pub fn wait(mut self) -> Early {
-        let tasks = self.thread.take().and_then(|t| t.join().ok()).unwrap_or(0);
-        Early { frontend: self.frontend.clone(), tasks, seconds: self.started.elapsed().as_secs_f64() }
+        let (tasks, loaded) = self.thread.take().and_then(|t| t.join().ok()).unwrap_or((0, None));
+        Early { frontend: self.frontend.clone(), loaded, tasks, seconds: self.started.elapsed().as_secs_f64() }
     }
 }
 

@@ -270,11 +270,16 @@ fn run_harvest(
     let start = Instant::now();
     let cpu0 = process_cpu_time();
     let threads = opts.threads.max(1);
-    let (text, script) = load(opts)?;
+    // The script the early front end loaded (the one its work was for), or loaded now.
+    let loaded = match opts.early.as_ref().filter(|_| !opts.resume && opts.isolate.is_none()) {
+        Some(Early { loaded: Some(l), .. }) => l.clone(),
+        _ => Arc::new(load(opts)?),
+    };
+    let (text, script) = (loaded.0.as_str(), &loaded.1);
     let setup = Setup::new(opts, threads);
     setup.compiler.frontend().checker().require(opts.targets).map_err(HarvestError::MissingValidator)?;
-    let expansion = expansion_for(&script, &*setup.backend, opts.whole_variants);
-    let mut selection = Selection::new(&script, &expansion, setup.compiler.key_context());
+    let expansion = expansion_for(script, &*setup.backend, opts.whole_variants);
+    let mut selection = Selection::new(script, &expansion, setup.compiler.key_context());
     let shard_record = shard.map(|spec| select_shard(&mut selection, spec));
     let device = setup.backend.device();
     let mut resumed = if opts.resume {
@@ -287,7 +292,7 @@ fn run_harvest(
     let loaded = start.elapsed();
     let plan = plan::plan(&selection.pipelines, &selection.ctx, threads);
     let planned = start.elapsed();
-    let run = compile(opts, &setup, &selection, &text, &plan, threads, &mut resumed, tracer.as_ref(), on_progress);
+    let run = compile(opts, &setup, &selection, text, &plan, threads, &mut resumed, tracer.as_ref(), on_progress);
     let compiled_at = start.elapsed();
     let mut outcome = collect(opts, run, std::mem::take(&mut selection.failures), &mut resumed);
     let interrupted = opts.interrupt.as_ref().is_some_and(|i| i.is_requested());
@@ -302,7 +307,7 @@ fn run_harvest(
         write(opts, &setup.capture, shard_record.as_ref(), &mut outcome, &resumed)?
     };
     let written_at = start.elapsed();
-    locate_failures(opts, &text, &selection, &mut outcome);
+    locate_failures(opts, text, &selection, &mut outcome);
 
     let mut stats = setup.compiler.stats();
     if opts.isolate.is_some() {
