@@ -23,8 +23,9 @@
 //! there. `--recalibrate` measures regardless (not under `--resume`, which keeps the archive's
 //! kind). A calibration that cannot run (a child fails) does not fail the harvest: it stores
 //! cache data, says why on standard error and in the summary, and records nothing.
-//! `auto` is the default: the calibration costs a few seconds (4–5 s on an NVIDIA H100), once
-//! per machine, driver version and flags.
+//! `auto` is the default: the calibration costs a few seconds (4.5–5.3 s on an NVIDIA H100),
+//! once per machine, driver version and flags. The instance it loads to look at the device is
+//! the one the harvest then opens its device on (`DeviceArgs::loaded`).
 
 pub mod record;
 
