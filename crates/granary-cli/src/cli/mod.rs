@@ -165,7 +165,7 @@ pub fn main() -> i32 {
 /// panics' backtraces but does not make every library error capture one. granary prints errors
 /// as text and never shows such a backtrace, and a dependency on the front end's hot path,
 /// spirq's SPIR-V reflection, makes and drops errors while it succeeds: with the capture on, a
-/// SPIR-V library's front end cost 2.3× its CPU time (docs/BENCHMARKS.md). The setting reaches
+/// SPIR-V library's front end cost about 2.5× its CPU time (docs/BENCHMARKS.md). The setting reaches
 /// the workers and calibration harvests this process starts. `RUST_LIB_BACKTRACE=1` turns the
 /// capture back on.
 pub fn library_backtraces(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<(&'static str, &'static str)> {

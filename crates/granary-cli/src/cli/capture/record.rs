@@ -1,7 +1,7 @@
 //! This machine's record of `--capture auto` decisions: what a calibration chose for a device
 //! and driver version, so that the next harvest to a new output on the same machine does not
 //! measure again (the calibration costs about as much as harvesting a few thousand pipelines:
-//! 4–5 s on an NVIDIA H100, docs/BENCHMARKS.md).
+//! 4.5–5.3 s on an NVIDIA H100, docs/BENCHMARKS.md).
 //!
 //! The record is one JSON file, `capture-choices.json`, in the folder [`folder`] names:
 //! `GRANARY_CACHE_DIR` when set (set and empty: no record is read or written), else
